@@ -1,0 +1,1 @@
+"""actorlog: durable async actors on a checksummed write-ahead log."""

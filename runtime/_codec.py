@@ -1,0 +1,219 @@
+"""The only module that knows bytes: payload encoding, the checksum frame, snapshot digests.
+
+Everything here is specified in ``docs/FORMAT.md``; the ``[Fn]`` tags cite it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import zlib
+from typing import Any
+
+import attrs
+import cattrs
+from cattrs.preconf.json import make_converter
+
+from ._errors import ConfigurationError, CorruptEntryError, EncodeError
+from .store import FORMAT_VERSION, KINDS, EntryRow
+
+__all__ = [
+    "MAX_ACTOR_ID_CHARS",
+    "MAX_PAYLOAD_BYTES",
+    "converter",
+    "decode_json",
+    "encode_json",
+    "entry_checksum",
+    "make_row",
+    "snapshot_digest",
+    "type_tag",
+    "validate_actor_id",
+    "verify_row",
+]
+
+#: [F10] Largest encoded payload of one log entry. Larger messages, arguments or results are
+#: rejected at the call with ``EncodeError``; store big blobs elsewhere and log a reference.
+MAX_PAYLOAD_BYTES = 8 * 1024 * 1024
+#: [F11] Actor ids: 1..200 characters, no control characters.
+MAX_ACTOR_ID_CHARS = 200
+_MAX_TAG_BYTES = 1024
+_NO_MESSAGE_ID = 0xFFFF
+
+#: The one cattrs converter: JSON-friendly (datetimes as ISO strings, bytes as base85, ...).
+converter: cattrs.Converter = make_converter()
+
+_KIND_CODE = {kind: code for code, kind in enumerate(KINDS, start=1)}
+
+
+def type_tag(cls: type) -> str:
+    """[F8] A class's stable tag: ``__actorlog_tag__`` if set, else ``module.QualName``."""
+    tag = getattr(cls, "__actorlog_tag__", None)
+    if isinstance(tag, str):
+        return tag
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def validate_actor_id(actor_id: object) -> str:
+    """Return ``actor_id`` if it is a valid id, else raise ``ConfigurationError``."""
+    if not isinstance(actor_id, str):
+        raise ConfigurationError(f"actor id must be a str, got {type(actor_id).__qualname__}")
+    if not actor_id:
+        raise ConfigurationError("actor id must not be empty")
+    if len(actor_id) > MAX_ACTOR_ID_CHARS:
+        raise ConfigurationError(
+            f"actor id is {len(actor_id)} characters; the limit is {MAX_ACTOR_ID_CHARS}"
+        )
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in actor_id):
+        raise ConfigurationError(f"actor id {actor_id!r} contains control characters")
+    return actor_id
+
+
+def encode_json(value: Any, what: str) -> bytes:
+    """[F9] Unstructure ``value`` with cattrs and encode it as compact UTF-8 JSON.
+
+    Raises:
+        EncodeError: the value cannot be represented, or the result exceeds the size limit.
+    """
+    try:
+        plain = converter.unstructure(value)
+        data = json.dumps(
+            plain, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        ).encode()
+    except (TypeError, ValueError, cattrs.BaseValidationError, RecursionError) as exc:
+        raise EncodeError(what, type(value), str(exc)) from exc
+    if len(data) > MAX_PAYLOAD_BYTES:
+        raise EncodeError(
+            what, type(value), f"encoded size {len(data)} bytes exceeds {MAX_PAYLOAD_BYTES}"
+        )
+    return data
+
+
+def encode_plain(obj: dict[str, Any], what: str) -> bytes:
+    """Encode an already-plain JSON object (an entry envelope)."""
+    try:
+        data = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise EncodeError(what, type(obj), str(exc)) from exc
+    if len(data) > MAX_PAYLOAD_BYTES:
+        raise EncodeError(
+            what, type(obj), f"encoded size {len(data)} bytes exceeds {MAX_PAYLOAD_BYTES}"
+        )
+    return data
+
+
+def to_plain(value: Any, what: str) -> Any:
+    """Unstructure ``value`` and prove it is JSON-encodable (raises ``EncodeError``)."""
+    try:
+        plain = converter.unstructure(value)
+        json.dumps(plain, allow_nan=False)
+    except (TypeError, ValueError, cattrs.BaseValidationError, RecursionError) as exc:
+        raise EncodeError(what, type(value), str(exc)) from exc
+    return plain
+
+
+def decode_json(data: bytes) -> Any:
+    """Decode a payload. Raises ``ValueError`` on malformed bytes."""
+    return json.loads(data)
+
+
+def check_attrs_instance(value: object, what: str) -> None:
+    if not attrs.has(type(value)):
+        raise EncodeError(what, type(value), "it is not an instance of an attrs class")
+
+
+def _frame(
+    actor_id: str,
+    seq: int,
+    kind: str,
+    type_tag: str,
+    ref: int,
+    message_id: str | None,
+    payload: bytes,
+) -> bytes:
+    """[F6] The bytes the checksum covers."""
+    aid = actor_id.encode()
+    tag = type_tag.encode()
+    code = _KIND_CODE.get(kind, 0)
+    parts = [
+        struct.pack(">BBQQ", FORMAT_VERSION, code, seq, ref),
+        struct.pack(">H", len(aid)),
+        aid,
+        struct.pack(">H", len(tag)),
+        tag,
+    ]
+    if message_id is None:
+        parts.append(struct.pack(">H", _NO_MESSAGE_ID))
+    else:
+        mid = message_id.encode()
+        parts.append(struct.pack(">H", len(mid)))
+        parts.append(mid)
+    parts.append(struct.pack(">I", len(payload)))
+    parts.append(payload)
+    return b"".join(parts)
+
+
+def entry_checksum(
+    actor_id: str,
+    seq: int,
+    kind: str,
+    type_tag: str,
+    ref: int,
+    message_id: str | None,
+    payload: bytes,
+) -> int:
+    """[F6] CRC-32 (zlib/IEEE 802.3 polynomial) of the entry frame, as an unsigned int."""
+    return zlib.crc32(_frame(actor_id, seq, kind, type_tag, ref, message_id, payload))
+
+
+def make_row(
+    actor_id: str,
+    seq: int,
+    kind: str,
+    type_tag: str,
+    ref: int,
+    message_id: str | None,
+    payload: bytes,
+) -> EntryRow:
+    """Build a checksummed row."""
+    if len(type_tag.encode()) > _MAX_TAG_BYTES:
+        raise ConfigurationError(f"type tag longer than {_MAX_TAG_BYTES} bytes: {type_tag[:80]}...")
+    if message_id is not None and len(message_id.encode()) >= _NO_MESSAGE_ID:
+        raise ConfigurationError("message_id is too long")
+    return EntryRow(
+        actor_id=actor_id,
+        seq=seq,
+        kind=kind,
+        type_tag=type_tag,
+        ref=ref,
+        message_id=message_id,
+        payload=payload,
+        checksum=entry_checksum(actor_id, seq, kind, type_tag, ref, message_id, payload),
+    )
+
+
+def verify_row(row: EntryRow, expected_actor: str, expected_seq: int) -> None:
+    """[F7] Raise ``CorruptEntryError`` unless ``row`` is a valid entry at that position."""
+    if row.actor_id != expected_actor:
+        raise CorruptEntryError(expected_actor, expected_seq, "identity", "wrong actor id")
+    if row.seq != expected_seq:
+        raise CorruptEntryError(
+            expected_actor, expected_seq, "seq chain", f"found seq {row.seq} where {expected_seq} was expected"
+        )
+    if row.kind not in _KIND_CODE:
+        raise CorruptEntryError(expected_actor, expected_seq, "kind", f"unknown kind {row.kind!r}")
+    actual = entry_checksum(
+        row.actor_id, row.seq, row.kind, row.type_tag, row.ref, row.message_id, row.payload
+    )
+    if actual != row.checksum:
+        raise CorruptEntryError(
+            expected_actor,
+            expected_seq,
+            "checksum",
+            f"stored {row.checksum:#010x}, computed {actual:#010x}",
+        )
+
+
+def snapshot_digest(data: bytes) -> bytes:
+    """[F12] SHA-256 of the snapshot bytes."""
+    return hashlib.sha256(data).digest()

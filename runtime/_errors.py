@@ -1,0 +1,259 @@
+"""The exception tree. Every error actorlog raises is an :class:`ActorlogError`.
+
+::
+
+    ActorlogError
+      ConfigurationError            bad arguments to an actorlog call (nothing was written)
+        EncodeError                 a message/state/argument the codec cannot encode
+        StoreURLError               a store URL that does not parse
+      ActorNotFoundError            no such actor / actor class not registered
+      ActorStoppedError             the actor (or the whole system) is stopped or closed
+      ActorQuarantinedError         the actor was stopped because its log cannot be trusted
+      HandlerError                  the handler raised; carries the original type and message
+      ToolCallError                 a tool raised (live or as recorded in the log)
+      NonDeterminismError           replay asked for a different effect than the log recorded
+      InDoubtError                  an intent has no result and its policy is escalate
+      WALError
+        CorruptEntryError           an entry fails its checksum, seq chain or decode check
+        TornTailError               a torn last write in a store whose writes can tear
+        UnsupportedFormatError      the store was written by a newer format version
+        LogCompactedError           the entries needed for recovery were compacted away
+      SnapshotError                 a snapshot could not be written or verified
+      RecoveryError                 recovery of one actor failed
+      StoreError
+        StoreUnavailableError       transient: the store could not be reached
+        StoreClosedError            the store is closed
+        SequenceConflictError       another writer appended to this actor's log
+
+Errors carry their fields as attributes and build their message in ``__init__``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ActorNotFoundError",
+    "ActorQuarantinedError",
+    "ActorStoppedError",
+    "ActorlogError",
+    "ConfigurationError",
+    "CorruptEntryError",
+    "EncodeError",
+    "HandlerError",
+    "InDoubtError",
+    "LogCompactedError",
+    "NonDeterminismError",
+    "RecoveryError",
+    "SequenceConflictError",
+    "SnapshotError",
+    "StoreClosedError",
+    "StoreError",
+    "StoreURLError",
+    "StoreUnavailableError",
+    "ToolCallError",
+    "TornTailError",
+    "UnsupportedFormatError",
+    "WALError",
+]
+
+
+class ActorlogError(Exception):
+    """Root of every error actorlog raises."""
+
+
+class ConfigurationError(ActorlogError, ValueError):
+    """An actorlog call got arguments it cannot use. Nothing was written."""
+
+
+class EncodeError(ConfigurationError, TypeError):
+    """A value cannot be encoded by the codec (not attrs, or an unsupported type)."""
+
+    def __init__(self, what: str, value_type: type | str, reason: str) -> None:
+        self.what = what
+        self.value_type = value_type if isinstance(value_type, str) else value_type.__qualname__
+        self.reason = reason
+        super().__init__(
+            f"cannot encode {what} of type {self.value_type}: {reason}. "
+            "Messages and state must be attrs classes whose fields cattrs can unstructure "
+            "to JSON (str, int, float, bool, None, lists, dicts with str keys, datetimes, "
+            "nested attrs classes)."
+        )
+
+
+class StoreURLError(ConfigurationError):
+    """A store URL that does not parse or names an unknown scheme."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.url = url
+        self.reason = reason
+        super().__init__(
+            f"cannot open store URL {url!r}: {reason} "
+            "(expected sqlite:///relative.db, sqlite:////absolute.db, memory:// "
+            "or postgresql://user@host:port/db)"
+        )
+
+
+class ActorNotFoundError(ActorlogError, LookupError):
+    """The actor id or actor class is not known to this system."""
+
+
+class ActorStoppedError(ActorlogError):
+    """The actor or the system is stopped; the call was not carried out."""
+
+
+class ActorQuarantinedError(ActorlogError):
+    """The actor is quarantined: its log cannot be trusted until an operator acts."""
+
+    def __init__(self, actor_id: str, reason: BaseException | str) -> None:
+        self.actor_id = actor_id
+        self.reason = reason
+        super().__init__(f"actor {actor_id!r} is quarantined: {reason}")
+
+
+class HandlerError(ActorlogError):
+    """The actor's handler raised while handling a message.
+
+    The error was recorded with the step; asking again with the same message id
+    raises it again without running the handler.
+    """
+
+    def __init__(self, actor_id: str, seq: int, error_type: str, message: str) -> None:
+        self.actor_id = actor_id
+        self.seq = seq
+        self.error_type = error_type
+        self.message = message
+        super().__init__(
+            f"handler of actor {actor_id!r} failed on message seq {seq}: {error_type}: {message}"
+        )
+
+
+class ToolCallError(ActorlogError):
+    """A tool raised. Raised by ``ctx.call`` live and, identically, on replay."""
+
+    def __init__(self, tool: str, error_type: str, message: str) -> None:
+        self.tool = tool
+        self.error_type = error_type
+        self.message = message
+        super().__init__(f"tool {tool!r} failed: {error_type}: {message}")
+
+
+class NonDeterminismError(ActorlogError):
+    """The handler asked for a different effect than the log recorded at that position."""
+
+    def __init__(self, actor_id: str, step_seq: int, index: int, expected: str, got: str) -> None:
+        self.actor_id = actor_id
+        self.step_seq = step_seq
+        self.index = index
+        self.expected = expected
+        self.got = got
+        super().__init__(
+            f"non-deterministic replay of actor {actor_id!r}, step seq {step_seq}, effect "
+            f"#{index}: the log recorded {expected} but the handler asked for {got}. "
+            "No tool was called. Handlers must route every effect through ctx and make the "
+            "same calls for the same message and state."
+        )
+
+
+class InDoubtError(ActorlogError):
+    """An intent was logged but its outcome was not, and its tool's policy is to escalate."""
+
+    def __init__(self, actor_id: str, intent_seq: int, tool: str, idempotency_key: str) -> None:
+        self.actor_id = actor_id
+        self.intent_seq = intent_seq
+        self.tool = tool
+        self.idempotency_key = idempotency_key
+        super().__init__(
+            f"actor {actor_id!r}: call to tool {tool!r} (intent seq {intent_seq}, key "
+            f"{idempotency_key}) may or may not have happened; resolve it with "
+            "system.resolve(actor_id, intent_seq, result=... | retry=True | fail='why')"
+        )
+
+
+class WALError(ActorlogError):
+    """The log cannot be read as valid."""
+
+
+class CorruptEntryError(WALError):
+    """A log entry failed a check: checksum, seq chain, or decoding."""
+
+    def __init__(self, actor_id: str, seq: int, check: str, detail: str = "") -> None:
+        self.actor_id = actor_id
+        self.seq = seq
+        self.check = check
+        self.detail = detail
+        super().__init__(
+            f"corrupt log entry: actor {actor_id!r} seq {seq} failed the {check} check"
+            + (f" ({detail})" if detail else "")
+        )
+
+
+class TornTailError(WALError):
+    """The last entry of a log in a store whose writes can tear was never completed."""
+
+    def __init__(self, actor_id: str, seq: int) -> None:
+        self.actor_id = actor_id
+        self.seq = seq
+        super().__init__(f"torn last entry for actor {actor_id!r} at seq {seq}")
+
+
+class UnsupportedFormatError(WALError):
+    """The store was written by a format version this code does not read."""
+
+    def __init__(self, found: int, supported: int) -> None:
+        self.found = found
+        self.supported = supported
+        super().__init__(
+            f"store format version {found} is newer than this actorlog reads "
+            f"(<= {supported}); upgrade actorlog to open it. Nothing was changed."
+        )
+
+
+class LogCompactedError(WALError):
+    """Recovery needs entries that were compacted away and no valid snapshot covers them."""
+
+    def __init__(self, actor_id: str, first_seq: int) -> None:
+        self.actor_id = actor_id
+        self.first_seq = first_seq
+        super().__init__(
+            f"cannot recover actor {actor_id!r}: no valid snapshot, and the log starts at "
+            f"seq {first_seq} (entries before it were compacted)"
+        )
+
+
+class SnapshotError(ActorlogError):
+    """A snapshot could not be written, or failed verification."""
+
+
+class RecoveryError(ActorlogError):
+    """Recovery of one actor failed."""
+
+    def __init__(self, actor_id: str, seq: int, reason: str) -> None:
+        self.actor_id = actor_id
+        self.seq = seq
+        self.reason = reason
+        super().__init__(f"recovery of actor {actor_id!r} failed at seq {seq}: {reason}")
+
+
+class StoreError(ActorlogError):
+    """The store failed an operation."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store could not be reached or failed an I/O call. Possibly transient."""
+
+
+class StoreClosedError(StoreError):
+    """The store is closed."""
+
+
+class SequenceConflictError(StoreError):
+    """A conditional append lost: the log's last seq was not the one the writer expected."""
+
+    def __init__(self, actor_id: str, expected: int, found: int | None) -> None:
+        self.actor_id = actor_id
+        self.expected = expected
+        self.found = found
+        super().__init__(
+            f"conflicting append to actor {actor_id!r}: expected last seq {expected}, "
+            f"found {found if found is not None else 'unknown'}; another runtime is writing "
+            "this actor's log, so this runtime stops it"
+        )

@@ -1,0 +1,112 @@
+"""Group commit without a background task: concurrent appends share one transaction.
+
+The first appender to find no commit in flight becomes the *leader*: it takes every queued
+request and commits them together. Requests that arrive meanwhile queue up; when the commit
+finishes, leadership passes to the first of them, which commits the whole queue in the next
+transaction. So under load each transaction (and each fsync) carries every append that
+arrived while the previous one was in flight; with no load an append commits at once.
+
+A commit, once started, is shielded from cancellation: it is bounded, and abandoning it halfway
+would strand the other requests in the batch. A request whose caller is cancelled while it
+waits stays queued and may still be committed ("a cancelled append may or may not be
+durable"), which the store contract allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, TypeVar
+
+import anyio
+
+__all__ = ["GroupCommitter", "Request"]
+
+T = TypeVar("T")
+
+
+class Request(Generic[T]):
+    __slots__ = ("abandoned", "done", "error", "item", "lead", "wake")
+
+    def __init__(self, item: T) -> None:
+        self.item = item
+        self.wake = anyio.Event()
+        self.lead = False
+        self.done = False
+        self.abandoned = False
+        self.error: BaseException | None = None
+
+
+class GroupCommitter(Generic[T]):
+    """Batches concurrent :meth:`submit` calls into calls of ``commit(batch)``.
+
+    ``commit`` must set ``error`` on each request that failed (and may raise, which fails every
+    request of the batch that has no error of its own).
+    """
+
+    def __init__(self, commit: Callable[[Sequence[Request[T]]], Awaitable[None]]) -> None:
+        self._commit = commit
+        self._queue: list[Request[T]] = []
+        self._busy = False
+        #: sizes of the last batches, for telemetry (bounded)
+        self.last_batch_size = 0
+
+    async def submit(self, item: T) -> None:
+        req = Request(item)
+        self._queue.append(req)
+        if not self._busy:
+            self._busy = True
+            req.lead = True
+        else:
+            try:
+                await req.wake.wait()
+            except BaseException:
+                if req.lead and not req.done:
+                    with anyio.CancelScope(shield=True):
+                        await self._lead()
+                else:
+                    req.abandoned = True
+                raise
+        if req.lead and not req.done:
+            await self._lead()
+        if req.error is not None:
+            raise req.error
+
+    async def _lead(self) -> None:
+        with anyio.CancelScope(shield=True):
+            while True:
+                batch, self._queue = self._queue, []
+                self.last_batch_size = len(batch)
+                try:
+                    await self._commit(batch)
+                except BaseException as exc:
+                    for r in batch:
+                        if r.error is None:
+                            r.error = exc
+                    if not isinstance(exc, Exception):
+                        self._finish(batch)
+                        self._handoff()
+                        raise
+                self._finish(batch)
+                if self._handoff():
+                    return
+                if not self._queue:
+                    self._busy = False
+                    return
+                # only abandoned requests wait: commit them ourselves
+
+    @staticmethod
+    def _finish(batch: Sequence[Request[T]]) -> None:
+        for r in batch:
+            r.done = True
+            r.wake.set()
+
+    def _handoff(self) -> bool:
+        for r in self._queue:
+            if not r.abandoned:
+                r.lead = True
+                r.wake.set()
+                return True
+        if not self._queue:
+            self._busy = False
+            return True
+        return False

@@ -1,0 +1,208 @@
+"""An in-process store for tests and examples. Nothing survives the process."""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Sequence
+
+import attrs
+
+from actorlog._errors import SequenceConflictError, StoreClosedError
+from actorlog.store import (
+    ActorRow,
+    EntryRow,
+    EventRow,
+    SnapshotInfo,
+    SnapshotRow,
+    StoreCapabilities,
+)
+
+__all__ = ["MemoryStore"]
+
+
+@attrs.define
+class _Actor:
+    actor_type: str
+    created_at: float
+    entries: list[EntryRow] = attrs.Factory(list)
+    seqs: list[int] = attrs.Factory(list)
+    message_ids: dict[str, int] = attrs.Factory(dict)
+    last_message_seq: int = 0
+    handled_seq: int = 0
+    snapshots: dict[int, SnapshotRow] = attrs.Factory(dict)
+    events: list[EventRow] = attrs.Factory(list)
+
+
+class MemoryStore:
+    """A store in a Python dict. Atomic and ordered like the others, durable to nothing.
+
+    Tests may reach into :attr:`actors` to damage entries (``replace_row``).
+    """
+
+    def __init__(self) -> None:
+        self.actors: dict[str, _Actor] = {}
+        self._closed = False
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        return StoreCapabilities(torn_writes=False, multi_process=False, durable=False)
+
+    @property
+    def url(self) -> str:
+        return "memory://"
+
+    async def open(self) -> None:
+        self._closed = False
+
+    async def close(self) -> None:
+        self._closed = True
+
+    def _check(self) -> None:
+        if self._closed:
+            raise StoreClosedError("the memory store is closed")
+
+    def _actor(self, actor_id: str) -> _Actor:
+        a = self.actors.get(actor_id)
+        if a is None:
+            a = self.actors[actor_id] = _Actor(actor_type="", created_at=time.time())
+        return a
+
+    def _row(self, actor_id: str, a: _Actor) -> ActorRow:
+        return ActorRow(
+            actor_id=actor_id,
+            actor_type=a.actor_type,
+            last_seq=a.seqs[-1] if a.seqs else 0,
+            last_message_seq=a.last_message_seq,
+            handled_seq=a.handled_seq,
+            first_seq=a.seqs[0] if a.seqs else 0,
+            created_at=a.created_at,
+        )
+
+    async def register_actor(self, actor_id: str, actor_type: str) -> ActorRow:
+        self._check()
+        a = self._actor(actor_id)
+        if not a.actor_type:
+            a.actor_type = actor_type
+        return self._row(actor_id, a)
+
+    async def get_actor(self, actor_id: str) -> ActorRow | None:
+        self._check()
+        a = self.actors.get(actor_id)
+        return None if a is None or not a.actor_type else self._row(actor_id, a)
+
+    async def list_actors(self) -> list[ActorRow]:
+        self._check()
+        return [self._row(k, a) for k, a in sorted(self.actors.items()) if a.actor_type]
+
+    async def append(self, actor_id: str, expected_last_seq: int, rows: Sequence[EntryRow]) -> None:
+        self._check()
+        a = self._actor(actor_id)
+        last = a.seqs[-1] if a.seqs else 0
+        if not a.actor_type or last != expected_last_seq:
+            raise SequenceConflictError(actor_id, expected_last_seq, last)
+        seen: set[str] = set()
+        for i, row in enumerate(rows, start=1):
+            if row.actor_id != actor_id or row.seq != expected_last_seq + i:
+                raise SequenceConflictError(actor_id, expected_last_seq, last)
+            if row.message_id is not None:
+                if row.message_id in a.message_ids or row.message_id in seen:
+                    raise SequenceConflictError(actor_id, expected_last_seq, last)
+                seen.add(row.message_id)
+        for row in rows:
+            a.entries.append(row)
+            a.seqs.append(row.seq)
+            if row.message_id is not None:
+                a.message_ids[row.message_id] = row.seq
+            if row.kind == "message":
+                a.last_message_seq = max(a.last_message_seq, row.seq)
+            elif row.kind == "step":
+                a.handled_seq = max(a.handled_seq, row.ref)
+
+    async def read(
+        self,
+        actor_id: str,
+        *,
+        after_seq: int = 0,
+        upto_seq: int | None = None,
+        kinds: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[EntryRow]:
+        self._check()
+        a = self.actors.get(actor_id)
+        if a is None:
+            return []
+        start = bisect.bisect_right(a.seqs, after_seq)
+        out: list[EntryRow] = []
+        for row in a.entries[start:]:
+            if upto_seq is not None and row.seq > upto_seq:
+                break
+            if kinds is not None and row.kind not in kinds:
+                continue
+            out.append(row)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
+        self._check()
+        a = self.actors.get(actor_id)
+        if a is None or message_id not in a.message_ids:
+            return None
+        seq = a.message_ids[message_id]
+        i = bisect.bisect_left(a.seqs, seq)
+        return a.entries[i]
+
+    async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
+        self._check()
+        a = self.actors.get(actor_id)
+        if a is None:
+            return []
+        start = bisect.bisect_right(a.seqs, ref)
+        return [r for r in a.entries[start:] if r.kind == kind and r.ref == ref]
+
+    async def save_snapshot(self, snapshot: SnapshotRow) -> None:
+        self._check()
+        self._actor(snapshot.info.actor_id).snapshots[snapshot.info.seq] = snapshot
+
+    async def list_snapshots(self, actor_id: str) -> list[SnapshotInfo]:
+        self._check()
+        a = self.actors.get(actor_id)
+        if a is None:
+            return []
+        return [a.snapshots[s].info for s in sorted(a.snapshots, reverse=True)]
+
+    async def load_snapshot(self, actor_id: str, seq: int) -> SnapshotRow | None:
+        self._check()
+        a = self.actors.get(actor_id)
+        return None if a is None else a.snapshots.get(seq)
+
+    async def delete_snapshots(self, actor_id: str, seqs: Sequence[int]) -> None:
+        self._check()
+        a = self.actors.get(actor_id)
+        if a is not None:
+            for s in seqs:
+                a.snapshots.pop(s, None)
+
+    async def record_event(self, actor_id: str, kind: str, detail: str) -> None:
+        self._check()
+        self._actor(actor_id).events.append(EventRow(actor_id, time.time(), kind, detail))
+
+    async def read_events(self, actor_id: str) -> list[EventRow]:
+        self._check()
+        a = self.actors.get(actor_id)
+        return [] if a is None else list(a.events)
+
+    # -- test helpers ---------------------------------------------------------------------
+
+    def replace_row(self, actor_id: str, seq: int, row: EntryRow) -> None:
+        """Overwrite a stored entry in place (tests use it to inject damage)."""
+        a = self.actors[actor_id]
+        i = bisect.bisect_left(a.seqs, seq)
+        a.entries[i] = row
+
+    def replace_snapshot(self, actor_id: str, seq: int, data: bytes) -> None:
+        """Overwrite a snapshot's bytes, keeping its recorded digest (tests inject damage)."""
+        a = self.actors[actor_id]
+        old = a.snapshots[seq]
+        a.snapshots[seq] = SnapshotRow(info=old.info, data=data)

@@ -1,0 +1,470 @@
+"""The embedded default store: one SQLite file in WAL mode, group commit, real fsync.
+
+Schema and guarantees are in ``docs/FORMAT.md`` ("SQLite schema"). Highlights:
+
+* Appends from every actor that arrive while a commit is in flight share the next
+  transaction: one multi-row ``INSERT`` in autocommit mode, which SQLite runs as one atomic
+  transaction, so one hop to the aiosqlite thread and one fsync per batch.
+* The conditional append is enforced *inside* the database by a ``BEFORE INSERT`` trigger
+  (each row's seq must be the actor's last seq + 1), so a second process writing the same
+  actor's log gets a constraint error, never an interleaved log.
+* ``durability="fsync"`` (default) is ``synchronous=FULL``: a commit is on disk before
+  ``append`` returns. ``durability="survive-process-crash"`` is ``synchronous=NORMAL``: an
+  acknowledged append survives the process being killed, but the last transactions may be
+  lost if the machine loses power or the OS crashes.
+
+aiosqlite runs on asyncio only.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import aiosqlite
+
+from actorlog._errors import (
+    SequenceConflictError,
+    StoreClosedError,
+    StoreUnavailableError,
+    UnsupportedFormatError,
+)
+from actorlog.store import (
+    FORMAT_VERSION,
+    ActorRow,
+    EntryRow,
+    EventRow,
+    SnapshotInfo,
+    SnapshotRow,
+    StoreCapabilities,
+)
+
+from ._groupcommit import GroupCommitter, Request
+
+__all__ = ["SqliteStore"]
+
+Durability = Literal["fsync", "survive-process-crash"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS actorlog_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS actors (
+    actor_id         TEXT PRIMARY KEY,
+    actor_type       TEXT NOT NULL,
+    created_at       REAL NOT NULL,
+    last_seq         INTEGER NOT NULL DEFAULT 0,
+    last_message_seq INTEGER NOT NULL DEFAULT 0,
+    handled_seq      INTEGER NOT NULL DEFAULT 0,
+    first_seq        INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS entries (
+    actor_id   TEXT    NOT NULL,
+    seq        INTEGER NOT NULL,
+    kind       TEXT    NOT NULL,
+    type_tag   TEXT    NOT NULL,
+    ref        INTEGER NOT NULL,
+    message_id TEXT,
+    payload    BLOB    NOT NULL,
+    checksum   INTEGER NOT NULL,
+    PRIMARY KEY (actor_id, seq)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS entries_message_id
+    ON entries (actor_id, message_id) WHERE message_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_ref ON entries (actor_id, kind, ref);
+CREATE TABLE IF NOT EXISTS snapshots (
+    actor_id       TEXT    NOT NULL,
+    seq            INTEGER NOT NULL,
+    handled_seq    INTEGER NOT NULL,
+    type_tag       TEXT    NOT NULL,
+    schema_version INTEGER NOT NULL,
+    digest         BLOB    NOT NULL,
+    size           INTEGER NOT NULL,
+    created_at     REAL    NOT NULL,
+    data           BLOB    NOT NULL,
+    PRIMARY KEY (actor_id, seq)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id       INTEGER PRIMARY KEY,
+    actor_id TEXT NOT NULL,
+    at       REAL NOT NULL,
+    kind     TEXT NOT NULL,
+    detail   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_actor ON events (actor_id, id);
+CREATE TRIGGER IF NOT EXISTS entries_contiguous BEFORE INSERT ON entries BEGIN
+    SELECT RAISE(ABORT, 'actorlog: seq conflict')
+    WHERE NEW.seq != coalesce(
+        (SELECT last_seq FROM actors WHERE actor_id = NEW.actor_id), -1) + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS entries_summary AFTER INSERT ON entries BEGIN
+    UPDATE actors SET
+        last_seq = NEW.seq,
+        first_seq = CASE WHEN first_seq = 0 THEN NEW.seq ELSE first_seq END,
+        last_message_seq = CASE WHEN NEW.kind = 'message' THEN NEW.seq
+                                ELSE last_message_seq END,
+        handled_seq = CASE WHEN NEW.kind = 'step' AND NEW.ref > handled_seq THEN NEW.ref
+                           ELSE handled_seq END
+    WHERE actor_id = NEW.actor_id;
+END;
+"""
+
+_ENTRY_COLS = "actor_id, seq, kind, type_tag, ref, message_id, payload, checksum"
+_SNAP_INFO_COLS = "actor_id, seq, handled_seq, type_tag, schema_version, digest, size, created_at"
+_ACTOR_COLS = (
+    "actor_id, actor_type, last_seq, last_message_seq, handled_seq, first_seq, created_at"
+)
+# SQLite >= 3.32 allows 32766 bound variables per statement; 8 per row.
+_MAX_ROWS_PER_STATEMENT = 4000
+
+_Append = tuple[str, int, Sequence[EntryRow]]
+
+
+def _entry(r: Any) -> EntryRow:
+    return EntryRow(r[0], r[1], r[2], r[3], r[4], r[5], bytes(r[6]), r[7])
+
+
+def _actor(r: Any) -> ActorRow:
+    return ActorRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+
+
+def _info(r: Any) -> SnapshotInfo:
+    return SnapshotInfo(r[0], r[1], r[2], r[3], r[4], bytes(r[5]), r[6], r[7])
+
+
+class SqliteStore:
+    """A SQLite file store (aiosqlite, WAL journal, group commit).
+
+    Args:
+        path: the database file; created if missing (unless ``read_only``).
+        durability: ``"fsync"`` (default, ``synchronous=FULL``) or
+            ``"survive-process-crash"`` (``synchronous=NORMAL``: may lose the last commits on
+            power loss or OS crash, never on a process crash).
+        read_only: open without write access (operators' tools); appends raise.
+        busy_timeout: seconds to wait for another process's write lock.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        durability: Durability = "fsync",
+        read_only: bool = False,
+        busy_timeout: float = 5.0,
+    ) -> None:
+        if durability not in ("fsync", "survive-process-crash"):
+            from actorlog._errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"durability must be 'fsync' or 'survive-process-crash', not {durability!r}"
+            )
+        self.path = os.fspath(path)
+        self.durability: Durability = durability
+        self.read_only = read_only
+        self.busy_timeout = busy_timeout
+        self._w: aiosqlite.Connection | None = None
+        self._r: aiosqlite.Connection | None = None
+        self._committer: GroupCommitter[_Append] = GroupCommitter(self._commit)
+        self.batch_sizes: list[int] = []  # recent commit batch sizes (bounded), for telemetry
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        return StoreCapabilities(torn_writes=False, multi_process=True, durable=True)
+
+    @property
+    def url(self) -> str:
+        return "sqlite:///" + os.path.abspath(self.path)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        if self._r is not None:
+            return
+        try:
+            if self.read_only:
+                if not os.path.exists(self.path):
+                    raise StoreUnavailableError(f"no SQLite store at {self.path}")
+                uri = "file:" + os.path.abspath(self.path) + "?mode=ro"
+                self._r = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+                await self._r.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+                await self._check_version(self._r)
+                return
+            w = await aiosqlite.connect(self.path, isolation_level=None)
+            self._w = w
+            await w.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+            await w.execute("PRAGMA journal_mode=WAL")
+            sync = "FULL" if self.durability == "fsync" else "NORMAL"
+            await w.execute(f"PRAGMA synchronous={sync}")
+            await self._check_version(w)
+            await w.executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
+            await w.execute(
+                "INSERT OR IGNORE INTO actorlog_meta VALUES ('format_version', ?)",
+                (str(FORMAT_VERSION),),
+            )
+            self._r = await aiosqlite.connect(self.path, isolation_level=None)
+            await self._r.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+        except sqlite3.Error as exc:
+            await self.close()
+            raise StoreUnavailableError(f"cannot open SQLite store {self.path}: {exc}") from exc
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _check_version(self, conn: aiosqlite.Connection) -> None:
+        rows = await conn.execute_fetchall(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name='actorlog_meta'"
+        )
+        if not list(rows):
+            return
+        rows = await conn.execute_fetchall(
+            "SELECT value FROM actorlog_meta WHERE key='format_version'"
+        )
+        for (value,) in rows:
+            if int(value) > FORMAT_VERSION:
+                raise UnsupportedFormatError(int(value), FORMAT_VERSION)
+
+    async def close(self) -> None:
+        for name in ("_w", "_r"):
+            conn = getattr(self, name)
+            setattr(self, name, None)
+            if conn is not None:
+                try:
+                    await conn.close()
+                except sqlite3.Error:
+                    pass
+
+    def _reader(self) -> aiosqlite.Connection:
+        if self._r is None:
+            raise StoreClosedError(f"SQLite store {self.path} is not open")
+        return self._r
+
+    def _writer(self) -> aiosqlite.Connection:
+        if self._w is None:
+            if self.read_only:
+                raise StoreClosedError(f"SQLite store {self.path} is open read-only")
+            raise StoreClosedError(f"SQLite store {self.path} is not open")
+        return self._w
+
+    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        try:
+            return list(await self._reader().execute_fetchall(sql, params))
+        except sqlite3.Error as exc:
+            raise StoreUnavailableError(f"SQLite read failed: {exc}") from exc
+        except ValueError as exc:  # aiosqlite: "no active connection"
+            raise StoreClosedError(str(exc)) from exc
+
+    async def _write(self, sql: str, params: Sequence[Any] = ()) -> None:
+        try:
+            await self._writer().execute_fetchall(sql, params)
+        except sqlite3.Error as exc:
+            raise StoreUnavailableError(f"SQLite write failed: {exc}") from exc
+        except ValueError as exc:
+            raise StoreClosedError(str(exc)) from exc
+
+    # -- actors ----------------------------------------------------------------------------
+
+    async def register_actor(self, actor_id: str, actor_type: str) -> ActorRow:
+        await self._write(
+            "INSERT OR IGNORE INTO actors (actor_id, actor_type, created_at) VALUES (?, ?, ?)",
+            (actor_id, actor_type, time.time()),
+        )
+        row = await self.get_actor(actor_id)
+        assert row is not None
+        return row
+
+    async def get_actor(self, actor_id: str) -> ActorRow | None:
+        rows = await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors WHERE actor_id = ?", (actor_id,))
+        return _actor(rows[0]) if rows else None
+
+    async def list_actors(self) -> list[ActorRow]:
+        return [_actor(r) for r in await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors ORDER BY actor_id")]
+
+    # -- the log ---------------------------------------------------------------------------
+
+    async def append(self, actor_id: str, expected_last_seq: int, rows: Sequence[EntryRow]) -> None:
+        for i, row in enumerate(rows, start=1):
+            if row.actor_id != actor_id or row.seq != expected_last_seq + i:
+                raise SequenceConflictError(actor_id, expected_last_seq, None)
+        if not rows:
+            return
+        self._writer()
+        await self._committer.submit((actor_id, expected_last_seq, rows))
+
+    async def _commit(self, batch: Sequence[Request[_Append]]) -> None:
+        """Commit a batch: one multi-row INSERT (one transaction) per chunk of requests."""
+        self.batch_sizes.append(len(batch))
+        if len(self.batch_sizes) > 1024:
+            del self.batch_sizes[:512]
+        chunk: list[Request[_Append]] = []
+        n = 0
+        for req in batch:
+            size = len(req.item[2])
+            if chunk and n + size > _MAX_ROWS_PER_STATEMENT:
+                await self._commit_chunk(chunk)
+                chunk, n = [], 0
+            chunk.append(req)
+            n += size
+        if chunk:
+            await self._commit_chunk(chunk)
+
+    async def _commit_chunk(self, chunk: Sequence[Request[_Append]]) -> None:
+        w = self._writer()
+        rows = [row for req in chunk for row in req.item[2]]
+        try:
+            if len(rows) <= _MAX_ROWS_PER_STATEMENT:
+                sql = f"INSERT INTO entries ({_ENTRY_COLS}) VALUES " + ",".join(
+                    ["(?,?,?,?,?,?,?,?)"] * len(rows)
+                )
+                params = [v for row in rows for v in _row_params(row)]
+                await w.execute_fetchall(sql, params)
+            else:  # one oversized request: an explicit transaction
+                await w.execute("BEGIN IMMEDIATE")
+                try:
+                    await w.executemany(
+                        f"INSERT INTO entries ({_ENTRY_COLS}) VALUES (?,?,?,?,?,?,?,?)",
+                        [_row_params(r) for r in rows],
+                    )
+                    await w.execute("COMMIT")
+                except BaseException:
+                    await w.execute("ROLLBACK")
+                    raise
+        except sqlite3.IntegrityError:
+            if len(chunk) == 1:
+                actor_id, expected, _ = chunk[0].item
+                chunk[0].error = SequenceConflictError(
+                    actor_id, expected, await self._last_seq(actor_id)
+                )
+                return
+            # Someone in the batch lost a race; find out who by committing one by one.
+            for req in chunk:
+                await self._commit_chunk([req])
+        except sqlite3.Error as exc:
+            err = StoreUnavailableError(f"SQLite commit failed: {exc}")
+            err.__cause__ = exc
+            for req in chunk:
+                req.error = err
+
+    async def _last_seq(self, actor_id: str) -> int | None:
+        try:
+            rows = await self._writer().execute_fetchall(
+                "SELECT last_seq FROM actors WHERE actor_id = ?", (actor_id,)
+            )
+        except sqlite3.Error:
+            return None
+        rows = list(rows)
+        return int(rows[0][0]) if rows else None
+
+    async def read(
+        self,
+        actor_id: str,
+        *,
+        after_seq: int = 0,
+        upto_seq: int | None = None,
+        kinds: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[EntryRow]:
+        sql = f"SELECT {_ENTRY_COLS} FROM entries WHERE actor_id = ? AND seq > ?"
+        params: list[Any] = [actor_id, after_seq]
+        if upto_seq is not None:
+            sql += " AND seq <= ?"
+            params.append(upto_seq)
+        if kinds is not None:
+            sql += " AND kind IN (" + ",".join("?" * len(kinds)) + ")"
+            params.extend(kinds)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [_entry(r) for r in await self._fetch(sql, params)]
+
+    async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
+        rows = await self._fetch(
+            f"SELECT {_ENTRY_COLS} FROM entries WHERE actor_id = ? AND message_id = ?",
+            (actor_id, message_id),
+        )
+        return _entry(rows[0]) if rows else None
+
+    async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
+        rows = await self._fetch(
+            f"SELECT {_ENTRY_COLS} FROM entries WHERE actor_id = ? AND kind = ? AND ref = ? "
+            "ORDER BY seq",
+            (actor_id, kind, ref),
+        )
+        return [_entry(r) for r in rows]
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    async def save_snapshot(self, snapshot: SnapshotRow) -> None:
+        i = snapshot.info
+        await self._write(
+            "INSERT OR REPLACE INTO snapshots (" + _SNAP_INFO_COLS + ", data) "
+            "VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                i.actor_id,
+                i.seq,
+                i.handled_seq,
+                i.type_tag,
+                i.schema_version,
+                i.digest,
+                i.size,
+                i.created_at,
+                snapshot.data,
+            ),
+        )
+
+    async def list_snapshots(self, actor_id: str) -> list[SnapshotInfo]:
+        rows = await self._fetch(
+            f"SELECT {_SNAP_INFO_COLS} FROM snapshots WHERE actor_id = ? ORDER BY seq DESC",
+            (actor_id,),
+        )
+        return [_info(r) for r in rows]
+
+    async def load_snapshot(self, actor_id: str, seq: int) -> SnapshotRow | None:
+        rows = await self._fetch(
+            f"SELECT {_SNAP_INFO_COLS}, data FROM snapshots WHERE actor_id = ? AND seq = ?",
+            (actor_id, seq),
+        )
+        if not rows:
+            return None
+        return SnapshotRow(info=_info(rows[0]), data=bytes(rows[0][8]))
+
+    async def delete_snapshots(self, actor_id: str, seqs: Sequence[int]) -> None:
+        if seqs:
+            await self._write(
+                "DELETE FROM snapshots WHERE actor_id = ? AND seq IN ("
+                + ",".join("?" * len(seqs))
+                + ")",
+                (actor_id, *seqs),
+            )
+
+    # -- operator history ------------------------------------------------------------------
+
+    async def record_event(self, actor_id: str, kind: str, detail: str) -> None:
+        await self._write(
+            "INSERT INTO events (actor_id, at, kind, detail) VALUES (?, ?, ?, ?)",
+            (actor_id, time.time(), kind, detail),
+        )
+
+    async def read_events(self, actor_id: str) -> list[EventRow]:
+        rows = await self._fetch(
+            "SELECT actor_id, at, kind, detail FROM events WHERE actor_id = ? ORDER BY id",
+            (actor_id,),
+        )
+        return [EventRow(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+def _row_params(row: EntryRow) -> tuple[Any, ...]:
+    return (
+        row.actor_id,
+        row.seq,
+        row.kind,
+        row.type_tag,
+        row.ref,
+        row.message_id,
+        row.payload,
+        row.checksum,
+    )

@@ -1,0 +1,55 @@
+"""Open a store from a URL (used by the CLI and by ``ActorSystem.from_url``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
+
+from actorlog._errors import StoreURLError
+
+if TYPE_CHECKING:
+    from actorlog.store import Store
+
+__all__ = ["open_store"]
+
+
+def open_store(url: str, *, read_only: bool = False) -> Store:
+    """Build (but do not open) the store a URL names.
+
+    ``sqlite:///agents.db`` is relative to the working directory, ``sqlite:////var/agents.db``
+    absolute. ``?durability=survive-process-crash`` selects SQLite's faster mode.
+
+    Raises:
+        StoreURLError: the URL does not parse or names an unknown scheme.
+    """
+    if not isinstance(url, str) or not url:
+        raise StoreURLError(str(url), "the URL is empty")
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise StoreURLError(url, str(exc)) from exc
+    scheme = parts.scheme.lower()
+    if scheme == "memory":
+        from .memory import MemoryStore
+
+        return MemoryStore()
+    if scheme == "sqlite":
+        if parts.netloc:
+            raise StoreURLError(url, f"unexpected host {parts.netloc!r} (use three slashes)")
+        path = parts.path[1:] if parts.path.startswith("/") else parts.path
+        if not path:
+            raise StoreURLError(url, "no database path")
+        query = parse_qs(parts.query)
+        durability = query.get("durability", ["fsync"])[0]
+        if durability not in ("fsync", "survive-process-crash"):
+            raise StoreURLError(url, f"unknown durability {durability!r}")
+        from .sqlite import SqliteStore
+
+        return SqliteStore(path, durability=durability, read_only=read_only)  # type: ignore[arg-type]  # checked above
+    if scheme in ("postgresql", "postgres"):
+        if not parts.hostname and not parts.path.strip("/"):
+            raise StoreURLError(url, "no host or database")
+        from .postgres import PostgresStore
+
+        return PostgresStore(url, read_only=read_only)
+    raise StoreURLError(url, f"unknown scheme {parts.scheme!r}" if scheme else "no scheme")
