@@ -1,1 +1,95 @@
-"""actorlog: durable async actors on a checksummed write-ahead log."""
+"""actorlog: durable async actors on a checksummed write-ahead log.
+
+Every message an actor receives and every side effect it makes is logged before it happens;
+after a crash the actor resumes from its newest valid snapshot plus the log tail, without
+redoing completed steps or repeating side effects. See README.md and docs/.
+"""
+
+from __future__ import annotations
+
+from ._actor import Actor
+from ._context import Context, idempotency_key
+from ._errors import (
+    ActorlogError,
+    ActorNotFoundError,
+    ActorQuarantinedError,
+    ActorStoppedError,
+    ConfigurationError,
+    CorruptEntryError,
+    EncodeError,
+    HandlerError,
+    InDoubtError,
+    LogCompactedError,
+    NonDeterminismError,
+    RecoveryError,
+    SequenceConflictError,
+    SnapshotError,
+    StoreClosedError,
+    StoreError,
+    StoreUnavailableError,
+    StoreURLError,
+    ToolCallError,
+    TornTailError,
+    UnsupportedFormatError,
+    WALError,
+)
+from ._system import ActorRef, ActorSystem
+from ._tools import Happened, NotHappened, Tool, tool
+
+__all__ = [
+    "Actor",
+    "ActorNotFoundError",
+    "ActorQuarantinedError",
+    "ActorRef",
+    "ActorStoppedError",
+    "ActorSystem",
+    "ActorlogError",
+    "ConfigurationError",
+    "Context",
+    "CorruptEntryError",
+    "EncodeError",
+    "Happened",
+    "HandlerError",
+    "InDoubtError",
+    "LogCompactedError",
+    "MemoryStore",
+    "NonDeterminismError",
+    "NotHappened",
+    "PostgresStore",
+    "RecoveryError",
+    "SequenceConflictError",
+    "SnapshotError",
+    "SqliteStore",
+    "StoreClosedError",
+    "StoreError",
+    "StoreURLError",
+    "StoreUnavailableError",
+    "Tool",
+    "ToolCallError",
+    "TornTailError",
+    "UnsupportedFormatError",
+    "WALError",
+    "idempotency_key",
+    "tool",
+]
+
+__version__ = "0.1.0.dev0"
+
+
+def __getattr__(name: str) -> object:
+    # The stores live in actorlog.stores (which imports this package), so re-export lazily.
+    if name in ("MemoryStore", "SqliteStore", "PostgresStore"):
+        from actorlog import stores
+
+        return getattr(stores, name)
+    raise AttributeError(f"module 'actorlog' has no attribute {name!r}")
+
+
+for _name in __all__:
+    _obj = globals().get(_name)
+    if _obj is not None and getattr(_obj, "__module__", "").startswith("actorlog._"):
+        try:
+            _obj.__module__ = "actorlog"
+        except (AttributeError, TypeError):
+            pass
+del _name, _obj

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+import uuid
 import zlib
 from typing import Any
 
@@ -69,7 +70,7 @@ def validate_actor_id(actor_id: object) -> str:
     return actor_id
 
 
-def encode_json(value: Any, what: str) -> bytes:
+def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> bytes:
     """[F9] Unstructure ``value`` with cattrs and encode it as compact UTF-8 JSON.
 
     Raises:
@@ -82,10 +83,8 @@ def encode_json(value: Any, what: str) -> bytes:
         ).encode()
     except (TypeError, ValueError, cattrs.BaseValidationError, RecursionError) as exc:
         raise EncodeError(what, type(value), str(exc)) from exc
-    if len(data) > MAX_PAYLOAD_BYTES:
-        raise EncodeError(
-            what, type(value), f"encoded size {len(data)} bytes exceeds {MAX_PAYLOAD_BYTES}"
-        )
+    if len(data) > limit:
+        raise EncodeError(what, type(value), f"encoded size {len(data)} bytes exceeds {limit}")
     return data
 
 
@@ -198,7 +197,10 @@ def verify_row(row: EntryRow, expected_actor: str, expected_seq: int) -> None:
         raise CorruptEntryError(expected_actor, expected_seq, "identity", "wrong actor id")
     if row.seq != expected_seq:
         raise CorruptEntryError(
-            expected_actor, expected_seq, "seq chain", f"found seq {row.seq} where {expected_seq} was expected"
+            expected_actor,
+            expected_seq,
+            "seq chain",
+            f"found seq {row.seq} where {expected_seq} was expected",
         )
     if row.kind not in _KIND_CODE:
         raise CorruptEntryError(expected_actor, expected_seq, "kind", f"unknown kind {row.kind!r}")
@@ -217,3 +219,8 @@ def verify_row(row: EntryRow, expected_actor: str, expected_seq: int) -> None:
 def snapshot_digest(data: bytes) -> bytes:
     """[F12] SHA-256 of the snapshot bytes."""
     return hashlib.sha256(data).digest()
+
+
+def new_message_id() -> str:
+    """A fresh message id for a message sent without one."""
+    return uuid.uuid4().hex

@@ -7,7 +7,6 @@ import time
 from collections.abc import Sequence
 
 import attrs
-
 from actorlog._errors import SequenceConflictError, StoreClosedError
 from actorlog.store import (
     ActorRow,

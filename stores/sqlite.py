@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import aiosqlite
-
 from actorlog._errors import (
     SequenceConflictError,
     StoreClosedError,
@@ -115,9 +114,7 @@ END;
 
 _ENTRY_COLS = "actor_id, seq, kind, type_tag, ref, message_id, payload, checksum"
 _SNAP_INFO_COLS = "actor_id, seq, handled_seq, type_tag, schema_version, digest, size, created_at"
-_ACTOR_COLS = (
-    "actor_id, actor_type, last_seq, last_message_seq, handled_seq, first_seq, created_at"
-)
+_ACTOR_COLS = "actor_id, actor_type, last_seq, last_message_seq, handled_seq, first_seq, created_at"
 # SQLite >= 3.32 allows 32766 bound variables per statement; 8 per row.
 _MAX_ROWS_PER_STATEMENT = 4000
 
@@ -277,11 +274,16 @@ class SqliteStore:
         return row
 
     async def get_actor(self, actor_id: str) -> ActorRow | None:
-        rows = await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors WHERE actor_id = ?", (actor_id,))
+        rows = await self._fetch(
+            f"SELECT {_ACTOR_COLS} FROM actors WHERE actor_id = ?", (actor_id,)
+        )
         return _actor(rows[0]) if rows else None
 
     async def list_actors(self) -> list[ActorRow]:
-        return [_actor(r) for r in await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors ORDER BY actor_id")]
+        return [
+            _actor(r)
+            for r in await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors ORDER BY actor_id")
+        ]
 
     # -- the log ---------------------------------------------------------------------------
 

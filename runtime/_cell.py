@@ -1,0 +1,555 @@
+"""One live actor: its journal, mailbox, recovery, and the step loop."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
+
+from . import _codec, _records, _recovery, _telemetry
+from ._actor import Actor, accepted_messages, reply_type
+from ._context import Context, Recorded
+from ._errors import (
+    ActorlogError,
+    ActorQuarantinedError,
+    ActorStoppedError,
+    ConfigurationError,
+    HandlerError,
+    RecoveryError,
+    SequenceConflictError,
+)
+from ._snapshots import SnapshotPolicy, build_snapshot
+from ._telemetry import ATTR, SPAN, tracer
+from ._wal import Journal
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context as OtelContext
+
+    from ._system import ActorSystem
+
+__all__ = ["Cell", "Reply"]
+
+
+class Reply:
+    """Where an ``ask`` waits for its step to complete."""
+
+    __slots__ = ("error", "event", "value")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def set(self, value: Any = None, error: BaseException | None = None) -> None:
+        if not self.event.is_set():
+            self.value, self.error = value, error
+            self.event.set()
+
+    async def wait(self) -> Any:
+        await self.event.wait()
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+@attrs.define
+class _Envelope:
+    seq: int
+    type_tag: str
+    message: Any
+    message_id: str | None
+    trace: dict[str, str] | None
+    recorded: list[Recorded] | None = None
+    decode_error: BaseException | None = None
+    parent: OtelContext | None = None
+
+
+@attrs.define
+class _InDoubt:
+    tool: str
+    key: str
+    event: anyio.Event = attrs.Factory(anyio.Event)
+    decision: dict[str, Any] | None = None
+
+
+class Cell:
+    def __init__(
+        self, system: ActorSystem, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy
+    ) -> None:
+        self.system = system
+        self.store = system.store
+        self.cls = cls
+        self.actor_id = actor_id
+        self.actor_type = _codec.type_tag(cls)
+        self.policy = policy
+        self.actor: Actor[Any] = cls()
+        self.actor.actor_id = actor_id
+        self.journal = Journal(self.store, actor_id, 0)
+        self.status = "starting"
+        self.error: BaseException | None = None
+        self.ready = anyio.Event()
+        self.done = anyio.Event()
+        self._send, self._recv = anyio.create_memory_object_stream[_Envelope | None](math.inf)
+        self.waiters: dict[int, Reply] = {}
+        self.inflight_ids: dict[str, int] = {}
+        self.in_doubt: dict[int, _InDoubt] = {}
+        self.handled_seq = 0
+        self.steps_since_snapshot = 0
+        self.last_snapshot_at = time.monotonic()
+        self.accepts = accepted_messages(cls)
+        self.reply_type = reply_type(cls)
+        self.last_recovery: dict[str, Any] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """The cell's task: recover, then handle messages until closed or quarantined."""
+        try:
+            try:
+                await self._recover()
+            except ActorlogError as exc:
+                self.quarantine(exc)
+                return
+            except Exception as exc:
+                self.quarantine(RecoveryError(self.actor_id, self.handled_seq, repr(exc)))
+                return
+            try:
+                await self._loop()
+            except SequenceConflictError as exc:
+                self.quarantine(exc, status="stopped")
+            except ActorlogError as exc:
+                self.quarantine(exc)
+            except Exception as exc:
+                self.quarantine(RecoveryError(self.actor_id, self.handled_seq, repr(exc)))
+        finally:
+            if self.status not in ("quarantined", "stopped"):
+                self.status = "stopped"
+            for slot in self.waiters.values():
+                slot.set(error=ActorStoppedError(f"actor {self.actor_id!r} stopped"))
+            self.ready.set()
+            self.done.set()
+
+    def close(self) -> None:
+        """Stop after the current step (pending messages stay in the log)."""
+        try:
+            self._send.send_nowait(None)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    def quarantine(self, exc: BaseException, *, status: str = "quarantined") -> None:
+        self.status = status
+        self.error = exc
+        err = ActorQuarantinedError(self.actor_id, exc)
+        err.__cause__ = exc
+        for slot in list(self.waiters.values()):
+            slot.set(error=err)
+        self.waiters.clear()
+        for w in self.in_doubt.values():
+            w.event.set()
+        self.ready.set()
+        self.note_event(status, {"error_type": type(exc).__qualname__, "error": str(exc)})
+
+    def check_usable(self) -> None:
+        if self.status in ("quarantined", "stopped") and self.error is not None:
+            err = ActorQuarantinedError(self.actor_id, self.error)
+            raise err from self.error
+        if self.status == "stopped" or self.done.is_set():
+            raise ActorStoppedError(f"actor {self.actor_id!r} is stopped")
+
+    def note_event(self, kind: str, detail: dict[str, Any]) -> None:
+        """Record an operator-history event, best effort, without blocking the caller."""
+        self.system._spawn_task(self._record_event, kind, json.dumps(detail, default=str))
+
+    async def _record_event(self, kind: str, detail: str) -> None:
+        try:
+            await self.store.record_event(self.actor_id, kind, detail)
+        except Exception:
+            pass  # history is best effort; the log is the truth
+
+    # -- recovery --------------------------------------------------------------------------
+
+    async def _recover(self) -> None:
+        t0 = time.perf_counter()
+        initial = self.actor.initial_state()
+        state_type = type(initial)
+        state_tag = _codec.type_tag(state_type)
+        attributes = {ATTR.ACTOR_ID: self.actor_id, ATTR.ACTOR_TYPE: self.actor_type}
+        with tracer.start_as_current_span(SPAN.RECOVER, attributes=attributes) as span:
+            rejected_events: list[tuple[int, str]] = []
+
+            def on_reject(info: Any, reason: str) -> None:
+                rejected_events.append((info.seq, reason))
+                span.add_event(
+                    "actorlog.snapshot_rejected",
+                    {ATTR.SNAPSHOT_SEQ: info.seq, "actorlog.reason": reason},
+                )
+                self.note_event("snapshot_rejected", {"seq": info.seq, "reason": reason})
+
+            try:
+                plan = await _recovery.plan(
+                    self.store,
+                    self.actor_id,
+                    state_tag=state_tag,
+                    schema_version=self.cls.schema_version,
+                    on_reject=on_reject,
+                )
+                self.journal = Journal(self.store, self.actor_id, plan.last_seq)
+                if plan.state_data is None:
+                    self.actor.state = initial
+                else:
+                    self.actor.state = _codec.converter.structure(plan.state_data, state_type)
+                self.handled_seq = plan.handled_seq
+                replayed = 0
+                for m in plan.messages:
+                    if m.step is None:
+                        break
+                    await self._replay(m)
+                    replayed += 1
+                pending = plan.messages[replayed:]
+                in_doubt = 0
+                parent = trace.set_span_in_context(span)
+                for i, m in enumerate(pending):
+                    env = self._envelope(m)
+                    if i == 0 and m.recorded:
+                        env.recorded = m.recorded
+                        env.parent = parent
+                        for rec in m.recorded:
+                            if rec.kind == "intent" and not rec.outcomes:
+                                in_doubt += 1
+                                span.add_event(
+                                    "actorlog.in_doubt",
+                                    {
+                                        ATTR.INTENT_SEQ: rec.seq,
+                                        ATTR.TOOL: rec.type_tag,
+                                        ATTR.TOOL_POLICY: str(rec.payload.get("policy")),
+                                        ATTR.IDEMPOTENCY_KEY: str(rec.payload.get("key")),
+                                    },
+                                )
+                    self._send.send_nowait(env)
+                duration = time.perf_counter() - t0
+                span.set_attributes(
+                    {
+                        ATTR.SNAPSHOT_SEQ: plan.snapshot_seq,
+                        ATTR.SNAPSHOTS_REJECTED: len(plan.rejected),
+                        ATTR.ENTRIES_READ: plan.entries_read,
+                        ATTR.ENTRIES_CUT: 0,
+                        ATTR.STEPS_REPLAYED: replayed,
+                        ATTR.IN_DOUBT: in_doubt,
+                        ATTR.PENDING_MESSAGES: len(pending),
+                        ATTR.DURATION: duration,
+                    }
+                )
+                _telemetry.recovery_duration.record(duration, {ATTR.ACTOR_TYPE: self.actor_type})
+                _telemetry.replayed_steps.add(replayed, {ATTR.ACTOR_TYPE: self.actor_type})
+                self.last_recovery = {
+                    "snapshot_seq": plan.snapshot_seq,
+                    "snapshots_rejected": plan.rejected,
+                    "entries_read": plan.entries_read,
+                    "steps_replayed": replayed,
+                    "pending_messages": len(pending),
+                    "in_doubt": in_doubt,
+                    "duration_s": duration,
+                }
+                if plan.entries_read or plan.snapshot_seq:
+                    self.note_event("recovered", self.last_recovery)
+            except ActorlogError as exc:
+                span.set_status(Status(StatusCode.ERROR, str(exc)))
+                event = {"actorlog.error.type": type(exc).__qualname__, "actorlog.error": str(exc)}
+                for attr in ("actor_id", "seq", "check"):
+                    v = getattr(exc, attr, None)
+                    if v is not None:
+                        event[f"actorlog.corruption.{attr}"] = v
+                span.add_event("actorlog.corruption", event)
+                raise
+        self.status = "running"
+        self.ready.set()
+
+    def _envelope(self, m: _recovery.PendingMessage) -> _Envelope:
+        env = _Envelope(m.seq, m.type_tag, None, m.message_id, m.trace)
+        try:
+            env.message = self.system._decode_message(m.type_tag, m.body)
+        except ActorlogError as exc:
+            env.decode_error = exc
+        return env
+
+    async def _replay(self, m: _recovery.PendingMessage) -> None:
+        msg = self.system._decode_message(m.type_tag, m.body)
+        ctx = Context(self, m.seq, m.recorded, complete=True)
+        step = m.step or {}
+        with tracer.start_as_current_span(
+            SPAN.REPLAY_STEP,
+            links=_telemetry.link_to(step.get("span")),
+            attributes={
+                ATTR.ACTOR_ID: self.actor_id,
+                ATTR.SEQ: m.seq,
+                ATTR.MESSAGE_TYPE: m.type_tag,
+                ATTR.FINISHED_LIVE: False,
+            },
+        ) as span:
+            try:
+                await self.actor.receive(ctx, msg)
+            except Exception:
+                pass  # the recorded outcome stands; only effects must match
+            if ctx.fatal is None:
+                try:
+                    ctx.check_consumed()
+                except ActorlogError:
+                    pass
+            span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
+            if ctx.fatal is not None:
+                span.set_status(Status(StatusCode.ERROR, str(ctx.fatal)))
+                raise ctx.fatal
+        self.handled_seq = m.seq
+
+    # -- messages in -----------------------------------------------------------------------
+
+    async def post(
+        self,
+        msg: Any,
+        *,
+        message_id: str | None,
+        sender: str | None,
+        want_reply: bool,
+    ) -> Reply | None:
+        """Log a message durably and queue it. Returns the reply slot for ``ask``.
+
+        With a ``message_id`` already in the log, nothing is written: ``ask`` gets the
+        recorded (or pending) reply of that message.
+        """
+        _codec.check_attrs_instance(msg, "message")
+        tag = _codec.type_tag(type(msg))
+        body = _codec.to_plain(msg, "message")
+        await self.ready.wait()
+        self.check_usable()
+        self.system._learn_message_type(type(msg))
+        if message_id is not None:
+            if not isinstance(message_id, str) or not message_id:
+                raise ConfigurationError("message_id must be a non-empty str")
+            existing = await self._find_message(message_id)
+            if existing is not None:
+                return await self.reply_for(existing) if want_reply else None
+        else:
+            message_id = _codec.new_message_id()
+        payload = _records.message_payload(body, sender=sender, trace=_telemetry.inject())
+        seq = self.journal.write("message", tag, 0, payload, message_id=message_id)
+        self.inflight_ids[message_id] = seq
+        slot = None
+        if want_reply:
+            slot = self.waiters[seq] = Reply()
+        # The handler may start before the commit completes: nothing it does escapes
+        # before the journal is flushed, and every flush covers this entry.
+        self._send.send_nowait(_Envelope(seq, tag, msg, message_id, payload["trace"]))
+        try:
+            await self.journal.flush()
+        except SequenceConflictError as exc:
+            self.quarantine(exc, status="stopped")
+            raise
+        return slot
+
+    async def _find_message(self, message_id: str) -> int | None:
+        seq = self.inflight_ids.get(message_id)
+        if seq is not None:
+            return seq
+        row = await self.store.find_message(self.actor_id, message_id)
+        if row is None:
+            return self.inflight_ids.get(message_id)
+        _codec.verify_row(row, self.actor_id, row.seq)
+        return row.seq
+
+    async def reply_for(self, seq: int) -> Reply:
+        """The reply slot of an already-logged message: resolved from its recorded step if it
+        has completed, else when it completes."""
+        slot = self.waiters.get(seq)
+        if slot is not None:
+            return slot
+        slot = self.waiters[seq] = Reply()
+        await self.journal.flush()
+        for row in await self.store.find_ref(self.actor_id, "step", seq):
+            _codec.verify_row(row, self.actor_id, row.seq)
+            p = _records.decode(row)
+            self.waiters.pop(seq, None)
+            slot.set(*self._outcome(seq, p))
+            break
+        return slot
+
+    def _outcome(self, seq: int, p: dict[str, Any]) -> tuple[Any, BaseException | None]:
+        if p.get("ok"):
+            value = p.get("reply")
+            if self.reply_type is not Any and value is not None:
+                try:
+                    value = _codec.converter.structure(value, self.reply_type)
+                except Exception:
+                    pass
+            return value, None
+        err = p.get("error") or {}
+        return None, HandlerError(self.actor_id, seq, str(err.get("type")), str(err.get("message")))
+
+    # -- the step loop ---------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                env = self._recv.receive_nowait()
+            except anyio.WouldBlock:
+                self.status = "idle" if self.status == "running" else self.status
+                await self.journal.flush()  # idle: make buffered steps durable
+                env = await self._recv.receive()
+            if env is None:
+                await self.journal.flush()
+                return
+            self.status = "running"
+            await self._handle(env)
+
+    async def _handle(self, env: _Envelope) -> None:
+        ctx = Context(self, env.seq, env.recorded, complete=False)
+        resumed = bool(env.recorded)
+        name = SPAN.REPLAY_STEP if resumed else SPAN.STEP
+        parent = env.parent if resumed else _telemetry.extract(env.trace)
+        attributes: dict[str, Any] = {
+            ATTR.ACTOR_ID: self.actor_id,
+            ATTR.ACTOR_TYPE: self.actor_type,
+            ATTR.SEQ: env.seq,
+            ATTR.MESSAGE_TYPE: env.type_tag,
+        }
+        if env.message_id is not None:
+            attributes[ATTR.MESSAGE_ID] = env.message_id
+        if resumed:
+            attributes[ATTR.FINISHED_LIVE] = True
+        t0 = time.perf_counter()
+        reply: Any = None
+        error: BaseException | None = None
+        with tracer.start_as_current_span(name, context=parent, attributes=attributes) as span:
+            try:
+                if env.decode_error is not None:
+                    raise env.decode_error
+                if self.accepts is not None and not isinstance(env.message, self.accepts):
+                    raise TypeError(
+                        f"{self.cls.__qualname__} does not accept messages of type {env.type_tag}"
+                    )
+                reply = await self.actor.receive(ctx, env.message)
+                if ctx.fatal is None and resumed:
+                    ctx.check_consumed()
+                reply_plain = _codec.to_plain(reply, "reply")
+            except Exception as exc:
+                if ctx.fatal is not None:
+                    span.set_status(Status(StatusCode.ERROR, str(ctx.fatal)))
+                    raise ctx.fatal from None
+                if self.journal.broken is not None:
+                    raise
+                error = exc
+                reply_plain = None
+                span.set_status(Status(StatusCode.ERROR, str(exc)))
+            if ctx.fatal is not None:
+                raise ctx.fatal
+            span.set_attribute(ATTR.OUTCOME, "ok" if error is None else "error")
+            if resumed:
+                span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
+            step_seq = self.journal.write(
+                "step",
+                env.type_tag,
+                env.seq,
+                _records.step_payload(
+                    reply=reply_plain,
+                    error=None if error is None else _records.error_info(error),
+                    span=_telemetry.span_ids(),
+                    duration=time.perf_counter() - t0,
+                ),
+            )
+        self.handled_seq = env.seq
+        if env.message_id is not None:
+            self.inflight_ids.pop(env.message_id, None)
+        slot = self.waiters.pop(env.seq, None)
+        self.steps_since_snapshot += 1
+        due = self.policy.due(self.steps_since_snapshot, time.monotonic() - self.last_snapshot_at)
+        if slot is not None or due:
+            await self.journal.flush()
+        if slot is not None:
+            if error is None:
+                slot.set(reply)
+            else:
+                herr = HandlerError(self.actor_id, env.seq, type(error).__qualname__, str(error))
+                herr.__cause__ = error
+                slot.set(error=herr)
+        if due:
+            await self.snapshot(step_seq)
+
+    async def snapshot(self, seq: int | None = None) -> None:
+        """Write a snapshot covering ``seq`` (default: the last durable entry). Never fatal."""
+        await self.journal.flush()
+        seq = self.journal.durable_seq if seq is None else seq
+        t0 = time.perf_counter()
+        with tracer.start_as_current_span(
+            SPAN.SNAPSHOT, attributes={ATTR.ACTOR_ID: self.actor_id, ATTR.SNAPSHOT_SEQ: seq}
+        ) as span:
+            try:
+                row = build_snapshot(
+                    self.actor_id,
+                    self.actor.state,
+                    seq=seq,
+                    handled_seq=self.handled_seq,
+                    schema_version=self.cls.schema_version,
+                )
+                await self.store.save_snapshot(row)
+                infos = await self.store.list_snapshots(self.actor_id)
+                old = [i.seq for i in infos[self.policy.keep :]]
+                if old:
+                    await self.store.delete_snapshots(self.actor_id, old)
+                span.set_attribute(ATTR.SNAPSHOT_BYTES, row.info.size)
+            except Exception as exc:
+                span.set_status(Status(StatusCode.ERROR, str(exc)))
+                self.note_event("snapshot_failed", {"seq": seq, "error": str(exc)})
+            finally:
+                span.set_attribute(ATTR.DURATION, time.perf_counter() - t0)
+                self.steps_since_snapshot = 0
+                self.last_snapshot_at = time.monotonic()
+
+    # -- in doubt --------------------------------------------------------------------------
+
+    def recovery_note_in_doubt(self, intent_seq: int, tool: str, policy: str) -> None:
+        self.note_event("in_doubt", {"intent_seq": intent_seq, "tool": tool, "policy": policy})
+
+    async def wait_in_doubt(self, intent_seq: int, tool: str, key: str) -> dict[str, Any]:
+        """Escalate: wait (status ``in_doubt``) until an operator resolves the intent."""
+        w = self.in_doubt[intent_seq] = _InDoubt(tool, key)
+        self.status = "in_doubt"
+        _telemetry.add_in_doubt(1)
+        try:
+            await self.journal.flush()
+            await w.event.wait()
+        finally:
+            self.in_doubt.pop(intent_seq, None)
+            _telemetry.add_in_doubt(-1)
+        if w.decision is None:
+            raise ActorStoppedError(f"actor {self.actor_id!r} stopped while in doubt")
+        self.status = "running"
+        return w.decision
+
+    async def resolve(
+        self,
+        intent_seq: int,
+        *,
+        action: str,
+        value: Any = None,
+        error: dict[str, str] | None = None,
+        by: str,
+        reason: str,
+    ) -> None:
+        w = self.in_doubt.get(intent_seq)
+        if w is None:
+            raise ConfigurationError(
+                f"actor {self.actor_id!r} has no in-doubt intent at seq {intent_seq} "
+                f"(in doubt: {sorted(self.in_doubt) or 'none'})"
+            )
+        payload = _records.decision_payload(
+            action=action, value=value, error=error, by=by, reason=reason
+        )
+        self.journal.write("decision", action, intent_seq, payload)
+        await self.journal.flush()
+        w.decision = payload
+        w.event.set()

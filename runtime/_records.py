@@ -1,0 +1,127 @@
+"""The payload of each entry kind (FORMAT.md [F5]): plain JSON objects, built and parsed here.
+
+Rows are built with :func:`actorlog._codec.make_row`; this module only decides which keys a
+payload has, so the runtime, recovery and the operator tools agree on one shape.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from . import _codec
+from ._errors import CorruptEntryError
+from .store import EntryRow
+
+__all__ = [
+    "decode",
+    "error_info",
+    "message_payload",
+]
+
+
+def error_info(exc: BaseException) -> dict[str, str]:
+    return {"type": type(exc).__qualname__, "message": str(exc)}
+
+
+def message_payload(
+    body: Any, *, sender: str | None, trace: dict[str, str] | None
+) -> dict[str, Any]:
+    """``message``: the unstructured message, who sent it, the sender's W3C trace context."""
+    return {"body": body, "sender": sender, "trace": trace, "at": time.time()}
+
+
+def intent_payload(
+    *,
+    index: int,
+    effect: str,
+    policy: str,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    key: str,
+) -> dict[str, Any]:
+    """``intent`` (type_tag = tool name, ref = step's message seq)."""
+    return {
+        "index": index,
+        "effect": effect,
+        "policy": policy,
+        "args": args,
+        "kwargs": kwargs,
+        "key": key,
+        "at": time.time(),
+    }
+
+
+def result_payload(
+    *,
+    value: Any = None,
+    error: dict[str, str] | None = None,
+    attempt: int = 1,
+    duration: float = 0.0,
+    settled_by: str = "run",
+) -> dict[str, Any]:
+    """``result`` (type_tag = tool name, ref = intent seq).
+
+    ``settled_by`` is ``run`` (the tool ran), ``reconcile`` (its reconcile fn answered).
+    """
+    p: dict[str, Any] = {
+        "ok": error is None,
+        "attempt": attempt,
+        "duration": duration,
+        "settled_by": settled_by,
+        "at": time.time(),
+    }
+    if error is None:
+        p["value"] = value
+    else:
+        p["error"] = error
+    return p
+
+
+def effect_payload(*, index: int, value: Any) -> dict[str, Any]:
+    """``effect`` (type_tag = now|random|uuid|send|spawn, ref = step's message seq)."""
+    return {"index": index, "value": value, "at": time.time()}
+
+
+def step_payload(
+    *,
+    reply: Any = None,
+    error: dict[str, str] | None = None,
+    span: dict[str, str] | None = None,
+    duration: float = 0.0,
+) -> dict[str, Any]:
+    """``step`` (type_tag = message type tag, ref = message seq)."""
+    p: dict[str, Any] = {"ok": error is None, "span": span, "duration": duration, "at": time.time()}
+    if error is None:
+        p["reply"] = reply
+    else:
+        p["error"] = error
+    return p
+
+
+def decision_payload(
+    *,
+    action: str,
+    value: Any = None,
+    error: dict[str, str] | None = None,
+    by: str,
+    reason: str,
+) -> dict[str, Any]:
+    """``decision`` (type_tag = result|retry|fail, ref = intent seq): an operator's ruling."""
+    p: dict[str, Any] = {"action": action, "by": by, "reason": reason, "at": time.time()}
+    if action == "result":
+        p["value"] = value
+    if action == "fail":
+        p["error"] = error
+    return p
+
+
+def decode(row: EntryRow) -> dict[str, Any]:
+    """Parse a verified row's payload. Raises ``CorruptEntryError(check="decode")``."""
+    try:
+        obj = _codec.decode_json(row.payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CorruptEntryError(row.actor_id, row.seq, "decode", str(exc)) from exc
+    if not isinstance(obj, dict):
+        raise CorruptEntryError(row.actor_id, row.seq, "decode", "payload is not a JSON object")
+    return obj

@@ -1,0 +1,197 @@
+"""Recovery: the newest valid snapshot plus the verified log tail (docs/recovery.md).
+
+``plan`` reads and verifies; it never writes. It returns the state to start from and, in
+order, the steps to replay (completed), the step that was interrupted (with its recorded
+effects) and the messages still to handle. The cell then re-runs the handlers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from . import _codec, _records
+from ._context import Recorded
+from ._errors import CorruptEntryError, LogCompactedError, RecoveryError
+from .store import EntryRow, SnapshotInfo, Store
+
+__all__ = ["Plan", "PendingMessage", "plan"]
+
+_READ_CHUNK = 20_000
+
+
+@attrs.define
+class PendingMessage:
+    seq: int
+    message_id: str | None
+    type_tag: str
+    body: Any
+    sender: str | None
+    trace: dict[str, str] | None
+    recorded: list[Recorded] = attrs.Factory(list)
+    step: dict[str, Any] | None = None  # the step payload if the step completed
+
+
+@attrs.define
+class Plan:
+    state_data: Any  # plain (unstructured) state, or None for the initial state
+    snapshot_seq: int
+    handled_seq: int
+    rejected: list[tuple[int, str]]
+    messages: list[PendingMessage]  # every message after handled_seq, in seq order
+    entries_read: int
+    last_seq: int
+
+
+def _verify_snapshot(info: SnapshotInfo, data: bytes, state_tag: str, schema_version: int) -> Any:
+    """Return the decoded plain state, or raise ValueError with the reason it was rejected."""
+    if info.type_tag != state_tag:
+        raise ValueError(f"state type {info.type_tag} is not {state_tag}")
+    if info.schema_version != schema_version:
+        raise ValueError(f"schema version {info.schema_version} is not {schema_version}")
+    if len(data) != info.size or _codec.snapshot_digest(data) != info.digest:
+        raise ValueError("digest mismatch")
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise ValueError(f"undecodable: {exc}") from exc
+
+
+async def plan(
+    store: Store,
+    actor_id: str,
+    *,
+    state_tag: str,
+    schema_version: int,
+    on_reject: Callable[[SnapshotInfo, str], None],
+) -> Plan:
+    """Read what recovery needs. Raises ``CorruptEntryError`` or ``LogCompactedError``."""
+    actor = await store.get_actor(actor_id)
+    last_seq = actor.last_seq if actor else 0
+    first_seq = actor.first_seq if actor else 0
+
+    state_data: Any = None
+    snap_seq = 0
+    handled = 0
+    rejected: list[tuple[int, str]] = []
+    for info in await store.list_snapshots(actor_id):
+        reason = ""
+        if info.seq > last_seq:
+            reason = f"covers seq {info.seq} beyond the log's last seq {last_seq}"
+        else:
+            row = await store.load_snapshot(actor_id, info.seq)
+            if row is None:
+                reason = "missing"
+            else:
+                try:
+                    state_data = _verify_snapshot(info, row.data, state_tag, schema_version)
+                except ValueError as exc:
+                    reason = str(exc)
+        if reason:
+            rejected.append((info.seq, reason))
+            on_reject(info, reason)
+            state_data = None
+            continue
+        snap_seq, handled = info.seq, info.handled_seq
+        break
+
+    if snap_seq == 0 and first_seq > 1:
+        raise LogCompactedError(actor_id, first_seq)
+
+    entries_read = 0
+    messages: dict[int, PendingMessage] = {}
+
+    def add_message(row: EntryRow, p: dict[str, Any]) -> None:
+        messages[row.seq] = PendingMessage(
+            seq=row.seq,
+            message_id=row.message_id,
+            type_tag=row.type_tag,
+            body=p.get("body"),
+            sender=p.get("sender"),
+            trace=p.get("trace"),
+        )
+
+    # Messages logged before the snapshot's seq but not yet handled, through the index.
+    if handled < snap_seq:
+        for row in await store.read(
+            actor_id, after_seq=handled, upto_seq=snap_seq, kinds=("message",)
+        ):
+            _codec.verify_row(row, actor_id, row.seq)
+            add_message(row, _records.decode(row))
+            entries_read += 1
+
+    # The tail, verified entry by entry along the seq chain.
+    intents: dict[int, Recorded] = {}
+    expected = snap_seq + 1
+    while True:
+        rows = await store.read(actor_id, after_seq=expected - 1, limit=_READ_CHUNK)
+        for row in rows:
+            _codec.verify_row(row, actor_id, expected)
+            expected += 1
+            entries_read += 1
+            p = _records.decode(row)
+            if row.kind == "message":
+                add_message(row, p)
+            elif row.kind in ("intent", "effect"):
+                msg = messages.get(row.ref)
+                if msg is None:
+                    if row.ref <= handled:
+                        continue  # belongs to a step the snapshot already reflects
+                    raise CorruptEntryError(
+                        actor_id, row.seq, "reference", f"refers to unknown message seq {row.ref}"
+                    )
+                rec = Recorded(kind=row.kind, seq=row.seq, type_tag=row.type_tag, payload=p)
+                if p.get("index") != len(msg.recorded):
+                    raise CorruptEntryError(
+                        actor_id,
+                        row.seq,
+                        "reference",
+                        f"effect index {p.get('index')} out of order",
+                    )
+                msg.recorded.append(rec)
+                if row.kind == "intent":
+                    intents[row.seq] = rec
+            elif row.kind in ("result", "decision"):
+                rec_i = intents.get(row.ref)
+                if rec_i is None:
+                    if row.ref <= snap_seq:
+                        continue
+                    raise CorruptEntryError(
+                        actor_id, row.seq, "reference", f"refers to unknown intent seq {row.ref}"
+                    )
+                rec_i.outcomes.append((row.kind, row.type_tag, p))
+            elif row.kind == "step":
+                msg = messages.get(row.ref)
+                if msg is None:
+                    if row.ref <= handled:
+                        continue
+                    raise CorruptEntryError(
+                        actor_id, row.seq, "reference", f"step of unknown message seq {row.ref}"
+                    )
+                msg.step = p
+        if len(rows) < _READ_CHUNK:
+            break
+    if expected - 1 < last_seq:
+        raise CorruptEntryError(
+            actor_id, expected, "seq chain", f"log ends at seq {expected - 1}, expected {last_seq}"
+        )
+    ordered = [m for s, m in sorted(messages.items()) if s > handled]
+    # Steps complete in message order; a completed step after an incomplete one is damage.
+    seen_incomplete = False
+    for m in ordered:
+        if m.step is None:
+            seen_incomplete = True
+        elif seen_incomplete:
+            raise RecoveryError(actor_id, m.seq, "a step completed after an unfinished one")
+    return Plan(
+        state_data=state_data,
+        snapshot_seq=snap_seq,
+        handled_seq=handled,
+        rejected=rejected,
+        messages=ordered,
+        entries_read=entries_read,
+        last_seq=max(last_seq, expected - 1),
+    )

@@ -1,0 +1,432 @@
+"""``ActorSystem`` and ``ActorRef``: spawning, messaging and recovery on start."""
+
+from __future__ import annotations
+
+import getpass
+import sys
+from collections.abc import Awaitable, Callable, Iterable
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+import anyio
+from anyio.abc import TaskGroup
+
+from . import _codec
+from ._actor import Actor, accepted_messages
+from ._cell import Cell
+from ._errors import (
+    ActorNotFoundError,
+    ActorQuarantinedError,
+    ActorStoppedError,
+    ConfigurationError,
+)
+from ._snapshots import SnapshotPolicy
+from .store import Store
+
+__all__ = ["ActorRef", "ActorSystem"]
+
+A = TypeVar("A", bound=Actor[Any])
+_MISSING: Any = object()
+
+
+class ActorRef(Generic[A]):
+    """A handle on an actor by its stable id. Cheap to create; holds no resources."""
+
+    __slots__ = ("actor_id", "cls", "system")
+
+    def __init__(self, system: ActorSystem, cls: type[A], actor_id: str) -> None:
+        self.system = system
+        self.cls = cls
+        self.actor_id = actor_id
+
+    async def send(self, msg: Any, *, message_id: str | None = None) -> None:
+        """Deliver ``msg``; returns once it is durable in the actor's log.
+
+        With a ``message_id`` already used for this actor, nothing is written (exactly once).
+        A cancellation point: if cancelled, the message may or may not have been logged;
+        send again with the same ``message_id`` to be sure.
+        """
+        cell = await self.system._cell(self.cls, self.actor_id)
+        await cell.post(msg, message_id=message_id, sender=None, want_reply=False)
+
+    async def ask(
+        self, msg: Any, *, message_id: str | None = None, timeout: float | None = None
+    ) -> Any:
+        """Deliver ``msg`` and wait for the handler's reply.
+
+        With ``message_id``, asking again (after any crash) returns the recorded reply, or
+        re-raises the recorded ``HandlerError``, without running the step again.
+
+        Raises:
+            HandlerError: the handler raised (carries the original type and message).
+            ActorQuarantinedError: the actor's log is damaged or it hit non-determinism.
+            TimeoutError: no reply within ``timeout`` (the message stays logged and will be
+                handled; ask again with the same ``message_id`` to get the reply).
+        """
+        cell = await self.system._cell(self.cls, self.actor_id)
+        with anyio.fail_after(timeout):
+            slot = await cell.post(msg, message_id=message_id, sender=None, want_reply=True)
+            assert slot is not None
+            return await slot.wait()
+
+    @property
+    def status(self) -> str:
+        return self.system.status(self.actor_id)
+
+    def __repr__(self) -> str:
+        return f"<ActorRef {self.cls.__qualname__} {self.actor_id!r}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ActorRef) and other.actor_id == self.actor_id
+
+    def __hash__(self) -> int:
+        return hash(self.actor_id)
+
+
+class ActorSystem:
+    """Runs actors over one store.
+
+    ::
+
+        async with ActorSystem(SqliteStore("agents.db"), actors=[Researcher]) as system:
+            ref = await system.spawn(Researcher, "run-42")
+
+    On entry it opens the store and recovers every actor with unfinished work (pending
+    messages or an interrupted step) whose class is in ``actors``; one whose class is not is
+    quarantined until spawned with its class. On exit it lets running steps finish for up to
+    ``shutdown_grace`` seconds, then cancels them (an interrupted tool call is then in doubt
+    at the next start) and closes the store.
+
+    Args:
+        store: a Store, or a URL string (``sqlite:///agents.db``).
+        actors: the actor classes this system may run (and recover).
+        messages: extra message classes to recognise in the log (those named in ``receive``
+            annotations are found automatically).
+        shutdown_grace: seconds to let in-flight steps finish on exit.
+    """
+
+    def __init__(
+        self,
+        store: Store | str,
+        *,
+        actors: Iterable[type[Actor[Any]]] = (),
+        messages: Iterable[type] = (),
+        shutdown_grace: float = 5.0,
+        recover_on_start: bool = True,
+    ) -> None:
+        if isinstance(store, str):
+            from actorlog.stores import open_store
+
+            store = open_store(store)
+        self.store: Store = store
+        self._classes: dict[str, type[Actor[Any]]] = {}
+        self._messages: dict[str, type] = {}
+        for cls in actors:
+            self.register(cls)
+        for m in messages:
+            self._learn_message_type(m)
+        self.shutdown_grace = shutdown_grace
+        self.recover_on_start = recover_on_start
+        self._cells: dict[str, Cell] = {}
+        self._quarantined: dict[str, BaseException] = {}
+        self._tg: TaskGroup | None = None
+        self._stack: AsyncExitStack | None = None
+        self._closed = False
+        self._spawn_lock = anyio.Lock()
+
+    # -- registration ----------------------------------------------------------------------
+
+    def register(self, cls: type[Actor[Any]]) -> None:
+        """Allow this system to run (and recover) actors of ``cls``."""
+        if not (isinstance(cls, type) and issubclass(cls, Actor)):
+            raise ConfigurationError(f"{cls!r} is not an Actor subclass")
+        self._classes[_codec.type_tag(cls)] = cls
+        for m in accepted_messages(cls) or ():
+            self._learn_message_type(m)
+
+    def _learn_message_type(self, cls: type) -> None:
+        tag = _codec.type_tag(cls)
+        if tag not in self._messages:
+            self._messages[tag] = cls
+
+    def _decode_message(self, tag: str, body: Any) -> Any:
+        cls = self._messages.get(tag)
+        if cls is None:
+            module, _, qual = tag.rpartition(".")
+            mod = sys.modules.get(module)
+            obj: Any = mod
+            for part in qual.split(".") if mod is not None else ():
+                obj = getattr(obj, part, None)
+            if isinstance(obj, type):
+                cls = obj
+                self._messages[tag] = obj
+        if cls is None:
+            raise ConfigurationError(
+                f"unknown message type {tag!r}: register its class with "
+                "ActorSystem(messages=[...]) or annotate receive() with it"
+            )
+        try:
+            return _codec.converter.structure(body, cls)
+        except Exception as exc:
+            raise ConfigurationError(f"cannot decode message of type {tag!r}: {exc}") from exc
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> ActorSystem:
+        if self._closed:
+            raise ActorStoppedError("this ActorSystem was closed; create a new one")
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            await self.store.open()
+            stack.push_async_callback(self.store.close)
+            stack.push_async_callback(self._flush_all)
+            self._tg = await stack.enter_async_context(anyio.create_task_group())
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        if self.recover_on_start:
+            try:
+                await self._recover_all()
+            except BaseException:
+                await self.__aexit__(None, None, None)
+                raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._stack is None:
+            return
+        self._closed = True
+        cells = list(self._cells.values())
+        for cell in cells:
+            cell.close()
+        with anyio.move_on_after(self.shutdown_grace, shield=True):
+            for cell in cells:
+                await cell.done.wait()
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+        stack, self._stack = self._stack, None
+        await stack.aclose()
+
+    async def _flush_all(self) -> None:
+        """Make buffered entries of steps that finished before the cancel durable."""
+        with anyio.CancelScope(shield=True):
+            for cell in list(self._cells.values()):
+                try:
+                    if cell.journal.broken is None:
+                        await cell.journal.flush()
+                except Exception:
+                    pass
+
+    async def _recover_all(self) -> None:
+        for row in await self.store.list_actors():
+            if row.handled_seq >= row.last_message_seq:
+                continue
+            cls = self._classes.get(row.actor_type)
+            if cls is None:
+                err = ActorNotFoundError(
+                    f"actor {row.actor_id!r} has unfinished work but its class "
+                    f"{row.actor_type!r} is not registered with this system; spawn it with "
+                    "its class (or add it to actors=[...]) to recover it"
+                )
+                self._quarantined[row.actor_id] = err
+                try:
+                    await self.store.record_event(
+                        row.actor_id,
+                        "quarantined",
+                        f'{{"error": "class {row.actor_type} not registered"}}',
+                    )
+                except Exception:
+                    pass
+                continue
+            self._start_cell(cls, row.actor_id, self._policy(cls, {}))
+
+    def _spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        if self._tg is not None and not self._closed:
+            self._tg.start_soon(fn, *args)
+
+    def _check_open(self) -> TaskGroup:
+        if self._tg is None or self._closed:
+            raise ActorStoppedError(
+                "the ActorSystem is not running: use it inside 'async with ActorSystem(...)'"
+            )
+        return self._tg
+
+    # -- actors ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _policy(cls: type[Actor[Any]], options: dict[str, Any]) -> SnapshotPolicy:
+        unknown = set(options) - {"snapshot_every", "snapshot_every_seconds", "snapshot_keep"}
+        if unknown:
+            raise ConfigurationError(f"unknown spawn options: {', '.join(sorted(unknown))}")
+        return SnapshotPolicy(
+            every=options.get("snapshot_every", cls.snapshot_every),
+            every_seconds=options.get("snapshot_every_seconds", cls.snapshot_every_seconds),
+            keep=options.get("snapshot_keep", cls.snapshot_keep),
+        )
+
+    def _start_cell(self, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy) -> Cell:
+        tg = self._check_open()
+        cell = Cell(self, cls, actor_id, policy)
+        self._cells[actor_id] = cell
+        self._quarantined.pop(actor_id, None)
+        tg.start_soon(cell.run, name=f"actorlog:{actor_id}")
+        return cell
+
+    async def spawn(
+        self,
+        cls: type[A],
+        actor_id: str,
+        *,
+        snapshot_every: int | None = _MISSING,
+        snapshot_every_seconds: float | None = _MISSING,
+        snapshot_keep: int = _MISSING,
+    ) -> ActorRef[A]:
+        """Start (or resume) the actor ``actor_id`` of class ``cls``.
+
+        An id that already exists resumes from its log; recovery has rebuilt its state when
+        this returns (its interrupted step and pending messages continue in the background).
+
+        Raises:
+            ConfigurationError: bad id or options, or the id exists with another class.
+            ActorQuarantinedError: the actor's log is damaged (``__cause__`` says how).
+        """
+        self._check_open()
+        _codec.validate_actor_id(actor_id)
+        options = {
+            k: v
+            for k, v in (
+                ("snapshot_every", snapshot_every),
+                ("snapshot_every_seconds", snapshot_every_seconds),
+                ("snapshot_keep", snapshot_keep),
+            )
+            if v is not _MISSING
+        }
+        policy = self._policy(cls, options)
+        self.register(cls)
+        tag = _codec.type_tag(cls)
+        async with self._spawn_lock:
+            cell = self._cells.get(actor_id)
+            if cell is None or (
+                cell.done.is_set() and cell.status == "stopped" and cell.error is None
+            ):
+                row = await self.store.register_actor(actor_id, tag)
+                if row.actor_type != tag:
+                    raise ConfigurationError(
+                        f"actor {actor_id!r} exists with class {row.actor_type}, not {tag}"
+                    )
+                cell = self._start_cell(cls, actor_id, policy)
+            elif cell.cls is not cls:
+                raise ConfigurationError(
+                    f"actor {actor_id!r} is running as {cell.actor_type}, not {tag}"
+                )
+        await cell.ready.wait()
+        cell.check_usable()
+        return ActorRef(self, cls, actor_id)
+
+    def ref(self, cls: type[A], actor_id: str) -> ActorRef[A]:
+        """A reference without I/O; the actor is started on first use."""
+        _codec.validate_actor_id(actor_id)
+        self.register(cls)
+        return ActorRef(self, cls, actor_id)
+
+    async def _cell(self, cls: type[Actor[Any]], actor_id: str) -> Cell:
+        self._check_open()
+        cell = self._cells.get(actor_id)
+        if cell is None or (cell.done.is_set() and cell.error is None):
+            await self.spawn(cls, actor_id)
+            cell = self._cells[actor_id]
+        return cell
+
+    async def _deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str, sender: str) -> None:
+        cell = await self._cell(ref.cls, ref.actor_id)
+        await cell.post(msg, message_id=message_id, sender=sender, want_reply=False)
+
+    def status(self, actor_id: str) -> str:
+        """``starting``, ``running``, ``idle``, ``in_doubt``, ``quarantined``, ``stopped``,
+        or ``unknown`` (not loaded in this system)."""
+        cell = self._cells.get(actor_id)
+        if cell is not None:
+            return cell.status
+        if actor_id in self._quarantined:
+            return "quarantined"
+        return "unknown"
+
+    def error(self, actor_id: str) -> BaseException | None:
+        """Why an actor is quarantined or stopped (None if it is not)."""
+        cell = self._cells.get(actor_id)
+        if cell is not None:
+            return cell.error
+        return self._quarantined.get(actor_id)
+
+    def in_doubt(self, actor_id: str) -> dict[int, tuple[str, str]]:
+        """The actor's intents waiting for an operator: ``{intent_seq: (tool, key)}``."""
+        cell = self._cells.get(actor_id)
+        if cell is None:
+            return {}
+        return {seq: (w.tool, w.key) for seq, w in cell.in_doubt.items()}
+
+    async def wait_in_doubt(
+        self, actor_id: str, *, poll: float = 0.01
+    ) -> dict[int, tuple[str, str]]:
+        """Wait until the actor has at least one in-doubt intent; return them."""
+        while True:
+            found = self.in_doubt(actor_id)
+            if found:
+                return found
+            cell = self._cells.get(actor_id)
+            if cell is not None and cell.error is not None:
+                raise ActorQuarantinedError(actor_id, cell.error) from cell.error
+            await anyio.sleep(poll)
+
+    async def resolve(
+        self,
+        actor_id: str,
+        intent_seq: int,
+        *,
+        result: Any = _MISSING,
+        retry: bool = False,
+        fail: str | None = None,
+        by: str | None = None,
+        reason: str = "",
+    ) -> None:
+        """Settle an in-doubt tool call; the decision is recorded in the log.
+
+        Exactly one of ``result=`` (the call happened and returned this), ``retry=True``
+        (run it again, once) or ``fail="why"`` (the call did not happen; ``ctx.call`` raises
+        ``ToolCallError`` in the handler).
+        """
+        chosen = [result is not _MISSING, bool(retry), fail is not None]
+        if sum(chosen) != 1:
+            raise ConfigurationError("pass exactly one of result=..., retry=True, fail='why'")
+        cell = self._cells.get(actor_id)
+        if cell is None:
+            raise ActorNotFoundError(f"actor {actor_id!r} is not running in this system")
+        who = by or _whoami()
+        if result is not _MISSING:
+            value = _codec.to_plain(result, "resolved result")
+            await cell.resolve(intent_seq, action="result", value=value, by=who, reason=reason)
+        elif retry:
+            await cell.resolve(intent_seq, action="retry", by=who, reason=reason)
+        else:
+            await cell.resolve(
+                intent_seq,
+                action="fail",
+                error={"type": "OperatorFailed", "message": str(fail)},
+                by=who,
+                reason=reason or str(fail),
+            )
+
+
+def _whoami() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "unknown"

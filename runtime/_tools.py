@@ -1,0 +1,175 @@
+"""``@tool``: declaring a side effect and what to do when it is in doubt."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, Literal, ParamSpec, TypeVar, overload
+
+import attrs
+
+from ._errors import ConfigurationError
+
+__all__ = ["Happened", "NotHappened", "Tool", "tool"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+Effect = Literal["read", "write"]
+#: How an in-doubt intent (logged, no result) is settled. See docs/recovery.md.
+Policy = Literal["rerun", "rerun-same-key", "reconcile", "escalate"]
+
+
+@attrs.frozen
+class Happened:
+    """A reconcile function's answer: the call did happen, and this is its result."""
+
+    result: Any = None
+
+
+@attrs.frozen
+class NotHappened:
+    """A reconcile function's answer: the call did not happen; it is safe to run it again."""
+
+
+ReconcileFn = Callable[[str, dict[str, Any]], Awaitable["Happened | NotHappened | None"]]
+
+
+class Tool(Generic[P, R]):
+    """A declared side effect. Call it through ``ctx.call(tool, ...)`` inside a handler;
+    calling it directly runs the function without any journaling.
+
+    Attributes:
+        name: the name recorded in the log (defaults to the function's qualified name).
+        effect: ``"read"`` (safe to repeat) or ``"write"``.
+        idempotent: the function takes an ``idempotency_key`` keyword argument and applying
+            it twice with the same key has the effect of applying it once.
+        reconcile: ``async fn(idempotency_key, arguments) -> Happened | NotHappened | None``
+            asked after a crash whether an in-doubt call happened (``None``: don't know).
+    """
+
+    def __init__(
+        self,
+        fn: Callable[P, Awaitable[R]],
+        *,
+        name: str | None,
+        effect: Effect,
+        idempotent: bool,
+        reconcile: ReconcileFn | None,
+    ) -> None:
+        if not inspect.iscoroutinefunction(fn):
+            raise ConfigurationError(
+                f"@tool needs an async function; {getattr(fn, '__qualname__', fn)!r} is not"
+            )
+        if effect not in ("read", "write"):
+            raise ConfigurationError(f"effect must be 'read' or 'write', not {effect!r}")
+        if reconcile is not None and not callable(reconcile):
+            raise ConfigurationError("reconcile must be an async callable (key, arguments)")
+        self.fn = fn
+        self.name = name or f"{fn.__module__}.{fn.__qualname__}"
+        self.effect: Effect = effect
+        self.idempotent = idempotent
+        self.reconcile = reconcile
+        self.signature = inspect.signature(fn)
+        if idempotent:
+            p = self.signature.parameters.get("idempotency_key")
+            has_var_kw = any(
+                q.kind is inspect.Parameter.VAR_KEYWORD for q in self.signature.parameters.values()
+            )
+            if (p is None or p.kind is inspect.Parameter.POSITIONAL_ONLY) and not has_var_kw:
+                raise ConfigurationError(
+                    f"tool {self.name!r} is idempotent=True, so it must accept an "
+                    "'idempotency_key' keyword argument"
+                )
+        functools.update_wrapper(self, fn)
+
+    @property
+    def policy(self) -> Policy:
+        """What recovery does with an in-doubt call of this tool."""
+        if self.effect == "read":
+            return "rerun"
+        if self.idempotent:
+            return "rerun-same-key"
+        if self.reconcile is not None:
+            return "reconcile"
+        return "escalate"
+
+    @functools.cached_property
+    def return_type(self) -> Any:
+        try:
+            hints = typing.get_type_hints(self.fn)
+        except Exception:  # unresolvable annotations: results come back as plain JSON values
+            return Any
+        return hints.get("return", Any)
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
+        """Check the call against the signature. Raises ``ConfigurationError`` on mismatch."""
+        try:
+            if self.idempotent:
+                if "idempotency_key" in kwargs:
+                    raise TypeError("idempotency_key is supplied by actorlog; do not pass it")
+                return self.signature.bind(*args, **kwargs, idempotency_key="")
+            return self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ConfigurationError(f"bad call of tool {self.name!r}: {exc}") from exc
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<tool {self.name} effect={self.effect} policy={self.policy}>"
+
+
+@overload
+def tool(fn: Callable[P, Awaitable[R]], /) -> Tool[P, R]: ...
+
+
+@overload
+def tool(
+    *,
+    effect: Effect = "write",
+    idempotent: bool = False,
+    reconcile: ReconcileFn | None = None,
+    name: str | None = None,
+) -> Callable[[Callable[P, Awaitable[R]]], Tool[P, R]]: ...
+
+
+def tool(
+    fn: Callable[P, Awaitable[R]] | None = None,
+    /,
+    *,
+    effect: Effect = "write",
+    idempotent: bool = False,
+    reconcile: ReconcileFn | None = None,
+    name: str | None = None,
+) -> Tool[P, R] | Callable[[Callable[P, Awaitable[R]]], Tool[P, R]]:
+    """Declare an async function as a tool: a side effect journaled by ``ctx.call``.
+
+    ``@tool(effect="read")`` is re-run when in doubt; ``@tool(effect="write",
+    idempotent=True)`` is re-run with the same ``idempotency_key``; ``reconcile=fn`` asks
+    ``fn`` whether the call happened; any other write (including bare ``@tool``) escalates
+    to an operator.
+    """
+
+    def wrap(f: Callable[P, Awaitable[R]]) -> Tool[P, R]:
+        return Tool(f, name=name, effect=effect, idempotent=idempotent, reconcile=reconcile)
+
+    if fn is not None:
+        return wrap(fn)
+    return wrap
+
+
+def as_tool(fn: Any) -> Tool[Any, Any]:
+    """``ctx.call`` accepts undeclared async functions: they are writes that escalate."""
+    if isinstance(fn, Tool):
+        return fn
+    cached = getattr(fn, "__actorlog_tool__", None)
+    if isinstance(cached, Tool):
+        return cached
+    t: Tool[Any, Any] = Tool(fn, name=None, effect="write", idempotent=False, reconcile=None)
+    try:
+        fn.__actorlog_tool__ = t
+    except (AttributeError, TypeError):
+        pass
+    return t

@@ -1,0 +1,78 @@
+"""One actor's append-before-execute log over a Store.
+
+``write`` assigns the next seq and buffers the row (synchronous, so seqs follow program order);
+``flush`` makes everything written so far durable. Flushes of one actor are serialized, so
+its appends reach the store in seq order; flushes of different actors run concurrently and
+the store's group commit merges them into shared transactions.
+
+If an append fails, the journal is *broken*: the in-memory seq may be ahead of the store, so
+nothing more may be written. The owner stops the actor; re-spawning reads the truth back.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+
+from . import _codec, _telemetry
+from ._errors import ActorStoppedError
+from .store import EntryRow, Store
+
+__all__ = ["Journal"]
+
+
+class Journal:
+    def __init__(self, store: Store, actor_id: str, last_seq: int) -> None:
+        self.store = store
+        self.actor_id = actor_id
+        self.last_seq = last_seq  # last seq written (buffered or durable)
+        self.durable_seq = last_seq  # last seq known durable
+        self._buffer: list[EntryRow] = []
+        self._lock = anyio.Lock()
+        self.broken: BaseException | None = None
+
+    def write(
+        self,
+        kind: str,
+        type_tag: str,
+        ref: int,
+        payload: dict[str, Any],
+        *,
+        message_id: str | None = None,
+    ) -> int:
+        """Buffer one entry; return its seq. Raises ``EncodeError`` (nothing buffered)."""
+        if self.broken is not None:
+            raise ActorStoppedError(
+                f"actor {self.actor_id!r} stopped after a failed append: {self.broken}"
+            )
+        data = _codec.encode_plain(payload, f"{kind} entry")
+        seq = self.last_seq + 1
+        row = _codec.make_row(self.actor_id, seq, kind, type_tag, ref, message_id, data)
+        self._buffer.append(row)
+        self.last_seq = seq
+        return seq
+
+    async def flush(self) -> None:
+        """Make every written entry durable. A cancellation point; if cancelled, the
+        entries may or may not be durable (the journal stays consistent either way)."""
+        if not self._buffer:
+            if self.broken is not None:
+                raise ActorStoppedError(f"actor {self.actor_id!r} stopped: {self.broken}")
+            return
+        async with self._lock:
+            if not self._buffer:
+                return
+            if self.broken is not None:
+                raise ActorStoppedError(f"actor {self.actor_id!r} stopped: {self.broken}")
+            rows, self._buffer = self._buffer, []
+            t0 = time.perf_counter()
+            try:
+                with anyio.CancelScope(shield=True):
+                    await self.store.append(self.actor_id, self.durable_seq, rows)
+            except BaseException as exc:
+                self.broken = exc
+                raise
+            self.durable_seq = rows[-1].seq
+            _telemetry.record_append(time.perf_counter() - t0, len(rows))
