@@ -1,0 +1,206 @@
+"""One process of the peers workload (started by ``benchmarks.peers``; not run by hand).
+
+    python -m benchmarks._peer_worker SYSTEM PHASE --db PATH --events PATH --steps N --crash-at K
+
+The workload, the same on every system: an "agent" run of N sequential durable steps; step i
+calls a tool ``tool(i)`` that returns a small string, and folds it into a small state
+(``count``, ``total``, ``last``). In phase ``run`` the tool of step K kills its own process
+with SIGKILL right after its side effect (a crash in the middle of a step: its result was never
+recorded). Phase ``resume`` is a fresh process on the same database that lets the system
+resume the run and finish it.
+
+The tool's side effect is one line appended to the events file (``exec <i> <t_ns>``), so the
+parent counts how often each step's tool really ran. Times are ``time.monotonic_ns()``
+(system-wide on Linux, so comparable across processes). Only the standard library is imported
+at the top: the time to import a system is part of its start-up.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from typing import Any, TypedDict
+
+_T_START = time.monotonic_ns()
+
+__all__ = ["SYSTEMS", "main"]
+
+_events_fd = -1
+
+
+def _event(kind: str, step: int | str = "-") -> None:
+    os.write(_events_fd, f"{kind} {step} {time.monotonic_ns()}\n".encode())
+
+
+class State(TypedDict):
+    """The agent's small state (LangGraph's graph state; DBOS keeps it in workflow locals)."""
+
+    count: int
+    total: int
+    last: str
+
+
+class _Workload:
+    def __init__(self, steps: int, crash_at: int | None, tool_ms: float = 0.0) -> None:
+        self.steps = steps
+        self.crash_at = crash_at
+        self.tool_s = tool_ms / 1000
+
+    def tool(self, i: int) -> str:
+        """The side-effecting tool call of step ``i``."""
+        _event("exec", i)
+        if self.tool_s:
+            time.sleep(self.tool_s)  # a tool that waits on I/O (an API call, a model)
+        if self.crash_at is not None and i == self.crash_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return f"value-{i:06d}"
+
+    def expected_total(self) -> int:
+        return sum(len(f"value-{i:06d}") for i in range(self.steps))
+
+
+def _pragmas(execute: Any) -> None:
+    """Record the journal mode and synchronous level the system's own connection uses."""
+    journal = execute("PRAGMA journal_mode").fetchone()[0]
+    sync = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}.get(
+        int(execute("PRAGMA synchronous").fetchone()[0]), "?"
+    )
+    _event("pragmas", f"journal={journal},synchronous={sync}")
+
+
+# -- DBOS Transact ------------------------------------------------------------------------
+
+
+def _run_dbos(w: _Workload, db: str, phase: str, wal: bool) -> int:
+    if wal and phase == "run":
+        import sqlite3
+
+        # Tuned variant: the system database in WAL mode (persistent in the file). DBOS
+        # itself leaves SQLite's default rollback journal.
+        with sqlite3.connect(db) as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+    from dbos import DBOS, DBOSConfig, SetWorkflowID
+
+    config: DBOSConfig = {
+        "name": "actorlog-bench",
+        "system_database_url": f"sqlite:///{db}",
+        "log_level": "WARNING",
+    }
+    DBOS(config=config)
+
+    @DBOS.step()
+    def tool(i: int) -> str:
+        return w.tool(i)
+
+    @DBOS.workflow()
+    def agent(n: int) -> int:
+        state: dict[str, Any] = {"count": 0, "total": 0, "last": ""}
+        for i in range(n):
+            v = tool(i)
+            state["count"] += 1
+            state["total"] += len(v)
+            state["last"] = v
+        return int(state["total"])
+
+    DBOS.launch()  # in phase "resume", this starts recovery of the pending run
+    _event("ready")
+    if phase == "resume":
+        try:
+            from dbos._dbos import _get_dbos_instance
+
+            sys_db = _get_dbos_instance()._sys_db
+            with sys_db.engine.connect() as c:
+                _pragmas(c.exec_driver_sql)
+        except Exception as exc:  # internal API: only informative
+            _event("pragmas", f"unknown({type(exc).__name__})")
+    try:
+        if phase == "run":
+            with SetWorkflowID("bench-run"):
+                total = agent(w.steps)
+        else:
+            total = int(DBOS.retrieve_workflow("bench-run").get_result())
+    finally:
+        DBOS.destroy()
+    return total
+
+
+# -- LangGraph with its SQLite checkpointer -------------------------------------------------
+
+
+def _run_langgraph(w: _Workload, db: str, phase: str, durability: str | None) -> int:
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+
+    def step(state: State) -> dict[str, Any]:
+        v = w.tool(state["count"])
+        return {"count": state["count"] + 1, "total": state["total"] + len(v), "last": v}
+
+    def route(state: State) -> str:
+        return "step" if state["count"] < w.steps else END
+
+    graph = StateGraph(State)
+    graph.add_node("step", step)
+    graph.add_edge(START, "step")
+    graph.add_conditional_edges("step", route)
+    conn = sqlite3.connect(db, check_same_thread=False)
+    app = graph.compile(checkpointer=SqliteSaver(conn))
+    config: Any = {"configurable": {"thread_id": "bench-run"}, "recursion_limit": w.steps + 10}
+    kwargs: dict[str, Any] = {} if durability is None else {"durability": durability}
+    _event("ready")
+    if phase == "resume":
+        _pragmas(conn.execute)
+    try:
+        start: State | None = {"count": 0, "total": 0, "last": ""} if phase == "run" else None
+        out = app.invoke(start, config, **kwargs)
+    finally:
+        conn.close()
+    return int(out["total"])
+
+
+# -- actorlog -------------------------------------------------------------------------------
+
+
+def _run_actorlog(w: _Workload, db: str, phase: str) -> int:
+    raise NotImplementedError("the actorlog runtime has not landed yet")
+
+
+SYSTEMS = ("dbos", "dbos-wal", "langgraph-sync", "langgraph-default", "actorlog")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    global _events_fd
+    p = argparse.ArgumentParser()
+    p.add_argument("system", choices=SYSTEMS)
+    p.add_argument("phase", choices=("run", "resume"))
+    p.add_argument("--db", required=True)
+    p.add_argument("--events", required=True)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--crash-at", type=int, default=None)
+    p.add_argument("--tool-ms", type=float, default=0.0)
+    args = p.parse_args(argv)
+    _events_fd = os.open(args.events, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.write(_events_fd, f"start {args.phase} {_T_START}\n".encode())
+    w = _Workload(args.steps, args.crash_at if args.phase == "run" else None, args.tool_ms)
+    if args.system in ("dbos", "dbos-wal"):
+        total = _run_dbos(w, args.db, args.phase, wal=args.system == "dbos-wal")
+    elif args.system == "langgraph-sync":
+        total = _run_langgraph(w, args.db, args.phase, "sync")
+    elif args.system == "langgraph-default":
+        total = _run_langgraph(w, args.db, args.phase, None)
+    else:
+        total = _run_actorlog(w, args.db, args.phase)
+    _event("done", total)
+    ok = total == w.expected_total()
+    _event("correct" if ok else "wrong", total)
+    os.close(_events_fd)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
