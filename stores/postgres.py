@@ -32,6 +32,7 @@ asyncpg runs on asyncio only.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Sequence
@@ -453,7 +454,7 @@ class PostgresStore:
     # -- the log ---------------------------------------------------------------------------
 
     async def append(self, actor_id: str, expected_last_seq: int, rows: Sequence[EntryRow]) -> None:
-        """Atomically append ``rows`` after ``expected_last_seq``; see :class:`~actorlog.store.Store`.
+        """Atomically append ``rows`` after ``expected_last_seq`` (see ``Store.append``).
 
         Concurrent calls share one transaction (group commit). A cancelled call may or may
         not have committed.
@@ -502,10 +503,8 @@ class PostgresStore:
             if chunk:
                 await self._commit_chunk(conn, chunk)
         finally:
-            try:
+            with contextlib.suppress(*_DRIVER_ERRORS):  # the pool discards a broken one
                 await pool.release(conn)
-            except _DRIVER_ERRORS:
-                pass  # the pool discards a broken connection
 
     async def _commit_chunk(self, conn: Any, chunk: Sequence[Request[_Append]]) -> None:
         # Lock actors' rows in one global order (by actor id) so that two runtimes

@@ -1,0 +1,245 @@
+"""Fixtures for the store contract suite: one harness per store kind.
+
+A :class:`StoreHarness` opens store instances of one kind on one backing database (a temp
+SQLite file, a fresh PostgreSQL schema) and can reach under the store to damage it, which
+the contract tests need and the store API rightly does not offer.
+
+PostgreSQL: set ``ACTORLOG_TEST_POSTGRES_URL`` (or ``DATABASE_URL``), e.g. with
+``source .ci/pg.sh; pg_start``. Each test gets its own schema, dropped afterwards. Without
+a URL the postgres cases skip, except under CI (``CI`` set), where they fail: CI must test
+every store.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import TYPE_CHECKING
+
+import aiosqlite
+import asyncpg
+import pytest
+from actorlog.store import EntryRow, Store
+from actorlog.stores import MemoryStore, PostgresStore, SqliteStore
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+POSTGRES_URL_VARS = ("ACTORLOG_TEST_POSTGRES_URL", "DATABASE_URL")
+STORE_KINDS = ("memory", "sqlite", "postgres")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Store tests run on asyncio only: aiosqlite and asyncpg are asyncio libraries."""
+    return "asyncio"
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """The server the postgres cases use; skips (or, under CI, fails) without one."""
+    for var in POSTGRES_URL_VARS:
+        url = os.environ.get(var)
+        if url:
+            return url
+    reason = (
+        "PostgresStore contract tests need a server: set ACTORLOG_TEST_POSTGRES_URL or "
+        "DATABASE_URL (locally: source .ci/pg.sh; pg_start)"
+    )
+    if _in_ci():
+        pytest.fail(
+            f"{reason}. CI is set, so these tests must run: .ci/run must start PostgreSQL "
+            "(source .ci/pg.sh; pg_start) before pytest.",
+            pytrace=False,
+        )
+    pytest.skip(reason)
+
+
+class StoreHarness:
+    """Opens stores of one kind on one backing database, and damages them for tests."""
+
+    kind: str = ""
+    #: Two instances share one database (``new()`` twice): reopen and race tests need it.
+    shared_database: bool = True
+    #: Concurrent appends share transactions and the store records ``batch_sizes``.
+    group_commit: bool = True
+
+    def __init__(self) -> None:
+        self._opened: list[Store] = []
+
+    def new(self, *, read_only: bool = False) -> Store:
+        """A new, unopened store instance on this harness's database."""
+        raise NotImplementedError
+
+    async def open(self, *, read_only: bool = False) -> Store:
+        """A new instance, opened; the harness closes it at teardown."""
+        store = self.new(read_only=read_only)
+        await store.open()
+        self._opened.append(store)
+        return store
+
+    async def damage_payload(self, store: Store, actor_id: str, seq: int, payload: bytes) -> None:
+        """Overwrite a stored entry's payload, keeping its stored checksum."""
+        raise NotImplementedError
+
+    async def raw_insert(self, row: EntryRow) -> None:
+        """Insert an entry with plain SQL, bypassing the store's code (not its schema)."""
+        raise NotImplementedError
+
+    async def set_format_version(self, version: int) -> None:
+        """Write ``version`` into the store's metadata, as a newer actorlog would."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        for store in reversed(self._opened):
+            await store.close()
+
+
+class MemoryHarness(StoreHarness):
+    kind = "memory"
+    shared_database = False
+    group_commit = False
+
+    def new(self, *, read_only: bool = False) -> Store:
+        if read_only:
+            pytest.skip("MemoryStore has no read-only mode")
+        return MemoryStore()
+
+    async def damage_payload(self, store: Store, actor_id: str, seq: int, payload: bytes) -> None:
+        assert isinstance(store, MemoryStore)
+        [old] = await store.read(actor_id, after_seq=seq - 1, upto_seq=seq)
+        store.replace_row(
+            actor_id,
+            seq,
+            EntryRow(
+                old.actor_id,
+                old.seq,
+                old.kind,
+                old.type_tag,
+                old.ref,
+                old.message_id,
+                payload,
+                old.checksum,
+            ),
+        )
+
+
+class SqliteHarness(StoreHarness):
+    kind = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def new(self, *, read_only: bool = False) -> Store:
+        return SqliteStore(self.path, read_only=read_only)
+
+    async def _execute(self, sql: str, *params: object) -> None:
+        async with aiosqlite.connect(self.path, isolation_level=None) as conn:
+            await conn.execute("PRAGMA busy_timeout=5000")
+            await conn.execute(sql, params)
+
+    async def damage_payload(self, store: Store, actor_id: str, seq: int, payload: bytes) -> None:
+        await self._execute(
+            "UPDATE entries SET payload = ? WHERE actor_id = ? AND seq = ?", payload, actor_id, seq
+        )
+
+    async def raw_insert(self, row: EntryRow) -> None:
+        await self._execute(
+            "INSERT INTO entries (actor_id, seq, kind, type_tag, ref, message_id, payload, "
+            "checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            *_params(row),
+        )
+
+    async def set_format_version(self, version: int) -> None:
+        await self._execute(
+            "UPDATE actorlog_meta SET value = ? WHERE key = 'format_version'", str(version)
+        )
+
+
+class PostgresHarness(StoreHarness):
+    kind = "postgres"
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+        self.schema = f"actorlog_test_{uuid.uuid4().hex[:16]}"
+
+    def new(self, *, read_only: bool = False) -> Store:
+        return PostgresStore(
+            self.url, schema=self.schema, read_only=read_only, min_size=1, max_size=4
+        )
+
+    async def _execute(self, sql: str, *params: object) -> None:
+        conn = await asyncpg.connect(self.url, server_settings={"search_path": self.schema})
+        try:
+            await conn.execute(sql, *params)
+        finally:
+            await conn.close()
+
+    async def damage_payload(self, store: Store, actor_id: str, seq: int, payload: bytes) -> None:
+        await self._execute(
+            "UPDATE entries SET payload = $1 WHERE actor_id = $2 AND seq = $3",
+            payload,
+            actor_id,
+            seq,
+        )
+
+    async def raw_insert(self, row: EntryRow) -> None:
+        await self._execute(
+            "INSERT INTO entries (actor_id, seq, kind, type_tag, ref, message_id, payload, "
+            "checksum) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            *_params(row),
+        )
+
+    async def set_format_version(self, version: int) -> None:
+        await self._execute(
+            "UPDATE actorlog_meta SET value = $1 WHERE key = 'format_version'", str(version)
+        )
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        await self._execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+
+
+def _params(row: EntryRow) -> tuple[object, ...]:
+    return (
+        row.actor_id,
+        row.seq,
+        row.kind,
+        row.type_tag,
+        row.ref,
+        row.message_id,
+        row.payload,
+        row.checksum,
+    )
+
+
+@pytest.fixture(params=STORE_KINDS)
+async def harness(
+    request: pytest.FixtureRequest, anyio_backend: str, tmp_path: Path
+) -> AsyncIterator[StoreHarness]:
+    """A harness for each store kind: every contract test runs once per store."""
+    kind: str = request.param
+    h: StoreHarness
+    if kind == "memory":
+        h = MemoryHarness()
+    elif kind == "sqlite":
+        h = SqliteHarness(tmp_path / "actorlog.db")
+    else:
+        h = PostgresHarness(request.getfixturevalue("postgres_url"))
+    try:
+        yield h
+    finally:
+        await h.aclose()
+
+
+@pytest.fixture
+async def store(harness: StoreHarness) -> Store:
+    """An opened store of the harness's kind."""
+    return await harness.open()
