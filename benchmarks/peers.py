@@ -13,7 +13,9 @@ resumes the run to the end. Systems:
   switched to WAL first (a tuning DBOS does not do itself).
 * ``langgraph-sync`` / ``langgraph-default``: a ``StateGraph`` whose one node loops N times,
   ``SqliteSaver`` checkpointer, ``durability="sync"`` / LangGraph's default (``"async"``).
-* ``actorlog``: one actor (see the worker), ``SqliteStore`` with its default durability.
+* ``actorlog``: one actor, one ``Run(N)`` message whose handler makes N ``ctx.call``s;
+  ``actorlog-msgs``: N ``Step(i)`` messages with one ``ctx.call`` each (snapshot every 100
+  steps). ``SqliteStore`` with its default durability (WAL, fsync on every commit).
 
 A ``@MS`` suffix (``langgraph-default@1``) makes the tool wait MS milliseconds (time.sleep),
 like a tool waiting on I/O.
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 import shutil
 import signal
@@ -57,10 +60,12 @@ __all__ = ["PeerResult", "available", "main", "run_system"]
 
 DEFAULT_SYSTEMS = (
     "actorlog",
+    "actorlog-msgs",
     "dbos",
     "dbos-wal",
     "langgraph-sync",
     "langgraph-default",
+    "actorlog@1",
     "langgraph-default@1",
 )
 
@@ -77,7 +82,7 @@ def available(system: str) -> str | None:
             or importlib.util.find_spec("langgraph.checkpoint.sqlite") is None
         ):
             return "not installed (pip install langgraph langgraph-checkpoint-sqlite)"
-    elif base == "actorlog":
+    elif base.startswith("actorlog"):
         try:
             import actorlog
         except ImportError:
@@ -100,6 +105,7 @@ class PeerResult:
     resume_steps_per_s: float = float("nan")
     bytes_per_step: float = float("nan")
     db_bytes: int = 0
+    start_to_main_s: float = float("nan")
     start_to_ready_s: float = float("nan")
     start_to_resume_s: float = float("nan")
     first_resumed_step: int = -1
@@ -213,7 +219,7 @@ def _log_tail(log: Path, limit: int = 200) -> str:
 
 
 def run_system(
-    spec: str, steps: int, crash_frac: float, workdir: Path, timeout: float = 300.0
+    spec: str, steps: int, crash_frac: float, workdir: Path, timeout: float = 300.0, rep: int = 0
 ) -> PeerResult:
     system, _, ms = spec.partition("@")
     tool_ms = float(ms) if ms else 0.0
@@ -223,7 +229,7 @@ def run_system(
     if reason is not None:
         res.status = reason
         return res
-    d = workdir / spec.replace("@", "_at_")
+    d = workdir / f"{spec.replace('@', '_at_')}-{rep}"
     d.mkdir(parents=True)
     db, events, log = d / "bench.db", d / "events.txt", d / "worker.log"
 
@@ -266,7 +272,9 @@ def run_system(
                 (res_exec[-1][1] - res_exec[1][1]) / 1e9
             )
     for kind, value, t in resume_ev:
-        if kind == "ready":
+        if kind == "start":
+            res.start_to_main_s = (t - t0_resume) / 1e9
+        elif kind == "ready":
             res.start_to_ready_s = (t - t0_resume) / 1e9
         elif kind == "pragmas":
             res.pragmas = value
@@ -284,13 +292,47 @@ def run_system(
         res.status = f"{res.missing_steps} steps never executed"
     if res.reexecuted > 1:
         res.notes.append(
-            f"{spec}: {res.reexecuted} steps re-executed: at the kill, the last durable step "
-            f"was {res.first_resumed_step - 1} of {crash_at} executed."
+            f"{spec} (run {rep + 1}): {res.reexecuted} steps re-executed: at the kill, the "
+            f"last durable step was {res.first_resumed_step - 1} of {crash_at} executed."
         )
     return res
 
 
-def results_table(results: Sequence[PeerResult]) -> Table:
+def _median(values: Sequence[float]) -> float:
+    vals = sorted(v for v in values if not math.isnan(v))
+    if not vals:
+        return float("nan")
+    mid = len(vals) // 2
+    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+
+
+def _same_or_all(values: Sequence[int]) -> str:
+    return fmt_num(values[0]) if len(set(values)) == 1 else " / ".join(fmt_num(v) for v in values)
+
+
+@attrs.define
+class Summary:
+    """The median over repeated runs of one system (failed runs are reported, not averaged)."""
+
+    system: str
+    runs: list[PeerResult]
+
+    @property
+    def ok(self) -> list[PeerResult]:
+        return [r for r in self.runs if r.status == "ok"]
+
+    def median(self, field: str) -> float:
+        return _median([float(getattr(r, field)) for r in self.ok])
+
+
+def summarize(results: Sequence[PeerResult]) -> list[Summary]:
+    groups: dict[str, list[PeerResult]] = {}
+    for r in results:
+        groups.setdefault(r.system, []).append(r)
+    return [Summary(k, v) for k, v in groups.items()]
+
+
+def results_table(summaries: Sequence[Summary]) -> Table:
     table = Table(
         [
             "system",
@@ -298,6 +340,7 @@ def results_table(results: Sequence[PeerResult]) -> Table:
             "steps/s (after resume)",
             "bytes/step",
             "db size",
+            "start → main (s)",
             "start → ready (s)",
             "start → first resumed step (s)",
             "resumed at step",
@@ -305,41 +348,45 @@ def results_table(results: Sequence[PeerResult]) -> Table:
             "SQLite journal, sync",
         ]
     )
-    for r in results:
-        if r.status != "ok":
-            table.add(r.system, r.status, *(["-"] * 8))
+    for sm in summaries:
+        ok = sm.ok
+        if not ok:
+            table.add(sm.system, sm.runs[0].status, *(["-"] * 9))
             continue
         table.add(
-            r.system,
-            r.run_steps_per_s,
-            r.resume_steps_per_s,
-            round(r.bytes_per_step),
-            fmt_bytes(r.db_bytes),
-            r.start_to_ready_s,
-            r.start_to_resume_s,
-            r.first_resumed_step,
-            r.reexecuted,
-            r.pragmas.replace("journal=", "").replace(",synchronous=", ", "),
+            sm.system,
+            sm.median("run_steps_per_s"),
+            sm.median("resume_steps_per_s"),
+            round(sm.median("bytes_per_step")),
+            fmt_bytes(sm.median("db_bytes")),
+            sm.median("start_to_main_s"),
+            sm.median("start_to_ready_s"),
+            sm.median("start_to_resume_s"),
+            _same_or_all([r.first_resumed_step for r in ok]),
+            _same_or_all([r.reexecuted for r in ok]),
+            ok[0].pragmas.replace("journal=", "").replace(",synchronous=", ", "),
         )
     return table
 
 
-def ratios(results: Sequence[PeerResult], ours: str = "actorlog") -> list[str]:
-    """One line per peer: actorlog's figures as multiples of the peer's, from this run."""
-    by = {r.system: r for r in results if r.status == "ok"}
-    me = by.get(ours)
-    if me is None:
-        return []
+def ratios(summaries: Sequence[Summary]) -> list[str]:
+    """actorlog against each peer with the same tool delay, from this run's medians."""
+    by = {sm.system: sm for sm in summaries if sm.ok}
     lines = []
-    for name, r in by.items():
-        if name == ours:
+    for name, me in by.items():
+        if not name.startswith("actorlog"):
             continue
-        lines.append(
-            f"{ours} vs {name}: steps/s x{me.run_steps_per_s / r.run_steps_per_s:.2f}, "
-            f"bytes/step x{me.bytes_per_step / r.bytes_per_step:.2f}, "
-            f"start → resumed x{me.start_to_resume_s / r.start_to_resume_s:.2f} "
-            "(x < 1: actorlog smaller/faster for bytes and resume time; x > 1: more steps/s)"
-        )
+        delay = name.partition("@")[2]
+        for peer, other in by.items():
+            if peer.startswith("actorlog") or peer.partition("@")[2] != delay:
+                continue
+            speed = me.median("run_steps_per_s") / other.median("run_steps_per_s")
+            size = me.median("bytes_per_step") / other.median("bytes_per_step")
+            resume = other.median("start_to_resume_s") / me.median("start_to_resume_s")
+            lines.append(
+                f"{name} vs {peer}: {speed:.2f}x the steps/s, {size:.2f}x the bytes/step, "
+                f"first resumed step {resume:.1f}x sooner"
+            )
     return lines
 
 
@@ -354,6 +401,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=",".join(DEFAULT_SYSTEMS),
         help="comma-separated; a @MS suffix gives the tool MS ms of I/O wait",
     )
+    parser.add_argument("--repeat", type=int, default=1, help="runs per system; medians shown")
     parser.add_argument("--timeout", type=float, default=300.0, help="per process, seconds")
     parser.add_argument("--dir", default=None, help="where to create the scratch databases")
     parser.add_argument("--keep", action="store_true", help="keep the scratch databases")
@@ -364,35 +412,44 @@ def main(argv: Sequence[str] | None = None) -> None:
     results: list[PeerResult] = []
     with scratch_dir(args.dir, keep=args.keep) as work:
         info = machine_info(work)
-        for spec in systems:
-            print(f"{spec}: ", end="", flush=True)
-            t = time.perf_counter()
-            r = run_system(spec, args.steps, args.crash_at, work, args.timeout)
-            results.append(r)
-            if r.status == "ok":
-                print(
-                    f"{fmt_num(r.run_steps_per_s)} steps/s, resumed in "
-                    f"{fmt_num(r.start_to_resume_s)} s, {r.reexecuted} re-executed "
-                    f"({time.perf_counter() - t:.1f} s)"
-                )
-            else:
-                print(f"skipped: {r.status}")
-    table = results_table(results)
+        for rep in range(args.repeat):  # interleaved, so load changes hit every system alike
+            for spec in systems:
+                if rep and available(spec.split("@")[0]) is not None:
+                    continue  # reported once
+                print(f"{spec} (run {rep + 1}/{args.repeat}): ", end="", flush=True)
+                t = time.perf_counter()
+                r = run_system(spec, args.steps, args.crash_at, work, args.timeout, rep)
+                results.append(r)
+                if r.status == "ok":
+                    print(
+                        f"{fmt_num(r.run_steps_per_s)} steps/s, resumed in "
+                        f"{fmt_num(r.start_to_resume_s)} s, {r.reexecuted} re-executed "
+                        f"({time.perf_counter() - t:.1f} s)"
+                    )
+                else:
+                    print(f"skipped: {r.status}")
+    summaries = summarize(results)
+    table = results_table(summaries)
     print()
     print(table.text())
     notes = [n for r in results for n in r.notes]
-    ratio_lines = ratios(results)
+    ratio_lines = ratios(summaries)
     for line in notes + ratio_lines:
         print(line)
     if not args.no_write:
         crash_at = min(args.steps - 1, max(1, int(args.steps * args.crash_at)))
-        body = _report_body(args.steps, crash_at, table, notes, ratio_lines)
+        body = _report_body(args.steps, crash_at, args.repeat, table, notes, ratio_lines)
         out = write_report("peers", "actorlog and its peers: the same agent run", body, info=info)
         print(f"\nwrote {out}")
 
 
 def _report_body(
-    steps: int, crash_at: int, table: Table, notes: Sequence[str], ratio_lines: Sequence[str]
+    steps: int,
+    crash_at: int,
+    repeat: int,
+    table: Table,
+    notes: Sequence[str],
+    ratio_lines: Sequence[str],
 ) -> str:
     parts = [
         f"One agent run of {steps:,} sequential durable steps. Each step calls a tool that "
@@ -400,7 +457,12 @@ def _report_body(
         f"Process 1 is killed with SIGKILL inside the tool of step {crash_at:,} (after the "
         "tool's side effect, before its result is recorded: a crash mid-step), process 2 is "
         "started on the same SQLite file and resumes the run to the end. Every system runs "
-        "in its own processes on the same machine, one after another.",
+        "in its own processes on the same machine, one after another"
+        + (
+            f"; each system ran {repeat} times (interleaved) and the table shows medians."
+            if repeat > 1
+            else "."
+        ),
         table.markdown(),
         "Columns:\n\n"
         "- *steps/s (before crash)*: steps completed per second in process 1 (tool "
@@ -409,6 +471,8 @@ def _report_body(
         "- *bytes/step*: growth of the database's used pages (WAL folded in, free pages "
         "excluded) over process 2, per tool execution in process 2.\n"
         "- *db size*: used bytes at the end.\n"
+        "- *start → main*: from `Popen` of process 2 to its first line of Python (interpreter "
+        "start, the same for all).\n"
         "- *start → ready*: from `Popen` of process 2 to the system being initialised "
         "(interpreter start, imports, opening the database, launching).\n"
         "- *start → first resumed step*: from `Popen` of process 2 to the tool of the "
