@@ -1,0 +1,311 @@
+"""Durable throughput of actorlog, as ratios to raw SQLite and to an in-memory store.
+
+    python -m benchmarks.throughput [--calls 2000] [--actors 1,10,100,1000] [--steps 2000]
+
+Measured in one run, on one machine:
+
+* **raw**: the SQLite commit rate (``sqlite3`` and ``aiosqlite``, WAL, ``synchronous=FULL``,
+  1 and 64 rows of ~200 bytes per transaction), as in ``benchmarks.raw_sqlite``.
+* **one actor, sequential tool calls**: one ``Run(N)`` message whose handler makes N
+  ``ctx.call``s (each call's intent is durable before the tool runs: one commit per call).
+* **concurrent actors**: C actors (1, 10, 100, 1,000), each with its own client task asking
+  it ``Step(i)`` messages one after another (``ask`` with a ``message_id``; one ``ctx.call``
+  per step; snapshots every 100 steps, the default). Steps/s over all actors, p50/p99 latency
+  of ``ask``, and the store's commit batch sizes. With group commit (the ``SqliteStore``
+  default) and without (every append its own transaction, a benchmark-only subclass), and on
+  ``MemoryStore`` (the cost of the runtime without any I/O).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+from actorlog import ActorSystem
+from actorlog.stores import MemoryStore, SqliteStore
+
+from . import _agent
+from ._common import Table, fmt_num, machine_info, percentile, scratch_dir, write_report
+from .raw_sqlite import RawResult, measure_aiosqlite, measure_sqlite3
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from actorlog.store import Store
+
+__all__ = ["BatchCountingSqliteStore", "main"]
+
+
+class BatchCountingSqliteStore(SqliteStore):
+    """``SqliteStore`` that counts its commits; with ``group_commit=False`` it commits every
+    queued append in a transaction of its own (what a store without group commit does).
+
+    Benchmark-only: it overrides the store's private ``_commit`` hook.
+    """
+
+    def __init__(self, path: str | Path, *, group_commit: bool = True) -> None:
+        super().__init__(path)
+        self.group_commit = group_commit
+        self.commits = 0
+        self.appends = 0
+        self.rows = 0
+        self.all_batch_sizes: list[int] = []  # unbounded, unlike batch_sizes
+
+    async def _commit(self, batch: Sequence[Any]) -> None:
+        self.appends += len(batch)
+        self.rows += sum(len(req.item[2]) for req in batch)
+        if self.group_commit:
+            self.commits += 1
+            self.all_batch_sizes.append(len(batch))
+            await super()._commit(batch)
+            return
+        for req in batch:
+            self.commits += 1
+            self.all_batch_sizes.append(1)
+            await super()._commit([req])
+
+
+@attrs.define
+class Run:
+    label: str
+    actors: int
+    steps: int
+    seconds: float
+    latencies: list[float] = attrs.Factory(list)
+    batches: list[int] = attrs.Factory(list)
+    commits: int = 0
+    rows: int = 0
+    setup_s: float = 0.0
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else float("nan")
+
+
+def _make_store(kind: str, path: Path) -> Store:
+    if kind == "memory":
+        return MemoryStore()
+    return BatchCountingSqliteStore(path, group_commit=kind != "sqlite-no-group")
+
+
+def _collect(run: Run, store: Store) -> None:
+    if isinstance(store, BatchCountingSqliteStore):
+        run.batches = list(store.all_batch_sizes)
+        run.commits = store.commits
+        run.rows = store.rows
+
+
+async def _one_actor(kind: str, path: Path, calls: int) -> Run:
+    store = _make_store(kind, path)
+    async with ActorSystem(store, actors=[_agent.Agent]) as system:
+        ref = await system.spawn(_agent.Agent, "solo")
+        await ref.ask(_agent.Run(20), message_id="warmup")
+        if isinstance(store, BatchCountingSqliteStore):
+            store.all_batch_sizes.clear()
+            store.commits = store.rows = 0
+        t = time.perf_counter()
+        await ref.ask(_agent.Run(calls), message_id="run")
+        run = Run(kind, 1, calls, time.perf_counter() - t)
+        _collect(run, store)
+    return run
+
+
+async def _concurrent(kind: str, path: Path, actors: int, asks_each: int) -> Run:
+    store = _make_store(kind, path)
+    async with ActorSystem(store, actors=[_agent.Agent]) as system:
+        t = time.perf_counter()
+        refs = []
+        for a in range(actors):
+            refs.append(await system.spawn(_agent.Agent, f"agent-{a:05d}"))
+        setup = time.perf_counter() - t
+        latencies: list[float] = []
+
+        async def client(ref: Any, warmup: bool) -> None:
+            if warmup:
+                await ref.ask(_agent.Step(-1), message_id="warmup")
+                return
+            for i in range(asks_each):
+                t0 = time.perf_counter()
+                await ref.ask(_agent.Step(i), message_id=f"step-{i}")
+                latencies.append(time.perf_counter() - t0)
+
+        async with anyio.create_task_group() as tg:
+            for ref in refs:
+                tg.start_soon(client, ref, True)
+        if isinstance(store, BatchCountingSqliteStore):
+            store.all_batch_sizes.clear()
+            store.commits = store.rows = 0
+        t = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for ref in refs:
+                tg.start_soon(client, ref, False)
+        run = Run(kind, actors, actors * asks_each, time.perf_counter() - t, latencies)
+        run.setup_s = setup
+        _collect(run, store)
+    return run
+
+
+def _batch_summary(batches: Sequence[int]) -> str:
+    if not batches:
+        return "-"
+    mean = sum(batches) / len(batches)
+    return f"{mean:.1f} / {percentile(batches, 50):.0f} / {max(batches)}"
+
+
+def _raw_rates(directory: Path, seconds: float) -> dict[tuple[str, int], RawResult]:
+    out: dict[tuple[str, int], RawResult] = {}
+    for rows in (1, 64):
+        out[("sqlite3", rows)] = measure_sqlite3(directory / f"raw-s-{rows}.db", rows, seconds)
+        out[("aiosqlite", rows)] = asyncio.run(
+            measure_aiosqlite(directory / f"raw-a-{rows}.db", rows, seconds)
+        )
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=2000, help="ctx.calls of the one actor")
+    parser.add_argument("--actors", default="1,10,100,1000", help="concurrency levels")
+    parser.add_argument(
+        "--steps", type=int, default=2000, help="total asks per concurrency level (at least 2 each)"
+    )
+    parser.add_argument("--raw-seconds", type=float, default=1.5, help="per raw measurement")
+    parser.add_argument(
+        "--modes",
+        default="sqlite,sqlite-no-group,memory",
+        help="stores for the concurrent runs: sqlite, sqlite-no-group, memory",
+    )
+    parser.add_argument("--dir", default=None, help="where to create the scratch databases")
+    parser.add_argument("--no-write", action="store_true", help="print only; no docs/ file")
+    args = parser.parse_args(argv)
+    levels = [int(x) for x in args.actors.split(",") if x.strip()]
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+
+    with scratch_dir(args.dir) as d:
+        info = machine_info(d)
+        print("raw SQLite commit rate ...", flush=True)
+        raw = _raw_rates(d, args.raw_seconds)
+        raw1 = raw[("aiosqlite", 1)].rows_per_s
+        raw1_sync = raw[("sqlite3", 1)].rows_per_s
+
+        print("one actor, sequential ctx.calls ...", flush=True)
+        solo = {
+            kind: anyio.run(_one_actor, kind, d / f"solo-{kind}.db", args.calls)
+            for kind in ("sqlite", "memory")
+        }
+
+        conc: list[Run] = []
+        for level in levels:
+            each = max(2, args.steps // level)
+            for kind in modes:
+                print(f"{level} concurrent actors, {kind} ...", flush=True)
+                path = d / f"conc-{level}-{kind}.db"
+                conc.append(anyio.run(_concurrent, kind, path, level, each))
+
+    raw_table = Table(["driver", "rows/txn", "commits/s", "rows/s", "µs/commit"])
+    for (driver, rows), rr in raw.items():
+        raw_table.add(driver, rows, rr.commits_per_s, rr.rows_per_s, rr.us_per_commit)
+
+    solo_table = Table(
+        [
+            "store",
+            "ctx.calls/s",
+            "vs raw aiosqlite 1-row",
+            "vs raw sqlite3 1-row",
+            "vs MemoryStore",
+            "commits",
+            "rows/commit",
+            "batch mean / p50 / max",
+        ]
+    )
+    mem_rate = solo["memory"].steps_per_s
+    for kind, r in solo.items():
+        durable = kind != "memory"
+        solo_table.add(
+            "SqliteStore" if durable else "MemoryStore",
+            r.steps_per_s,
+            f"{r.steps_per_s / raw1:.2f}x" if durable else "-",
+            f"{r.steps_per_s / raw1_sync:.2f}x" if durable else "-",
+            f"{r.steps_per_s / mem_rate:.2f}x",
+            r.commits if durable else "-",
+            fmt_num(r.rows / r.commits) if durable and r.commits else "-",
+            _batch_summary(r.batches) if durable else "-",
+        )
+
+    conc_table = Table(
+        [
+            "actors",
+            "store",
+            "steps/s",
+            "vs raw aiosqlite 1-row",
+            "vs MemoryStore",
+            "ask p50 (ms)",
+            "ask p99 (ms)",
+            "commits/s",
+            "appends/commit mean / p50 / max",
+            "spawn all (s)",
+        ]
+    )
+    mem_by_level = {r.actors: r.steps_per_s for r in conc if r.label == "memory"}
+    names = {
+        "sqlite": "SqliteStore (group commit)",
+        "sqlite-no-group": "SqliteStore, no group commit",
+        "memory": "MemoryStore",
+    }
+    for r in conc:
+        durable = r.label != "memory"
+        mem = mem_by_level.get(r.actors)
+        conc_table.add(
+            r.actors,
+            names.get(r.label, r.label),
+            r.steps_per_s,
+            f"{r.steps_per_s / raw1:.2f}x",
+            f"{r.steps_per_s / mem:.2f}x" if mem else "-",
+            1000 * percentile(r.latencies, 50),
+            1000 * percentile(r.latencies, 99),
+            r.commits / r.seconds if durable else "-",
+            _batch_summary(r.batches) if durable else "-",
+            r.setup_s,
+        )
+
+    print()
+    print(raw_table.text())
+    print()
+    print(solo_table.text())
+    print()
+    print(conc_table.text())
+    if not args.no_write:
+        body = "\n\n".join(
+            [
+                "All figures from one run of the command above. Durable means "
+                "`SqliteStore` with its default durability (WAL, `synchronous=FULL`: a real "
+                "fsync before `send` returns and before a tool runs).",
+                "## Raw SQLite commit rate (the ceiling)\n\n"
+                "WAL, `synchronous=FULL`, ~200-byte rows, one multi-row `INSERT` per "
+                f"transaction, {args.raw_seconds:g} s each.\n\n" + raw_table.markdown(),
+                f"## One actor, {args.calls:,} sequential tool calls\n\n"
+                "One message whose handler makes the calls one after another; each call's "
+                "intent must be durable before the tool runs, so one commit per call is the "
+                "floor. The ratios are to the raw one-row commit rate above and to the same "
+                "actor on `MemoryStore`.\n\n" + solo_table.markdown(),
+                "## Concurrent actors\n\n"
+                f"About {args.steps:,} asks per line in total (at least 2 per actor), each actor "
+                "asked by its own client task one message after another (`ask` with a "
+                "`message_id`, one `ctx.call` per step, snapshot every 100 steps). "
+                "*appends/commit*: how many actors' appends shared one transaction (one "
+                "fsync). *No group commit*: the same store committing every append in a "
+                "transaction of its own (a benchmark-only subclass). *spawn all*: registering "
+                "and starting the actors, not included in steps/s.\n\n" + conc_table.markdown(),
+            ]
+        )
+        out = write_report("throughput", "actorlog durable throughput", body, info=info)
+        print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()
