@@ -115,13 +115,14 @@ CREATE INDEX IF NOT EXISTS events_actor ON events (actor_id, id);
 
 -- The conditional append, enforced for every writer (this code, another runtime, or SQL
 -- typed by hand). Rows of one statement are checked in insertion order, and each sees the
--- summary its predecessors advanced.
+-- summary its predecessors advanced. {actors} is the schema-qualified actors table, so the
+-- trigger finds it whatever the writer's search_path.
 CREATE OR REPLACE FUNCTION actorlog_entries_append() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     v_last BIGINT;
 BEGIN
-    SELECT a.last_seq INTO v_last FROM actors a WHERE a.actor_id = NEW.actor_id FOR UPDATE;
+    SELECT a.last_seq INTO v_last FROM {actors} a WHERE a.actor_id = NEW.actor_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'actorlog: append to unregistered actor %', NEW.actor_id
             USING ERRCODE = 'integrity_constraint_violation';
@@ -132,7 +133,7 @@ BEGIN
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
     -- Lease/fencing (future format 2): compare the writer's token with the row's here.
-    UPDATE actors SET
+    UPDATE {actors} SET
         last_seq = NEW.seq,
         first_seq = CASE WHEN first_seq = 0 THEN NEW.seq ELSE first_seq END,
         last_message_seq = CASE WHEN NEW.kind = 'message' THEN NEW.seq
@@ -149,6 +150,7 @@ CREATE TRIGGER entries_append BEFORE INSERT ON entries
 """
 
 #: Schema migrations: ``_MIGRATIONS[v]`` takes a store from format ``v - 1`` to ``v``.
+#: They run in the schema they create tables in; ``{actors}`` stands for its actors table.
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
 
 #: Advisory lock held (for the transaction) while the schema is created or migrated.
@@ -168,6 +170,10 @@ FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::
      WITH ORDINALITY AS u({_ENTRY_COLS}, ord)
 ORDER BY ord
 """
+
+# deadlock_detected, serialization_failure: the statement was rolled back; try again.
+_RETRY_SQLSTATES = frozenset({"40P01", "40001"})
+_MAX_ATTEMPTS = 3
 
 # Bound the size of one statement (payloads can be up to 8 MiB each).
 _MAX_ROWS_PER_STATEMENT = 10_000
@@ -358,17 +364,25 @@ class PostgresStore:
             await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK_KEY)
             if self.schema is not None:
                 await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote_ident(self.schema)}")
-            found = await self._format_version(conn)
-            if found is not None and found > FORMAT_VERSION:
+            found = await self._format_version(conn) or 0
+            if found > FORMAT_VERSION:
                 raise UnsupportedFormatError(found, FORMAT_VERSION)
-            for version in range((found or 0) + 1, FORMAT_VERSION + 1):
-                await conn.execute(_MIGRATIONS[version])
-            if found != FORMAT_VERSION:
-                await conn.execute(
-                    "INSERT INTO actorlog_meta (key, value) VALUES ('format_version', $1) "
-                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                    str(FORMAT_VERSION),
+            if found == FORMAT_VERSION:
+                return
+            schema = await conn.fetchval("SELECT current_schema()")
+            if schema is None:
+                raise StoreUnavailableError(
+                    f"cannot create actorlog's tables in {_redact(self.url)}: no schema of the "
+                    "search_path exists (pass schema=... to have one created)"
                 )
+            actors = f"{_quote_ident(schema)}.actors"
+            for version in range(found + 1, FORMAT_VERSION + 1):
+                await conn.execute(_MIGRATIONS[version].replace("{actors}", actors))
+            await conn.execute(
+                "INSERT INTO actorlog_meta (key, value) VALUES ('format_version', $1) "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                str(FORMAT_VERSION),
+            )
 
     async def _check_read_only(self, conn: Any) -> None:
         found = await self._format_version(conn)
@@ -511,26 +525,39 @@ class PostgresStore:
         # committing overlapping batches cannot deadlock; the sort is stable, so each
         # actor's rows keep their order.
         rows = sorted((row for req in chunk for row in req.item[2]), key=lambda r: r.actor_id)
-        try:
-            await self._insert_entries(conn, rows)
-        except _DRIVER_ERRORS as exc:
-            if not _is_rejection(exc):
+        for attempt in range(1, _MAX_ATTEMPTS + 1):
+            try:
+                await self._insert_entries(conn, rows)
+                return
+            except _DRIVER_ERRORS as exc:
+                if _is_rejection(exc):
+                    await self._isolate(conn, chunk, exc)
+                    return
+                # A writer that locks in another order can still deadlock with us; the
+                # statement was rolled back as a whole, so trying again is safe.
+                if getattr(exc, "sqlstate", None) in _RETRY_SQLSTATES and attempt < _MAX_ATTEMPTS:
+                    continue
                 err = self._failure("commit", exc)
                 err.__cause__ = exc
                 for req in chunk:
                     req.error = err
                 return
-            if len(chunk) == 1:
-                actor_id, expected, _ = chunk[0].item
-                conflict = SequenceConflictError(
-                    actor_id, expected, await self._last_seq(conn, actor_id)
-                )
-                conflict.__cause__ = exc
-                chunk[0].error = conflict
-                return
-            # Someone in the batch lost a race; find out who by committing one by one.
-            for req in chunk:
-                await self._commit_chunk(conn, [req])
+
+    async def _isolate(
+        self, conn: Any, chunk: Sequence[Request[_Append]], exc: BaseException
+    ) -> None:
+        """The database rejected ``chunk``: fail the conflicting requests, commit the rest."""
+        if len(chunk) == 1:
+            actor_id, expected, _ = chunk[0].item
+            conflict = SequenceConflictError(
+                actor_id, expected, await self._last_seq(conn, actor_id)
+            )
+            conflict.__cause__ = exc
+            chunk[0].error = conflict
+            return
+        # Someone in the batch lost a race; find out who by committing one by one.
+        for req in chunk:
+            await self._commit_chunk(conn, [req])
 
     @staticmethod
     async def _insert_entries(conn: Any, rows: Sequence[EntryRow]) -> None:

@@ -243,3 +243,23 @@ async def harness(
 async def store(harness: StoreHarness) -> Store:
     """An opened store of the harness's kind."""
     return await harness.open()
+
+
+@pytest.fixture
+async def pg_harness(postgres_url: str, anyio_backend: str) -> AsyncIterator[PostgresHarness]:
+    """A PostgreSQL harness (fresh schema, dropped afterwards) for PostgreSQL-only tests."""
+    h = PostgresHarness(postgres_url)
+    try:
+        yield h
+    finally:
+        await h.aclose()
+
+
+@pytest.fixture
+async def other_pg_harness(postgres_url: str, anyio_backend: str) -> AsyncIterator[PostgresHarness]:
+    """A second PostgreSQL harness (another fresh schema in the same database)."""
+    h = PostgresHarness(postgres_url)
+    try:
+        yield h
+    finally:
+        await h.aclose()

@@ -550,6 +550,70 @@ async def test_racing_instances_exactly_one_wins(harness: StoreHarness) -> None:
     ]
 
 
+async def test_instances_racing_over_many_actors_have_one_winner_per_seq(
+    harness: StoreHarness,
+) -> None:
+    """Two instances append the same seqs to the same actors at once, so their shared
+    commits overlap (in opposite orders): per actor and seq exactly one wins, nothing fails
+    otherwise (no deadlock between the two commits), and every log stays a chain."""
+    first = await harness.open()
+    if not first.capabilities.multi_process:
+        pytest.skip(f"{harness.kind}: capabilities.multi_process is False")
+    second = await harness.open()
+    ids = [f"o-{i:02d}" for i in range(12)]
+    await registered(first, *ids)
+    rounds = 6
+    for seq in range(1, rounds + 1):
+        outcomes = {actor_id: dict[str, BaseException | None]() for actor_id in ids}
+        async with anyio.create_task_group() as tg:
+            for actor_id in ids:
+                tg.start_soon(_race_actor, outcomes[actor_id], "first", first, actor_id, seq)
+            for actor_id in reversed(ids):
+                tg.start_soon(_race_actor, outcomes[actor_id], "second", second, actor_id, seq)
+        for actor_id, outcome in outcomes.items():
+            assert sorted(outcome) == ["first", "second"]
+            won = [name for name, exc in outcome.items() if exc is None]
+            assert len(won) == 1, (actor_id, seq, outcome)
+            errors = [e for e in outcome.values() if e is not None]
+            assert all(isinstance(e, SequenceConflictError) for e in errors), errors
+    for actor_id in ids:
+        log = await second.read(actor_id)
+        assert [r.seq for r in log] == list(range(1, rounds + 1))
+        for r in log:
+            verify_row(r, actor_id, r.seq)
+
+
+async def _race_actor(
+    outcome: dict[str, BaseException | None], name: str, s: Store, actor_id: str, seq: int
+) -> None:
+    try:
+        await s.append(actor_id, seq - 1, [msg(actor_id, seq, f"{name}-{seq}")])
+    except StoreError as exc:
+        outcome[name] = exc
+    else:
+        outcome[name] = None
+
+
+async def test_instances_opening_a_new_database_at_once_all_succeed(
+    harness: StoreHarness,
+) -> None:
+    """Schema creation is serialized (advisory lock, write transaction)."""
+    probe = harness.new()
+    if not probe.capabilities.multi_process:
+        pytest.skip(f"{harness.kind}: capabilities.multi_process is False")
+    stores = [harness.new() for _ in range(6)]
+    try:
+        async with anyio.create_task_group() as tg:
+            for s in stores:
+                tg.start_soon(s.open)
+        await stores[0].register_actor(ACTOR, TYPE)
+        for s in stores:
+            assert [a.actor_id for a in await s.list_actors()] == [ACTOR]
+    finally:
+        for s in stores:
+            await s.close()
+
+
 # -- damage is returned as stored --------------------------------------------------------------
 
 
