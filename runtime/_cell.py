@@ -25,7 +25,7 @@ from ._errors import (
     SequenceConflictError,
 )
 from ._snapshots import SnapshotPolicy, build_snapshot
-from ._telemetry import ATTR, SPAN, tracer
+from ._telemetry import ATTR, EVENT, SPAN, tracer
 from ._wal import Journal
 
 if TYPE_CHECKING:
@@ -134,13 +134,15 @@ class Cell:
                 slot.set(error=ActorStoppedError(f"actor {self.actor_id!r} stopped"))
             self.ready.set()
             self.done.set()
+            self._send.close()
+            self._recv.close()
 
     def close(self) -> None:
         """Stop after the current step (pending messages stay in the log)."""
         try:
             self._send.send_nowait(None)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
+            pass  # already stopped
 
     def quarantine(self, exc: BaseException, *, status: str = "quarantined") -> None:
         self.status = status
@@ -186,8 +188,8 @@ class Cell:
             def on_reject(info: Any, reason: str) -> None:
                 rejected_events.append((info.seq, reason))
                 span.add_event(
-                    "actorlog.snapshot_rejected",
-                    {ATTR.SNAPSHOT_SEQ: info.seq, "actorlog.reason": reason},
+                    EVENT.SNAPSHOT_REJECTED,
+                    {ATTR.SNAPSHOT_SEQ: info.seq, ATTR.REJECT_REASON: reason},
                 )
                 self.note_event("snapshot_rejected", {"seq": info.seq, "reason": reason})
 
@@ -223,10 +225,12 @@ class Cell:
                             if rec.kind == "intent" and not rec.outcomes:
                                 in_doubt += 1
                                 span.add_event(
-                                    "actorlog.in_doubt",
+                                    EVENT.IN_DOUBT,
                                     {
+                                        ATTR.SEQ: m.seq,
                                         ATTR.INTENT_SEQ: rec.seq,
                                         ATTR.TOOL: rec.type_tag,
+                                        ATTR.TOOL_EFFECT: str(rec.payload.get("effect")),
                                         ATTR.TOOL_POLICY: str(rec.payload.get("policy")),
                                         ATTR.IDEMPOTENCY_KEY: str(rec.payload.get("key")),
                                     },
@@ -242,7 +246,7 @@ class Cell:
                         ATTR.STEPS_REPLAYED: replayed,
                         ATTR.IN_DOUBT: in_doubt,
                         ATTR.PENDING_MESSAGES: len(pending),
-                        ATTR.DURATION: duration,
+                        ATTR.RECOVER_DURATION: duration,
                     }
                 )
                 _telemetry.recovery_duration.record(duration, {ATTR.ACTOR_TYPE: self.actor_type})
@@ -259,13 +263,7 @@ class Cell:
                 if plan.entries_read or plan.snapshot_seq:
                     self.note_event("recovered", self.last_recovery)
             except ActorlogError as exc:
-                span.set_status(Status(StatusCode.ERROR, str(exc)))
-                event = {"actorlog.error.type": type(exc).__qualname__, "actorlog.error": str(exc)}
-                for attr in ("actor_id", "seq", "check"):
-                    v = getattr(exc, attr, None)
-                    if v is not None:
-                        event[f"actorlog.corruption.{attr}"] = v
-                span.add_event("actorlog.corruption", event)
+                _telemetry.record_failure(span, exc, self.actor_id)
                 raise
         self.status = "running"
         self.ready.set()
@@ -287,8 +285,11 @@ class Cell:
             links=_telemetry.link_to(step.get("span")),
             attributes={
                 ATTR.ACTOR_ID: self.actor_id,
+                ATTR.ACTOR_TYPE: self.actor_type,
                 ATTR.SEQ: m.seq,
                 ATTR.MESSAGE_TYPE: m.type_tag,
+                ATTR.MESSAGE_ID: m.message_id or "",
+                ATTR.OUTCOME: "ok" if step.get("ok") else "error",
                 ATTR.FINISHED_LIVE: False,
             },
         ) as span:
@@ -485,7 +486,13 @@ class Cell:
         seq = self.journal.durable_seq if seq is None else seq
         t0 = time.perf_counter()
         with tracer.start_as_current_span(
-            SPAN.SNAPSHOT, attributes={ATTR.ACTOR_ID: self.actor_id, ATTR.SNAPSHOT_SEQ: seq}
+            SPAN.SNAPSHOT,
+            attributes={
+                ATTR.ACTOR_ID: self.actor_id,
+                ATTR.ACTOR_TYPE: self.actor_type,
+                ATTR.SNAPSHOT_SEQ: seq,
+                ATTR.SNAPSHOT_HANDLED_SEQ: self.handled_seq,
+            },
         ) as span:
             try:
                 row = build_snapshot(
@@ -505,7 +512,7 @@ class Cell:
                 span.set_status(Status(StatusCode.ERROR, str(exc)))
                 self.note_event("snapshot_failed", {"seq": seq, "error": str(exc)})
             finally:
-                span.set_attribute(ATTR.DURATION, time.perf_counter() - t0)
+                span.set_attribute(ATTR.SNAPSHOT_DURATION, time.perf_counter() - t0)
                 self.steps_since_snapshot = 0
                 self.last_snapshot_at = time.monotonic()
 

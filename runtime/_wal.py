@@ -57,12 +57,14 @@ class Journal:
     async def flush(self) -> None:
         """Make every written entry durable. A cancellation point; if cancelled, the
         entries may or may not be durable (the journal stays consistent either way)."""
-        if not self._buffer:
+        target = self.last_seq
+        if self.durable_seq >= target:
             if self.broken is not None:
                 raise ActorStoppedError(f"actor {self.actor_id!r} stopped: {self.broken}")
             return
         async with self._lock:
-            if not self._buffer:
+            # A flush that was in flight when we were called may have covered us.
+            if self.durable_seq >= target:
                 return
             if self.broken is not None:
                 raise ActorStoppedError(f"actor {self.actor_id!r} stopped: {self.broken}")

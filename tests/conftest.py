@@ -1,0 +1,42 @@
+"""Shared fixtures: core tests run on asyncio and trio (memory store) and on asyncio with a
+real SQLite file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from actorlog.store import Store
+from actorlog.stores import MemoryStore, SqliteStore
+
+StoreFactory = Callable[[], Store]
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(("asyncio", "memory"), id="asyncio-memory"),
+        pytest.param(("trio", "memory"), id="trio-memory"),
+        pytest.param(("asyncio", "sqlite"), id="asyncio-sqlite"),
+    ]
+)
+def backend_and_store(request: pytest.FixtureRequest) -> tuple[str, str]:
+    return request.param  # type: ignore[no-any-return]  # pytest params are untyped
+
+
+@pytest.fixture
+def anyio_backend(backend_and_store: tuple[str, str]) -> str:
+    return backend_and_store[0]
+
+
+@pytest.fixture
+def make_store(backend_and_store: tuple[str, str], tmp_path: Path) -> StoreFactory:
+    """A factory returning a store over the same data each call (a fresh object for SQLite,
+    the same object for memory), so a test can 'restart' the system."""
+    kind = backend_and_store[1]
+    if kind == "memory":
+        mem = MemoryStore()
+        return lambda: mem
+    path = tmp_path / "agents.db"
+    return lambda: SqliteStore(path)
