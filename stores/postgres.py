@@ -33,7 +33,6 @@ asyncpg runs on asyncio only.
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -187,8 +186,6 @@ _DRIVER_ERRORS: tuple[type[BaseException], ...] = (
     TimeoutError,
 )
 
-_PLAIN_IDENT = re.compile(r"[a-z_][a-z0-9_]*\Z")
-
 _Append = tuple[str, int, Sequence[EntryRow]]
 
 
@@ -199,7 +196,8 @@ def _is_rejection(exc: BaseException) -> bool:
 
 
 def _quote_ident(name: str) -> str:
-    return name if _PLAIN_IDENT.match(name) else '"' + name.replace('"', '""') + '"'
+    """An SQL identifier; always quoted, so that keywords and mixed case work too."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _redact(dsn: str) -> str:
@@ -300,9 +298,9 @@ class PostgresStore:
         if self.schema is None:
             return self.dsn
         parts = urlsplit(self.dsn)
-        query = parse_qsl(parts.query, keep_blank_values=True)
-        if any(k == "search_path" for k, _ in query):
-            return self.dsn
+        query = [
+            kv for kv in parse_qsl(parts.query, keep_blank_values=True) if kv[0] != "search_path"
+        ]
         query.append(("search_path", _quote_ident(self.schema)))
         return urlunsplit(parts._replace(query=urlencode(query)))
 

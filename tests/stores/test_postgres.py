@@ -115,8 +115,11 @@ async def test_connection_lost_mid_append_is_unavailable_and_wrote_nothing(
         await store.close()
 
 
-async def test_schema_name_needing_quotes_works_and_its_url_reopens(postgres_url: str) -> None:
-    schema = f'Actor Log "{uuid.uuid4().hex[:6]}"'
+@pytest.mark.parametrize("schema", ['Actor Log "{}"', "user"], ids=["mixed-case", "keyword"])
+async def test_schema_name_needing_quotes_works_and_its_url_reopens(
+    postgres_url: str, schema: str
+) -> None:
+    schema = schema.format(uuid.uuid4().hex[:6])
     store = PostgresStore(postgres_url, schema=schema)
     await store.open()
     try:
