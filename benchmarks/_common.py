@@ -26,6 +26,7 @@ __all__ = [
     "Table",
     "command_line",
     "filesystem_of",
+    "loadavg",
     "fmt_bytes",
     "fmt_num",
     "machine_info",
@@ -117,6 +118,15 @@ def _git_commit() -> str:
     return commit + (" (dirty)" if dirty.stdout.strip() else "")
 
 
+def loadavg() -> str:
+    """Other work on the machine skews every figure: say how busy it was."""
+    try:
+        with open("/proc/loadavg", encoding="utf-8") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
     versions: dict[str, str] = {}
     for name in names:
@@ -140,6 +150,7 @@ def machine_info(scratch: str | os.PathLike[str] | None = None) -> dict[str, str
         "scratch filesystem": f"{filesystem_of(scratch_path)} ({scratch_path})",
         "git commit": _git_commit(),
         "date (UTC)": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M"),
+        "load average (1, 5, 15 min) at start": loadavg(),
     }
     for name, version in package_versions().items():
         info[name] = version

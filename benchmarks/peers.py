@@ -48,6 +48,7 @@ from ._common import (
     Table,
     fmt_bytes,
     fmt_num,
+    loadavg,
     machine_info,
     scratch_dir,
     write_report,
@@ -428,6 +429,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     )
                 else:
                     print(f"skipped: {r.status}")
+        info["load average (1, 5, 15 min) at end"] = loadavg()
     summaries = summarize(results)
     table = results_table(summaries)
     print()

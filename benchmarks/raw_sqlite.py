@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from ._common import Table, machine_info, scratch_dir, write_report
+from ._common import Table, loadavg, machine_info, scratch_dir, write_report
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -189,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with scratch_dir(args.dir) as d:
         info = machine_info(d)
         results = run_all(d, args.seconds)
+        info["load average (1, 5, 15 min) at end"] = loadavg()
     table = results_table(results)
     print(table.text())
     print()
