@@ -23,7 +23,6 @@ from pathlib import Path
 
 import anyio
 import attrs
-
 from actorlog import Actor, ActorSystem, Context, tool
 from actorlog.stores import SqliteStore
 
@@ -133,8 +132,10 @@ def driver() -> int:
     say("  workload: 3 legs x 4 tool calls = 12 tool calls")
     say(f"  executed: {runs} before the kill + {second} after = {total}")
     say(f"  re-run because in doubt at the kill (read or idempotent tools only): {total - 12}")
-    say(f"  bookings in the ledger: {bookings} (booking attempts: {attempts}) -> exactly once: "
-        f"{'yes' if bookings == 3 else 'NO'}")
+    say(
+        f"  bookings in the ledger: {bookings} (booking attempts: {attempts}) -> exactly once: "
+        f"{'yes' if bookings == 3 else 'NO'}"
+    )
     ok = bookings == 3 and total - 12 <= 1
     say("OK: nothing completed was redone, no booking was repeated" if ok else "FAILED")
     return 0 if ok else 1

@@ -67,10 +67,6 @@ def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
     return f"{tag}({a})"
 
 
-class _Fatal(ActorlogError):
-    """Marker wrapper is not needed: fatal errors are recorded on the context instead."""
-
-
 class Context:
     """The handler's door to the world. One per step; do not keep it after ``receive``."""
 
@@ -266,7 +262,8 @@ class Context:
     @staticmethod
     def _describe_rec(rec: Recorded) -> str:
         if rec.kind == "intent":
-            return f"tool {_describe(rec.type_tag, rec.payload.get('args'), rec.payload.get('kwargs'))} (seq {rec.seq})"
+            call = _describe(rec.type_tag, rec.payload.get("args"), rec.payload.get("kwargs"))
+            return f"tool {call} (seq {rec.seq})"
         return f"{rec.type_tag} (seq {rec.seq})"
 
     def _nondeterminism(self, index: int, expected: str, got: str) -> None:
@@ -301,8 +298,9 @@ class Context:
     ) -> Any:
         """Run the tool now (its intent is durable) and log the result."""
         cell = self._cell
-        attributes = {
+        attributes: dict[str, Any] = {
             ATTR.ACTOR_ID: self.actor_id,
+            ATTR.SEQ: self.step_seq,
             ATTR.TOOL: t.name,
             ATTR.TOOL_EFFECT: t.effect,
             ATTR.TOOL_POLICY: t.policy,
@@ -375,9 +373,12 @@ class Context:
                     SPAN.TOOL_CALL,
                     attributes={
                         ATTR.ACTOR_ID: self.actor_id,
+                        ATTR.SEQ: self.step_seq,
                         ATTR.TOOL: t.name,
                         ATTR.TOOL_EFFECT: t.effect,
+                        ATTR.TOOL_POLICY: t.policy,
                         ATTR.IDEMPOTENCY_KEY: key,
+                        ATTR.ATTEMPT: int(payload.get("attempt") or attempts),
                         ATTR.INTENT_SEQ: rec.seq,
                         ATTR.SERVED_FROM_LOG: True,
                     },
@@ -385,6 +386,7 @@ class Context:
                     return self._served(t, kind, action, payload)
             if action == "retry":
                 # the operator authorized one more attempt; mark it started, then run
+                _telemetry.settled(rec.seq, t.name, t.policy, "operator.retry", _by(payload))
                 self._cell.journal.write(
                     "decision",
                     "attempt",
@@ -401,6 +403,7 @@ class Context:
         self._cell.recovery_note_in_doubt(rec.seq, t.name, t.policy)
         policy = t.policy
         if policy in ("rerun", "rerun-same-key"):
+            _telemetry.settled(rec.seq, t.name, policy, policy)
             return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)
         if policy == "reconcile":
             assert t.reconcile is not None
@@ -420,8 +423,10 @@ class Context:
                     rec.seq,
                     _records.result_payload(value=plain, attempt=attempts, settled_by="reconcile"),
                 )
+                _telemetry.settled(rec.seq, t.name, policy, "reconcile.happened")
                 return self._value(t, plain)
             if isinstance(answer, NotHappened):
+                _telemetry.settled(rec.seq, t.name, policy, "reconcile.not_happened")
                 return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)
         return await self._escalate(t, rec, args, kwargs, key, attempts)
 
@@ -436,6 +441,7 @@ class Context:
     ) -> Any:
         decision = await self._guard(self._cell.wait_in_doubt(rec.seq, t.name, key))
         action = decision["action"]
+        _telemetry.settled(rec.seq, t.name, t.policy, f"operator.{action}", _by(decision))
         if action == "retry":
             self._cell.journal.write(
                 "decision",
@@ -450,4 +456,9 @@ class Context:
         return self._served(t, "decision", action, decision)
 
 
-_ = _telemetry  # re-exported helpers are used by the cell
+def _by(decision: dict[str, Any]) -> dict[str, str | int]:
+    """Who decided an in-doubt intent, and why (span event attributes)."""
+    return {
+        ATTR.DECIDED_BY: str(decision.get("by", "")),
+        ATTR.DECISION_REASON: str(decision.get("reason", "")),
+    }

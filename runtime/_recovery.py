@@ -82,12 +82,12 @@ async def plan(
         if info.seq > last_seq:
             reason = f"covers seq {info.seq} beyond the log's last seq {last_seq}"
         else:
-            row = await store.load_snapshot(actor_id, info.seq)
-            if row is None:
+            snap = await store.load_snapshot(actor_id, info.seq)
+            if snap is None:
                 reason = "missing"
             else:
                 try:
-                    state_data = _verify_snapshot(info, row.data, state_tag, schema_version)
+                    state_data = _verify_snapshot(info, snap.data, state_tag, schema_version)
                 except ValueError as exc:
                     reason = str(exc)
         if reason:

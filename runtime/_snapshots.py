@@ -34,7 +34,8 @@ class SnapshotPolicy:
             not isinstance(self.every_seconds, int | float) or self.every_seconds <= 0
         ):
             raise ConfigurationError(
-                f"snapshot_every_seconds must be a positive number or None, not {self.every_seconds!r}"
+                "snapshot_every_seconds must be a positive number or None, "
+                f"not {self.every_seconds!r}"
             )
         if not isinstance(self.keep, int) or self.keep < 2:
             raise ConfigurationError(

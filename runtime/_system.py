@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import getpass
 import sys
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Generic, TypeVar
@@ -118,8 +118,9 @@ class ActorSystem:
         if isinstance(store, str):
             from actorlog.stores import open_store
 
-            store = open_store(store)
-        self.store: Store = store
+            self.store: Store = open_store(store)
+        else:
+            self.store = store
         self._classes: dict[str, type[Actor[Any]]] = {}
         self._messages: dict[str, type] = {}
         for cls in actors:
@@ -248,7 +249,7 @@ class ActorSystem:
                 continue
             self._start_cell(cls, row.actor_id, self._policy(cls, {}))
 
-    def _spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    def _spawn_task(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         if self._tg is not None and not self._closed:
             self._tg.start_soon(fn, *args)
 

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from actorlog.store import Store
 from actorlog.stores import MemoryStore, SqliteStore
 

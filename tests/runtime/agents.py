@@ -6,7 +6,6 @@ from typing import Any
 
 import anyio
 import attrs
-
 from actorlog import Actor, Context, Happened, NotHappened, tool
 
 

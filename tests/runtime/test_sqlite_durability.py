@@ -7,7 +7,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from actorlog import Actor, ActorSystem, Context, SequenceConflictError
 from actorlog.stores import SqliteStore
 

@@ -11,7 +11,6 @@ from typing import Any
 import anyio
 import attrs
 import pytest
-
 from actorlog import (
     Actor,
     ActorQuarantinedError,
@@ -42,8 +41,12 @@ def _reset_calls() -> None:
 
 
 @asynccontextmanager
-async def running(make_store: StoreFactory, *actors: type[Actor[Any]], grace: float = 5.0) -> AsyncIterator[ActorSystem]:
-    async with ActorSystem(make_store(), actors=list(actors) or [Researcher], shutdown_grace=grace) as system:
+async def running(
+    make_store: StoreFactory, *actors: type[Actor[Any]], grace: float = 5.0
+) -> AsyncIterator[ActorSystem]:
+    async with ActorSystem(
+        make_store(), actors=list(actors) or [Researcher], shutdown_grace=grace
+    ) as system:
         yield system
 
 
@@ -77,7 +80,14 @@ async def test_ask_runs_the_handler_and_logs_every_entry_kind(make_store: StoreF
         ref = await system.spawn(Researcher, "r")
         assert await ref.ask(Ask("q")) == "found:q"
     # message, intent, result (search), intent, result (charge), step
-    assert await kinds(make_store, "r") == ["message", "intent", "result", "intent", "result", "step"]
+    assert await kinds(make_store, "r") == [
+        "message",
+        "intent",
+        "result",
+        "intent",
+        "result",
+        "step",
+    ]
 
 
 async def test_existing_id_resumes_instead_of_starting_over(make_store: StoreFactory) -> None:
@@ -186,7 +196,7 @@ async def test_intent_is_durable_before_the_tool_runs_and_message_before_send_re
             return str(await ctx.call(probe))
 
     store = _WatchingStore(make_store(), events)
-    async with ActorSystem(store, actors=[Prober]) as system:  # type: ignore[arg-type]  # a duck-typed wrapper
+    async with ActorSystem(store, actors=[Prober]) as system:
         ref = await system.spawn(Prober, "p")
         await ref.send(Ask("a"))
         assert any(e.startswith("durable:") and "message" in e for e in events)
@@ -279,7 +289,9 @@ async def test_resolve_rejects_bad_arguments(make_store: StoreFactory) -> None:
             await system.resolve("b", 3, retry=True)
 
 
-@pytest.mark.parametrize(("answer", "expected", "pay_runs"), [("happened", "already paid 5", 1), ("not", "paid 5", 2)])
+@pytest.mark.parametrize(
+    ("answer", "expected", "pay_runs"), [("happened", "already paid 5", 1), ("not", "paid 5", 2)]
+)
 async def test_in_doubt_reconcile_decides(
     make_store: StoreFactory, answer: str, expected: str, pay_runs: int
 ) -> None:
@@ -436,7 +448,20 @@ async def test_corrupt_entry_quarantines_that_actor_only() -> None:
     await store.open()
     row = (await store.read("bad"))[2]
     flipped = bytes([row.payload[0] ^ 0x01]) + row.payload[1:]
-    store.replace_row("bad", row.seq, type(row)(row.actor_id, row.seq, row.kind, row.type_tag, row.ref, row.message_id, flipped, row.checksum))
+    store.replace_row(
+        "bad",
+        row.seq,
+        type(row)(
+            row.actor_id,
+            row.seq,
+            row.kind,
+            row.type_tag,
+            row.ref,
+            row.message_id,
+            flipped,
+            row.checksum,
+        ),
+    )
     async with ActorSystem(store, actors=[Researcher]) as system:
         with pytest.raises(ActorQuarantinedError) as info:
             await system.spawn(Researcher, "bad")
@@ -454,7 +479,9 @@ async def test_corrupt_entry_quarantines_that_actor_only() -> None:
 # -- bad input --------------------------------------------------------------------------------
 
 
-async def test_unencodable_message_fails_at_the_call_and_writes_nothing(make_store: StoreFactory) -> None:
+async def test_unencodable_message_fails_at_the_call_and_writes_nothing(
+    make_store: StoreFactory,
+) -> None:
     @attrs.define
     class Weird:
         thing: Any
