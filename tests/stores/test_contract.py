@@ -91,7 +91,6 @@ async def assert_unchanged(
 async def test_store_satisfies_protocol(store: Store) -> None:
     assert isinstance(store, Store)
     assert isinstance(store.capabilities, StoreCapabilities)
-    assert store.capabilities.torn_writes is False  # every store here is transactional
     assert isinstance(store.url, str) and "://" in store.url
 
 

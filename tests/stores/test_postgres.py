@@ -95,7 +95,7 @@ async def test_connection_lost_mid_append_is_unavailable_and_wrote_nothing(
         async with anyio.create_task_group() as tg:
             tg.start_soon(append)
             with anyio.fail_after(10):
-                while not await raw.fetchval(  # noqa: ASYNC110 - polling the server
+                while not await raw.fetchval(
                     "SELECT count(*) FROM pg_stat_activity "
                     "WHERE application_name = $1 AND wait_event_type = 'Lock'",
                     app,
