@@ -1,21 +1,31 @@
-"""Span names, attribute keys and metrics (see docs/tracing.md). Uses only opentelemetry-api;
-with no SDK configured every call here is a cheap no-op."""
+"""Span names, attribute keys, event names and metrics (the stable table is docs/tracing.md).
+
+Uses only opentelemetry-api: the application chooses and configures the SDK. With no SDK
+configured every call here is a cheap no-op (benchmarks/telemetry_overhead.py measures it).
+Names follow the OpenTelemetry semantic-convention style: namespaced, lowercase, dotted.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics, propagate, trace
-from opentelemetry.context import Context as OtelContext
-from opentelemetry.trace import Link, SpanContext, TraceFlags
+from opentelemetry.trace import Link, SpanContext, Status, StatusCode, TraceFlags
 
-__all__ = ["ATTR", "SPAN", "tracer"]
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from opentelemetry.context import Context as OtelContext
+
+__all__ = ["ATTR", "EVENT", "SPAN", "meter", "tracer"]
 
 tracer = trace.get_tracer("actorlog")
 meter = metrics.get_meter("actorlog")
 
 
 class SPAN:
+    """Span names."""
+
     RECOVER = "actorlog.recover"
     REPLAY_STEP = "actorlog.replay_step"
     STEP = "actorlog.step"
@@ -23,31 +33,64 @@ class SPAN:
     SNAPSHOT = "actorlog.snapshot"
 
 
+class EVENT:
+    """Span event names."""
+
+    #: on ``actorlog.recover``: a snapshot failed verification and was skipped
+    SNAPSHOT_REJECTED = "actorlog.snapshot.rejected"
+    #: on ``actorlog.recover``: an intent with no recorded outcome was found
+    IN_DOUBT = "actorlog.intent.in_doubt"
+    #: on the step span that finishes the interrupted step: how an in-doubt intent was settled
+    SETTLED = "actorlog.intent.settled"
+    #: on ``actorlog.recover`` (status ERROR): a damaged log entry stopped recovery
+    CORRUPTION = "actorlog.corruption"
+    #: on ``actorlog.recover`` (status ERROR): recovery stopped for another reason
+    RECOVERY_FAILED = "actorlog.recovery.failed"
+
+
 class ATTR:
+    """Attribute keys (span attributes, event attributes, metric attributes)."""
+
     ACTOR_ID = "actorlog.actor.id"
     ACTOR_TYPE = "actorlog.actor.type"
     SEQ = "actorlog.seq"
     MESSAGE_TYPE = "actorlog.message.type"
     MESSAGE_ID = "actorlog.message.id"
+    OUTCOME = "actorlog.step.outcome"
+    # tool calls
     TOOL = "actorlog.tool.name"
     TOOL_EFFECT = "actorlog.tool.effect"
     TOOL_POLICY = "actorlog.tool.policy"
     IDEMPOTENCY_KEY = "actorlog.tool.idempotency_key"
     ATTEMPT = "actorlog.tool.attempt"
-    INTENT_SEQ = "actorlog.intent.seq"
     SERVED_FROM_LOG = "actorlog.tool.served_from_log"
+    INTENT_SEQ = "actorlog.intent.seq"
+    SETTLEMENT = "actorlog.intent.settlement"
+    DECIDED_BY = "actorlog.decision.by"
+    DECISION_REASON = "actorlog.decision.reason"
+    # snapshots
     SNAPSHOT_SEQ = "actorlog.snapshot.seq"
+    SNAPSHOT_HANDLED_SEQ = "actorlog.snapshot.handled_seq"
     SNAPSHOT_BYTES = "actorlog.snapshot.bytes"
+    SNAPSHOT_DURATION = "actorlog.snapshot.duration"
+    REJECT_REASON = "actorlog.snapshot.reject_reason"
+    # recovery
     SNAPSHOTS_REJECTED = "actorlog.recover.snapshots_rejected"
     ENTRIES_READ = "actorlog.recover.entries_read"
     ENTRIES_CUT = "actorlog.recover.entries_cut"
     STEPS_REPLAYED = "actorlog.recover.steps_replayed"
     IN_DOUBT = "actorlog.recover.in_doubt"
     PENDING_MESSAGES = "actorlog.recover.pending_messages"
-    DURATION = "actorlog.duration_s"
+    RECOVER_DURATION = "actorlog.recover.duration"
+    # replayed steps
     EFFECTS_FROM_LOG = "actorlog.replay.effects_from_log"
     FINISHED_LIVE = "actorlog.replay.finished_live"
-    OUTCOME = "actorlog.step.outcome"
+    # failures (events)
+    ERROR_TYPE = "error.type"
+    ERROR_MESSAGE = "actorlog.error.message"
+    CHECK = "actorlog.corruption.check"
+    # span links
+    LINK_TYPE = "actorlog.link.type"
 
 
 recovery_duration = meter.create_histogram(
@@ -57,10 +100,14 @@ replayed_steps = meter.create_counter(
     "actorlog.recovery.replayed_steps", unit="{step}", description="Steps re-run from the log"
 )
 append_latency = meter.create_histogram(
-    "actorlog.append.duration", unit="s", description="Latency of a durable append (commit)"
+    "actorlog.append.duration",
+    unit="s",
+    description="Latency of one durable append of an actor's buffered entries (its commit)",
 )
 commit_batch = meter.create_histogram(
-    "actorlog.append.batch_size", unit="{entry}", description="Entries per durable append"
+    "actorlog.append.batch_size",
+    unit="{entry}",
+    description="Entries made durable by one append (one commit from the actor's view)",
 )
 
 _in_doubt_count = 0
@@ -71,10 +118,10 @@ def _observe_in_doubt(_options: Any) -> list[metrics.Observation]:
 
 
 meter.create_observable_gauge(
-    "actorlog.in_doubt",
+    "actorlog.intents.in_doubt",
     callbacks=[_observe_in_doubt],
     unit="{intent}",
-    description="Intents currently waiting for an operator",
+    description="Intents in this process waiting for an operator's decision",
 )
 
 
@@ -112,6 +159,7 @@ def span_ids() -> dict[str, str] | None:
 
 
 def link_to(ids: Any) -> list[Link]:
+    """A link to the span of a step's original run (from the ids stored with the step)."""
     if not isinstance(ids, dict):
         return []
     try:
@@ -123,4 +171,52 @@ def link_to(ids: Any) -> list[Link]:
         )
     except (KeyError, ValueError, TypeError):
         return []
-    return [Link(sc, {"actorlog.link": "original_run"})]
+    if not sc.is_valid:
+        return []
+    return [Link(sc, {ATTR.LINK_TYPE: "original_run"})]
+
+
+def record_failure(span: trace.Span, exc: BaseException, actor_id: str) -> None:
+    """Mark a recover span failed: status ERROR and an event naming actor, seq and check."""
+    from ._errors import WALError
+
+    span.set_status(Status(StatusCode.ERROR, str(exc)))
+    event: dict[str, Any] = {
+        ATTR.ACTOR_ID: str(getattr(exc, "actor_id", None) or actor_id),
+        ATTR.ERROR_TYPE: type(exc).__qualname__,
+        ATTR.ERROR_MESSAGE: str(exc),
+    }
+    seq = getattr(exc, "seq", None)
+    if seq is None:
+        seq = getattr(exc, "step_seq", None)
+    if isinstance(seq, int):
+        event[ATTR.SEQ] = seq
+    check = getattr(exc, "check", None)
+    if isinstance(check, str):
+        event[ATTR.CHECK] = check
+    span.add_event(EVENT.CORRUPTION if isinstance(exc, WALError) else EVENT.RECOVERY_FAILED, event)
+
+
+def settled(
+    intent_seq: int,
+    tool: str,
+    policy: str,
+    settlement: str,
+    extra: Mapping[str, str | int] | None = None,
+) -> None:
+    """Record on the current (step) span how an in-doubt intent was settled.
+
+    ``settlement`` is one of ``rerun``, ``rerun-same-key``, ``reconcile.happened``,
+    ``reconcile.not_happened``, ``operator.result``, ``operator.retry``, ``operator.fail``.
+    """
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    attributes: dict[str, str | int] = {
+        ATTR.INTENT_SEQ: intent_seq,
+        ATTR.TOOL: tool,
+        ATTR.TOOL_POLICY: policy,
+        ATTR.SETTLEMENT: settlement,
+    }
+    attributes.update(extra or {})
+    span.add_event(EVENT.SETTLED, attributes)
