@@ -96,6 +96,8 @@ class MemoryStore:
 
     async def append(self, actor_id: str, expected_last_seq: int, rows: Sequence[EntryRow]) -> None:
         self._check()
+        if not rows:
+            return
         a = self._actor(actor_id)
         last = a.seqs[-1] if a.seqs else 0
         if not a.actor_type or last != expected_last_seq:
@@ -133,6 +135,8 @@ class MemoryStore:
             return []
         start = bisect.bisect_right(a.seqs, after_seq)
         out: list[EntryRow] = []
+        if limit is not None and limit <= 0:
+            return out
         for row in a.entries[start:]:
             if upto_seq is not None and row.seq > upto_seq:
                 break
