@@ -3,6 +3,7 @@
 ``Run(n)``: one step whose handler makes ``n`` sequential ``ctx.call``s (the shape of a DBOS
 workflow or a LangGraph run). ``Step(i)``: one ``ctx.call`` per message (the actor shape:
 snapshots apply between steps). ``Status()``: the number of tool results folded in so far.
+``Grow(size)``: pad the state to about ``size`` bytes (for recovery with large states).
 
 The tool is an idempotent write: after a crash in the middle of it, recovery runs it again with
 the same idempotency key (the same at-least-once treatment as the peers give their steps).
@@ -19,7 +20,7 @@ from actorlog import Actor, Context, tool
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["Agent", "AgentState", "Run", "Status", "Step", "configure", "work"]
+__all__ = ["Agent", "AgentState", "Grow", "Run", "Status", "Step", "configure", "work"]
 
 
 @attrs.define
@@ -38,10 +39,16 @@ class Status:
 
 
 @attrs.define
+class Grow:
+    size: int
+
+
+@attrs.define
 class AgentState:
     count: int = 0
     total: int = 0
     last: str = ""
+    pad: str = ""
 
 
 def _default_impl(i: int) -> str:
@@ -68,8 +75,11 @@ async def work(i: int, *, idempotency_key: str) -> str:
 
 
 class Agent(Actor[AgentState]):
-    async def receive(self, ctx: Context, msg: Run | Step | Status) -> int:
+    async def receive(self, ctx: Context, msg: Run | Step | Status | Grow) -> int:
         if isinstance(msg, Status):
+            return self.state.count
+        if isinstance(msg, Grow):
+            self.state.pad = "x" * msg.size
             return self.state.count
         if isinstance(msg, Run):
             for i in range(msg.n):

@@ -32,6 +32,7 @@ __all__ = [
     "machine_info",
     "machine_markdown",
     "percentile",
+    "plot_lines",
     "scratch_dir",
     "write_report",
 ]
@@ -306,4 +307,67 @@ def write_report(
         f"## Machine\n\n{machine_markdown(info)}\n"
     )
     out.write_text(text, encoding="utf-8")
+    return out
+
+
+def plot_lines(
+    out: Path,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    series: dict[str, Sequence[tuple[float, float]]],
+    *,
+    logx: bool = False,
+    logy: bool = False,
+    secondary: dict[str, Sequence[tuple[float, float]]] | None = None,
+    secondary_label: str = "",
+    note: str = "",
+) -> Path | None:
+    """A line plot as PNG (matplotlib, if installed; else None and a message)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib is not installed: no plot; pip install 'actorlog[bench]')")
+        return None
+    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
+    for name, points in series.items():
+        pts = sorted(points)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+    if logx:
+        if any(p[0] <= 0 for pts in series.values() for p in pts):
+            ax.set_xscale("symlog", linthresh=1)
+        else:
+            ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if secondary:
+        ax2 = ax.twinx()
+        for name, points in secondary.items():
+            pts = sorted(points)
+            ax2.plot(
+                [p[0] for p in pts],
+                [p[1] for p in pts],
+                marker="s",
+                linestyle="--",
+                label=name,
+                color="gray",
+            )
+        ax2.set_ylabel(secondary_label)
+        h2, l2 = ax2.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + l2
+    ax.legend(handles, labels, loc="best", fontsize="small")
+    if note:
+        fig.text(0.01, 0.01, note, fontsize="x-small", color="gray")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
     return out
