@@ -1,0 +1,312 @@
+"""A self-contained HTML timeline of one actor (``actorlog history --html``).
+
+One file, inline CSS, no scripts and no network resources, so it can be attached to an
+incident ticket and opened anywhere. Built from :class:`actorlog.inspect.History`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import json
+import time
+from typing import Any
+
+from . import inspect
+
+__all__ = ["render_history"]
+
+_CSS = """
+:root { --ok:#1a7f37; --err:#cf222e; --warn:#9a6700; --info:#0969da; --dim:#6e7781;
+        --bg:#ffffff; --card:#f6f8fa; --line:#d0d7de; }
+* { box-sizing: border-box; }
+body { margin: 0; padding: 24px 32px; background: var(--bg); color: #1f2328;
+       font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; }
+code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+                   font-size: 12.5px; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+.sub { color: var(--dim); margin-bottom: 16px; }
+.facts { display: flex; flex-wrap: wrap; gap: 8px 24px; margin: 12px 0 20px; }
+.facts div span { color: var(--dim); margin-right: 6px; }
+.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px;
+         font-weight: 600; color: #fff; background: var(--dim); vertical-align: 1px;
+         white-space: nowrap; }
+.b-ok, .b-idle { background: var(--ok); }
+.b-error, .b-quarantined, .b-failed, .b-damage { background: var(--err); }
+.b-in_doubt, .b-retry_interrupted, .b-resolved, .b-failed_by_operator,
+.b-retry_authorized { background: var(--warn); }
+.b-running, .b-pending, .b-auto { background: var(--info); }
+.callout { border: 1px solid var(--warn); background: #fff8c5; border-radius: 6px;
+           padding: 10px 14px; margin: 0 0 20px; }
+.callout.bad { border-color: var(--err); background: #ffebe9; }
+.callout code { background: rgba(255,255,255,.7); padding: 1px 4px; border-radius: 4px; }
+.timeline { border-left: 3px solid var(--line); margin-left: 8px; padding-left: 20px; }
+.item { position: relative; margin: 0 0 14px; }
+.item::before { content: ""; position: absolute; left: -28px; top: 9px; width: 13px;
+                height: 13px; border-radius: 50%; background: var(--line);
+                border: 2px solid var(--bg); }
+.step { background: var(--card); border: 1px solid var(--line); border-radius: 6px;
+        padding: 10px 14px; }
+.step.s-ok::before { background: var(--ok); }
+.step.s-error::before { background: var(--err); }
+.step.s-in_doubt::before { background: var(--warn); }
+.step.s-running::before, .step.s-pending::before { background: var(--info); }
+.step.s-in_doubt { border-color: var(--warn); }
+.step.s-error { border-color: #ff818266; }
+.head { display: flex; gap: 10px; align-items: baseline; flex-wrap: wrap; }
+.seq { color: var(--dim); min-width: 56px; }
+.time { color: var(--dim); }
+.msg { font-weight: 600; }
+.body { margin: 6px 0 8px; }
+table { border-collapse: collapse; width: 100%; margin-top: 6px; }
+td, th { text-align: left; padding: 3px 8px 3px 0; vertical-align: top;
+         border-top: 1px solid var(--line); }
+th { color: var(--dim); font-weight: 500; font-size: 12px; border-top: none; }
+td.num, td.key { color: var(--dim); white-space: nowrap; }
+tr.effect td { color: var(--dim); }
+tr.decision td { background: #fff8c5; }
+.val { max-width: 520px; overflow-wrap: anywhere; }
+.reply { margin-top: 8px; }
+.reply.err { color: var(--err); }
+details summary { cursor: pointer; color: var(--info); }
+pre { background: #fff; border: 1px solid var(--line); border-radius: 4px; padding: 8px;
+      overflow-x: auto; max-height: 360px; margin: 6px 0 0; }
+.marker { color: var(--dim); padding: 2px 0; }
+.marker::before { top: 6px; width: 9px; height: 9px; left: -26px; }
+.event { border-radius: 6px; padding: 6px 12px; background: #ddf4ff; }
+.event.e-quarantined, .event.e-stopped, .event.e-snapshot_rejected, .damage {
+  background: #ffebe9; color: var(--err); }
+.event.e-resolved, .event.e-in_doubt { background: #fff8c5; }
+.event.e-recovered::before { background: #8250df; }
+.damage::before { background: var(--err); }
+.damage { border-radius: 6px; padding: 6px 12px; font-weight: 600; }
+footer { color: var(--dim); margin-top: 28px; font-size: 12px; }
+"""
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return ""
+    return datetime.datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _short(value: Any, limit: int = 90) -> str:
+    text = _json(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _value(value: Any, limit: int = 90) -> str:
+    """A value, shortened, with the full pretty JSON in a details element when long."""
+    text = _json(value)
+    if len(text) <= limit:
+        return f'<code class="val">{_e(text)}</code>'
+    pretty = json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    return (
+        f"<details><summary><code>{_e(_short(value, limit))}</code></summary>"
+        f"<pre>{_e(pretty)}</pre></details>"
+    )
+
+
+def _badge(status: str, text: str | None = None) -> str:
+    return f'<span class="badge b-{_e(status)}">{_e(text or status.replace("_", " "))}</span>'
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _effect_value(ef: inspect.Effect) -> str:
+    if ef.name == "now" and isinstance(ef.value, int | float):
+        return (
+            datetime.datetime.fromtimestamp(ef.value)
+            .astimezone()
+            .isoformat(timespec="milliseconds")
+        )
+    return _short(ef.value, 120)
+
+
+def _call_row(c: inspect.Call) -> str:
+    args = ", ".join(
+        [_short(a, 60) for a in c.args] + [f"{k}={_short(v, 60)}" for k, v in c.kwargs.items()]
+    )
+    if c.status in ("ok", "resolved"):
+        outcome = _value(c.value)
+    elif c.status in ("error", "failed_by_operator"):
+        err = c.error or {}
+        outcome = f'<span class="mono">{_e(err.get("type"))}: {_e(err.get("message"))}</span>'
+    elif c.status in inspect.NEEDS_OPERATOR:
+        outcome = "may or may not have happened: waits for an operator"
+    elif c.status == "auto":
+        outcome = f"in doubt; the runtime settles it on recovery (policy {_e(c.policy)})"
+    else:
+        outcome = ""
+    key = _e(c.key) if c.effect == "write" else ""
+    attempts = f" (attempt {c.attempts})" if c.attempts > 1 else ""
+    return (
+        f'<tr class="call c-{_e(c.status)}" data-intent-seq="{c.intent_seq}">'
+        f'<td class="num">{c.intent_seq}</td><td>{_e(c.effect)}</td>'
+        f'<td><code class="val">{_e(c.tool)}({_e(args)})</code></td>'
+        f"<td>{_badge(c.status)}{attempts}</td><td>{outcome}</td>"
+        f'<td class="mono key">{key}</td><td class="num">{_duration(c.duration)}</td></tr>'
+    )
+
+
+def _decision_row(d: inspect.Decision) -> str:
+    what = {
+        "result": f"result {_short(d.value, 60)}",
+        "retry": "retry",
+        "fail": f"fail {_short(d.error, 80)}",
+        "attempt": "retry started",
+    }.get(d.action, d.action)
+    reason = f" — {d.reason}" if d.reason else ""
+    return (
+        f'<tr class="decision"><td class="num">{d.seq}</td><td>decision</td>'
+        f'<td colspan="5">{_e(what)} by <b>{_e(d.by)}</b> at {_e(_when(d.at))}{_e(reason)}'
+        "</td></tr>"
+    )
+
+
+def _step(st: inspect.Step, resolve_hint: str) -> str:
+    rows: list[tuple[int, str]] = []
+    for c in st.calls:
+        rows.append((c.intent_seq, _call_row(c)))
+        for d in c.decisions:
+            rows.append((d.seq, _decision_row(d)))
+    for ef in st.effects:
+        rows.append(
+            (
+                ef.seq,
+                (
+                    f'<tr class="effect"><td class="num">{ef.seq}</td><td>{_e(ef.name)}</td>'
+                    f'<td colspan="5"><code>{_e(_effect_value(ef))}</code></td></tr>'
+                ),
+            )
+        )
+    rows.sort(key=lambda r: r[0])
+    table = ""
+    if rows:
+        table = (
+            "<table><tr><th>seq</th><th>effect</th><th>call</th><th>status</th>"
+            "<th>result</th><th>idempotency key</th><th>took</th></tr>"
+            + "".join(r for _, r in rows)
+            + "</table>"
+        )
+    end = ""
+    if st.step_seq is not None and st.status == "ok":
+        end = (
+            f'<div class="reply">reply (seq {st.step_seq}, {_duration(st.duration)}): '
+            f"{_value(st.reply, 120)}</div>"
+        )
+    elif st.step_seq is not None:
+        err = st.error or {}
+        end = (
+            f'<div class="reply err">handler error (seq {st.step_seq}): '
+            f'<span class="mono">{_e(err.get("type"))}: {_e(err.get("message"))}</span></div>'
+        )
+    hint = ""
+    if st.status == "in_doubt":
+        cmds = "".join(
+            f"<div><code>{_e(resolve_hint.format(seq=c.intent_seq))}</code></div>"
+            for c in st.calls
+            if c.status in inspect.NEEDS_OPERATOR
+        )
+        hint = f'<div class="callout">Settle with: {cmds}</div>'
+    sender = f' from <span class="mono">{_e(st.sender)}</span>' if st.sender else ""
+    return (
+        f'<section class="item step s-{_e(st.status)}" id="step-{st.message_seq}" '
+        f'data-seq="{st.message_seq}" data-status="{_e(st.status)}">'
+        f'<div class="head"><span class="seq mono">#{st.message_seq}</span>'
+        f'<span class="time">{_e(_when(st.started_at))}</span>'
+        f'<span class="msg">{_e(st.message_type)}</span>'
+        f'<span class="mono">{_e(st.message_id or "")}</span>{sender}{_badge(st.status)}</div>'
+        f'<div class="body">{_value(st.body, 140)}</div>{table}{end}{hint}</section>'
+    )
+
+
+def render_history(h: inspect.History, *, source: str = "") -> str:
+    """The HTML page for one actor's history."""
+    from . import _cli
+
+    a = h.actor
+    parts: list[str] = []
+    resolve_hint = (
+        f"actorlog resolve {source or 'STORE'} {a.actor_id} {{seq}} "
+        "--result JSON | --retry | --fail MESSAGE"
+    )
+    for item in h.timeline():
+        if isinstance(item, inspect.Step):
+            parts.append(_step(item, resolve_hint))
+        elif isinstance(item, inspect.SnapshotView):
+            bad = "" if item.valid else f" — INVALID: {_e(item.problem)}"
+            parts.append(
+                f'<div class="item marker snapshot" data-seq="{item.seq}">'
+                f"snapshot at seq {item.seq} (handled up to {item.handled_seq}, "
+                f"{item.size:,} bytes) · {_e(_when(item.created_at))}{bad}</div>"
+            )
+        elif isinstance(item, inspect.Event):
+            parts.append(
+                f'<div class="item event e-{_e(item.kind)}" data-kind="{_e(item.kind)}">'
+                f'<b>{_e(item.kind.replace("_", " "))}</b> · <span class="time">'
+                f"{_e(_when(item.at))}</span><br>{_e(_cli._event_text(item))}</div>"
+            )
+        else:
+            parts.append(
+                f'<div class="item damage" data-seq="{item.seq}">damaged entry at seq '
+                f"{item.seq}: {_e(item.check)} check failed ({_e(item.detail)})</div>"
+            )
+    callouts = ""
+    waiting = [i for i in a.in_doubt if i.needs_operator]
+    if waiting:
+        items = "".join(
+            f"<li>intent seq {i.intent_seq}: <code>{_e(i.tool)}</code>, key "
+            f"<code>{_e(i.key)}</code> — <code>{_e(resolve_hint.format(seq=i.intent_seq))}</code>"
+            "</li>"
+            for i in waiting
+        )
+        callouts += (
+            f'<div class="callout"><b>{len(waiting)} tool call(s) may or may not have '
+            f"happened</b> and wait for an operator:<ul>{items}</ul></div>"
+        )
+    if a.problem:
+        callouts += f'<div class="callout bad"><b>{_e(a.status)}</b>: {_e(a.problem)}</div>'
+    if h.damage:
+        callouts += (
+            f'<div class="callout bad"><b>{len(h.damage)} damaged entr'
+            f"{'y' if len(h.damage) == 1 else 'ies'}</b> in this history; "
+            "run <code>actorlog verify</code>.</div>"
+        )
+    snap = "none"
+    if a.last_snapshot_seq is not None:
+        snap = f"seq {a.last_snapshot_seq} ({_when(a.last_snapshot_at)})"
+    since = f" · since seq {h.since}" if h.since else ""
+    facts = "".join(
+        f"<div><span>{_e(k)}</span>{v}</div>"
+        for k, v in [
+            ("status", _badge(a.status)),
+            ("last seq", str(a.last_seq)),
+            ("handled up to", str(a.handled_seq)),
+            ("pending messages", str(a.pending_messages)),
+            ("last snapshot", _e(snap)),
+            ("steps shown", str(len(h.steps))),
+        ]
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>actorlog · {_e(a.actor_id)}</title><style>{_CSS}</style></head><body>"
+        f'<h1>{_e(a.actor_id)}</h1><div class="sub">{_e(a.actor_type)} · '
+        f'{_e(source)}{since}</div><div class="facts">{facts}</div>{callouts}'
+        f'<main class="timeline">{"".join(parts)}</main>'
+        f"<footer>Generated by actorlog at {_e(_when(time.time()))}. Times are local. "
+        "Self-contained: no scripts, no network resources.</footer></body></html>\n"
+    )
