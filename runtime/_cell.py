@@ -20,6 +20,7 @@ from ._errors import (
     ActorQuarantinedError,
     ActorStoppedError,
     ConfigurationError,
+    EncodeError,
     HandlerError,
     RecoveryError,
     SequenceConflictError,
@@ -451,17 +452,33 @@ class Cell:
             span.set_attribute(ATTR.OUTCOME, "ok" if error is None else "error")
             if resumed:
                 span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
-            step_seq = self.journal.write(
-                "step",
-                env.type_tag,
-                env.seq,
-                _records.step_payload(
-                    reply=reply_plain,
-                    error=None if error is None else _records.error_info(error),
-                    span=_telemetry.span_ids(),
-                    duration=time.perf_counter() - t0,
-                ),
-            )
+            try:
+                step_seq = self.journal.write(
+                    "step",
+                    env.type_tag,
+                    env.seq,
+                    _records.step_payload(
+                        reply=reply_plain,
+                        error=None if error is None else _records.error_info(error),
+                        span=_telemetry.span_ids(),
+                        duration=time.perf_counter() - t0,
+                    ),
+                )
+            except EncodeError as exc:
+                # The reply (or error text) is too large for one entry: record the step as
+                # failed with that error, as for an unencodable reply, instead of stopping.
+                error, reply_plain = exc, None
+                span.set_attribute(ATTR.OUTCOME, "error")
+                step_seq = self.journal.write(
+                    "step",
+                    env.type_tag,
+                    env.seq,
+                    _records.step_payload(
+                        error=_records.error_info(exc),
+                        span=_telemetry.span_ids(),
+                        duration=time.perf_counter() - t0,
+                    ),
+                )
         self.handled_seq = env.seq
         if env.message_id is not None:
             self.inflight_ids.pop(env.message_id, None)

@@ -315,6 +315,16 @@ class Context:
             try:
                 value = await t.fn(*args, **kwargs, **extra)
                 plain = _codec.to_plain(value, f"result of tool {t.name}")
+                # Inside the try: a result too large to log must still settle the intent
+                # (as an error), or replaying the completed step would run the tool again.
+                cell.journal.write(
+                    "result",
+                    t.name,
+                    intent_seq,
+                    _records.result_payload(
+                        value=plain, attempt=attempt, duration=time.perf_counter() - t0
+                    ),
+                )
             except Exception as exc:
                 span.set_status(Status(StatusCode.ERROR, str(exc)))
                 cell.journal.write(
@@ -328,14 +338,6 @@ class Context:
                     ),
                 )
                 raise ToolCallError(t.name, type(exc).__qualname__, str(exc)) from exc
-            cell.journal.write(
-                "result",
-                t.name,
-                intent_seq,
-                _records.result_payload(
-                    value=plain, attempt=attempt, duration=time.perf_counter() - t0
-                ),
-            )
         return self._value(t, plain)
 
     def _served(self, t: Tool[Any, Any], kind: str, action: str, payload: dict[str, Any]) -> Any:

@@ -318,6 +318,9 @@ class ActorSystem:
             if cell is None or (
                 cell.done.is_set() and cell.status == "stopped" and cell.error is None
             ):
+                # A state type the codec cannot encode fails here, before anything is written
+                # (not at the first snapshot, which would fail quietly).
+                _codec.to_plain(cls().initial_state(), "initial state")
                 row = await self.store.register_actor(actor_id, tag)
                 if row.actor_type != tag:
                     raise ConfigurationError(

@@ -1,0 +1,67 @@
+"""Torture-suite settings: seeds, soak scaling, and the asyncio backend.
+
+* ``ACTORLOG_TORTURE_SEED=N`` replays a failing run (every failure message prints its seed);
+  without it each session draws a fresh base seed, shown in the report header.
+* ``ACTORLOG_SOAK=1`` multiplies every iteration count by 10 (a long soak);
+  ``ACTORLOG_SOAK_ITERATIONS=N`` sets the multiplier to N instead.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from actorlog.store import Store
+from actorlog.stores import MemoryStore, SqliteStore
+
+#: the base seed of this session (tests derive theirs from it)
+BASE_SEED = int(os.environ.get("ACTORLOG_TORTURE_SEED") or random.SystemRandom().randrange(10**6))
+
+
+def soak_factor() -> int:
+    """How much longer than the CI default to run (1 in CI)."""
+    n = os.environ.get("ACTORLOG_SOAK_ITERATIONS")
+    if n:
+        return max(1, int(n))
+    return 10 if os.environ.get("ACTORLOG_SOAK", "") not in ("", "0") else 1
+
+
+def soak(n: int) -> int:
+    """An iteration count: ``n`` in CI, scaled for a soak."""
+    return n * soak_factor()
+
+
+def pytest_report_header() -> list[str]:
+    return [
+        f"actorlog torture: base seed {BASE_SEED} (replay with ACTORLOG_TORTURE_SEED={BASE_SEED}),"
+        f" soak factor {soak_factor()}"
+    ]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The torture tests drive real SQLite files (aiosqlite): asyncio only."""
+    return "asyncio"
+
+
+@pytest.fixture
+def seed(request: pytest.FixtureRequest) -> int:
+    """A per-test seed derived from the session's base seed and the test's name."""
+    return (BASE_SEED * 1_000_003 + sum(map(ord, request.node.name))) % 10**9
+
+
+StoreFactory = Callable[[], Store]
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+    """A factory for a store over the same data on every call (the same MemoryStore object,
+    or a fresh SqliteStore on one file), so a test can restart the system over it."""
+    if request.param == "memory":
+        mem = MemoryStore()
+        return lambda: mem
+    path = tmp_path / "agents.db"
+    return lambda: SqliteStore(path)

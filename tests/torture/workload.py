@@ -1,0 +1,524 @@
+"""The realistic worker the crash tests kill: several actors, messages between them, tools.
+
+Pipeline (a DAG, so every actor's inbox order is deterministic and a crash-free reference
+run is comparable field by field)::
+
+    driver --Job--> coord --Task--> w0..wK --Tally--> auditor
+             (send, message_id)   (ctx.spawn + ctx.send)   (ctx.spawn + ctx.send)
+
+* ``coord`` reads a rate (read tool), draws ``ctx.uuid()`` and ``ctx.now()``, spawns the
+  worker and sends it a Task carrying the uuid.
+* a worker reads the account (read tool), draws ``ctx.random()``, and by job kind calls an
+  idempotent ledger write (``pay``), a non-idempotent transfer with a reconcile function
+  (``transfer``), a plain non-idempotent write that escalates when in doubt (``notify``),
+  a read tool that fails (``flaky``), or raises in the handler (``boom``); then sends a
+  Tally to the auditor.
+* the auditor counts tallies and, when it has them all, marks the run done through an
+  idempotent write.
+
+Every tool records each execution in an external SQLite *ledger* database (``attempts``)
+and applies its effect there: ``ledger`` rows keyed by idempotency key (INSERT OR IGNORE),
+``transfers`` and ``notifications`` with no uniqueness at all, so a repeated side effect
+shows up as a second row. The first argument of every tool is its call identity (``ident``).
+
+Run as a process (``python -m tests.torture.workload``) it sends all jobs (with stable
+message ids, so a restarted run re-sends them harmlessly), resolves in-doubt intents like an
+operator would (looks the call up in ``notifications`` and answers ``result=`` or
+``retry=True``), waits for the auditor's done row, asks every actor for a final dump and
+writes it to ``$ACTORLOG_TORTURE_OUT``. It reads its configuration from the environment
+(see :class:`Config`) and can be killed by :class:`~tests.torture.faulty.KillSwitch`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import sqlite3
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import attrs
+from actorlog import (
+    Actor,
+    ActorRef,
+    ActorSystem,
+    Context,
+    Happened,
+    NotHappened,
+    ToolCallError,
+    tool,
+)
+from actorlog.stores import SqliteStore
+
+from .faulty import FaultyStore, KillSwitch
+
+__all__ = [
+    "Auditor",
+    "Config",
+    "Coordinator",
+    "Dump",
+    "Job",
+    "Tally",
+    "Task",
+    "Worker",
+    "actor_ids",
+    "configure",
+    "ledger_connect",
+    "main",
+    "make_jobs",
+]
+
+KINDS = ("pay", "pay", "transfer", "notify", "mixed", "flaky", "boom")
+
+# -- configuration -------------------------------------------------------------------------
+
+
+@attrs.define
+class Config:
+    """What one worker process (or the in-test verifier) runs against.
+
+    Environment: ``ACTORLOG_TORTURE_DB`` (store file), ``ACTORLOG_TORTURE_LEDGER``,
+    ``ACTORLOG_TORTURE_OUT`` (final dump), ``ACTORLOG_TORTURE_SEED``,
+    ``ACTORLOG_TORTURE_JOBS``, ``ACTORLOG_TORTURE_WORKERS``, ``ACTORLOG_TORTURE_RUN`` (run
+    number, recorded with every tool execution), ``ACTORLOG_TORTURE_KILL`` (kill spec).
+    """
+
+    db: str
+    ledger: str
+    out: str = ""
+    seed: int = 0
+    jobs: int = 30
+    workers: int = 3
+    run: int = 0
+
+    @classmethod
+    def from_env(cls) -> Config:
+        e = os.environ
+        return cls(
+            db=e["ACTORLOG_TORTURE_DB"],
+            ledger=e["ACTORLOG_TORTURE_LEDGER"],
+            out=e.get("ACTORLOG_TORTURE_OUT", ""),
+            seed=int(e.get("ACTORLOG_TORTURE_SEED", "0")),
+            jobs=int(e.get("ACTORLOG_TORTURE_JOBS", "30")),
+            workers=int(e.get("ACTORLOG_TORTURE_WORKERS", "3")),
+            run=int(e.get("ACTORLOG_TORTURE_RUN", "0")),
+        )
+
+    def env(self) -> dict[str, str]:
+        return {
+            "ACTORLOG_TORTURE_DB": self.db,
+            "ACTORLOG_TORTURE_LEDGER": self.ledger,
+            "ACTORLOG_TORTURE_OUT": self.out,
+            "ACTORLOG_TORTURE_SEED": str(self.seed),
+            "ACTORLOG_TORTURE_JOBS": str(self.jobs),
+            "ACTORLOG_TORTURE_WORKERS": str(self.workers),
+            "ACTORLOG_TORTURE_RUN": str(self.run),
+        }
+
+
+_config: Config | None = None
+_kill = KillSwitch()
+
+
+def configure(config: Config, kill: KillSwitch | None = None) -> None:
+    """Point the tools at a ledger (and a kill switch). Creates the ledger schema."""
+    global _config, _kill
+    _config = config
+    _kill = kill or KillSwitch()
+    with ledger_connect(config.ledger) as db:
+        db.executescript(_LEDGER_SCHEMA)
+
+
+def _cfg() -> Config:
+    if _config is None:
+        raise RuntimeError("tests.torture.workload.configure() was not called")
+    return _config
+
+
+def make_jobs(seed: int, n: int, workers: int) -> list[Job]:
+    """The seeded job list: the same for the reference run and every crashed run."""
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(1, n + 1):
+        jobs.append(
+            Job(
+                n=i,
+                kind=rng.choice(KINDS),
+                account=f"acct-{rng.randrange(5)}",
+                amount=rng.randrange(1, 1000),
+                worker=f"w{rng.randrange(workers)}",
+            )
+        )
+    return jobs
+
+
+def expected_tallies(jobs: list[Job]) -> int:
+    return sum(1 for j in jobs if j.kind != "boom")
+
+
+def actor_ids(config: Config) -> list[str]:
+    return ["coord", *(f"w{i}" for i in range(config.workers)), "auditor"]
+
+
+# -- the external ledger --------------------------------------------------------------------
+
+_LEDGER_SCHEMA = """
+PRAGMA journal_mode=WAL;
+CREATE TABLE IF NOT EXISTS attempts (
+    id INTEGER PRIMARY KEY, tool TEXT NOT NULL, ident TEXT NOT NULL, run INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger (
+    key TEXT PRIMARY KEY, ident TEXT NOT NULL, account TEXT NOT NULL,
+    amount INTEGER NOT NULL, memo TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS transfers (
+    id INTEGER PRIMARY KEY, ident TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL,
+    amount INTEGER NOT NULL, memo TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS notifications (
+    id INTEGER PRIMARY KEY, ident TEXT NOT NULL, text TEXT NOT NULL, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS done (key TEXT PRIMARY KEY, ident TEXT NOT NULL, count INTEGER);
+CREATE TABLE IF NOT EXISTS escalations (
+    id INTEGER PRIMARY KEY, run INTEGER NOT NULL, actor TEXT NOT NULL,
+    intent_seq INTEGER NOT NULL, tool TEXT NOT NULL, key TEXT NOT NULL, ident TEXT NOT NULL,
+    decision TEXT NOT NULL);
+"""
+
+
+@contextlib.contextmanager
+def ledger_connect(path: str) -> Iterator[sqlite3.Connection]:
+    """An autocommit connection to the ledger, closed on exit."""
+    db = sqlite3.connect(path, isolation_level=None, timeout=30)
+    try:
+        db.execute("PRAGMA synchronous=FULL")
+        yield db
+    finally:
+        db.close()
+
+
+def _ledger(tool_name: str, ident: str, *statements: tuple[str, tuple[Any, ...]]) -> None:
+    """Record one execution of a tool and apply its effect, in one transaction."""
+    with ledger_connect(_cfg().ledger) as db:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute(
+            "INSERT INTO attempts (tool, ident, run) VALUES (?, ?, ?)",
+            (tool_name, ident, _cfg().run),
+        )
+        for sql, params in statements:
+            db.execute(sql, params)
+        db.execute("COMMIT")
+
+
+async def _apply(tool_name: str, ident: str, *statements: tuple[str, tuple[Any, ...]]) -> None:
+    _kill.hit("tool_before", [tool_name])
+    await anyio.to_thread.run_sync(lambda: _ledger(tool_name, ident, *statements))
+    _kill.hit("tool_after", [tool_name])
+
+
+# -- tools ----------------------------------------------------------------------------------
+
+
+@tool(effect="read", name="lookup_rate")
+async def lookup_rate(ident: str, n: int) -> int:
+    await _apply("lookup_rate", ident)
+    return 1 + (n * 7) % 5
+
+
+@tool(effect="read", name="fetch_account")
+async def fetch_account(ident: str, account: str) -> dict[str, Any]:
+    await _apply("fetch_account", ident)
+    return {"account": account, "limit": 100 * (1 + len(account))}
+
+
+@tool(effect="read", name="flaky_lookup")
+async def flaky_lookup(ident: str, n: int) -> int:
+    await _apply("flaky_lookup", ident)
+    raise LookupError(f"no data for job {n}")
+
+
+@tool(effect="write", idempotent=True, name="ledger_write")
+async def ledger_write(
+    ident: str, account: str, amount: int, memo: str, *, idempotency_key: str
+) -> str:
+    await _apply(
+        "ledger_write",
+        ident,
+        (
+            "INSERT OR IGNORE INTO ledger (key, ident, account, amount, memo) VALUES (?,?,?,?,?)",
+            (idempotency_key, ident, account, amount, memo),
+        ),
+    )
+    return f"paid {amount} to {account}"
+
+
+def _find_transfer(ident: str) -> int | None:
+    with ledger_connect(_cfg().ledger) as db:
+        db.execute(
+            "INSERT INTO attempts (tool, ident, run) VALUES (?, ?, ?)",
+            ("reconcile_transfer", ident, _cfg().run),
+        )
+        row = db.execute("SELECT amount FROM transfers WHERE ident = ?", (ident,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+async def reconcile_transfer(key: str, args: dict[str, Any]) -> Happened | NotHappened:
+    amount = await anyio.to_thread.run_sync(lambda: _find_transfer(str(args["ident"])))
+    if amount is None:
+        return NotHappened()
+    return Happened(f"moved {amount}")
+
+
+@tool(effect="write", reconcile=reconcile_transfer, name="transfer")
+async def transfer(ident: str, src: str, dst: str, amount: int, memo: str) -> str:
+    await _apply(
+        "transfer",
+        ident,
+        (
+            "INSERT INTO transfers (ident, src, dst, amount, memo) VALUES (?,?,?,?,?)",
+            (ident, src, dst, amount, memo),
+        ),
+    )
+    return f"moved {amount}"
+
+
+@tool(effect="write", name="notify")
+async def notify(ident: str, text: str) -> str:
+    value = f"sent {len(text)} chars"
+    await _apply(
+        "notify",
+        ident,
+        ("INSERT INTO notifications (ident, text, value) VALUES (?,?,?)", (ident, text, value)),
+    )
+    return value
+
+
+@tool(effect="write", idempotent=True, name="mark_done")
+async def mark_done(ident: str, count: int, *, idempotency_key: str) -> None:
+    await _apply(
+        "mark_done",
+        ident,
+        (
+            "INSERT OR IGNORE INTO done (key, ident, count) VALUES (?,?,?)",
+            (idempotency_key, ident, count),
+        ),
+    )
+
+
+# -- messages and states --------------------------------------------------------------------
+
+
+@attrs.define
+class Job:
+    n: int
+    kind: str
+    account: str
+    amount: int
+    worker: str
+
+
+@attrs.define
+class Task:
+    n: int
+    kind: str
+    account: str
+    amount: int
+    uuid: str
+
+
+@attrs.define
+class Tally:
+    n: int
+    worker: str
+    amount: int
+
+
+@attrs.define
+class Dump:
+    """Reply with the whole state (read-only)."""
+
+
+@attrs.define
+class CoordState:
+    jobs: list[int] = attrs.Factory(list)
+    chain: int = 0
+    uuids: dict[str, str] = attrs.Factory(dict)
+    clock_ok: int = 0
+
+
+@attrs.define
+class WorkerState:
+    done: list[int] = attrs.Factory(list)
+    total: int = 0
+    results: dict[str, str] = attrs.Factory(dict)
+    memos: dict[str, str] = attrs.Factory(dict)
+    tool_errors: list[int] = attrs.Factory(list)
+
+
+@attrs.define
+class AuditState:
+    tallies: dict[str, int] = attrs.Factory(dict)
+    by_worker: dict[str, int] = attrs.Factory(dict)
+    done: bool = False
+
+
+class Coordinator(Actor[CoordState]):
+    __actorlog_tag__ = "torture.Coordinator"
+    snapshot_every = 5
+    snapshot_keep = 2
+
+    async def receive(self, ctx: Context, msg: Job | Dump) -> Any:
+        if isinstance(msg, Dump):
+            return attrs.asdict(self.state)
+        rate = await ctx.call(lookup_rate, f"job-{msg.n}:rate", msg.n)
+        u = ctx.uuid()
+        if ctx.now().tzinfo is not None:
+            self.state.clock_ok += 1
+        ref = await ctx.spawn(Worker, msg.worker)
+        await ctx.send(ref, Task(msg.n, msg.kind, msg.account, msg.amount * rate, str(u)))
+        self.state.jobs.append(msg.n)
+        self.state.chain = (self.state.chain * 31 + msg.n * rate) % 1_000_000_007
+        self.state.uuids[str(msg.n)] = str(u)
+        return rate
+
+
+class Worker(Actor[WorkerState]):
+    __actorlog_tag__ = "torture.Worker"
+    snapshot_every = 3
+    snapshot_keep = 2
+
+    async def receive(self, ctx: Context, msg: Task | Dump) -> Any:
+        if isinstance(msg, Dump):
+            return attrs.asdict(self.state)
+        n = msg.n
+        info = await ctx.call(fetch_account, f"job-{n}:fetch", msg.account)
+        memo = f"{msg.uuid}|{ctx.random()!r}"
+        amount = min(msg.amount, int(info["limit"]) * 10)
+        result = ""
+        if msg.kind == "boom":
+            raise RuntimeError(f"job {n} refused by policy")
+        if msg.kind in ("pay", "mixed"):
+            result = await ctx.call(ledger_write, f"job-{n}:pay", msg.account, amount, memo)
+        if msg.kind == "transfer":
+            result = await ctx.call(
+                transfer, f"job-{n}:transfer", msg.account, "bank", amount, memo
+            )
+        if msg.kind in ("notify", "mixed"):
+            result += await ctx.call(notify, f"job-{n}:notify", f"{msg.account}: {amount}")
+        if msg.kind == "flaky":
+            try:
+                await ctx.call(flaky_lookup, f"job-{n}:flaky", n)
+            except ToolCallError as exc:
+                self.state.tool_errors.append(n)
+                result = exc.error_type
+        self.state.done.append(n)
+        self.state.total += amount
+        self.state.results[str(n)] = result
+        self.state.memos[str(n)] = memo
+        auditor = await ctx.spawn(Auditor, "auditor")
+        await ctx.send(auditor, Tally(n, self.actor_id, amount))
+        return result
+
+
+class Auditor(Actor[AuditState]):
+    __actorlog_tag__ = "torture.Auditor"
+    snapshot_every = 4
+    snapshot_keep = 3
+
+    async def receive(self, ctx: Context, msg: Tally | Dump) -> Any:
+        if isinstance(msg, Dump):
+            return attrs.asdict(self.state)
+        self.state.tallies[str(msg.n)] = msg.amount
+        self.state.by_worker[msg.worker] = self.state.by_worker.get(msg.worker, 0) + 1
+        cfg = _cfg()
+        if len(self.state.tallies) == expected_tallies(make_jobs(cfg.seed, cfg.jobs, cfg.workers)):
+            await ctx.call(mark_done, "done", len(self.state.tallies))
+            self.state.done = True
+        return len(self.state.tallies)
+
+
+ACTORS: list[type[Actor[Any]]] = [Coordinator, Worker, Auditor]
+
+
+# -- the worker process ---------------------------------------------------------------------
+
+
+def _is_done(ledger: str) -> bool:
+    with ledger_connect(ledger) as db:
+        return int(db.execute("SELECT count(*) FROM done").fetchone()[0]) > 0
+
+
+def _decide(cfg: Config, actor: str, seq: int, tool_name: str, key: str, ident: str) -> str:
+    """The operator's policy for an escalated call: did it happen? (look it up)."""
+    with ledger_connect(cfg.ledger) as db:
+        row = db.execute("SELECT value FROM notifications WHERE ident = ?", (ident,)).fetchone()
+        decision = "retry" if row is None else "result:" + str(row[0])
+        db.execute(
+            "INSERT INTO escalations (run, actor, intent_seq, tool, key, ident, decision) "
+            "VALUES (?,?,?,?,?,?,?)",
+            (cfg.run, actor, seq, tool_name, key, ident, decision),
+        )
+    return decision
+
+
+async def _resolver(system: ActorSystem, cfg: Config) -> None:
+    """Resolve every escalated intent like an operator reading the history would."""
+    while True:
+        for actor in actor_ids(cfg):
+            for seq, (tool_name, key) in system.in_doubt(actor).items():
+                (row,) = await system.store.read(actor, after_seq=seq - 1, upto_seq=seq)
+                ident = str(json.loads(row.payload)["args"][0])
+                decision = await anyio.to_thread.run_sync(
+                    _decide, cfg, actor, seq, tool_name, key, ident
+                )
+                if decision == "retry":
+                    await system.resolve(actor, seq, retry=True, by="torture", reason="not found")
+                else:
+                    value = decision.removeprefix("result:")
+                    await system.resolve(actor, seq, result=value, by="torture", reason="found")
+        await anyio.sleep(0.02)
+
+
+async def run_worker(cfg: Config, kill: KillSwitch) -> None:
+    configure(cfg, kill)
+    store = FaultyStore(SqliteStore(cfg.db), kill=kill)
+    jobs = make_jobs(cfg.seed, cfg.jobs, cfg.workers)
+    dump: dict[str, Any] = {}
+    async with (
+        ActorSystem(store, actors=ACTORS, shutdown_grace=1.0) as system,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(_resolver, system, cfg)
+        coord = await system.spawn(Coordinator, "coord")
+        for job in jobs:
+            await coord.send(job, message_id=f"job-{job.n}")
+        while not await anyio.to_thread.run_sync(_is_done, cfg.ledger):
+            await anyio.sleep(0.02)
+        refs: list[ActorRef[Any]] = [
+            system.ref(Coordinator, "coord"),
+            *(system.ref(Worker, f"w{i}") for i in range(cfg.workers)),
+            system.ref(Auditor, "auditor"),
+        ]
+        for ref in refs:
+            dump[ref.actor_id] = await ref.ask(Dump(), message_id="final-dump")
+        tg.cancel_scope.cancel()
+    if cfg.out:
+        tmp = cfg.out + ".tmp"
+        Path(tmp).write_text(json.dumps(dump, sort_keys=True))
+        os.replace(tmp, cfg.out)
+
+
+def main() -> None:
+    cfg = Config.from_env()
+    anyio.run(run_worker, cfg, KillSwitch.from_env())
+
+
+if __name__ == "__main__":
+    # Run as ``python -m tests.torture.workload``: use the importable module, so class and
+    # tool names are the same in the worker and in the tests that verify its store.
+    from tests.torture import workload
+
+    workload.main()
+    sys.exit(0)
