@@ -26,6 +26,32 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from pathlib import Path
 
+#: What each store kind legitimately lacks (capability flags). A test marked
+#: ``@pytest.mark.needs("x")`` is not generated for a kind that lacks ``x``: it is deselected
+#: at collection, so a run never reports skips for cases that cannot apply.
+KIND_LACKS: dict[str, frozenset[str]] = {
+    "memory": frozenset({"multi_process", "durable", "group_commit"}),
+    "sqlite": frozenset(),
+    "postgres": frozenset(),
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        kind = callspec.params.get("harness") if callspec is not None else None
+        needs = {n for m in item.iter_markers("needs") for n in m.args}
+        if isinstance(kind, str) and needs & KIND_LACKS.get(kind, frozenset()):
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 POSTGRES_URL_VARS = ("ACTORLOG_TEST_POSTGRES_URL", "DATABASE_URL")
 STORE_KINDS = ("memory", "sqlite", "postgres")
 

@@ -389,6 +389,7 @@ async def test_rejection_is_a_store_error_with_fields(store: Store) -> None:
     assert info.value.found in (2, None)  # the store may not know the current last seq
 
 
+@pytest.mark.needs("multi_process")
 async def test_database_enforces_the_conditional_append(harness: StoreHarness) -> None:
     """A writer that bypasses the store's code still cannot break the seq chain."""
     store = await harness.open()
@@ -454,6 +455,7 @@ async def test_many_actors_appending_concurrently_all_land_in_order(
         assert len(commits) < appends / 5, commits
 
 
+@pytest.mark.needs("group_commit")
 async def test_group_commit_shares_transactions(harness: StoreHarness, store: Store) -> None:
     """50 concurrent appenders are committed in fewer transactions than appends."""
     if not harness.group_commit:
@@ -516,6 +518,7 @@ async def _race(outcome: dict[str, BaseException | None], name: str, s: Store, s
         outcome[name] = None
 
 
+@pytest.mark.needs("multi_process")
 async def test_racing_instances_exactly_one_wins(harness: StoreHarness) -> None:
     """Two store instances on one database append the same next seq: one wins, one conflicts."""
     first = await harness.open()
@@ -541,6 +544,7 @@ async def test_racing_instances_exactly_one_wins(harness: StoreHarness) -> None:
     ]
 
 
+@pytest.mark.needs("multi_process")
 async def test_instances_racing_over_many_actors_have_one_winner_per_seq(
     harness: StoreHarness,
 ) -> None:
@@ -585,6 +589,7 @@ async def _race_actor(
         outcome[name] = None
 
 
+@pytest.mark.needs("multi_process")
 async def test_instances_opening_a_new_database_at_once_all_succeed(
     harness: StoreHarness,
 ) -> None:
@@ -703,6 +708,7 @@ def _require_durable(store: Store, kind: str) -> None:
         pytest.skip(f"{kind}: capabilities.durable is False, nothing survives close")
 
 
+@pytest.mark.needs("durable")
 async def test_reopened_store_holds_everything(harness: StoreHarness) -> None:
     store = await harness.open()
     _require_durable(store, harness.kind)
@@ -727,6 +733,7 @@ async def test_reopened_store_holds_everything(harness: StoreHarness) -> None:
         await again.append("a", 3, [msg("a", 4, "other")])
 
 
+@pytest.mark.needs("durable")
 async def test_url_reopens_the_same_store(harness: StoreHarness) -> None:
     store = await harness.open()
     _require_durable(store, harness.kind)
@@ -740,6 +747,7 @@ async def test_url_reopens_the_same_store(harness: StoreHarness) -> None:
         await other.close()
 
 
+@pytest.mark.needs("durable")
 async def test_newer_format_version_is_refused(harness: StoreHarness) -> None:
     store = await harness.open()
     _require_durable(store, harness.kind)
@@ -756,6 +764,7 @@ async def test_newer_format_version_is_refused(harness: StoreHarness) -> None:
     assert [a.actor_id for a in await again.list_actors()] == [ACTOR]
 
 
+@pytest.mark.needs("durable")
 async def test_read_only_store_reads_but_refuses_writes(harness: StoreHarness) -> None:
     store = await harness.open()
     _require_durable(store, harness.kind)
