@@ -361,6 +361,7 @@ def plot_lines(
                 color="gray",
             )
         ax2.set_ylabel(secondary_label)
+        ax2.set_ylim(bottom=0)
         h2, l2 = ax2.get_legend_handles_labels()
         handles, labels = handles + h2, labels + l2
     ax.legend(handles, labels, loc="best", fontsize="small")

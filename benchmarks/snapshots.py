@@ -230,7 +230,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     body = "\n\n".join(
         [
             (__doc__ or "").split("\n\n", 2)[2].strip(),
-            f"Random stop points (steps): {', '.join(f'{p:,}' for p in points)}.",
+            f"Random stop points (steps): {', '.join(f'{p:,}' for p in points)}."
+            + "".join(
+                f" snapshot_every={e:,} takes no snapshot within {max(points):,} steps, so it "
+                "behaves like never here."
+                for e in everies
+                if e is not None and e > max(points)
+            ),
             table.markdown(),
             *plots,
         ]
