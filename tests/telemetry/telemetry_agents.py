@@ -127,3 +127,46 @@ class Relay(Actor[Notes]):
     async def receive(self, ctx: Context, msg: Forward) -> None:
         target = await ctx.spawn(Researcher, "r")
         await ctx.send(target, Ask(msg.question))
+
+
+# -- the end-to-end agent (tests/telemetry/telemetry_worker.py) ------------------------------
+
+
+@attrs.define
+class Job:
+    name: str
+
+
+@attrs.define
+class Published:
+    done: list[str] = attrs.Factory(list)
+
+
+#: the job whose publish call hangs (set by the worker from its command line)
+HANG_AT: dict[str, str] = {}
+
+
+@tool(effect="read", name="lookup")
+async def lookup(name: str) -> str:
+    return f"facts about {name}"
+
+
+@tool(effect="write", idempotent=True, name="publish")
+async def publish(name: str, text: str, *, idempotency_key: str) -> str:
+    if HANG_AT.get("job") == name:
+        print("HANGING", idempotency_key, flush=True)
+        await anyio.sleep_forever()
+    return f"published {name} ({idempotency_key})"
+
+
+class Writer(Actor[Published]):
+    """Each job: look something up, note the time, publish (an idempotent write)."""
+
+    snapshot_every = 3
+
+    async def receive(self, ctx: Context, msg: Job) -> str:
+        facts = await ctx.call(lookup, msg.name)
+        ctx.now()
+        receipt = await ctx.call(publish, msg.name, facts)
+        self.state.done.append(msg.name)
+        return receipt

@@ -1,0 +1,89 @@
+"""The agent process of tests/telemetry/test_phoenix_e2e.py.
+
+    python -m tests.telemetry.telemetry_worker run DB JOBS HANG_AT
+        sends JOBS jobs to the Writer "agent-1" inside a client span, and hangs inside the
+        publish call of job HANG_AT (printing HANGING) until it is SIGKILLed.
+    python -m tests.telemetry.telemetry_worker recover DB JOBS
+        opens the same store (recovery runs on start), waits for the last job's reply, and
+        prints one JSON line: the snapshots found before recovery and, per replayed step, the
+        span its link points to.
+
+Both configure the OpenTelemetry SDK the way an application would, entirely from the
+standard environment variables: OTEL_EXPORTER_OTLP_ENDPOINT (the backend) and
+OTEL_RESOURCE_ATTRIBUTES (service.name, and openinference.project.name for Phoenix).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import anyio
+from actorlog import ActorSystem
+from actorlog._telemetry import ATTR, SPAN
+from actorlog.stores import SqliteStore
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from .telemetry_agents import HANG_AT, Job, Writer
+
+ACTOR = "agent-1"
+
+
+def setup() -> tuple[TracerProvider, InMemorySpanExporter]:
+    provider = TracerProvider(resource=Resource.create())  # reads OTEL_RESOURCE_ATTRIBUTES
+    # Simple (synchronous) export: every span is in the backend as soon as it ends, so the
+    # spans of the run that gets SIGKILLed are there too. Use BatchSpanProcessor in production.
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
+    local = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(local))
+    trace.set_tracer_provider(provider)
+    return provider, local
+
+
+async def run(db: str, jobs: int, hang_at: int) -> None:
+    HANG_AT["job"] = f"job-{hang_at}"
+    async with ActorSystem(SqliteStore(db), actors=[Writer]) as system:
+        ref = await system.spawn(Writer, ACTOR)
+        with trace.get_tracer("e2e-client").start_as_current_span("e2e.client"):
+            for i in range(1, jobs + 1):
+                await ref.send(Job(f"job-{i}"), message_id=f"job-{i}")
+        await anyio.sleep_forever()
+
+
+async def recover(db: str, jobs: int, local: InMemorySpanExporter) -> dict[str, Any]:
+    store = SqliteStore(db)
+    await store.open()
+    snapshots = [(i.seq, i.handled_seq) for i in await store.list_snapshots(ACTOR)]
+    await store.close()
+    async with ActorSystem(SqliteStore(db), actors=[Writer]) as system:
+        ref = system.ref(Writer, ACTOR)
+        with anyio.fail_after(30):
+            reply = await ref.ask(Job(f"job-{jobs}"), message_id=f"job-{jobs}")
+    links = {
+        str(span.attributes[ATTR.SEQ]): format(span.links[0].context.span_id, "016x")
+        for span in local.get_finished_spans()
+        if span.name == SPAN.REPLAY_STEP and span.attributes and span.links
+    }
+    return {"snapshots": snapshots, "reply": reply, "links": links}
+
+
+def main(argv: list[str]) -> None:
+    mode, db, jobs = argv[0], argv[1], int(argv[2])
+    provider, local = setup()
+    try:
+        if mode == "run":
+            anyio.run(run, db, jobs, int(argv[3]))
+        else:
+            print(json.dumps(anyio.run(recover, db, jobs, local)), flush=True)
+    finally:
+        provider.shutdown()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
