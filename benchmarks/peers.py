@@ -406,6 +406,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="per process, seconds")
     parser.add_argument("--dir", default=None, help="where to create the scratch databases")
     parser.add_argument("--keep", action="store_true", help="keep the scratch databases")
+    parser.add_argument("--name", default="peers", help="report name: docs/benchmarks/NAME.md")
     parser.add_argument("--no-write", action="store_true", help="print only; no docs/ file")
     args = parser.parse_args(argv)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -441,7 +442,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.no_write:
         crash_at = min(args.steps - 1, max(1, int(args.steps * args.crash_at)))
         body = _report_body(args.steps, crash_at, args.repeat, table, notes, ratio_lines)
-        out = write_report("peers", "actorlog and its peers: the same agent run", body, info=info)
+        title = "actorlog and its peers: the same agent run"
+        out = write_report(args.name, title, body, info=info)
         print(f"\nwrote {out}")
 
 
