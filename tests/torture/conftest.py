@@ -8,10 +8,12 @@
 
 from __future__ import annotations
 
+import collections
 import os
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from actorlog.store import Store
@@ -34,6 +36,16 @@ def soak(n: int) -> int:
     return n * soak_factor()
 
 
+#: What this session tried, summed over the torture tests (printed at the end).
+FIGURES: collections.Counter[str] = collections.Counter()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if FIGURES:
+        line = ", ".join(f"{k} {v}" for k, v in sorted(FIGURES.items()))
+        terminalreporter.write_line(f"actorlog torture figures (seed {BASE_SEED}): {line}")
+
+
 def pytest_report_header() -> list[str]:
     return [
         f"actorlog torture: base seed {BASE_SEED} (replay with ACTORLOG_TORTURE_SEED={BASE_SEED}),"
@@ -49,8 +61,10 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def seed(request: pytest.FixtureRequest) -> int:
-    """A per-test seed derived from the session's base seed and the test's name."""
-    return (BASE_SEED * 1_000_003 + sum(map(ord, request.node.name))) % 10**9
+    """A per-test seed derived from the session's base seed and the test's name (the same
+    for every parametrization of one test, so they share one reference run)."""
+    name = getattr(request.node, "originalname", None) or request.node.name
+    return (BASE_SEED * 1_000_003 + sum(i * ord(c) for i, c in enumerate(name))) % 10**9
 
 
 StoreFactory = Callable[[], Store]

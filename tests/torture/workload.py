@@ -144,12 +144,13 @@ def _cfg() -> Config:
 def make_jobs(seed: int, n: int, workers: int) -> list[Job]:
     """The seeded job list: the same for the reference run and every crashed run."""
     rng = random.Random(seed)
+    first = rng.sample(KINDS, len(KINDS))  # every kind early on, in a seeded order
     jobs = []
     for i in range(1, n + 1):
         jobs.append(
             Job(
                 n=i,
-                kind=rng.choice(KINDS),
+                kind=first[i - 1] if i <= len(first) else rng.choice(KINDS),
                 account=f"acct-{rng.randrange(5)}",
                 amount=rng.randrange(1, 1000),
                 worker=f"w{rng.randrange(workers)}",
@@ -213,9 +214,9 @@ def _ledger(tool_name: str, ident: str, *statements: tuple[str, tuple[Any, ...]]
 
 
 async def _apply(tool_name: str, ident: str, *statements: tuple[str, tuple[Any, ...]]) -> None:
-    _kill.hit("tool_before", [tool_name])
+    _kill.hit("tool_before", [tool_name, ident])
     await anyio.to_thread.run_sync(lambda: _ledger(tool_name, ident, *statements))
-    _kill.hit("tool_after", [tool_name])
+    _kill.hit("tool_after", [tool_name, ident])
 
 
 # -- tools ----------------------------------------------------------------------------------
