@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 
 import anyio
@@ -50,7 +51,7 @@ async def ask_llm(prompt: str) -> str:
 @tool(effect="write", idempotent=True)
 async def book(leg: int, what: str, *, idempotency_key: str) -> str:
     """An irreversible booking, deduplicated by the provider on the idempotency key."""
-    with sqlite3.connect(LEDGER) as db:
+    with closing(sqlite3.connect(LEDGER)) as db, db:
         db.execute("CREATE TABLE IF NOT EXISTS bookings (key TEXT PRIMARY KEY, what TEXT)")
         db.execute("CREATE TABLE IF NOT EXISTS attempts (key TEXT)")
         db.execute("INSERT INTO attempts VALUES (?)", (idempotency_key,))
@@ -124,7 +125,7 @@ def driver() -> int:
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True).stdout
     print(out, end="")
     second = out.count("[tool ran]")
-    with sqlite3.connect(LEDGER) as db:
+    with closing(sqlite3.connect(LEDGER)) as db:
         bookings = db.execute("SELECT count(*) FROM bookings").fetchone()[0]
         attempts = db.execute("SELECT count(*) FROM attempts").fetchone()[0]
     total = runs + second

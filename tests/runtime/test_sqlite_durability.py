@@ -4,6 +4,7 @@ file. Real files, checked through a second, independent sqlite3 connection."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ def anyio_backend() -> str:
 
 
 def on_disk(path: Path, actor_id: str) -> list[tuple[int, str]]:
-    with sqlite3.connect(path) as db:
+    with closing(sqlite3.connect(path)) as db:
         return db.execute(
             "SELECT seq, kind FROM entries WHERE actor_id = ? ORDER BY seq", (actor_id,)
         ).fetchall()
