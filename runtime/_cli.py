@@ -19,6 +19,7 @@ import shutil
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 
@@ -209,6 +210,18 @@ def _store_url(arg: str) -> str:
     return "sqlite:///" + os.path.abspath(arg)
 
 
+def shown_url(arg: str) -> str:
+    """The store as given, without a password (it ends up in shared HTML and terminals)."""
+    try:
+        parts = urlsplit(arg)
+        if parts.password is None:
+            return arg
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        return urlunsplit(parts._replace(netloc=netloc))
+    except ValueError:
+        return arg
+
+
 def _json_line(stream: TextIO, obj: Any) -> None:
     stream.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n")
 
@@ -282,18 +295,18 @@ async def cmd_actors(args: argparse.Namespace, out: Out) -> int:
     waiting = [(a, i) for a in actors for i in a.in_doubt if i.needs_operator]
     if waiting:
         out.line()
-        out.line(s.yellow(f"{len(waiting)} tool call(s) wait for an operator:"))
+        out.line(s.yellow(f"{len(waiting)} tool call(s) may or may not have happened:"))
         for a, i in waiting:
             out.line(
                 f"  {a.actor_id} intent {i.intent_seq}: "
                 f"{_call_text(i.tool, i.args, i.kwargs)} key {i.key}"
             )
-        out.line(
-            s.dim(
-                "  see: actorlog history STORE ACTOR; settle: actorlog resolve STORE ACTOR "
-                "INTENT_SEQ --result JSON | --retry | --fail MESSAGE"
+            out.line(
+                s.dim(
+                    f"    actorlog resolve {shown_url(args.store)} {a.actor_id} {i.intent_seq} "
+                    "--result JSON | --retry | --fail MESSAGE"
+                )
             )
-        )
     return EXIT_OK
 
 
@@ -485,7 +498,9 @@ async def cmd_history(args: argparse.Namespace, out: Out) -> int:
     if args.html:
         from ._html import render_history
 
-        await anyio.Path(args.html).write_text(render_history(h, source=args.store), "utf-8")
+        await anyio.Path(args.html).write_text(
+            render_history(h, source=shown_url(args.store)), "utf-8"
+        )
         print(f"wrote {args.html}", file=sys.stderr)
         return EXIT_OK
     if args.json:
@@ -499,7 +514,7 @@ async def cmd_history(args: argparse.Namespace, out: Out) -> int:
             }[type(item)]
             _json_line(out.stream, {"type": kind, **inspect.to_json(item)})
         return EXIT_OK
-    print_history(h, out, args.store)
+    print_history(h, out, shown_url(args.store))
     return EXIT_OK
 
 

@@ -27,7 +27,7 @@ code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, m
 h1 { font-size: 22px; margin: 0 0 4px; }
 .sub { color: var(--dim); margin-bottom: 16px; }
 .facts { display: flex; flex-wrap: wrap; gap: 8px 24px; margin: 12px 0 20px; }
-.facts div span { color: var(--dim); margin-right: 6px; }
+.facts div > span:first-child { color: var(--dim); margin-right: 6px; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px;
          font-weight: 600; color: #fff; background: var(--dim); vertical-align: 1px;
          white-space: nowrap; }
@@ -204,7 +204,8 @@ def _step(st: inspect.Step, resolve_hint: str) -> str:
     end = ""
     if st.step_seq is not None and st.status == "ok":
         end = (
-            f'<div class="reply">reply (seq {st.step_seq}, {_duration(st.duration)}): '
+            f'<div class="reply">reply (seq {st.step_seq}, {_when(st.finished_at)[11:]}, '
+            f"took {_duration(st.duration)}): "
             f"{_value(st.reply, 120)}</div>"
         )
     elif st.step_seq is not None:

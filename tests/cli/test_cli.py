@@ -580,3 +580,12 @@ def test_python_m_entry_point_works(crashed: Path) -> None:
         timeout=60,
     )
     assert p.returncode == 1
+
+
+def test_passwords_in_store_urls_are_not_echoed() -> None:
+    from actorlog._cli import shown_url
+
+    assert (
+        shown_url("postgresql://ops:s3cret@db:5432/agents") == "postgresql://ops:***@db:5432/agents"
+    )
+    assert shown_url("sqlite:///agents.db") == "sqlite:///agents.db"

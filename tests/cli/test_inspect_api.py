@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from actorlog import ActorSystem, ConfigurationError, inspect
+from actorlog import ActorlogError, ActorSystem, ConfigurationError, HandlerError, inspect
 from actorlog.stores import MemoryStore
 
 from ._agents import Auditor, Biller, Job, crash_mid_call, ran
@@ -115,3 +115,31 @@ async def test_export_yields_header_entries_snapshots_events() -> None:
     ]
     snaps = [i for i in items if i["type"] == "snapshot"]
     assert snaps and snaps[0]["valid"] and snaps[0]["state"] == {"done": ["charged x"]}
+
+
+async def test_offline_resolve_next_to_a_live_runtime() -> None:
+    """What docs/operators.md says: a runtime waiting on the intent does not see an offline
+    decision, its next write to the actor conflicts and stops it (status ``failed``), and the
+    next start recovers with the decision."""
+    store = MemoryStore()
+    await crash_mid_call(store)
+    async with ActorSystem(store, actors=[Biller, Auditor]) as system:
+        ref = await system.spawn(Biller, "bill-1")
+        with anyio.fail_after(5):
+            (seq,) = await system.wait_in_doubt("bill-1")
+        await inspect.resolve(store, "bill-1", seq, fail="never charged", by="dave")
+        assert system.in_doubt("bill-1")  # still waiting: it does not re-read the log
+        with pytest.raises(ActorlogError):
+            await ref.send(Job("later"), message_id="m3")
+        with anyio.fail_after(5):
+            while (await inspect.actor_status(store, "bill-1")).status != "failed":
+                await anyio.sleep(0.01)
+        events = (await inspect.history(store, "bill-1")).events
+        assert any(e.detail.get("error_type") == "SequenceConflictError" for e in events)
+    async with ActorSystem(store, actors=[Biller, Auditor]) as system:
+        ref = await system.spawn(Biller, "bill-1")
+        with anyio.fail_after(5), pytest.raises(HandlerError, match="never charged"):
+            await ref.ask(Job("hang"), message_id="m2")
+    await store.open()
+    assert (await inspect.actor_status(store, "bill-1")).status == "idle"
+    assert ran == ["first", "hang"]
