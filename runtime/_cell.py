@@ -24,6 +24,7 @@ from ._errors import (
     HandlerError,
     RecoveryError,
     SequenceConflictError,
+    StoreUnavailableError,
 )
 from ._snapshots import SnapshotPolicy, build_snapshot
 from ._telemetry import ATTR, EVENT, SPAN, tracer
@@ -115,7 +116,7 @@ class Cell:
             try:
                 await self._recover()
             except ActorlogError as exc:
-                self.quarantine(exc)
+                self.quarantine(exc, status=self._stop_status(exc))
                 return
             except Exception as exc:
                 self.quarantine(RecoveryError(self.actor_id, self.handled_seq, repr(exc)))
@@ -125,7 +126,7 @@ class Cell:
             except SequenceConflictError as exc:
                 self.quarantine(exc, status="stopped")
             except ActorlogError as exc:
-                self.quarantine(exc)
+                self.quarantine(exc, status=self._stop_status(exc))
             except Exception as exc:
                 self.quarantine(RecoveryError(self.actor_id, self.handled_seq, repr(exc)))
         finally:
@@ -137,6 +138,14 @@ class Cell:
             self.done.set()
             self._send.close()
             self._recv.close()
+
+    def _stop_status(self, exc: BaseException) -> str:
+        """A store failure stops the actor (spawning it again retries); anything else
+        means its log cannot be trusted: quarantine."""
+        failed = isinstance(exc, StoreUnavailableError) or isinstance(
+            self.journal.broken, StoreUnavailableError
+        )
+        return "stopped" if failed else "quarantined"
 
     def close(self) -> None:
         """Stop after the current step (pending messages stay in the log)."""

@@ -20,6 +20,7 @@ from ._errors import (
     ActorQuarantinedError,
     ActorStoppedError,
     ConfigurationError,
+    StoreUnavailableError,
 )
 from ._snapshots import SnapshotPolicy
 from .store import Store
@@ -315,9 +316,7 @@ class ActorSystem:
         tag = _codec.type_tag(cls)
         async with self._spawn_lock:
             cell = self._cells.get(actor_id)
-            if cell is None or (
-                cell.done.is_set() and cell.status == "stopped" and cell.error is None
-            ):
+            if cell is None or _restartable(cell):
                 # A state type the codec cannot encode fails here, before anything is written
                 # (not at the first snapshot, which would fail quietly).
                 _codec.to_plain(cls().initial_state(), "initial state")
@@ -344,7 +343,7 @@ class ActorSystem:
     async def _cell(self, cls: type[Actor[Any]], actor_id: str) -> Cell:
         self._check_open()
         cell = self._cells.get(actor_id)
-        if cell is None or (cell.done.is_set() and cell.error is None):
+        if cell is None or _restartable(cell):
             await self.spawn(cls, actor_id)
             cell = self._cells[actor_id]
         return cell
@@ -434,6 +433,19 @@ class ActorSystem:
                 by=who,
                 reason=reason or str(fail),
             )
+
+
+def _restartable(cell: Cell) -> bool:
+    """A finished cell that spawning starts again: it stopped cleanly, or a store failure
+    (possibly transient: disk full, lock timeout, I/O error) stopped it. Recovery reads the
+    truth back from the store; a damaged log or a conflict stays stopped."""
+    if not cell.done.is_set():
+        return False
+    return (
+        cell.error is None
+        or isinstance(cell.error, StoreUnavailableError)
+        or isinstance(cell.journal.broken, StoreUnavailableError)
+    )
 
 
 def _whoami() -> str:

@@ -47,6 +47,7 @@ async def record(n: int, *, idempotency_key: str) -> str:
 @attrs.define
 class Add:
     n: int
+    note: str = ""  # padding, for tests that need a large message
 
 
 @attrs.define

@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 import pytest
-from actorlog import ActorSystem
+from actorlog import Actor, ActorSystem
 from actorlog.stores import SqliteStore
 
 from . import workload
@@ -104,9 +104,11 @@ async def _recover_in_process(cfg: Config) -> dict[str, Any]:
     dumps: dict[str, Any] = {}
     async with ActorSystem(SqliteStore(cfg.db), actors=workload.ACTORS) as system:
         for actor_id in workload.actor_ids(cfg):
-            cls = {"coord": workload.Coordinator, "auditor": workload.Auditor}.get(
-                actor_id, workload.Worker
-            )
+            classes: dict[str, type[Actor[Any]]] = {
+                "coord": workload.Coordinator,
+                "auditor": workload.Auditor,
+            }
+            cls = classes.get(actor_id, workload.Worker)
             ref = await system.spawn(cls, actor_id)
             dumps[actor_id] = await ref.ask(workload.Dump(), message_id="verify-dump")
     return dumps
