@@ -783,8 +783,13 @@ async def history(store: Store, actor_id: str, *, since: int = 0) -> History:
         steps = [s for s in steps if s.message_seq in keep]
     snapshots = [s for s in await _snapshot_views(store, actor_id, row.last_seq) if s.seq > since]
     events = await _events(store, actor_id)
-    if since > 0 and steps:
-        first = min((s.started_at or s.received_at or 0.0) for s in steps)
+    if since > 0:  # events since the first step shown, else since entry ``since`` was written
+        if steps:
+            first = min((s.started_at or s.received_at or 0.0) for s in steps)
+        else:
+            at_row = await _row_at(store, actor_id, since)
+            p, _ = (None, None) if at_row is None else _check(at_row, actor_id)
+            first = float((p or {}).get("at") or 0.0) if at_row is not None else float("inf")
         events = [e for e in events if e.at >= first]
     return History(
         actor=status,
