@@ -1,13 +1,16 @@
 """One process of the peers workload (started by ``benchmarks.peers``; not run by hand).
 
     python -m benchmarks._peer_worker SYSTEM PHASE --db PATH --events PATH --steps N --crash-at K
+    python -m benchmarks._peer_worker SYSTEM concurrent --db PATH --events PATH --steps N --runs C
 
 The workload, the same on every system: an "agent" run of N sequential durable steps; step i
 calls a tool ``tool(i)`` that returns a small string, and folds it into a small state
 (``count``, ``total``, ``last``). In phase ``run`` the tool of step K kills its own process
 with SIGKILL right after its side effect (a crash in the middle of a step: its result was never
 recorded). Phase ``resume`` is a fresh process on the same database that lets the system
-resume the run and finish it.
+resume the run and finish it. Phase ``concurrent`` runs C such runs at once (no crash), each
+the way the system runs concurrent work: DBOS workflows started on its executor threads,
+LangGraph invocations on C threads sharing one checkpointer, actorlog actors on one event loop.
 
 The tool's side effect is one line appended to the events file (``exec <i> <t_ns>``), so the
 parent counts how often each step's tool really ran. Times are ``time.monotonic_ns()``
@@ -78,8 +81,8 @@ def _pragmas(execute: Any) -> None:
 # -- DBOS Transact ------------------------------------------------------------------------
 
 
-def _run_dbos(w: _Workload, db: str, phase: str, wal: bool) -> int:
-    if wal and phase == "run":
+def _run_dbos(w: _Workload, db: str, phase: str, wal: bool, runs: int) -> int:
+    if wal and phase != "resume":
         import sqlite3
 
         # Tuned variant: the system database in WAL mode (persistent in the file). DBOS
@@ -121,7 +124,15 @@ def _run_dbos(w: _Workload, db: str, phase: str, wal: bool) -> int:
         except Exception as exc:  # internal API: only informative
             _event("pragmas", f"unknown({type(exc).__name__})")
     try:
-        if phase == "run":
+        if phase == "concurrent":
+            _event("begin")
+            handles = []
+            for k in range(runs):  # DBOS runs them on its executor threads
+                with SetWorkflowID(f"bench-run-{k}"):
+                    handles.append(DBOS.start_workflow(agent, w.steps))
+            total = sum(int(h.get_result()) for h in handles)
+            _event("end")
+        elif phase == "run":
             with SetWorkflowID("bench-run"):
                 total = agent(w.steps)
         else:
@@ -134,7 +145,7 @@ def _run_dbos(w: _Workload, db: str, phase: str, wal: bool) -> int:
 # -- LangGraph with its SQLite checkpointer -------------------------------------------------
 
 
-def _run_langgraph(w: _Workload, db: str, phase: str, durability: str | None) -> int:
+def _run_langgraph(w: _Workload, db: str, phase: str, durability: str | None, runs: int) -> int:
     import sqlite3
 
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -159,6 +170,22 @@ def _run_langgraph(w: _Workload, db: str, phase: str, durability: str | None) ->
     if phase == "resume":
         _pragmas(conn.execute)
     try:
+        if phase == "concurrent":
+            from concurrent.futures import ThreadPoolExecutor
+
+            def one(c: int) -> int:
+                cfg: Any = {
+                    "configurable": {"thread_id": f"bench-run-{c}"},
+                    "recursion_limit": w.steps + 10,
+                }
+                out = app.invoke({"count": 0, "total": 0, "last": ""}, cfg, **kwargs)
+                return int(out["total"])
+
+            _event("begin")
+            with ThreadPoolExecutor(max_workers=runs) as pool:
+                total = sum(pool.map(one, range(runs)))
+            _event("end")
+            return total
         start: State | None = {"count": 0, "total": 0, "last": ""} if phase == "run" else None
         out = app.invoke(start, config, **kwargs)
     finally:
@@ -169,7 +196,7 @@ def _run_langgraph(w: _Workload, db: str, phase: str, durability: str | None) ->
 # -- actorlog -------------------------------------------------------------------------------
 
 
-def _run_actorlog(w: _Workload, db: str, phase: str, per_message: bool) -> int:
+def _run_actorlog(w: _Workload, db: str, phase: str, per_message: bool, runs: int) -> int:
     """``per_message=False``: one ``Run(N)`` message whose handler makes N ``ctx.call``s.
     ``True``: N ``Step(i)`` messages asked one after another (snapshots every 100 steps, the
     class default); after the restart the driver asks ``Status()`` where to continue."""
@@ -194,6 +221,25 @@ def _run_actorlog(w: _Workload, db: str, phase: str, per_message: bool) -> int:
                     _event("pragmas", f"journal={rows[0][0]},synchronous={names[sync[0][0]]}")
                 except Exception as exc:
                     _event("pragmas", f"unknown({type(exc).__name__})")
+            if phase == "concurrent":
+                refs = [await system.spawn(_agent.Agent, f"bench-run-{c}") for c in range(runs)]
+                totals: list[int] = []
+
+                async def one(ref: Any) -> None:
+                    if not per_message:
+                        totals.append(int(await ref.ask(_agent.Run(w.steps), message_id="run")))
+                        return
+                    t = 0
+                    for i in range(w.steps):
+                        t = int(await ref.ask(_agent.Step(i), message_id=f"step-{i}"))
+                    totals.append(t)
+
+                _event("begin")
+                async with anyio.create_task_group() as tg:
+                    for ref in refs:
+                        tg.start_soon(one, ref)
+                _event("end")
+                return sum(totals)
             ref = await system.spawn(_agent.Agent, "bench-run")
             if not per_message:
                 return int(await ref.ask(_agent.Run(w.steps), message_id="run"))
@@ -215,26 +261,29 @@ def main(argv: list[str] | None = None) -> int:
     global _events_fd
     p = argparse.ArgumentParser()
     p.add_argument("system", choices=SYSTEMS)
-    p.add_argument("phase", choices=("run", "resume"))
+    p.add_argument("phase", choices=("run", "resume", "concurrent"))
     p.add_argument("--db", required=True)
     p.add_argument("--events", required=True)
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--crash-at", type=int, default=None)
     p.add_argument("--tool-ms", type=float, default=0.0)
+    p.add_argument("--runs", type=int, default=1, help="concurrent runs (phase concurrent)")
     args = p.parse_args(argv)
     _events_fd = os.open(args.events, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     os.write(_events_fd, f"start {args.phase} {_T_START}\n".encode())
     w = _Workload(args.steps, args.crash_at if args.phase == "run" else None, args.tool_ms)
+    runs = args.runs
     if args.system in ("dbos", "dbos-wal"):
-        total = _run_dbos(w, args.db, args.phase, wal=args.system == "dbos-wal")
+        total = _run_dbos(w, args.db, args.phase, args.system == "dbos-wal", runs)
     elif args.system == "langgraph-sync":
-        total = _run_langgraph(w, args.db, args.phase, "sync")
+        total = _run_langgraph(w, args.db, args.phase, "sync", runs)
     elif args.system == "langgraph-default":
-        total = _run_langgraph(w, args.db, args.phase, None)
+        total = _run_langgraph(w, args.db, args.phase, None, runs)
     else:
-        total = _run_actorlog(w, args.db, args.phase, per_message=args.system == "actorlog-msgs")
+        total = _run_actorlog(w, args.db, args.phase, args.system == "actorlog-msgs", runs)
     _event("done", total)
-    ok = total == w.expected_total()
+    expected = w.expected_total() * (runs if args.phase == "concurrent" else 1)
+    ok = total == expected
     _event("correct" if ok else "wrong", total)
     os.close(_events_fd)
     return 0

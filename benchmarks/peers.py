@@ -176,6 +176,7 @@ def _spawn(
     tool_ms: float,
     log: Path,
     timeout: float,
+    runs: int = 1,
 ) -> tuple[int | None, int, float]:
     """Start one worker process; returns (returncode or None on timeout, t0_ns, wall s)."""
     cmd = [
@@ -195,6 +196,8 @@ def _spawn(
     ]
     if phase == "run":
         cmd += ["--crash-at", str(crash_at)]
+    if phase == "concurrent":
+        cmd += ["--runs", str(runs)]
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     with open(log, "ab") as out:
@@ -296,6 +299,43 @@ def run_system(
             f"{spec} (run {rep + 1}): {res.reexecuted} steps re-executed: at the kill, the "
             f"last durable step was {res.first_resumed_step - 1} of {crash_at} executed."
         )
+    return res
+
+
+@attrs.define
+class ConcurrentResult:
+    system: str
+    runs: int
+    steps_each: int
+    status: str = "ok"
+    steps_per_s: float = float("nan")
+
+
+def run_concurrent(
+    spec: str, runs: int, steps_each: int, workdir: Path, timeout: float = 300.0, rep: int = 0
+) -> ConcurrentResult:
+    """C runs of ``steps_each`` steps at once in one process (no crash): total steps/s."""
+    system, _, ms = spec.partition("@")
+    res = ConcurrentResult(spec, runs, steps_each)
+    reason = available(system)
+    if reason is not None:
+        res.status = reason
+        return res
+    d = workdir / f"conc-{spec.replace('@', '_at_')}-{rep}"
+    d.mkdir(parents=True)
+    db, events, log = d / "bench.db", d / "events.txt", d / "worker.log"
+    rc, _, _ = _spawn(
+        system, "concurrent", db, events, steps_each, 0, float(ms or 0), log, timeout, runs
+    )
+    if rc != 0:
+        res.status = "timed out" if rc is None else f"exited {rc}: {_log_tail(log)}"
+        return res
+    ev = _read_events(events)
+    times = {k: t for k, _, t in ev if k in ("begin", "end")}
+    if not any(k == "correct" for k, _, _ in ev):
+        res.status = "finished with a wrong result"
+    elif "begin" in times and "end" in times:
+        res.steps_per_s = runs * steps_each / ((times["end"] - times["begin"]) / 1e9)
     return res
 
 
@@ -406,6 +446,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="per process, seconds")
     parser.add_argument("--dir", default=None, help="where to create the scratch databases")
     parser.add_argument("--keep", action="store_true", help="keep the scratch databases")
+    parser.add_argument(
+        "--concurrent", type=int, default=100, help="concurrent runs in part 2 (0: skip)"
+    )
+    parser.add_argument(
+        "--concurrent-steps", type=int, default=20, help="steps of each concurrent run"
+    )
     parser.add_argument("--name", default="peers", help="report name: docs/benchmarks/NAME.md")
     parser.add_argument("--no-write", action="store_true", help="print only; no docs/ file")
     args = parser.parse_args(argv)
@@ -430,6 +476,24 @@ def main(argv: Sequence[str] | None = None) -> None:
                     )
                 else:
                     print(f"skipped: {r.status}")
+        conc: dict[str, list[ConcurrentResult]] = {}
+        if args.concurrent > 0:
+            conc_systems = [s for s in systems if "@" not in s]
+            for rep in range(args.repeat):
+                for spec in conc_systems:
+                    if rep and available(spec) is not None:
+                        continue
+                    print(
+                        f"{spec}: {args.concurrent} concurrent runs of {args.concurrent_steps} "
+                        f"steps (run {rep + 1}/{args.repeat}): ",
+                        end="",
+                        flush=True,
+                    )
+                    cr = run_concurrent(
+                        spec, args.concurrent, args.concurrent_steps, work, args.timeout, rep
+                    )
+                    conc.setdefault(spec, []).append(cr)
+                    print(f"{fmt_num(cr.steps_per_s)} steps/s" if cr.status == "ok" else cr.status)
         info["load average (1, 5, 15 min) at end"] = loadavg()
     summaries = summarize(results)
     table = results_table(summaries)
@@ -437,14 +501,57 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(table.text())
     notes = [n for r in results for n in r.notes]
     ratio_lines = ratios(summaries)
-    for line in notes + ratio_lines:
+    conc_table = _concurrent_table(conc)
+    conc_ratios = _concurrent_ratios(conc)
+    if conc:
+        print()
+        print(conc_table.text())
+    for line in notes + ratio_lines + conc_ratios:
         print(line)
     if not args.no_write:
         crash_at = min(args.steps - 1, max(1, int(args.steps * args.crash_at)))
         body = _report_body(args.steps, crash_at, args.repeat, table, notes, ratio_lines)
+        if conc:
+            body += (
+                f"\n\n## {args.concurrent} concurrent runs\n\n"
+                f"{args.concurrent} runs of {args.concurrent_steps} steps each at once in one "
+                "process (no crash), each system the way it runs concurrent work: DBOS "
+                "workflows started with `DBOS.start_workflow` on its executor threads (its "
+                "default pool), LangGraph invocations on one thread each sharing one "
+                "`SqliteSaver`, actorlog actors on one event loop (one actor per run). "
+                "Steps/s over all runs, from the first start to the last finish"
+                + (" (median of the repeats)" if args.repeat > 1 else "")
+                + ".\n\n"
+                + conc_table.markdown()
+                + ("\n\n" + "\n".join(f"- {x}" for x in conc_ratios) if conc_ratios else "")
+            )
         title = "actorlog and its peers: the same agent run"
         out = write_report(args.name, title, body, info=info)
         print(f"\nwrote {out}")
+
+
+def _concurrent_table(conc: dict[str, list[ConcurrentResult]]) -> Table:
+    table = Table(["system", "concurrent runs", "steps each", "steps/s (all runs)"])
+    for spec, rs in conc.items():
+        ok = [r.steps_per_s for r in rs if r.status == "ok"]
+        table.add(spec, rs[0].runs, rs[0].steps_each, _median(ok) if ok else rs[0].status)
+    return table
+
+
+def _concurrent_ratios(conc: dict[str, list[ConcurrentResult]]) -> list[str]:
+    med = {
+        spec: _median([r.steps_per_s for r in rs if r.status == "ok"])
+        for spec, rs in conc.items()
+        if any(r.status == "ok" for r in rs)
+    }
+    lines = []
+    for me, mine in med.items():
+        if not me.startswith("actorlog"):
+            continue
+        for peer, theirs in med.items():
+            if not peer.startswith("actorlog"):
+                lines.append(f"concurrent: {me} {mine / theirs:.2f}x the steps/s of {peer}")
+    return lines
 
 
 def _report_body(
