@@ -204,9 +204,15 @@ def verify_row(row: EntryRow, expected_actor: str, expected_seq: int) -> None:
         )
     if row.kind not in _KIND_CODE:
         raise CorruptEntryError(expected_actor, expected_seq, "kind", f"unknown kind {row.kind!r}")
-    actual = entry_checksum(
-        row.actor_id, row.seq, row.kind, row.type_tag, row.ref, row.message_id, row.payload
-    )
+    try:
+        actual = entry_checksum(
+            row.actor_id, row.seq, row.kind, row.type_tag, row.ref, row.message_id, row.payload
+        )
+    except (struct.error, OverflowError, UnicodeError, TypeError) as exc:
+        # a damaged field no valid entry can hold (a negative seq or ref, say)
+        raise CorruptEntryError(
+            expected_actor, expected_seq, "checksum", f"a field cannot be framed: {exc}"
+        ) from exc
     if actual != row.checksum:
         raise CorruptEntryError(
             expected_actor,

@@ -114,14 +114,23 @@ async def plan(
             trace=p.get("trace"),
         )
 
-    # Messages logged before the snapshot's seq but not yet handled, through the index.
+    # Messages logged before the snapshot's seq but not yet handled. The whole seq range
+    # since the last handled message is read and chain-verified (a range, not a scan of
+    # history): selecting only kind='message' would silently skip a message whose kind or
+    # seq was damaged, losing an acknowledged message.
     if handled < snap_seq:
-        for row in await store.read(
-            actor_id, after_seq=handled, upto_seq=snap_seq, kinds=("message",)
-        ):
-            _codec.verify_row(row, actor_id, row.seq)
-            add_message(row, _records.decode(row))
+        expected_m = handled + 1
+        for row in await store.read(actor_id, after_seq=handled, upto_seq=snap_seq):
+            _codec.verify_row(row, actor_id, expected_m)
+            expected_m += 1
             entries_read += 1
+            p = _records.decode(row)
+            if row.kind == "message":
+                add_message(row, p)
+        if expected_m <= snap_seq:
+            raise CorruptEntryError(
+                actor_id, expected_m, "seq chain", f"missing under the snapshot at seq {snap_seq}"
+            )
 
     # The tail, verified entry by entry along the seq chain.
     intents: dict[int, Recorded] = {}
