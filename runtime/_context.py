@@ -367,7 +367,8 @@ class Context:
         key: str,
     ) -> Any:
         """A recorded intent: serve its outcome, or settle it by its tool's in-doubt policy."""
-        attempts = 1 + sum(1 for k, _, _ in rec.outcomes if k == "decision")
+        # attempts so far: the original run plus each authorized retry that started
+        attempts = 1 + sum(1 for k, a, _ in rec.outcomes if k == "decision" and a == "attempt")
         if rec.outcomes:
             kind, action, payload = rec.outcomes[-1]
             if kind == "result" or action in ("result", "fail"):

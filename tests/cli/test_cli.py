@@ -384,6 +384,7 @@ def test_resolve_retry_runs_the_call_again(crashed: Path) -> None:
     lines = cli("history", crashed, ACTOR, "--json").json_lines()
     page = [x for x in lines if x["type"] == "step"][2]["calls"][1]
     assert page["status"] == "ok" and page["value"] == "PAGE-1001"
+    assert page["attempts"] == 2  # the original run, then the one retry
     assert [x["action"] for x in page["decisions"]] == ["retry", "attempt"]
 
 
