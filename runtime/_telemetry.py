@@ -7,20 +7,76 @@ Names follow the OpenTelemetry semantic-convention style: namespaced, lowercase,
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import Link, SpanContext, Status, StatusCode, TraceFlags
 
+from ._errors import CorruptEntryError, TornTailError
+
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
+    from contextlib import AbstractContextManager
 
     from opentelemetry.context import Context as OtelContext
+    from opentelemetry.util.types import Attributes
 
-__all__ = ["ATTR", "EVENT", "SPAN", "meter", "tracer"]
+__all__ = ["ATTR", "EVENT", "METRIC", "SPAN", "meter", "tracer"]
 
-tracer = trace.get_tracer("actorlog")
+_api_tracer = trace.get_tracer("actorlog")  # a ProxyTracer: follows the global provider once set
 meter = metrics.get_meter("actorlog")
+
+# With no SDK, the API's no-op span still costs three nested context managers and a context
+# attach/detach (about 5-20 us per span, most of actorlog's per-step overhead). So until the
+# application sets a global TracerProvider, spans are skipped entirely. The check reads the
+# API's module global (one attribute load); should a future API drop it, or should the provider
+# come from the OTEL_PYTHON_TRACER_PROVIDER variable (loaded lazily by the API), every span goes
+# through the API as usual.
+_ALWAYS_API = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ or not hasattr(trace, "_TRACER_PROVIDER")
+
+
+def enabled() -> bool:
+    """True once a global TracerProvider is set (by the application's SDK setup)."""
+    return _ALWAYS_API or getattr(trace, "_TRACER_PROVIDER", None) is not None
+
+
+class _NoSpan:
+    """What ``start_as_current_span`` returns while no provider is set: the invalid span,
+    without touching the context."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> trace.Span:
+        return trace.INVALID_SPAN
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_SPAN = _NoSpan()
+
+
+class _Tracer:
+    """The ``actorlog`` tracer: the API's, with a fast path while no SDK is configured."""
+
+    __slots__ = ()
+
+    def start_as_current_span(
+        self,
+        name: str,
+        context: OtelContext | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+    ) -> AbstractContextManager[trace.Span]:
+        if not enabled():
+            return _NO_SPAN
+        return _api_tracer.start_as_current_span(
+            name, context=context, attributes=attributes, links=links
+        )
+
+
+tracer = _Tracer()
 
 
 class SPAN:
@@ -93,19 +149,29 @@ class ATTR:
     LINK_TYPE = "actorlog.link.type"
 
 
+class METRIC:
+    """Metric names."""
+
+    RECOVERY_DURATION = "actorlog.recovery.duration"
+    REPLAYED_STEPS = "actorlog.recovery.replayed_steps"
+    APPEND_DURATION = "actorlog.append.duration"
+    APPEND_BATCH_SIZE = "actorlog.append.batch_size"
+    IN_DOUBT = "actorlog.intents.in_doubt"
+
+
 recovery_duration = meter.create_histogram(
-    "actorlog.recovery.duration", unit="s", description="Time to recover one actor"
+    METRIC.RECOVERY_DURATION, unit="s", description="Time to recover one actor"
 )
 replayed_steps = meter.create_counter(
-    "actorlog.recovery.replayed_steps", unit="{step}", description="Steps re-run from the log"
+    METRIC.REPLAYED_STEPS, unit="{step}", description="Steps re-run from the log"
 )
 append_latency = meter.create_histogram(
-    "actorlog.append.duration",
+    METRIC.APPEND_DURATION,
     unit="s",
     description="Latency of one durable append of an actor's buffered entries (its commit)",
 )
 commit_batch = meter.create_histogram(
-    "actorlog.append.batch_size",
+    METRIC.APPEND_BATCH_SIZE,
     unit="{entry}",
     description="Entries made durable by one append (one commit from the actor's view)",
 )
@@ -118,7 +184,7 @@ def _observe_in_doubt(_options: Any) -> list[metrics.Observation]:
 
 
 meter.create_observable_gauge(
-    "actorlog.intents.in_doubt",
+    METRIC.IN_DOUBT,
     callbacks=[_observe_in_doubt],
     unit="{intent}",
     description="Intents in this process waiting for an operator's decision",
@@ -152,6 +218,8 @@ def extract(carrier: dict[str, str] | None) -> OtelContext | None:
 
 def span_ids() -> dict[str, str] | None:
     """The current span's ids (stored with a step so a replay can link to it)."""
+    if not enabled():
+        return None  # no step span was started: the current span is someone else's
     sc = trace.get_current_span().get_span_context()
     if not sc.is_valid:
         return None
@@ -178,8 +246,6 @@ def link_to(ids: Any) -> list[Link]:
 
 def record_failure(span: trace.Span, exc: BaseException, actor_id: str) -> None:
     """Mark a recover span failed: status ERROR and an event naming actor, seq and check."""
-    from ._errors import WALError
-
     span.set_status(Status(StatusCode.ERROR, str(exc)))
     event: dict[str, Any] = {
         ATTR.ACTOR_ID: str(getattr(exc, "actor_id", None) or actor_id),
@@ -194,7 +260,8 @@ def record_failure(span: trace.Span, exc: BaseException, actor_id: str) -> None:
     check = getattr(exc, "check", None)
     if isinstance(check, str):
         event[ATTR.CHECK] = check
-    span.add_event(EVENT.CORRUPTION if isinstance(exc, WALError) else EVENT.RECOVERY_FAILED, event)
+    damaged = isinstance(exc, CorruptEntryError | TornTailError)
+    span.add_event(EVENT.CORRUPTION if damaged else EVENT.RECOVERY_FAILED, event)
 
 
 def settled(

@@ -27,7 +27,7 @@ from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from .telemetry_agents import HANG_AT, Job, Writer
@@ -35,11 +35,15 @@ from .telemetry_agents import HANG_AT, Job, Writer
 ACTOR = "agent-1"
 
 
-def setup() -> tuple[TracerProvider, InMemorySpanExporter]:
+def setup(mode: str) -> tuple[TracerProvider, InMemorySpanExporter]:
     provider = TracerProvider(resource=Resource.create())  # reads OTEL_RESOURCE_ATTRIBUTES
-    # Simple (synchronous) export: every span is in the backend as soon as it ends, so the
-    # spans of the run that gets SIGKILLed are there too. Use BatchSpanProcessor in production.
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
+    otlp = OTLPSpanExporter()  # reads OTEL_EXPORTER_OTLP_ENDPOINT
+    if mode == "run":
+        # Synchronous export: every span is in the backend as soon as it ends, so the spans
+        # of the run that gets SIGKILLed are there too (a batch would die with the process).
+        provider.add_span_processor(SimpleSpanProcessor(otlp))
+    else:
+        provider.add_span_processor(BatchSpanProcessor(otlp))  # flushed by shutdown()
     local = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(local))
     trace.set_tracer_provider(provider)
@@ -75,7 +79,7 @@ async def recover(db: str, jobs: int, local: InMemorySpanExporter) -> dict[str, 
 
 def main(argv: list[str]) -> None:
     mode, db, jobs = argv[0], argv[1], int(argv[2])
-    provider, local = setup()
+    provider, local = setup(mode)
     try:
         if mode == "run":
             anyio.run(run, db, jobs, int(argv[3]))

@@ -14,9 +14,16 @@ from pathlib import Path
 
 import anyio
 import pytest
-from actorlog import ActorQuarantinedError, ActorSystem, CorruptEntryError, idempotency_key
+from actorlog import (
+    ActorQuarantinedError,
+    ActorSystem,
+    CorruptEntryError,
+    LogCompactedError,
+    RecoveryError,
+    idempotency_key,
+)
 from actorlog._records import decode
-from actorlog._telemetry import ATTR, EVENT, SPAN
+from actorlog._telemetry import ATTR, EVENT, SPAN, record_failure
 from actorlog.store import EntryRow, Store
 from actorlog.stores import MemoryStore, SqliteStore
 from opentelemetry import trace
@@ -486,3 +493,31 @@ async def test_in_doubt_operator_retry_and_fail_are_traced(
         assert (rerun[ATTR.TOOL], rerun[ATTR.ATTEMPT]) == ("send_email", 2)
     else:
         assert attrs_of(step)[ATTR.OUTCOME] == "error"
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_failure_event_names_corruption_only_for_damaged_entries(
+    spans: InMemorySpanExporter,
+) -> None:
+    tracer = trace.get_tracer("t")
+    errors = [
+        CorruptEntryError("a", 7, "seq chain", "gap"),
+        LogCompactedError("a", 40),
+        RecoveryError("a", 9, "a step completed after an unfinished one"),
+    ]
+    for exc in errors:
+        with tracer.start_as_current_span("recover") as span:
+            record_failure(span, exc, "a")
+    corrupt, compacted, other = spans.get_finished_spans()
+    assert all(s.status.status_code is StatusCode.ERROR for s in (corrupt, compacted, other))
+    assert _events(corrupt, EVENT.CORRUPTION) == [
+        {
+            ATTR.ACTOR_ID: "a",
+            ATTR.SEQ: 7,
+            ATTR.CHECK: "seq chain",
+            ATTR.ERROR_TYPE: "CorruptEntryError",
+            ATTR.ERROR_MESSAGE: str(errors[0]),
+        }
+    ]
+    assert _events(compacted, EVENT.RECOVERY_FAILED)[0][ATTR.ERROR_TYPE] == "LogCompactedError"
+    assert _events(other, EVENT.RECOVERY_FAILED)[0][ATTR.SEQ] == 9
