@@ -157,6 +157,7 @@ class METRIC:
     APPEND_DURATION = "actorlog.append.duration"
     APPEND_BATCH_SIZE = "actorlog.append.batch_size"
     IN_DOUBT = "actorlog.intents.in_doubt"
+    COMMIT_APPENDS = "actorlog.store.commit.appends"
 
 
 recovery_duration = meter.create_histogram(
@@ -174,6 +175,12 @@ commit_batch = meter.create_histogram(
     METRIC.APPEND_BATCH_SIZE,
     unit="{entry}",
     description="Entries made durable by one append (one commit from the actor's view)",
+)
+
+store_commit_appends = meter.create_histogram(
+    METRIC.COMMIT_APPENDS,
+    unit="{append}",
+    description="Actor appends that shared one store transaction (group commit)",
 )
 
 _in_doubt_count = 0
@@ -194,6 +201,11 @@ meter.create_observable_gauge(
 def add_in_doubt(delta: int) -> None:
     global _in_doubt_count
     _in_doubt_count += delta
+
+
+def record_commit(appends: int) -> None:
+    """Called by stores' group commit once per shared transaction."""
+    store_commit_appends.record(appends)
 
 
 def record_append(seconds: float, rows: int) -> None:

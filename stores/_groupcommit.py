@@ -19,6 +19,8 @@ from typing import Generic, TypeVar
 
 import anyio
 
+from actorlog import _telemetry
+
 __all__ = ["GroupCommitter", "Request"]
 
 T = TypeVar("T")
@@ -76,6 +78,7 @@ class GroupCommitter(Generic[T]):
             while True:
                 batch, self._queue = self._queue, []
                 self.last_batch_size = len(batch)
+                _telemetry.record_commit(len(batch))
                 try:
                     await self._commit(batch)
                 except BaseException as exc:
