@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
 import anyio
-
 from actorlog import _telemetry
 
 __all__ = ["GroupCommitter", "Request"]

@@ -106,4 +106,3 @@ async def test_in_doubt_gauge_counts_intents_waiting_for_an_operator(
         with anyio.fail_after(5):
             await system.ref(Researcher, "r").ask(Ask("?"), message_id="m1")
         assert _gauge(metric_reader, "actorlog.intents.in_doubt") == 0
-
