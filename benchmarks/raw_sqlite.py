@@ -182,13 +182,20 @@ def results_table(results: Sequence[RawResult]) -> Table:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
+    parser.add_argument("--repeat", type=int, default=1, help="interleaved runs; medians shown")
     parser.add_argument("--dir", default=None, help="where to create the temp database files")
     parser.add_argument("--no-write", action="store_true", help="print only; no docs/ file")
     args = parser.parse_args(argv)
 
     with scratch_dir(args.dir) as d:
         info = machine_info(d)
-        results = run_all(d, args.seconds)
+        runs: dict[tuple[str, str, int], list[RawResult]] = {}
+        for rep in range(args.repeat):
+            sub = d / f"r{rep}"
+            sub.mkdir()
+            for r in run_all(sub, args.seconds):
+                runs.setdefault((r.driver, r.synchronous, r.rows_per_txn), []).append(r)
+        results = [sorted(v, key=lambda r: r.commits_per_s)[len(v) // 2] for v in runs.values()]
         info["load average (1, 5, 15 min) at end"] = loadavg()
     table = results_table(results)
     print(table.text())
@@ -204,7 +211,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             "`aiosqlite` pays one hop to its worker thread per awaited call.\n\n"
             + table.markdown()
             + f"\n\nEach line ran for {args.seconds:g} s after 20 warm-up commits, "
-            f"single process, pid {os.getpid()}."
+            f"single process, pid {os.getpid()}"
+            + (f"; the median of {args.repeat} interleaved runs." if args.repeat > 1 else ".")
         )
         out = write_report("raw_sqlite", "Raw SQLite commit rate", body, info=info)
         print(f"\nwrote {out}")
