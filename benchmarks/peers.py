@@ -76,13 +76,13 @@ def available(system: str) -> str | None:
     base = system.split("@", 1)[0]
     if base.startswith("dbos"):
         if importlib.util.find_spec("dbos") is None:
-            return "not installed (pip install dbos)"
+            return "not installed (pip install 'actorlog[peers]', or dbos)"
     elif base.startswith("langgraph"):
         if (
             importlib.util.find_spec("langgraph") is None
             or importlib.util.find_spec("langgraph.checkpoint.sqlite") is None
         ):
-            return "not installed (pip install langgraph langgraph-checkpoint-sqlite)"
+            return "not installed (pip install 'actorlog[peers]')"
     elif base.startswith("actorlog"):
         try:
             import actorlog
