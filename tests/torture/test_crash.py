@@ -55,7 +55,9 @@ TOUR: list[str] = [
 _references: dict[tuple[int, int], Outcome] = {}
 
 
-def _config(base: Path, name: str, seed: int, jobs: int = JOBS) -> Config:
+def _config(
+    base: Path, name: str, seed: int, jobs: int = JOBS, durability: str = "fsync"
+) -> Config:
     d = base / name
     d.mkdir(parents=True)
     return Config(
@@ -65,6 +67,7 @@ def _config(base: Path, name: str, seed: int, jobs: int = JOBS) -> Config:
         seed=seed,
         jobs=jobs,
         workers=WORKERS,
+        durability=durability,
     )
 
 
@@ -122,9 +125,11 @@ def _ran_while_verifying(cfg: Config) -> int:
         db.close()
 
 
-def _scenario(base: Path, name: str, seed: int, plans: Iterator[RunPlan]) -> tuple[Config, Outcome]:
+def _scenario(
+    base: Path, name: str, seed: int, plans: Iterator[RunPlan], durability: str = "fsync"
+) -> tuple[Config, Outcome]:
     ref = _reference(base, seed)
-    cfg = _config(base, name, seed)
+    cfg = _config(base, name, seed, durability=durability)
     got = run_scenario(cfg, plans, log=base / "kills.log")
     _count(got)
     problems = check(ref, got)
@@ -235,3 +240,20 @@ def test_kill_at_random_boundaries_and_moments(seed: int, tmp_path: Path) -> Non
         _, got = _scenario(tmp_path, f"mixed-{i}", seed, mixed_plans(rng, 10, 0.6, 1.8))
         kills += len(got.kills)
     assert kills >= 4, f"seed {seed}: too few kills landed ({kills})"
+
+
+def test_kill_with_the_faster_durability_mode(seed: int, tmp_path: Path) -> None:
+    """``durability="survive-process-crash"`` (synchronous=NORMAL) promises exactly this:
+    a killed process loses nothing acknowledged."""
+    rng = random.Random(seed)
+    kills = 0
+    for i in range(soak(1)):
+        _, got = _scenario(
+            tmp_path,
+            f"normal-{i}",
+            seed,
+            mixed_plans(rng, 10, 0.6, 1.8),
+            durability="survive-process-crash",
+        )
+        kills += len(got.kills)
+    assert kills >= 2, f"seed {seed}: too few kills landed ({kills})"

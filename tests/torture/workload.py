@@ -55,6 +55,7 @@ from actorlog import (
     tool,
 )
 from actorlog.stores import SqliteStore
+from actorlog.stores.sqlite import Durability
 
 from .faulty import FaultyStore, KillSwitch
 
@@ -86,7 +87,8 @@ class Config:
     Environment: ``ACTORLOG_TORTURE_DB`` (store file), ``ACTORLOG_TORTURE_LEDGER``,
     ``ACTORLOG_TORTURE_OUT`` (final dump), ``ACTORLOG_TORTURE_SEED``,
     ``ACTORLOG_TORTURE_JOBS``, ``ACTORLOG_TORTURE_WORKERS``, ``ACTORLOG_TORTURE_RUN`` (run
-    number, recorded with every tool execution), ``ACTORLOG_TORTURE_KILL`` (kill spec).
+    number, recorded with every tool execution), ``ACTORLOG_TORTURE_KILL`` (kill spec),
+    ``ACTORLOG_TORTURE_DURABILITY`` (the SqliteStore durability mode).
     """
 
     db: str
@@ -96,6 +98,7 @@ class Config:
     jobs: int = 30
     workers: int = 3
     run: int = 0
+    durability: str = "fsync"
 
     @classmethod
     def from_env(cls) -> Config:
@@ -108,6 +111,7 @@ class Config:
             jobs=int(e.get("ACTORLOG_TORTURE_JOBS", "30")),
             workers=int(e.get("ACTORLOG_TORTURE_WORKERS", "3")),
             run=int(e.get("ACTORLOG_TORTURE_RUN", "0")),
+            durability=e.get("ACTORLOG_TORTURE_DURABILITY", "fsync"),
         )
 
     def env(self) -> dict[str, str]:
@@ -119,6 +123,7 @@ class Config:
             "ACTORLOG_TORTURE_JOBS": str(self.jobs),
             "ACTORLOG_TORTURE_WORKERS": str(self.workers),
             "ACTORLOG_TORTURE_RUN": str(self.run),
+            "ACTORLOG_TORTURE_DURABILITY": self.durability,
         }
 
 
@@ -484,7 +489,8 @@ async def _resolver(system: ActorSystem, cfg: Config) -> None:
 
 async def run_worker(cfg: Config, kill: KillSwitch) -> None:
     configure(cfg, kill)
-    store = FaultyStore(SqliteStore(cfg.db), kill=kill)
+    durability: Durability = "fsync" if cfg.durability == "fsync" else "survive-process-crash"
+    store = FaultyStore(SqliteStore(cfg.db, durability=durability), kill=kill)
     jobs = make_jobs(cfg.seed, cfg.jobs, cfg.workers)
     dump: dict[str, Any] = {}
     async with (
