@@ -1,0 +1,506 @@
+"""Durable pydantic-ai agents: every model request and tool call journaled by actorlog.
+
+::
+
+    from pydantic_ai import Agent
+    from actorlog import ActorSystem
+    from actorlog.integrations.pydantic_ai import AgentActor, DurableAgent, IDEMPOTENT, READ
+
+    agent = Agent("openai:gpt-5", name="travel")
+    durable = DurableAgent(agent, tools={"search": READ, "book": IDEMPOTENT})
+
+    async with ActorSystem("sqlite:///agents.db", actors=[AgentActor]) as system:
+        result = await durable.run(system, "trip-42", "Plan my trip", message_id="trip-42/1")
+
+A run is one message to an ``AgentActor`` with a stable id. Inside its step, each model
+request goes through ``ctx.call`` as a read effect (the response is logged; replay returns
+it and never asks the model again), and each tool call goes through ``ctx.call`` with the
+tool's declared effect (read, idempotent write, reconcile, or, by default, escalate to an
+operator when in doubt). The conversation's message history is the actor's state, so a
+run killed anywhere resumes at the model request or tool call where it stopped.
+See docs/pydantic-ai.md.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import attrs
+import pydantic
+from opentelemetry import trace
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
+from pydantic_ai.agent import EventStreamHandler
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
+from pydantic_ai.models import (
+    CompletedStreamedResponse,
+    Model,
+    ModelRequestParameters,
+    StreamedResponse,
+)
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import RunContext
+from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+from pydantic_ai.usage import RunUsage
+from pydantic_core import to_jsonable_python
+
+from .._actor import Actor
+from .._context import Context
+from .._errors import ConfigurationError
+from .._system import ActorSystem
+from .._tools import Effect, Happened, NotHappened, Tool
+
+__all__ = [
+    "AgentActor",
+    "AgentState",
+    "DurableAgent",
+    "DurableRunResult",
+    "ESCALATE",
+    "IDEMPOTENT",
+    "READ",
+    "RunPrompt",
+    "ToolEffect",
+    "idempotency_key",
+    "reconciled",
+]
+
+DepsT = TypeVar("DepsT")
+OutputT = TypeVar("OutputT")
+
+#: The log's tool name of a model request, and the prefix of a pydantic-ai tool's name.
+MODEL_REQUEST = "pydantic_ai.model_request"
+TOOL_PREFIX = "pydantic_ai.tool."
+
+#: Fields of pydantic-ai messages that differ between an original run and its replay
+#: (clock readings and per-run ids); left out of a model request's fingerprint.
+_VOLATILE = frozenset({"timestamp", "run_id", "conversation_id"})
+_MARK = "__pydantic_ai__"
+
+# -- declaring what a tool does -------------------------------------------------------------
+
+PydanticReconcileFn = Callable[[str, dict[str, Any]], Awaitable["Happened | NotHappened | None"]]
+
+
+@attrs.frozen
+class ToolEffect:
+    """What a pydantic-ai tool does, and so what recovery does when a call of it is in doubt
+    (logged as started, no result): see actorlog's ``@tool``.
+
+    * ``READ``: safe to repeat; re-run when in doubt.
+    * ``IDEMPOTENT``: a write that takes ``idempotency_key()`` and applies once per key;
+      re-run with the same key when in doubt.
+    * ``reconciled(fn)``: a write; after a crash ``await fn(key, tool_args)`` says whether
+      it happened (``Happened(result)`` / ``NotHappened()`` / ``None`` for "don't know").
+    * ``ESCALATE`` (the default for undeclared tools): a write; the actor waits in status
+      ``in_doubt`` until an operator resolves it (``system.resolve`` or the CLI).
+    """
+
+    effect: Effect = "write"
+    idempotent: bool = False
+    reconcile: PydanticReconcileFn | None = None
+
+
+READ = ToolEffect("read")
+IDEMPOTENT = ToolEffect("write", idempotent=True)
+ESCALATE = ToolEffect("write")
+
+
+def reconciled(fn: PydanticReconcileFn) -> ToolEffect:
+    """A write whose in-doubt calls are settled by asking ``fn(key, tool_args)``."""
+    return ToolEffect("write", reconcile=fn)
+
+
+_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("actorlog_pai_key", default=None)
+
+
+def idempotency_key() -> str:
+    """Inside a tool declared ``IDEMPOTENT``: the stable idempotency key of this call, the
+    same on every re-run after a crash. Pass it to the external system."""
+    key = _KEY.get()
+    if not key:
+        raise ConfigurationError(
+            "idempotency_key() is only available inside a tool declared IDEMPOTENT and run "
+            "by a DurableAgent"
+        )
+    return key
+
+
+# -- the actor ------------------------------------------------------------------------------
+
+
+@attrs.define
+class RunPrompt:
+    """The message that runs a DurableAgent once (``DurableAgent.run`` / ``answer`` send it)."""
+
+    agent: str
+    prompt: str | None = None
+    #: answers to deferred tool calls (human in the loop): tool_call_id -> result (JSON)
+    deferred_results: dict[str, Any] | None = None
+    new_conversation: bool = False
+
+
+@attrs.define
+class AgentState:
+    """The conversation so far: pydantic-ai messages as JSON (``ModelMessagesTypeAdapter``)."""
+
+    messages: list[Any] = attrs.Factory(list)
+    runs: int = 0
+
+
+_AGENTS: dict[str, DurableAgent[Any, Any]] = {}
+
+
+class AgentActor(Actor[AgentState]):
+    """Runs a registered DurableAgent; one actor per conversation (its stable id)."""
+
+    async def receive(self, ctx: Context, msg: RunPrompt) -> dict[str, Any]:
+        durable = _AGENTS.get(msg.agent)
+        if durable is None:
+            raise ConfigurationError(
+                f"no DurableAgent named {msg.agent!r} in this process: create it (at import "
+                "time, before the ActorSystem starts) so recovery can run it"
+            )
+        return await durable._step(ctx, self.state, msg)
+
+
+# -- results --------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class DurableRunResult(Generic[OutputT]):
+    """What a durable run produced (the same after any crash)."""
+
+    output: OutputT | DeferredToolRequests
+    #: the whole conversation, this run included
+    messages: list[ModelMessage]
+    #: this run's messages
+    new_messages: list[ModelMessage]
+    usage: RunUsage
+
+    @property
+    def deferred(self) -> DeferredToolRequests | None:
+        """The tool calls waiting for an answer (``DurableAgent.answer``), if the run stopped
+        for them."""
+        return self.output if isinstance(self.output, DeferredToolRequests) else None
+
+
+# -- the agent wrapper ----------------------------------------------------------------------
+
+
+class DurableAgent(Generic[DepsT, OutputT]):
+    """A pydantic-ai ``Agent`` whose runs are actor steps journaled by actorlog.
+
+    Create it once per process at import time (recovery on start looks it up by name), and
+    register ``AgentActor`` with the ``ActorSystem``.
+
+    Args:
+        agent: the pydantic-ai agent; its model, tools, toolsets and output type are used.
+        name: the name runs are logged under (default: ``agent.name``); keep it stable.
+        tools: each tool's effect by tool name (``READ``, ``IDEMPOTENT``,
+            ``reconciled(fn)``, ``ESCALATE``); undeclared tools get ``default_tool_effect``.
+        default_tool_effect: ``ESCALATE`` unless said otherwise.
+        model: the model to use instead of the agent's own.
+        deps: the agent's dependencies (process-local: they are not logged).
+        event_stream_handler: receives the run's events; see docs/pydantic-ai.md for what
+            is replayed to it after a resume.
+    """
+
+    def __init__(
+        self,
+        agent: Agent[DepsT, OutputT],
+        *,
+        name: str | None = None,
+        tools: Mapping[str, ToolEffect] | None = None,
+        default_tool_effect: ToolEffect = ESCALATE,
+        model: Model | str | None = None,
+        deps: DepsT | None = None,
+        event_stream_handler: EventStreamHandler[DepsT] | None = None,
+    ) -> None:
+        name = name or agent.name
+        if not name:
+            raise ConfigurationError("a DurableAgent needs a stable name: Agent(name=...)")
+        if model is None and agent.model is None:
+            raise ConfigurationError(f"agent {name!r} has no model: pass model=...")
+        self.agent = agent
+        self.name = name
+        self.tools: dict[str, ToolEffect] = dict(tools or {})
+        self.default_tool_effect = default_tool_effect
+        self.model = model
+        self.deps = deps
+        self.event_stream_handler = event_stream_handler
+        _AGENTS[name] = self
+
+    # -- caller side -----------------------------------------------------------------------
+
+    async def run(
+        self,
+        system: ActorSystem,
+        actor_id: str,
+        prompt: str,
+        *,
+        message_id: str | None = None,
+        new_conversation: bool = False,
+        timeout: float | None = None,
+    ) -> DurableRunResult[OutputT]:
+        """Run the agent on ``prompt`` in the conversation ``actor_id``.
+
+        With ``message_id``, calling again after any crash returns the recorded result
+        without running (or paying for) anything again.
+        """
+        msg = RunPrompt(self.name, prompt, new_conversation=new_conversation)
+        return await self._ask(system, actor_id, msg, message_id, timeout)
+
+    async def answer(
+        self,
+        system: ActorSystem,
+        actor_id: str,
+        results: Mapping[str, Any],
+        *,
+        message_id: str | None = None,
+        timeout: float | None = None,
+    ) -> DurableRunResult[OutputT]:
+        """Continue a run that stopped for deferred tool calls (human in the loop):
+        ``results`` maps each ``tool_call_id`` to the tool's result (JSON-encodable)."""
+        plain = to_jsonable_python(dict(results))
+        msg = RunPrompt(self.name, None, deferred_results=plain)
+        return await self._ask(system, actor_id, msg, message_id, timeout)
+
+    async def _ask(
+        self,
+        system: ActorSystem,
+        actor_id: str,
+        msg: RunPrompt,
+        message_id: str | None,
+        timeout: float | None,
+    ) -> DurableRunResult[OutputT]:
+        ref = await system.spawn(AgentActor, actor_id)
+        reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
+        return self._result(reply)
+
+    def _result(self, reply: dict[str, Any]) -> DurableRunResult[OutputT]:
+        output: Any = reply["output"]
+        if reply.get("deferred"):
+            output = pydantic.TypeAdapter(DeferredToolRequests).validate_python(output)
+        else:
+            spec: Any = self.agent.output_type
+            try:
+                output = pydantic.TypeAdapter(spec).validate_python(output)
+            except Exception:  # an output spec that is not a type: the JSON form
+                pass
+        messages = ModelMessagesTypeAdapter.validate_python(reply["messages"])
+        return DurableRunResult(
+            output=output,
+            messages=messages,
+            new_messages=messages[int(reply["new_from"]) :],
+            usage=pydantic.TypeAdapter(RunUsage).validate_python(reply["usage"]),
+        )
+
+    # -- actor side ------------------------------------------------------------------------
+
+    def effect_of(self, tool_name: str) -> ToolEffect:
+        return self.tools.get(tool_name, self.default_tool_effect)
+
+    async def _step(self, ctx: Context, state: AgentState, msg: RunPrompt) -> dict[str, Any]:
+        history = [] if msg.new_conversation else state.messages
+        messages = ModelMessagesTypeAdapter.validate_python(history)
+        deferred = (
+            DeferredToolResults(calls=dict(msg.deferred_results)) if msg.deferred_results else None
+        )
+        model = _JournaledModel(self.model or self.agent.model, ctx)  # type: ignore[arg-type]
+        toolsets: list[AbstractToolset[DepsT]] = [
+            _JournaledToolset(ts, self, ctx) for ts in self.agent.toolsets
+        ]
+        run_id = f"{ctx.actor_id}:{ctx.step_seq}"
+        with (
+            self.agent.override(tools=[], toolsets=toolsets),
+            Agent.parallel_tool_call_execution_mode("sequential"),
+        ):
+            agent: Any = self.agent  # run()'s overloads are too many for mypy to check
+            result = await agent.run(
+                msg.prompt,
+                message_history=messages or None,
+                deferred_tool_results=deferred,
+                model=model,
+                deps=self.deps,
+                run_id=run_id,
+                conversation_id=ctx.actor_id,
+                event_stream_handler=self.event_stream_handler,
+                infer_name=False,
+            )
+        all_messages = ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json")
+        state.messages = all_messages
+        state.runs += 1
+        usage = result.usage
+        span = trace.get_current_span()
+        span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+        span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+        span.set_attribute("actorlog.pydantic_ai.agent", self.name)
+        return {
+            "output": to_jsonable_python(result.output),
+            "deferred": isinstance(result.output, DeferredToolRequests),
+            "messages": all_messages,
+            "new_from": len(messages),
+            "usage": to_jsonable_python(usage),
+        }
+
+
+# -- journaling: model requests -------------------------------------------------------------
+
+
+def _strip(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k not in _VOLATILE}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def fingerprint(messages: Sequence[ModelMessage]) -> str:
+    """What a model request asks, without clock readings and run ids: replay checks that the
+    agent asks the same thing the log recorded at that position."""
+    plain = _strip(ModelMessagesTypeAdapter.dump_python(list(messages), mode="json"))
+    blob = json.dumps(plain, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _dump_response(response: ModelResponse) -> Any:
+    return ModelMessagesTypeAdapter.dump_python([response], mode="json")[0]
+
+
+def _load_response(plain: Any) -> ModelResponse:
+    (msg,) = ModelMessagesTypeAdapter.validate_python([plain])
+    if not isinstance(msg, ModelResponse):
+        raise ConfigurationError(f"the log holds a {type(msg).__name__} for a model response")
+    return msg
+
+
+class _JournaledModel(WrapperModel):
+    """Each request is ``ctx.call`` of a read effect whose result is the ModelResponse."""
+
+    def __init__(self, wrapped: Model | str, ctx: Context) -> None:
+        super().__init__(wrapped)
+        self._actor_ctx = ctx
+
+    async def _journaled(
+        self, messages: list[ModelMessage], call: Callable[[], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        async def model_request(model: str, request: str) -> Any:
+            response = await call()
+            span = trace.get_current_span()
+            span.set_attribute("gen_ai.request.model", model)
+            if response.model_name:
+                span.set_attribute("gen_ai.response.model", response.model_name)
+            span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)
+            return _dump_response(response)
+
+        t = Tool(model_request, name=MODEL_REQUEST, effect="read", idempotent=False, reconcile=None)
+        plain = await self._actor_ctx.call(t, self.wrapped.model_name, fingerprint(messages))
+        return _load_response(plain)
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        return await self._journaled(
+            messages,
+            lambda: self.wrapped.request(messages, model_settings, model_request_parameters),
+        )
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        async def drain() -> ModelResponse:
+            async with self.wrapped.request_stream(
+                messages, model_settings, model_request_parameters, run_context
+            ) as streamed:
+                async for _ in streamed:
+                    pass
+            return streamed.get()
+
+        response = await self._journaled(messages, drain)
+        # The handler sees each response as a whole (part start + one delta per part), built
+        # from the logged response: the same events live and after a resume.
+        yield CompletedStreamedResponse(
+            response, model_request_parameters=model_request_parameters, replay_events=True
+        )
+
+
+# -- journaling: tool calls -----------------------------------------------------------------
+
+
+@dataclass
+class _JournaledToolset(WrapperToolset[DepsT]):
+    """Each tool call is ``ctx.call`` with the tool's declared effect."""
+
+    durable: DurableAgent[DepsT, Any]
+    actor_ctx: Context
+
+    async def call_tool(
+        self,
+        name: str,
+        tool_args: dict[str, Any],
+        ctx: RunContext[DepsT],
+        tool: ToolsetTool[DepsT],
+    ) -> Any:
+        declared = self.durable.effect_of(name)
+        wrapped = self.wrapped
+
+        async def call(args: dict[str, Any], *, idempotency_key: str = "") -> Any:
+            token = _KEY.set(idempotency_key or None)
+            trace.get_current_span().set_attribute("actorlog.pydantic_ai.tool_name", name)
+            try:
+                value = await wrapped.call_tool(name, tool_args, ctx, tool)
+            except ModelRetry as exc:
+                return {_MARK: "retry", "message": exc.message}
+            except CallDeferred as exc:
+                return {_MARK: "deferred", "metadata": exc.metadata, "kind": exc.kind}
+            except ApprovalRequired as exc:
+                return {_MARK: "approval", "metadata": exc.metadata}
+            finally:
+                _KEY.reset(token)
+            return {_MARK: "value", "value": to_jsonable_python(value)}
+
+        reconcile = None
+        if declared.reconcile is not None:
+            user_fn = declared.reconcile
+
+            async def reconcile(key: str, arguments: dict[str, Any]) -> Any:
+                answer = await user_fn(key, arguments.get("args") or {})
+                if isinstance(answer, Happened):
+                    return Happened({_MARK: "value", "value": to_jsonable_python(answer.result)})
+                return answer
+
+        t = Tool(
+            call,
+            name=TOOL_PREFIX + name,
+            effect=declared.effect,
+            idempotent=declared.idempotent,
+            reconcile=reconcile,
+        )
+        plain = await self.actor_ctx.call(t, to_jsonable_python(tool_args))
+        if not (isinstance(plain, dict) and _MARK in plain):
+            return plain  # an operator resolved the call with a bare result
+        kind = plain[_MARK]
+        if kind == "retry":
+            raise ModelRetry(str(plain["message"]))
+        if kind == "deferred":
+            raise CallDeferred(plain.get("metadata"), kind=plain.get("kind") or "external")
+        if kind == "approval":
+            raise ApprovalRequired(plain.get("metadata"))
+        return plain["value"]
