@@ -425,15 +425,12 @@ class _JournaledModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
         run_context: RunContext[Any] | None = None,
     ) -> AsyncIterator[StreamedResponse]:
-        async def drain() -> ModelResponse:
-            async with self.wrapped.request_stream(
-                messages, model_settings, model_request_parameters, run_context
-            ) as streamed:
-                async for _ in streamed:
-                    pass
-            return streamed.get()
-
-        response = await self._journaled(messages, drain)
+        # The provider is asked without streaming: the response is logged whole, and the
+        # stream below is rebuilt from it, so live and replayed runs give the same events.
+        response = await self._journaled(
+            messages,
+            lambda: self.wrapped.request(messages, model_settings, model_request_parameters),
+        )
         # The handler sees each response as a whole (part start + one delta per part), built
         # from the logged response: the same events live and after a resume.
         yield CompletedStreamedResponse(

@@ -1,0 +1,183 @@
+"""DurableAgent in one process: recorded results, in-doubt escalation, human in the loop,
+and what an event stream handler sees after a resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("pydantic_ai")
+
+from actorlog import ActorSystem
+from actorlog.integrations.pydantic_ai import (
+    ESCALATE,
+    READ,
+    AgentActor,
+    DurableAgent,
+    ToolEffect,
+)
+from actorlog.stores import MemoryStore, SqliteStore
+from pydantic_ai import Agent, CallDeferred, DeferredToolRequests, RunContext
+from pydantic_ai.messages import (
+    AgentStreamEvent,
+    FunctionToolCallEvent,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def two_step_model(tool: str, calls: list[int]) -> FunctionModel:
+    """Calls ``tool`` once, then answers with what it returned; counts its requests."""
+
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls.append(1)
+        returns = [
+            str(p.content)
+            for m in messages
+            if isinstance(m, ModelRequest)
+            for p in m.parts
+            if isinstance(p, ToolReturnPart)
+        ]
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart(tool, {"x": "1"}, tool_call_id="c1")])
+        return ModelResponse(parts=[TextPart("answer: " + returns[-1])])
+
+    return FunctionModel(fn, model_name="two-step")
+
+
+@pytest.mark.anyio
+async def test_asking_again_returns_the_recorded_run_without_calling_anything() -> None:
+    calls: list[int] = []
+    ran: list[str] = []
+    agent = Agent(two_step_model("lookup", calls), name="t-recorded")
+
+    @agent.tool_plain
+    async def lookup(x: str) -> str:
+        ran.append(x)
+        return f"found {x}"
+
+    durable = DurableAgent(agent, tools={"lookup": READ})
+    async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
+        first = await durable.run(system, "c-1", "go", message_id="m-1")
+        again = await durable.run(system, "c-1", "go", message_id="m-1")
+    assert first.output == again.output == "answer: found 1"
+    assert calls == [1, 1] and ran == ["1"]
+    assert again.usage.requests == 2 and again.usage.tool_calls == 1
+    assert len(first.new_messages) == 4
+
+
+@pytest.mark.anyio
+async def test_a_second_run_continues_the_conversation() -> None:
+    seen: list[int] = []
+
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(len(messages))
+        return ModelResponse(parts=[TextPart(f"{len(messages)} messages so far")])
+
+    durable = DurableAgent(Agent(FunctionModel(fn), name="t-conversation"))
+    async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
+        await durable.run(system, "c-2", "hello", message_id="a")
+        second = await durable.run(system, "c-2", "again", message_id="b")
+        fresh = await durable.run(system, "c-2", "anew", message_id="c", new_conversation=True)
+    assert seen == [1, 3, 1]
+    assert len(second.messages) == 4 and len(second.new_messages) == 2
+    assert fresh.output == "1 messages so far"
+
+
+@pytest.mark.anyio
+async def test_an_undeclared_write_in_doubt_escalates_and_events_are_replayed(
+    tmp_path: Path,
+) -> None:
+    """A tool cut off mid-call (the system shuts down under it) with no declared effect is
+    in doubt after the restart; the run waits for an operator, whose answer the agent
+    sees. The event stream handler is given the whole run again, rebuilt from the log."""
+    calls: list[int] = []
+    started: list[str] = []
+    events: list[list[str]] = []
+    block = True
+
+    async def handler(ctx: RunContext[Any], stream: Any) -> None:
+        run: list[str] = []
+        events.append(run)
+        event: AgentStreamEvent
+        async for event in stream:
+            run.append(type(event).__name__)
+            if isinstance(event, FunctionToolCallEvent):
+                run.append(event.part.tool_name)
+
+    agent = Agent(two_step_model("pay", calls), name="t-escalate")
+
+    @agent.tool_plain
+    async def pay(x: str) -> str:
+        started.append(x)
+        if block:
+            await anyio.sleep_forever()
+        return "paid"
+
+    durable = DurableAgent(agent, event_stream_handler=handler)
+    assert durable.effect_of("pay") == ESCALATE
+    store = tmp_path / "agents.db"
+
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor], shutdown_grace=0.1) as system:
+        with anyio.move_on_after(1):
+            await durable.run(system, "c-3", "pay it", message_id="pay-1")
+    assert started == ["1"] and len(calls) == 1
+    first_events = [e for run in events for e in run]
+
+    block = False
+    events.clear()
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        pending = await system.wait_in_doubt("c-3")
+        ((seq, (tool_name, _key)),) = pending.items()
+        assert tool_name == "pydantic_ai.tool.pay"
+        await system.resolve("c-3", seq, result="paid by hand", reason="checked the bank")
+        result = await durable.run(system, "c-3", "pay it", message_id="pay-1")
+    assert result.output == "answer: paid by hand"
+    assert started == ["1"]  # never re-run
+    assert len(calls) == 2  # the first request came from the log
+    replayed = [e for run in events for e in run]
+    assert replayed[: len(first_events)] == first_events
+
+
+@pytest.mark.anyio
+async def test_human_in_the_loop_waits_across_a_restart(tmp_path: Path) -> None:
+    calls: list[int] = []
+    agent = Agent(
+        two_step_model("ask_human", calls),
+        name="t-human",
+        output_type=[str, DeferredToolRequests],
+    )
+
+    @agent.tool_plain
+    async def ask_human(x: str) -> str:
+        raise CallDeferred(kind="question")
+
+    durable = DurableAgent(agent, tools={"ask_human": ToolEffect("read")})
+    store = tmp_path / "agents.db"
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        waiting = await durable.run(system, "c-4", "ask them", message_id="q")
+    assert waiting.deferred is not None
+    (call,) = waiting.deferred.calls
+    assert call.tool_name == "ask_human"
+
+    # days later, in another process: the answer is a message to the same actor
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        done = await durable.answer(
+            system, "c-4", {call.tool_call_id: "yes, go ahead"}, message_id="q/answer"
+        )
+    assert done.output == "answer: yes, go ahead"
+    assert done.deferred is None
+    assert len(calls) == 2
