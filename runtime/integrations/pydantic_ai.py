@@ -144,6 +144,8 @@ class RunPrompt:
     prompt: str | None = None
     #: answers to deferred tool calls (human in the loop): tool_call_id -> result (JSON)
     deferred_results: dict[str, Any] | None = None
+    #: decisions on tool calls that required approval: tool_call_id -> approved
+    approvals: dict[str, bool] | None = None
     new_conversation: bool = False
 
 
@@ -262,15 +264,23 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self,
         system: ActorSystem,
         actor_id: str,
-        results: Mapping[str, Any],
+        results: Mapping[str, Any] | None = None,
         *,
+        approvals: Mapping[str, bool] | None = None,
         message_id: str | None = None,
         timeout: float | None = None,
     ) -> DurableRunResult[OutputT]:
         """Continue a run that stopped for deferred tool calls (human in the loop):
-        ``results`` maps each ``tool_call_id`` to the tool's result (JSON-encodable)."""
-        plain = to_jsonable_python(dict(results))
-        msg = RunPrompt(self.name, None, deferred_results=plain)
+        ``results`` maps the ``tool_call_id`` of each call that raised ``CallDeferred`` to
+        its result (JSON-encodable); ``approvals`` maps each call that required approval to
+        True (run it, journaled like any call) or False (deny it)."""
+        plain = to_jsonable_python(dict(results)) if results else None
+        msg = RunPrompt(
+            self.name,
+            None,
+            deferred_results=plain,
+            approvals=dict(approvals) if approvals else None,
+        )
         return await self._ask(system, actor_id, msg, message_id, timeout)
 
     async def _ask(
@@ -311,9 +321,12 @@ class DurableAgent(Generic[DepsT, OutputT]):
     async def _step(self, ctx: Context, state: AgentState, msg: RunPrompt) -> dict[str, Any]:
         history = [] if msg.new_conversation else state.messages
         messages = ModelMessagesTypeAdapter.validate_python(history)
-        deferred = (
-            DeferredToolResults(calls=dict(msg.deferred_results)) if msg.deferred_results else None
-        )
+        deferred = None
+        if msg.deferred_results or msg.approvals:
+            deferred = DeferredToolResults(
+                calls=dict(msg.deferred_results or {}),
+                approvals=dict(msg.approvals or {}),
+            )
         model = _JournaledModel(self.model or self.agent.model, ctx)  # type: ignore[arg-type]
         toolsets: list[AbstractToolset[DepsT]] = [
             _JournaledToolset(ts, self, ctx) for ts in self.agent.toolsets

@@ -181,3 +181,36 @@ async def test_human_in_the_loop_waits_across_a_restart(tmp_path: Path) -> None:
     assert done.output == "answer: yes, go ahead"
     assert done.deferred is None
     assert len(calls) == 2
+
+
+@pytest.mark.anyio
+async def test_a_tool_that_requires_approval_runs_once_approved(tmp_path: Path) -> None:
+    calls: list[int] = []
+    ran: list[str] = []
+    agent = Agent(
+        two_step_model("transfer", calls),
+        name="t-approval",
+        output_type=[str, DeferredToolRequests],
+    )
+
+    @agent.tool_plain(requires_approval=True)
+    async def transfer(x: str) -> str:
+        ran.append(x)
+        return "transferred"
+
+    durable = DurableAgent(agent)
+    store = tmp_path / "agents.db"
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        waiting = await durable.run(system, "c-5", "move money", message_id="t")
+    assert waiting.deferred is not None and ran == []
+    (call,) = waiting.deferred.approvals
+
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        done = await durable.answer(
+            system, "c-5", approvals={call.tool_call_id: True}, message_id="t/approved"
+        )
+        again = await durable.answer(
+            system, "c-5", approvals={call.tool_call_id: True}, message_id="t/approved"
+        )
+    assert done.output == again.output == "answer: transferred"
+    assert ran == ["1"]
