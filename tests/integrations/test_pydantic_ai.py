@@ -11,13 +11,16 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from actorlog import ActorSystem
+from actorlog import ActorQuarantinedError, ActorSystem, Happened, NonDeterminismError
 from actorlog.integrations.pydantic_ai import (
     ESCALATE,
+    IDEMPOTENT,
     READ,
     AgentActor,
     DurableAgent,
     ToolEffect,
+    idempotency_key,
+    reconciled,
 )
 from actorlog.stores import MemoryStore, SqliteStore
 from pydantic_ai import Agent, CallDeferred, DeferredToolRequests, RunContext
@@ -214,3 +217,80 @@ async def test_a_tool_that_requires_approval_runs_once_approved(tmp_path: Path) 
         )
     assert done.output == again.output == "answer: transferred"
     assert ran == ["1"]
+
+
+@pytest.mark.anyio
+async def test_a_reconciled_write_in_doubt_asks_the_reconcile_function(tmp_path: Path) -> None:
+    calls: list[int] = []
+    ran: list[str] = []
+    asked: list[tuple[str, dict[str, Any]]] = []
+    block = True
+
+    async def did_it_happen(key: str, tool_args: dict[str, Any]) -> Happened:
+        asked.append((key, tool_args))
+        return Happened(f"order {key} exists")
+
+    agent = Agent(two_step_model("order", calls), name="t-reconcile")
+
+    @agent.tool_plain
+    async def order(x: str) -> str:
+        ran.append(x)
+        if block:
+            await anyio.sleep_forever()
+        return "ordered"
+
+    durable = DurableAgent(agent, tools={"order": reconciled(did_it_happen)})
+    store = tmp_path / "agents.db"
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor], shutdown_grace=0.1) as system:
+        with anyio.move_on_after(1):
+            await durable.run(system, "c-6", "order it", message_id="o")
+    block = False
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        result = await durable.run(system, "c-6", "order it", message_id="o")
+    assert ran == ["1"]
+    ((key, tool_args),) = asked
+    assert tool_args == {"x": "1"} and key.startswith("c-6:")
+    assert result.output == f"answer: order {key} exists"
+
+
+@pytest.mark.anyio
+async def test_a_changed_agent_on_replay_is_non_determinism(tmp_path: Path) -> None:
+    calls: list[int] = []
+    agent = Agent(two_step_model("wait", calls), name="t-nondet", instructions="Be brief.")
+
+    @agent.tool_plain
+    async def wait(x: str) -> str:
+        await anyio.sleep_forever()
+        return "never"
+
+    DurableAgent(agent, tools={"wait": READ})
+    store = tmp_path / "agents.db"
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor], shutdown_grace=0.1) as system:
+        with anyio.move_on_after(1):
+            await DurableAgent(agent, tools={"wait": READ}).run(system, "c-7", "go", message_id="n")
+    # the same name, other instructions: the recorded first request no longer matches
+    changed = Agent(two_step_model("wait", calls), name="t-nondet", instructions="Be long.")
+    durable = DurableAgent(changed, tools={"wait": READ})
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        with pytest.raises(ActorQuarantinedError) as info:
+            await durable.run(system, "c-7", "go", message_id="n")
+    assert isinstance(info.value.__cause__, NonDeterminismError)
+    assert "pydantic_ai.model_request" in str(info.value.__cause__)
+    assert len(calls) == 1
+
+
+@pytest.mark.anyio
+async def test_a_sync_tool_gets_its_idempotency_key() -> None:
+    keys: list[str] = []
+    agent = Agent(two_step_model("charge", []), name="t-sync")
+
+    @agent.tool_plain
+    def charge(x: str) -> str:
+        keys.append(idempotency_key())
+        return "charged"
+
+    durable = DurableAgent(agent, tools={"charge": IDEMPOTENT})
+    async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
+        result = await durable.run(system, "c-8", "charge", message_id="s")
+    assert result.output == "answer: charged"
+    assert keys == ["c-8:1:1"]
