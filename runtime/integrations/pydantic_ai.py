@@ -40,6 +40,7 @@ from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
 from pydantic_ai.models import (
     CompletedStreamedResponse,
+    KnownModelName,
     Model,
     ModelRequestParameters,
     StreamedResponse,
@@ -327,7 +328,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 calls=dict(msg.deferred_results or {}),
                 approvals=dict(msg.approvals or {}),
             )
-        model = _JournaledModel(self.model or self.agent.model, ctx)  # type: ignore[arg-type]
+        base = self.model if self.model is not None else self.agent.model
+        assert base is not None  # checked in __init__
+        model = _JournaledModel(base, ctx)
         toolsets: list[AbstractToolset[DepsT]] = [
             _JournaledToolset(ts, self, ctx) for ts in self.agent.toolsets
         ]
@@ -398,7 +401,7 @@ def _load_response(plain: Any) -> ModelResponse:
 class _JournaledModel(WrapperModel):
     """Each request is ``ctx.call`` of a read effect whose result is the ModelResponse."""
 
-    def __init__(self, wrapped: Model | str, ctx: Context) -> None:
+    def __init__(self, wrapped: Model | KnownModelName | str, ctx: Context) -> None:
         super().__init__(wrapped)
         self._actor_ctx = ctx
 
