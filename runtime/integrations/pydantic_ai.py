@@ -114,6 +114,9 @@ IDEMPOTENT = ToolEffect("write", idempotent=True)
 ESCALATE = ToolEffect("write")
 
 
+_BY_NAME = {"read": READ, "idempotent": IDEMPOTENT, "escalate": ESCALATE}
+
+
 def reconciled(fn: PydanticReconcileFn) -> ToolEffect:
     """A write whose in-doubt calls are settled by asking ``fn(key, tool_args)``."""
     return ToolEffect("write", reconcile=fn)
@@ -208,7 +211,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         agent: the pydantic-ai agent; its model, tools, toolsets and output type are used.
         name: the name runs are logged under (default: ``agent.name``); keep it stable.
         tools: each tool's effect by tool name (``READ``, ``IDEMPOTENT``,
-            ``reconciled(fn)``, ``ESCALATE``); undeclared tools get ``default_tool_effect``.
+            ``reconciled(fn)``, ``ESCALATE``). A tool can also declare its own with
+            ``metadata={"actorlog": "read" | "idempotent" | "escalate" | ToolEffect}``;
+            undeclared tools get ``default_tool_effect``.
         default_tool_effect: ``ESCALATE`` unless said otherwise.
         model: the model to use instead of the agent's own.
         deps: the agent's dependencies (process-local: they are not logged).
@@ -316,8 +321,24 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     # -- actor side ------------------------------------------------------------------------
 
-    def effect_of(self, tool_name: str) -> ToolEffect:
-        return self.tools.get(tool_name, self.default_tool_effect)
+    def effect_of(self, tool_name: str, metadata: Mapping[str, Any] | None = None) -> ToolEffect:
+        """The declared effect of a tool: from ``tools=``, else from the tool's own metadata
+        (``@agent.tool_plain(metadata={"actorlog": "read" | "idempotent" | "escalate"})``),
+        else ``default_tool_effect``."""
+        if tool_name in self.tools:
+            return self.tools[tool_name]
+        declared = (metadata or {}).get("actorlog")
+        if declared is None:
+            return self.default_tool_effect
+        if isinstance(declared, ToolEffect):
+            return declared
+        try:
+            return _BY_NAME[declared]
+        except (KeyError, TypeError):
+            raise ConfigurationError(
+                f"tool {tool_name!r}: metadata actorlog={declared!r} is not one of "
+                f"{', '.join(sorted(_BY_NAME))} (or a ToolEffect)"
+            ) from None
 
     async def _step(self, ctx: Context, state: AgentState, msg: RunPrompt) -> dict[str, Any]:
         history = [] if msg.new_conversation else state.messages
@@ -471,7 +492,7 @@ class _JournaledToolset(WrapperToolset[DepsT]):
         ctx: RunContext[DepsT],
         tool: ToolsetTool[DepsT],
     ) -> Any:
-        declared = self.durable.effect_of(name)
+        declared = self.durable.effect_of(name, tool.tool_def.metadata)
         wrapped = self.wrapped
 
         async def call(args: dict[str, Any], *, idempotency_key: str = "") -> Any:

@@ -11,7 +11,13 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from actorlog import ActorQuarantinedError, ActorSystem, Happened, NonDeterminismError
+from actorlog import (
+    ActorQuarantinedError,
+    ActorSystem,
+    ConfigurationError,
+    Happened,
+    NonDeterminismError,
+)
 from actorlog.integrations.pydantic_ai import (
     ESCALATE,
     IDEMPOTENT,
@@ -294,3 +300,24 @@ async def test_a_sync_tool_gets_its_idempotency_key() -> None:
         result = await durable.run(system, "c-8", "charge", message_id="s")
     assert result.output == "answer: charged"
     assert keys == ["c-8:1:1"]
+
+
+@pytest.mark.anyio
+async def test_a_tool_declares_its_effect_in_its_metadata() -> None:
+    keys: list[str] = []
+    agent = Agent(two_step_model("refund", []), name="t-metadata")
+
+    @agent.tool_plain(metadata={"actorlog": "idempotent"})
+    async def refund(x: str) -> str:
+        keys.append(idempotency_key())
+        return "refunded"
+
+    durable = DurableAgent(agent)
+    assert durable.effect_of("refund", {"actorlog": "idempotent"}) == IDEMPOTENT
+    assert durable.effect_of("other", {"actorlog": READ}) == READ
+    assert durable.effect_of("other") == ESCALATE
+    with pytest.raises(ConfigurationError, match="not one of"):
+        durable.effect_of("other", {"actorlog": "write-twice"})
+    async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
+        result = await durable.run(system, "c-9", "refund", message_id="r")
+    assert result.output == "answer: refunded" and keys == ["c-9:1:1"]
