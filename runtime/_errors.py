@@ -257,3 +257,22 @@ class SequenceConflictError(StoreError):
             f"found {found if found is not None else 'unknown'}; another runtime is writing "
             "this actor's log, so this runtime stops it"
         )
+
+
+class LeaseLostError(SequenceConflictError):
+    """The database rejected an append carrying this runtime's fencing token: another runtime
+    took over the actor's lease (this one paused, was partitioned or failed to renew in time).
+    Nothing was written; this runtime stops the actor and leaves it to its new owner."""
+
+    def __init__(self, actor_id: str, token: int | None, current: int | None) -> None:
+        StoreError.__init__(
+            self,
+            f"lease lost for actor {actor_id!r}: this runtime's fencing token is {token}, the "
+            f"actor's current token is {current if current is not None else 'unknown'}; "
+            "another runtime owns it now, so this runtime stops it (nothing was written)",
+        )
+        self.actor_id = actor_id
+        self.expected = -1
+        self.found = None
+        self.token = token
+        self.current = current

@@ -153,11 +153,20 @@ class StoreCapabilities:
             Transactional stores are False: every damaged entry is corruption.
         multi_process: True if several processes may open the store at once.
         durable: True if an acknowledged append survives a process crash.
+        leases: True if the store arbitrates ownership of actors between runtimes: it
+            offers ``acquire_lease(actor_id, owner, ttl) -> token | None``,
+            ``renew_leases(owner, {actor_id: token}, ttl) -> renewed ids``,
+            ``release_lease(actor_id, owner, token)`` and ``set_fence(actor_id, token)``, and
+            rejects an append fenced with a token older than the actor's current one
+            (raising :class:`~actorlog.LeaseLostError`). Expiry is measured on the store's
+            clock. ``ActorSystem(owner=...)`` uses them only when this is True
+            (``docs/scaling.md``). Default False: single-runtime stores need none of it.
     """
 
     torn_writes: bool = False
     multi_process: bool = False
     durable: bool = True
+    leases: bool = False
 
 
 @runtime_checkable

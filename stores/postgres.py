@@ -21,11 +21,23 @@ schema"). Highlights:
 Durability is the server's: a commit returns once PostgreSQL reports it durable
 (``synchronous_commit``, by default ``on``).
 
-Ownership across runtimes (leases with fencing tokens, DESIGN.md section 7) is not built
-yet. The places it goes: a format-2 migration in ``_MIGRATIONS`` adding ``owner``,
-``lease_expires_at`` and ``fencing_token`` columns to ``actors``; a check of the writer's
-token in the append trigger, which already holds the actor's row lock; and the token passed
-with each append in :meth:`PostgresStore._insert_entries`.
+Ownership across runtimes (leases with fencing tokens, DESIGN.md section 7; schema
+migration 2, ``docs/scaling.md``):
+
+* ``leases(actor_id, owner, expires_at, token)``: a runtime takes an actor's lease if it is
+  free or expired (:meth:`PostgresStore.acquire_lease`), which bumps the actor's fencing
+  token; it renews it before it expires. Expiry is computed with the *database's* clock
+  (``now()``), so runtimes' clocks may disagree; only their timers' rates matter.
+* Every append of a lease holder carries its token (``entries.fence``; registered per actor
+  with :meth:`PostgresStore.set_fence`, or ``append(..., fence=token)``); the append trigger,
+  holding the actor's row lock, rejects a row whose token is not the actor's current one
+  (SQLSTATE ``23AL1`` -> :class:`~actorlog.LeaseLostError`). Acquiring a lease takes the
+  same row lock, so a takeover and a zombie's append are serialized: the zombie's append
+  either commits before the new owner reads the log, or is rejected.
+* ``inbox``: messages for an actor owned by another runtime wait here until its owner logs
+  them (``NOTIFY actorlog_inbox`` wakes it; owners also poll).
+
+Schema versions are counted apart from the log format (``actorlog_meta.schema_version``).
 
 asyncpg runs on asyncio only.
 """
@@ -34,7 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -42,6 +54,7 @@ import anyio
 import asyncpg
 from actorlog._errors import (
     ConfigurationError,
+    LeaseLostError,
     SequenceConflictError,
     StoreClosedError,
     StoreError,
@@ -131,7 +144,6 @@ BEGIN
             NEW.actor_id, v_last, NEW.seq
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
-    -- Lease/fencing (future format 2): compare the writer's token with the row's here.
     UPDATE {actors} SET
         last_seq = NEW.seq,
         first_seq = CASE WHEN first_seq = 0 THEN NEW.seq ELSE first_seq END,
@@ -148,9 +160,76 @@ CREATE TRIGGER entries_append BEFORE INSERT ON entries
     FOR EACH ROW EXECUTE FUNCTION actorlog_entries_append();
 """
 
-#: Schema migrations: ``_MIGRATIONS[v]`` takes a store from format ``v - 1`` to ``v``.
-#: They run in the schema they create tables in; ``{actors}`` stands for its actors table.
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+_SCHEMA_V2 = """
+CREATE TABLE IF NOT EXISTS leases (
+    actor_id   TEXT PRIMARY KEY,
+    owner      TEXT,
+    expires_at TIMESTAMPTZ NOT NULL,
+    token      BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS leases_owner ON leases (owner);
+ALTER TABLE entries ADD COLUMN IF NOT EXISTS fence BIGINT;
+CREATE TABLE IF NOT EXISTS inbox (
+    id         BIGINT GENERATED ALWAYS AS IDENTITY,
+    actor_id   TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    type_tag   TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    sender     TEXT,
+    PRIMARY KEY (actor_id, message_id)
+);
+CREATE INDEX IF NOT EXISTS inbox_order ON inbox (actor_id, id);
+
+-- Format 1's trigger plus the fencing check: a row that carries a token (entries.fence) is
+-- rejected unless the token is the actor's current one. It runs after the actor's row lock
+-- is taken, which acquire_lease also takes, so it sees any takeover committed before it.
+CREATE OR REPLACE FUNCTION actorlog_entries_append() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_last  BIGINT;
+    v_token BIGINT;
+BEGIN
+    SELECT a.last_seq INTO v_last FROM {actors} a WHERE a.actor_id = NEW.actor_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'actorlog: append to unregistered actor %', NEW.actor_id
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    IF NEW.fence IS NOT NULL THEN
+        SELECT l.token INTO v_token FROM {leases} l WHERE l.actor_id = NEW.actor_id;
+        IF v_token IS DISTINCT FROM NEW.fence THEN
+            RAISE EXCEPTION 'actorlog: fenced append to actor %: token % is not the current %',
+                NEW.actor_id, NEW.fence, v_token
+                USING ERRCODE = '23AL1';
+        END IF;
+    END IF;
+    IF NEW.seq <> v_last + 1 THEN
+        RAISE EXCEPTION 'actorlog: seq conflict for actor %: last seq is %, got seq %',
+            NEW.actor_id, v_last, NEW.seq
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    UPDATE {actors} SET
+        last_seq = NEW.seq,
+        first_seq = CASE WHEN first_seq = 0 THEN NEW.seq ELSE first_seq END,
+        last_message_seq = CASE WHEN NEW.kind = 'message' THEN NEW.seq
+                                ELSE last_message_seq END,
+        handled_seq = CASE WHEN NEW.kind = 'step' AND NEW.ref > handled_seq THEN NEW.ref
+                           ELSE handled_seq END
+    WHERE actor_id = NEW.actor_id;
+    RETURN NEW;
+END
+$$;
+"""
+
+#: Schema migrations: ``_MIGRATIONS[v]`` takes a store from schema version ``v - 1`` to
+#: ``v``. They run in the schema they create tables in; ``{actors}`` and ``{leases}`` stand
+#: for its tables. Version 1 is log format 1; version 2 adds leases, fencing and the inbox.
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+_SCHEMA_VERSION = max(_MIGRATIONS)
+
+#: SQLSTATE of a fenced append rejected by the trigger (class 23: a rejection).
+_FENCED_SQLSTATE = "23AL1"
+#: NOTIFY channel that wakes the owner of an actor with new inbox messages (payload: id).
+INBOX_CHANNEL = "actorlog_inbox"
 
 #: Advisory lock held (for the transaction) while the schema is created or migrated.
 _SCHEMA_LOCK_KEY = int.from_bytes(b"actorlog", "big")
@@ -159,14 +238,14 @@ _ENTRY_COLS = "actor_id, seq, kind, type_tag, ref, message_id, payload, checksum
 _SNAP_INFO_COLS = "actor_id, seq, handled_seq, type_tag, schema_version, digest, size, created_at"
 _ACTOR_COLS = "actor_id, actor_type, last_seq, last_message_seq, handled_seq, first_seq, created_at"
 
-# One statement per batch whatever its size: the rows travel as eight arrays. ORDER BY
+# One statement per batch whatever its size: the rows travel as nine arrays. ORDER BY
 # ordinality keeps the insertion order, which the trigger's seq check depends on.
 _INSERT_ENTRIES = f"""
-INSERT INTO entries ({_ENTRY_COLS})
-SELECT {_ENTRY_COLS}
+INSERT INTO entries ({_ENTRY_COLS}, fence)
+SELECT {_ENTRY_COLS}, fence
 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[],
-            $7::bytea[], $8::bigint[])
-     WITH ORDINALITY AS u({_ENTRY_COLS}, ord)
+            $7::bytea[], $8::bigint[], $9::bigint[])
+     WITH ORDINALITY AS u({_ENTRY_COLS}, fence, ord)
 ORDER BY ord
 """
 
@@ -186,7 +265,7 @@ _DRIVER_ERRORS: tuple[type[BaseException], ...] = (
     TimeoutError,
 )
 
-_Append = tuple[str, int, Sequence[EntryRow]]
+_Append = tuple[str, int, Sequence[EntryRow], int | None]  # actor, expected, rows, fence
 
 
 def _is_rejection(exc: BaseException) -> bool:
@@ -215,7 +294,8 @@ def _redact(dsn: str) -> str:
 async def _keep_session(conn: Any) -> None:
     """Pool ``reset`` hook that skips asyncpg's ``RESET ALL`` round trip on every release.
 
-    This store never changes session state: no ``SET``, no ``LISTEN``, no cursors, and only
+    This store never changes session state on pooled connections: no ``SET``, no ``LISTEN``
+    (:meth:`PostgresStore.listen_inbox` opens its own connection), no cursors, and only
     transaction-scoped advisory locks. asyncpg still rolls back a transaction left open.
     """
 
@@ -286,10 +366,11 @@ class PostgresStore:
         self._pool: Any = None  # asyncpg.Pool while open
         self._committer: GroupCommitter[_Append] = GroupCommitter(self._commit)
         self.batch_sizes: list[int] = []
+        self._fences: dict[str, int] = {}
 
     @property
     def capabilities(self) -> StoreCapabilities:
-        return StoreCapabilities(torn_writes=False, multi_process=True, durable=True)
+        return StoreCapabilities(torn_writes=False, multi_process=True, durable=True, leases=True)
 
     @property
     def url(self) -> str:
@@ -365,7 +446,10 @@ class PostgresStore:
             found = await self._format_version(conn) or 0
             if found > FORMAT_VERSION:
                 raise UnsupportedFormatError(found, FORMAT_VERSION)
-            if found == FORMAT_VERSION:
+            have = await self._schema_version(conn) if found else 0
+            if have > _SCHEMA_VERSION:
+                raise UnsupportedFormatError(have, _SCHEMA_VERSION)
+            if found == FORMAT_VERSION and have == _SCHEMA_VERSION:
                 return
             schema = await conn.fetchval("SELECT current_schema()")
             if schema is None:
@@ -374,12 +458,16 @@ class PostgresStore:
                     "search_path exists (pass schema=... to have one created)"
                 )
             actors = f"{_quote_ident(schema)}.actors"
-            for version in range(found + 1, FORMAT_VERSION + 1):
-                await conn.execute(_MIGRATIONS[version].replace("{actors}", actors))
+            leases = f"{_quote_ident(schema)}.leases"
+            for version in range(have + 1, _SCHEMA_VERSION + 1):
+                sql = _MIGRATIONS[version].replace("{actors}", actors)
+                await conn.execute(sql.replace("{leases}", leases))
             await conn.execute(
-                "INSERT INTO actorlog_meta (key, value) VALUES ('format_version', $1) "
+                "INSERT INTO actorlog_meta (key, value) VALUES ('format_version', $1), "
+                "('schema_version', $2) "
                 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                 str(FORMAT_VERSION),
+                str(_SCHEMA_VERSION),
             )
 
     async def _check_read_only(self, conn: Any) -> None:
@@ -396,6 +484,12 @@ class PostgresStore:
             return None
         value = await conn.fetchval("SELECT value FROM actorlog_meta WHERE key = 'format_version'")
         return None if value is None else int(value)
+
+    @staticmethod
+    async def _schema_version(conn: Any) -> int:
+        """The schema migration version (1 for stores written before it was recorded)."""
+        value = await conn.fetchval("SELECT value FROM actorlog_meta WHERE key = 'schema_version'")
+        return 1 if value is None else int(value)
 
     async def close(self) -> None:
         """Wait for commits in flight (up to 10 s), then close every connection. Idempotent."""
@@ -465,11 +559,23 @@ class PostgresStore:
 
     # -- the log ---------------------------------------------------------------------------
 
-    async def append(self, actor_id: str, expected_last_seq: int, rows: Sequence[EntryRow]) -> None:
+    async def append(
+        self,
+        actor_id: str,
+        expected_last_seq: int,
+        rows: Sequence[EntryRow],
+        *,
+        fence: int | None = None,
+    ) -> None:
         """Atomically append ``rows`` after ``expected_last_seq`` (see ``Store.append``).
 
         Concurrent calls share one transaction (group commit). A cancelled call may or may
         not have committed.
+
+        Args:
+            fence: the writer's fencing token for this actor (default: the one registered
+                with :meth:`set_fence`, if any). The database rejects the append with
+                :class:`~actorlog.LeaseLostError` unless it is the actor's current token.
         """
         for i, row in enumerate(rows, start=1):
             if row.actor_id != actor_id or row.seq != expected_last_seq + i:
@@ -477,7 +583,9 @@ class PostgresStore:
         self._writable_pool()
         if not rows:
             return
-        await self._committer.submit((actor_id, expected_last_seq, rows))
+        if fence is None:
+            fence = self._fences.get(actor_id)
+        await self._committer.submit((actor_id, expected_last_seq, rows, fence))
 
     async def _commit(self, batch: Sequence[Request[_Append]]) -> None:
         """Commit a batch: one statement (one transaction) per chunk of requests."""
@@ -522,7 +630,10 @@ class PostgresStore:
         # Lock actors' rows in one global order (by actor id) so that two runtimes
         # committing overlapping batches cannot deadlock; the sort is stable, so each
         # actor's rows keep their order.
-        rows = sorted((row for req in chunk for row in req.item[2]), key=lambda r: r.actor_id)
+        rows = sorted(
+            ((row, req.item[3]) for req in chunk for row in req.item[2]),
+            key=lambda rf: rf[0].actor_id,
+        )
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
                 await self._insert_entries(conn, rows)
@@ -546,10 +657,14 @@ class PostgresStore:
     ) -> None:
         """The database rejected ``chunk``: fail the conflicting requests, commit the rest."""
         if len(chunk) == 1:
-            actor_id, expected, _ = chunk[0].item
-            conflict = SequenceConflictError(
-                actor_id, expected, await self._last_seq(conn, actor_id)
-            )
+            actor_id, expected, _, fence = chunk[0].item
+            conflict: SequenceConflictError
+            if getattr(exc, "sqlstate", None) == _FENCED_SQLSTATE:
+                conflict = LeaseLostError(actor_id, fence, await self._token(conn, actor_id))
+            else:
+                conflict = SequenceConflictError(
+                    actor_id, expected, await self._last_seq(conn, actor_id)
+                )
             conflict.__cause__ = exc
             chunk[0].error = conflict
             return
@@ -558,22 +673,29 @@ class PostgresStore:
             await self._commit_chunk(conn, [req])
 
     @staticmethod
-    async def _insert_entries(conn: Any, rows: Sequence[EntryRow]) -> None:
-        """Insert ``rows`` in one statement: one round trip, one atomic transaction.
-
-        The single place rows reach the database (a fencing token would travel here too).
-        """
+    async def _insert_entries(conn: Any, rows: Sequence[tuple[EntryRow, int | None]]) -> None:
+        """Insert ``rows`` (with their fencing tokens) in one statement: one round trip, one
+        atomic transaction. The single place rows reach the database."""
         await conn.execute(
             _INSERT_ENTRIES,
-            [r.actor_id for r in rows],
-            [r.seq for r in rows],
-            [r.kind for r in rows],
-            [r.type_tag for r in rows],
-            [r.ref for r in rows],
-            [r.message_id for r in rows],
-            [r.payload for r in rows],
-            [r.checksum for r in rows],
+            [r.actor_id for r, _ in rows],
+            [r.seq for r, _ in rows],
+            [r.kind for r, _ in rows],
+            [r.type_tag for r, _ in rows],
+            [r.ref for r, _ in rows],
+            [r.message_id for r, _ in rows],
+            [r.payload for r, _ in rows],
+            [r.checksum for r, _ in rows],
+            [f for _, f in rows],
         )
+
+    @staticmethod
+    async def _token(conn: Any, actor_id: str) -> int | None:
+        try:
+            value = await conn.fetchval("SELECT token FROM leases WHERE actor_id = $1", actor_id)
+        except _DRIVER_ERRORS:
+            return None
+        return None if value is None else int(value)
 
     @staticmethod
     async def _last_seq(conn: Any, actor_id: str) -> int | None:
@@ -688,3 +810,165 @@ class PostgresStore:
             actor_id,
         )
         return [EventRow(r[0], r[1], r[2], r[3]) for r in rows]
+
+    # -- ownership: leases, fencing tokens, the inbox (docs/scaling.md) -------------------
+
+    def set_fence(self, actor_id: str, token: int | None) -> None:
+        """Carry ``token`` with every later append to ``actor_id`` from this store instance
+        (``None``: stop fencing; only once this runtime no longer writes the actor)."""
+        if token is None:
+            self._fences.pop(actor_id, None)
+        else:
+            self._fences[actor_id] = token
+
+    async def acquire_lease(self, actor_id: str, owner: str, ttl: float) -> int | None:
+        """Take the actor's lease for ``ttl`` seconds if it is free, expired or already
+        ``owner``'s; return the new fencing token (the previous one + 1), or None if another
+        owner holds a live lease. Expiry uses the database's clock.
+
+        Takes the actor's row lock (as appends do), so an append fenced with the old token
+        that commits after this returns is rejected.
+        """
+        pool = self._writable_pool()
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                await conn.execute("SELECT 1 FROM actors WHERE actor_id = $1 FOR UPDATE", actor_id)
+                token = await conn.fetchval(
+                    "INSERT INTO leases AS l (actor_id, owner, expires_at, token) "
+                    "VALUES ($1, $2, now() + make_interval(secs => $3), 1) "
+                    "ON CONFLICT (actor_id) DO UPDATE SET owner = EXCLUDED.owner, "
+                    "expires_at = EXCLUDED.expires_at, token = l.token + 1 "
+                    "WHERE l.owner IS NULL OR l.expires_at <= now() OR l.owner = EXCLUDED.owner "
+                    "RETURNING l.token",
+                    actor_id,
+                    owner,
+                    float(ttl),
+                )
+        except _DRIVER_ERRORS as exc:
+            raise self._failure("acquire_lease", exc) from exc
+        return None if token is None else int(token)
+
+    async def renew_lease(self, actor_id: str, owner: str, token: int, ttl: float) -> bool:
+        """Extend the lease to now + ``ttl`` if ``owner`` still holds it with ``token``.
+        False if another runtime took it over (an expired lease nobody took is renewed)."""
+        return actor_id in await self.renew_leases(owner, {actor_id: token}, ttl)
+
+    async def renew_leases(self, owner: str, tokens: Mapping[str, int], ttl: float) -> set[str]:
+        """Renew many leases in one statement; return the ids whose lease was renewed."""
+        if not tokens:
+            return set()
+        pool = self._writable_pool()
+        try:
+            rows = await pool.fetch(
+                "UPDATE leases AS l SET expires_at = now() + make_interval(secs => $4) "
+                "FROM unnest($2::text[], $3::bigint[]) AS u(actor_id, token) "
+                "WHERE l.actor_id = u.actor_id AND l.token = u.token AND l.owner = $1 "
+                "RETURNING l.actor_id",
+                owner,
+                list(tokens),
+                list(tokens.values()),
+                float(ttl),
+            )
+        except _DRIVER_ERRORS as exc:
+            raise self._failure("renew_leases", exc) from exc
+        return {r[0] for r in rows}
+
+    async def release_lease(self, actor_id: str, owner: str, token: int) -> None:
+        """Give the lease up at once (the token stays: the next owner gets token + 1)."""
+        await self._execute(
+            "UPDATE leases SET owner = NULL, expires_at = now() "
+            "WHERE actor_id = $1 AND owner = $2 AND token = $3",
+            actor_id,
+            owner,
+            token,
+        )
+
+    async def get_lease(self, actor_id: str) -> tuple[str | None, int, float] | None:
+        """``(owner, token, seconds until expiry)`` (owner None or seconds <= 0: free), or
+        None if the actor never had a lease."""
+        rows = await self._fetch(
+            "SELECT owner, token, EXTRACT(EPOCH FROM expires_at - now())::float8 "
+            "FROM leases WHERE actor_id = $1",
+            actor_id,
+        )
+        if not rows:
+            return None
+        return rows[0][0], int(rows[0][1]), float(rows[0][2])
+
+    async def orphans(self, limit: int = 100) -> list[tuple[str, str]]:
+        """``(actor_id, actor_type)`` of actors with unfinished work (unhandled messages or
+        inbox messages) and no live lease: a dead runtime's actors, or never placed."""
+        rows = await self._fetch(
+            "SELECT a.actor_id, a.actor_type FROM actors a "
+            "LEFT JOIN leases l ON l.actor_id = a.actor_id "
+            "WHERE (l.actor_id IS NULL OR l.owner IS NULL OR l.expires_at <= now()) "
+            "AND (a.handled_seq < a.last_message_seq "
+            "     OR EXISTS (SELECT 1 FROM inbox i WHERE i.actor_id = a.actor_id)) "
+            "ORDER BY random() LIMIT $1",
+            limit,
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    async def inbox_put(
+        self, actor_id: str, message_id: str, type_tag: str, body: str, sender: str | None
+    ) -> None:
+        """Durably queue a message for the actor's owner (once per message id) and notify."""
+        pool = self._writable_pool()
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                await conn.execute(
+                    "INSERT INTO inbox (actor_id, message_id, type_tag, body, sender) "
+                    "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                    actor_id,
+                    message_id,
+                    type_tag,
+                    body,
+                    sender,
+                )
+                await conn.execute("SELECT pg_notify($1, $2)", INBOX_CHANNEL, actor_id)
+        except _DRIVER_ERRORS as exc:
+            raise self._failure("inbox_put", exc) from exc
+
+    async def inbox_for(
+        self, owner: str, limit: int = 500
+    ) -> list[tuple[str, str, str, str, str | None]]:
+        """Queued messages of actors whose lease ``owner`` holds, oldest first:
+        ``(actor_id, message_id, type_tag, body, sender)``."""
+        rows = await self._fetch(
+            "SELECT i.actor_id, i.message_id, i.type_tag, i.body, i.sender FROM inbox i "
+            "JOIN leases l ON l.actor_id = i.actor_id WHERE l.owner = $1 ORDER BY i.id LIMIT $2",
+            owner,
+            limit,
+        )
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+    async def inbox_delete(self, actor_id: str, message_id: str) -> None:
+        """Drop a queued message once it is in the actor's log."""
+        await self._execute(
+            "DELETE FROM inbox WHERE actor_id = $1 AND message_id = $2", actor_id, message_id
+        )
+
+    async def listen_inbox(self, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:
+        """Call ``callback(actor_id)`` on every inbox notification (a dedicated connection,
+        outside the pool). Returns an async function that stops listening. Notifications
+        can be lost (connection drops): owners poll as well."""
+        self._open_pool()
+        settings = {"search_path": _quote_ident(self.schema)} if self.schema else {}
+        try:
+            conn = await asyncpg.connect(self.dsn, server_settings=settings)
+        except _DRIVER_ERRORS as exc:
+            raise self._failure("listen", exc) from exc
+
+        def on_notify(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
+            callback(payload)
+
+        await conn.add_listener(INBOX_CHANNEL, on_notify)
+
+        async def stop() -> None:
+            with anyio.move_on_after(5, shield=True):
+                try:
+                    await conn.close()
+                except _DRIVER_ERRORS:
+                    conn.terminate()
+
+        return stop
