@@ -22,6 +22,7 @@ from ._errors import (
     ConfigurationError,
     StoreUnavailableError,
 )
+from ._ownership import Ownership
 from ._snapshots import SnapshotPolicy
 from .store import Store
 
@@ -48,6 +49,12 @@ class ActorRef(Generic[A]):
         A cancellation point: if cancelled, the message may or may not have been logged;
         send again with the same ``message_id`` to be sure.
         """
+        own = self.system._ownership
+        if own is not None and not await own.route(self.cls, self.actor_id):
+            await own.post_remote(
+                self.cls, self.actor_id, msg, message_id=message_id, sender=None, want_reply=False
+            )
+            return
         cell = await self.system._cell(self.cls, self.actor_id)
         await cell.post(msg, message_id=message_id, sender=None, want_reply=False)
 
@@ -65,6 +72,17 @@ class ActorRef(Generic[A]):
             TimeoutError: no reply within ``timeout`` (the message stays logged and will be
                 handled; ask again with the same ``message_id`` to get the reply).
         """
+        own = self.system._ownership
+        if own is not None and not await own.route(self.cls, self.actor_id):
+            return await own.post_remote(
+                self.cls,
+                self.actor_id,
+                msg,
+                message_id=message_id,
+                sender=None,
+                want_reply=True,
+                timeout=timeout,
+            )
         cell = await self.system._cell(self.cls, self.actor_id)
         with anyio.fail_after(timeout):
             slot = await cell.post(msg, message_id=message_id, sender=None, want_reply=True)
@@ -105,6 +123,14 @@ class ActorSystem:
         messages: extra message classes to recognise in the log (those named in ``receive``
             annotations are found automatically).
         shutdown_grace: seconds to let in-flight steps finish on exit.
+        owner: this runtime's name among several sharing one store (unique per process,
+            e.g. ``f"{hostname}-{pid}"``). With a store that has ``capabilities.leases``
+            (PostgreSQL), an actor then runs on one runtime at a time: it takes the actor's
+            lease before recovering it, renews it, stops the actor if it loses it, sends to
+            actors owned elsewhere through the store, and takes over the actors of runtimes
+            that died. Ignored by other stores. See ``docs/scaling.md``.
+        lease_ttl: seconds a lease lasts without renewal (renewed every third of it): how
+            long a dead runtime's actors wait before another runtime takes them over.
     """
 
     def __init__(
@@ -115,6 +141,8 @@ class ActorSystem:
         messages: Iterable[type] = (),
         shutdown_grace: float = 5.0,
         recover_on_start: bool = True,
+        owner: str | None = None,
+        lease_ttl: float = 10.0,
     ) -> None:
         if isinstance(store, str):
             from actorlog.stores import open_store
@@ -136,6 +164,9 @@ class ActorSystem:
         self._stack: AsyncExitStack | None = None
         self._closed = False
         self._spawn_lock = anyio.Lock()
+        self._ownership: Ownership | None = None
+        if owner is not None and self.store.capabilities.leases:
+            self._ownership = Ownership(self, owner, lease_ttl)
 
     # -- registration ----------------------------------------------------------------------
 
@@ -183,8 +214,12 @@ class ActorSystem:
         try:
             await self.store.open()
             stack.push_async_callback(self.store.close)
+            if self._ownership is not None:
+                stack.push_async_callback(self._ownership.stop)  # after the last flush
             stack.push_async_callback(self._flush_all)
             self._tg = await stack.enter_async_context(anyio.create_task_group())
+            if self._ownership is not None:
+                await self._ownership.start(self._tg)
         except BaseException:
             await stack.aclose()
             raise
@@ -228,6 +263,9 @@ class ActorSystem:
                     pass
 
     async def _recover_all(self) -> None:
+        if self._ownership is not None:
+            await self._ownership.recover()  # only actors whose lease is free
+            return
         for row in await self.store.list_actors():
             if row.handled_seq >= row.last_message_seq:
                 continue
@@ -325,6 +363,8 @@ class ActorSystem:
                     raise ConfigurationError(
                         f"actor {actor_id!r} exists with class {row.actor_type}, not {tag}"
                     )
+                if self._ownership is not None and not await self._ownership.claim(actor_id):
+                    return ActorRef(self, cls, actor_id)  # owned by another runtime
                 cell = self._start_cell(cls, actor_id, policy)
             elif cell.cls is not cls:
                 raise ConfigurationError(
@@ -349,6 +389,12 @@ class ActorSystem:
         return cell
 
     async def _deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str, sender: str) -> None:
+        own = self._ownership
+        if own is not None and not await own.route(ref.cls, ref.actor_id):
+            await own.post_remote(
+                ref.cls, ref.actor_id, msg, message_id=message_id, sender=sender, want_reply=False
+            )
+            return
         cell = await self._cell(ref.cls, ref.actor_id)
         await cell.post(msg, message_id=message_id, sender=sender, want_reply=False)
 

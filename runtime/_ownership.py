@@ -1,0 +1,299 @@
+"""Ownership of actors across runtimes: leases, fencing, remote delivery (docs/scaling.md).
+
+Active when ``ActorSystem(store, owner=...)`` runs over a store with
+``StoreCapabilities.leases`` (PostgreSQL). Then:
+
+* **Before an actor is recovered** here, this runtime takes its lease
+  (``store.acquire_lease``) and registers the new fencing token with the store, which sends it
+  with every append of the actor; the database rejects appends with an older token. If another
+  runtime holds a live lease, the actor stays there and this runtime talks to it remotely.
+* **Renewal**: every ``lease_ttl / 3`` seconds one statement renews every lease held. An actor
+  whose lease was taken over is stopped at once (``LeaseLostError``); if renewals keep failing
+  (store unreachable) until the leases may have expired, every actor is stopped: another
+  runtime may own them by now. A step that was already writing is rejected by its token.
+* **Remote delivery**: ``send``/``ask`` to an actor owned elsewhere queue the message in the
+  store's inbox (durable, once per message id) and notify the owner (LISTEN/NOTIFY; owners also
+  poll every ``poll_interval``). The owner logs it with its normal ``post`` (deduplicated by
+  message id) and deletes it from the inbox. ``ask`` polls the actor's log for the step of
+  its message and decodes the recorded reply or error.
+* **Take-over**: every ``lease_ttl / 2`` seconds the runtime looks for actors with unfinished
+  work (unhandled or queued messages) and no live lease -- a dead runtime's -- and recovers
+  the ones whose class it runs.
+
+Placement: an unowned actor goes to the first runtime that needs it (spawn, send, ask, or the
+take-over scan). There is no bound on the actors per runtime and no passivation yet.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+
+from . import _codec, _records
+from ._actor import Actor, reply_type
+from ._errors import ActorlogError, ConfigurationError, HandlerError, LeaseLostError
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping
+
+    from ._cell import Cell
+    from ._system import ActorSystem
+
+__all__ = ["LeaseStore", "Ownership"]
+
+
+class LeaseStore(Protocol):
+    """The ownership operations of a store with ``capabilities.leases``."""
+
+    def set_fence(self, actor_id: str, token: int | None) -> None: ...
+    async def acquire_lease(self, actor_id: str, owner: str, ttl: float) -> int | None: ...
+    async def renew_leases(self, owner: str, tokens: Mapping[str, int], ttl: float) -> set[str]: ...
+    async def release_lease(self, actor_id: str, owner: str, token: int) -> None: ...
+    async def orphans(self, limit: int = 100) -> list[tuple[str, str]]: ...
+    async def inbox_put(
+        self, actor_id: str, message_id: str, type_tag: str, body: str, sender: str | None
+    ) -> None: ...
+    async def inbox_for(
+        self, owner: str, limit: int = 500
+    ) -> list[tuple[str, str, str, str, str | None]]: ...
+    async def inbox_delete(self, actor_id: str, message_id: str) -> None: ...
+    async def listen_inbox(
+        self, callback: Callable[[str], None]
+    ) -> Callable[[], Awaitable[None]]: ...
+
+
+class Ownership:
+    def __init__(
+        self,
+        system: ActorSystem,
+        owner: str,
+        lease_ttl: float,
+        *,
+        poll_interval: float = 0.25,
+    ) -> None:
+        if not lease_ttl > 0:
+            raise ConfigurationError(f"lease_ttl must be > 0, got {lease_ttl!r}")
+        self.system = system
+        self.store: LeaseStore = system.store  # type: ignore[assignment]  # checked by caller
+        self.owner = owner
+        self.ttl = float(lease_ttl)
+        self.poll_interval = poll_interval
+        self.tokens: dict[str, int] = {}
+        self._wake = anyio.Event()
+        self._stop_listening: Callable[[], Awaitable[None]] | None = None
+        self._last_renewed = time.monotonic()
+        #: actor ids stopped because their lease was lost (for tests and operators)
+        self.lost: list[str] = []
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self, tg: TaskGroup) -> None:
+        try:
+            self._stop_listening = await self.store.listen_inbox(self._notified)
+        except ActorlogError:
+            self._stop_listening = None  # polling still delivers
+        tg.start_soon(self._renew_loop, name=f"actorlog:leases:{self.owner}")
+        tg.start_soon(self._inbox_loop, name=f"actorlog:inbox:{self.owner}")
+        tg.start_soon(self._takeover_loop, name=f"actorlog:takeover:{self.owner}")
+
+    async def stop(self) -> None:
+        """Stop listening and give up every lease (after the actors' last flush)."""
+        with anyio.CancelScope(shield=True):
+            if self._stop_listening is not None:
+                await self._stop_listening()
+                self._stop_listening = None
+            for actor_id, token in list(self.tokens.items()):
+                try:
+                    await self.store.release_lease(actor_id, self.owner, token)
+                except Exception:
+                    pass  # it expires anyway
+            self.tokens.clear()
+
+    def _notified(self, actor_id: str) -> None:
+        if actor_id in self.tokens:
+            self._wake.set()
+
+    # -- leases ----------------------------------------------------------------------------
+
+    async def claim(self, actor_id: str) -> bool:
+        """Take the actor's lease (before recovering it here). False: another runtime owns it."""
+        token = await self.store.acquire_lease(actor_id, self.owner, self.ttl)
+        if token is None:
+            return False
+        self.tokens[actor_id] = token
+        self.store.set_fence(actor_id, token)
+        self._wake.set()  # deliver what is queued for it
+        return True
+
+    def _lose(self, actor_id: str, why: str) -> None:
+        token = self.tokens.pop(actor_id, None)
+        self.lost.append(actor_id)
+        cell = self.system._cells.get(actor_id)
+        if cell is not None and not cell.done.is_set():
+            err = LeaseLostError(actor_id, token, None)
+            err.args = (f"{err.args[0]} ({why})",)
+            cell.quarantine(err, status="stopped")
+            cell.close()
+        # The store keeps the old token as the fence: a step still running is rejected.
+
+    async def _renew_loop(self) -> None:
+        while True:
+            await anyio.sleep(self.ttl / 3)
+            self._forget_dead_cells()
+            held = dict(self.tokens)
+            if not held:
+                self._last_renewed = time.monotonic()
+                continue
+            t0 = time.monotonic()
+            try:
+                renewed = await self.store.renew_leases(self.owner, held, self.ttl)
+            except Exception as exc:
+                if time.monotonic() - self._last_renewed > self.ttl * 0.8:
+                    for actor_id in held:
+                        self._lose(actor_id, f"lease renewal failing: {exc}")
+                continue
+            self._last_renewed = t0
+            for actor_id in held:
+                if actor_id not in renewed and self.tokens.get(actor_id) == held[actor_id]:
+                    self._lose(actor_id, "another runtime took the lease over")
+
+    def _forget_dead_cells(self) -> None:
+        """Forget actors whose cell stopped after a rejected (fenced) append."""
+        for actor_id in list(self.tokens):
+            cell = self.system._cells.get(actor_id)
+            if cell is not None and cell.done.is_set() and isinstance(cell.error, LeaseLostError):
+                self.tokens.pop(actor_id, None)
+                self.lost.append(actor_id)
+
+    # -- routing ---------------------------------------------------------------------------
+
+    def _live(self, actor_id: str) -> Cell | None:
+        cell = self.system._cells.get(actor_id)
+        if cell is not None and not cell.done.is_set() and actor_id in self.tokens:
+            return cell
+        return None
+
+    async def route(self, cls: type[Actor[Any]], actor_id: str) -> bool:
+        """True if the actor runs here (started here now if its lease was free)."""
+        if self._live(actor_id) is not None:
+            return True
+        cell = self.system._cells.get(actor_id)
+        if cell is not None and cell.done.is_set() and isinstance(cell.error, LeaseLostError):
+            del self.system._cells[actor_id]
+        await self.system.spawn(cls, actor_id)
+        return self._live(actor_id) is not None
+
+    async def post_remote(
+        self,
+        cls: type[Actor[Any]],
+        actor_id: str,
+        msg: Any,
+        *,
+        message_id: str | None,
+        sender: str | None,
+        want_reply: bool,
+        timeout: float | None = None,
+    ) -> Any:
+        """Queue ``msg`` for the actor's owner; with ``want_reply``, wait for its step."""
+        _codec.check_attrs_instance(msg, "message")
+        self.system._learn_message_type(type(msg))
+        if message_id is None:
+            message_id = _codec.new_message_id()
+        elif not isinstance(message_id, str) or not message_id:
+            raise ConfigurationError("message_id must be a non-empty str")
+        body = json.dumps(_codec.to_plain(msg, "message"))
+        tag = _codec.type_tag(type(msg))
+        with anyio.fail_after(timeout):
+            await self.store.inbox_put(actor_id, message_id, tag, body, sender)
+            if not want_reply:
+                return None
+            return await self._await_reply(cls, actor_id, message_id)
+
+    async def _await_reply(self, cls: type[Actor[Any]], actor_id: str, message_id: str) -> Any:
+        store = self.system.store
+        delay = 0.005
+        seq: int | None = None
+        while True:
+            if seq is None:
+                row = await store.find_message(actor_id, message_id)
+                if row is not None:
+                    _codec.verify_row(row, actor_id, row.seq)
+                    seq = row.seq
+            if seq is not None:
+                for step in await store.find_ref(actor_id, "step", seq):
+                    _codec.verify_row(step, actor_id, step.seq)
+                    return _outcome(cls, actor_id, seq, _records.decode(step))
+            await anyio.sleep(delay)
+            delay = min(delay * 2, self.poll_interval)
+
+    # -- inbox -----------------------------------------------------------------------------
+
+    async def _inbox_loop(self) -> None:
+        while True:
+            with anyio.move_on_after(self.poll_interval):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+            if not self.tokens:
+                continue
+            try:
+                queued = await self.store.inbox_for(self.owner)
+            except Exception:
+                continue
+            by_actor: dict[str, list[tuple[str, str, str, str | None]]] = {}
+            for actor_id, message_id, tag, body, sender in queued:
+                by_actor.setdefault(actor_id, []).append((message_id, tag, body, sender))
+            async with anyio.create_task_group() as tg:
+                for actor_id, items in by_actor.items():
+                    tg.start_soon(self._drain, actor_id, items)
+
+    async def _drain(self, actor_id: str, items: list[tuple[str, str, str, str | None]]) -> None:
+        for message_id, tag, body, sender in items:
+            cell = self._live(actor_id)
+            if cell is None:
+                return
+            try:
+                msg = self.system._decode_message(tag, json.loads(body))
+                await cell.post(msg, message_id=message_id, sender=sender, want_reply=False)
+                await self.store.inbox_delete(actor_id, message_id)
+            except Exception:
+                return  # stays queued: retried next round or by the next owner
+
+    # -- take-over -------------------------------------------------------------------------
+
+    async def recover(self) -> None:
+        """Take over and recover actors with unfinished work and no live lease."""
+        try:
+            found = await self.store.orphans()
+        except Exception:
+            return
+        for actor_id, actor_type in found:
+            cls = self.system._classes.get(actor_type)
+            if cls is None or self._live(actor_id) is not None:
+                continue
+            try:
+                await self.route(cls, actor_id)
+            except Exception:
+                pass  # quarantined or owned meanwhile: status() tells
+
+    async def _takeover_loop(self) -> None:
+        while True:
+            await anyio.sleep(self.ttl / 2)
+            await self.recover()
+
+
+def _outcome(cls: type[Actor[Any]], actor_id: str, seq: int, p: dict[str, Any]) -> Any:
+    if p.get("ok"):
+        value = p.get("reply")
+        rtype = reply_type(cls)
+        if rtype is not Any and value is not None:
+            try:
+                value = _codec.converter.structure(value, rtype)
+            except Exception:
+                pass
+        return value
+    err = p.get("error") or {}
+    raise HandlerError(actor_id, seq, str(err.get("type")), str(err.get("message")))

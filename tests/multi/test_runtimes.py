@@ -1,0 +1,122 @@
+"""Several ActorSystems (runtimes) on one PostgreSQL database, in one process."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from actorlog import ActorSystem, LeaseLostError
+from actorlog.stores import PostgresStore, SqliteStore
+
+from .agents import LEDGER, Account, Deposit
+
+pytestmark = pytest.mark.anyio
+
+
+def _system(url: str, schema: str, owner: str, ttl: float = 1.0) -> ActorSystem:
+    return ActorSystem(
+        PostgresStore(url, schema=schema), actors=[Account], owner=owner, lease_ttl=ttl
+    )
+
+
+async def test_one_owner_others_deliver_through_the_store(pg_url: str, pg_schema: str) -> None:
+    LEDGER.clear()
+    async with _system(pg_url, pg_schema, "a") as a, _system(pg_url, pg_schema, "b") as b:
+        ra = await a.spawn(Account, "acct")
+        assert a.status("acct") in ("running", "idle")
+        rb = await b.spawn(Account, "acct")  # owned by a: b does not start it
+        assert b.status("acct") == "unknown"
+        assert await ra.ask(Deposit(1)) == 1
+        assert await rb.ask(Deposit(2), message_id="m-2", timeout=10) == 3
+        assert await rb.ask(Deposit(2), message_id="m-2", timeout=10) == 3  # recorded reply
+        await rb.send(Deposit(4), message_id="m-3")  # durable in the inbox when it returns
+        with anyio.fail_after(10):
+            while await ra.ask(Deposit(0)) != 7:
+                await anyio.sleep(0.02)
+        assert b.status("acct") == "unknown"
+    assert sorted(n for _, n in LEDGER if n) == [1, 2, 4]
+
+
+async def test_released_on_exit_and_taken_over(pg_url: str, pg_schema: str) -> None:
+    async with _system(pg_url, pg_schema, "a") as a:
+        ra = await a.spawn(Account, "acct")
+        assert await ra.ask(Deposit(5)) == 5
+    async with _system(pg_url, pg_schema, "b") as b:
+        rb = b.ref(Account, "acct")
+        assert await rb.ask(Deposit(1)) == 6
+        assert b.status("acct") in ("running", "idle")
+
+
+async def test_lost_lease_stops_the_actor_and_the_zombie_cannot_write(
+    pg_url: str, pg_schema: str
+) -> None:
+    async with _system(pg_url, pg_schema, "a", ttl=30) as a:
+        ra = await a.spawn(Account, "acct")
+        assert await ra.ask(Deposit(1)) == 1
+        own = a._ownership
+        assert own is not None
+        # Another runtime takes the lease over (as if a's lease had expired during a pause).
+        other = PostgresStore(pg_url, schema=pg_schema)
+        await other.open()
+        try:
+            await other._execute("UPDATE leases SET expires_at = now()")
+            token = await other.acquire_lease("acct", "b", 30)
+            assert token is not None
+            # The zombie's next append is rejected by the database; it stops the actor.
+            with pytest.raises(Exception) as info:
+                await ra.ask(Deposit(1), timeout=5)
+            assert isinstance(info.value.__cause__, LeaseLostError) or isinstance(
+                info.value, LeaseLostError
+            )
+            assert a.status("acct") == "stopped"
+            assert [r.kind for r in await other.read("acct")] == [
+                "message",
+                "intent",
+                "result",
+                "step",
+            ]
+        finally:
+            await other.close()
+
+
+async def test_renewal_notices_a_takeover(pg_url: str, pg_schema: str) -> None:
+    async with _system(pg_url, pg_schema, "a", ttl=0.6) as a:
+        ra = await a.spawn(Account, "acct")
+        assert await ra.ask(Deposit(1)) == 1
+        other = PostgresStore(pg_url, schema=pg_schema)
+        await other.open()
+        try:
+            await other._execute("UPDATE leases SET expires_at = now()")
+            assert await other.acquire_lease("acct", "b", 30) is not None
+            with anyio.fail_after(5):
+                while a.status("acct") != "stopped":
+                    await anyio.sleep(0.02)
+            assert isinstance(a.error("acct"), LeaseLostError)
+        finally:
+            await other.close()
+
+
+async def test_dead_runtime_actors_are_taken_over(pg_url: str, pg_schema: str) -> None:
+    store = PostgresStore(pg_url, schema=pg_schema)
+    await store.open()
+    try:
+        # A runtime "died" holding the lease with a queued message.
+        await store.register_actor("acct", "tests.multi.agents.Account")
+        assert await store.acquire_lease("acct", "dead", 0.3) is not None
+        await store.inbox_put("acct", "m1", "tests.multi.agents.Deposit", '{"n": 3}', None)
+    finally:
+        await store.close()
+    async with _system(pg_url, pg_schema, "b", ttl=0.6) as b:
+        with anyio.fail_after(10):
+            while b.status("acct") not in ("running", "idle"):
+                await anyio.sleep(0.05)
+            while await b.ref(Account, "acct").ask(Deposit(0)) != 3:  # the queued message
+                await anyio.sleep(0.02)
+
+
+async def test_owner_is_ignored_without_the_leases_capability(tmp_path: object) -> None:
+    import pathlib
+
+    assert isinstance(tmp_path, pathlib.Path)
+    async with ActorSystem(SqliteStore(tmp_path / "a.db"), actors=[Account], owner="a") as s:
+        assert s._ownership is None
+        assert await (await s.spawn(Account, "x")).ask(Deposit(2)) == 2
