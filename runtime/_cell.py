@@ -54,7 +54,8 @@ class Reply:
             self.event.set()
 
     async def wait(self) -> Any:
-        await self.event.wait()
+        if not self.event.is_set():
+            await self.event.wait()
         if self.error is not None:
             raise self.error
         return self.value
@@ -157,8 +158,12 @@ class Cell:
     def quarantine(self, exc: BaseException, *, status: str = "quarantined") -> None:
         self.status = status
         self.error = exc
-        err = ActorQuarantinedError(self.actor_id, exc)
-        err.__cause__ = exc
+        err: BaseException
+        if isinstance(exc, SequenceConflictError):
+            err = exc  # the loser of a conflicting append gets the conflict itself
+        else:
+            err = ActorQuarantinedError(self.actor_id, exc)
+            err.__cause__ = exc
         for slot in list(self.waiters.values()):
             slot.set(error=err)
         self.waiters.clear()
@@ -335,8 +340,9 @@ class Cell:
         """
         _codec.check_attrs_instance(msg, "message")
         tag = _codec.type_tag(type(msg))
-        body = _codec.to_plain(msg, "message")
-        await self.ready.wait()
+        body = _codec.to_plain(msg, "message", check=False)
+        if not self.ready.is_set():
+            await self.ready.wait()
         self.check_usable()
         self.system._learn_message_type(type(msg))
         if message_id is not None:
@@ -348,7 +354,10 @@ class Cell:
         else:
             message_id = _codec.new_message_id()
         payload = _records.message_payload(body, sender=sender, trace=_telemetry.inject())
-        seq = self.journal.write("message", tag, 0, payload, message_id=message_id)
+        try:
+            seq = self.journal.write("message", tag, 0, payload, message_id=message_id)
+        except EncodeError as exc:
+            raise EncodeError("message", type(msg), exc.reason) from exc
         self.inflight_ids[message_id] = seq
         slot = None
         if want_reply:
@@ -356,6 +365,10 @@ class Cell:
         # The handler may start before the commit completes: nothing it does escapes
         # before the journal is flushed, and every flush covers this entry.
         self._send.send_nowait(_Envelope(seq, tag, msg, message_id, payload["trace"]))
+        if want_reply:
+            # ``ask`` returns only with the reply, which waits for the step's commit; that
+            # commit (or the first intent's, earlier) covers this message: one fsync fewer.
+            return slot
         try:
             await self.journal.flush()
         except SequenceConflictError as exc:
@@ -446,7 +459,7 @@ class Cell:
                 reply = await self.actor.receive(ctx, env.message)
                 if ctx.fatal is None and resumed:
                     ctx.check_consumed()
-                reply_plain = _codec.to_plain(reply, "reply")
+                reply_plain = _codec.to_plain(reply, "reply", check=False)
             except Exception as exc:
                 if ctx.fatal is not None:
                     span.set_status(Status(StatusCode.ERROR, str(ctx.fatal)))
@@ -474,8 +487,10 @@ class Cell:
                     ),
                 )
             except EncodeError as exc:
-                # The reply (or error text) is too large for one entry: record the step as
-                # failed with that error, as for an unencodable reply, instead of stopping.
+                # The reply cannot be encoded or is too large for one entry (or the error
+                # text is): record the step as failed with that error instead of stopping.
+                if error is None:
+                    exc = EncodeError("reply", type(reply), exc.reason)
                 error, reply_plain = exc, None
                 span.set_attribute(ATTR.OUTCOME, "error")
                 step_seq = self.journal.write(
@@ -491,12 +506,14 @@ class Cell:
         self.handled_seq = env.seq
         if env.message_id is not None:
             self.inflight_ids.pop(env.message_id, None)
-        slot = self.waiters.pop(env.seq, None)
+        slot = self.waiters.get(env.seq)
         self.steps_since_snapshot += 1
         due = self.policy.due(self.steps_since_snapshot, time.monotonic() - self.last_snapshot_at)
         if slot is not None or due:
+            # If this commit fails, the slot stays registered and quarantine() fails it.
             await self.journal.flush()
         if slot is not None:
+            self.waiters.pop(env.seq, None)
             if error is None:
                 slot.set(reply)
             else:

@@ -41,6 +41,10 @@ MAX_ACTOR_ID_CHARS = 200
 _MAX_TAG_BYTES = 1024
 _NO_MESSAGE_ID = 0xFFFF
 
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_check_encoder = json.JSONEncoder(allow_nan=False)
+_PRIMITIVES = (str, int, bool, type(None))
+
 #: The one cattrs converter: JSON-friendly (datetimes as ISO strings, bytes as base85, ...).
 converter: cattrs.Converter = make_converter()
 
@@ -91,7 +95,7 @@ def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> byt
 def encode_plain(obj: dict[str, Any], what: str) -> bytes:
     """Encode an already-plain JSON object (an entry envelope)."""
     try:
-        data = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+        data = _encoder.encode(obj).encode()
     except (TypeError, ValueError) as exc:
         raise EncodeError(what, type(obj), str(exc)) from exc
     if len(data) > MAX_PAYLOAD_BYTES:
@@ -101,11 +105,18 @@ def encode_plain(obj: dict[str, Any], what: str) -> bytes:
     return data
 
 
-def to_plain(value: Any, what: str) -> Any:
-    """Unstructure ``value`` and prove it is JSON-encodable (raises ``EncodeError``)."""
+def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
+    """Unstructure ``value`` and (with ``check``) prove it is JSON-encodable.
+
+    Callers that encode the result into an entry right away pass ``check=False`` and turn
+    the entry's ``EncodeError`` into theirs, so the value is encoded once, not twice.
+    """
     try:
+        if type(value) in _PRIMITIVES:
+            return value
         plain = converter.unstructure(value)
-        json.dumps(plain, allow_nan=False)
+        if check:
+            _check_encoder.encode(plain)
     except (TypeError, ValueError, cattrs.BaseValidationError, RecursionError) as exc:
         raise EncodeError(what, type(value), str(exc)) from exc
     return plain

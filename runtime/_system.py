@@ -84,6 +84,10 @@ class ActorRef(Generic[A]):
                 timeout=timeout,
             )
         cell = await self.system._cell(self.cls, self.actor_id)
+        if timeout is None:
+            slot = await cell.post(msg, message_id=message_id, sender=None, want_reply=True)
+            assert slot is not None
+            return await slot.wait()
         with anyio.fail_after(timeout):
             slot = await cell.post(msg, message_id=message_id, sender=None, want_reply=True)
             assert slot is not None

@@ -30,7 +30,8 @@ class Journal:
         self.last_seq = last_seq  # last seq written (buffered or durable)
         self.durable_seq = last_seq  # last seq known durable
         self._buffer: list[EntryRow] = []
-        self._lock = anyio.Lock()
+        self._flushing = False
+        self._flush_done: anyio.Event | None = None
         self.broken: BaseException | None = None
 
     def write(
@@ -58,23 +59,31 @@ class Journal:
         """Make every written entry durable. A cancellation point; if cancelled, the
         entries may or may not be durable (the journal stays consistent either way)."""
         target = self.last_seq
-        if self.durable_seq >= target:
+        while self.durable_seq < target:
             if self.broken is not None:
                 raise ActorStoppedError(f"actor {self.actor_id!r} stopped: {self.broken}")
-            return
-        async with self._lock:
-            # A flush that was in flight when we were called may have covered us.
-            if self.durable_seq >= target:
-                return
-            if self.broken is not None:
-                raise ActorStoppedError(f"actor {self.actor_id!r} stopped: {self.broken}")
+            if self._flushing:
+                # Another flush of this actor is committing; it may cover us. The event is
+                # made only when someone has to wait: most flushes meet no contention.
+                if self._flush_done is None:
+                    self._flush_done = anyio.Event()
+                await self._flush_done.wait()
+                continue
+            self._flushing = True
             rows, self._buffer = self._buffer, []
             t0 = time.perf_counter()
             try:
                 with anyio.CancelScope(shield=True):
                     await self.store.append(self.actor_id, self.durable_seq, rows)
+                self.durable_seq = rows[-1].seq
             except BaseException as exc:
                 self.broken = exc
                 raise
-            self.durable_seq = rows[-1].seq
+            finally:
+                self._flushing = False
+                done, self._flush_done = self._flush_done, None
+                if done is not None:
+                    done.set()
             _telemetry.record_append(time.perf_counter() - t0, len(rows))
+        if self.broken is not None and self.durable_seq < self.last_seq:
+            raise ActorStoppedError(f"actor {self.actor_id!r} stopped: {self.broken}")

@@ -30,7 +30,7 @@ class Request(Generic[T]):
 
     def __init__(self, item: T) -> None:
         self.item = item
-        self.wake = anyio.Event()
+        self.wake: anyio.Event | None = None  # made only if this request has to wait
         self.lead = False
         self.done = False
         self.abandoned = False
@@ -58,6 +58,7 @@ class GroupCommitter(Generic[T]):
             self._busy = True
             req.lead = True
         else:
+            req.wake = anyio.Event()
             try:
                 await req.wake.wait()
             except BaseException:
@@ -100,13 +101,15 @@ class GroupCommitter(Generic[T]):
     def _finish(batch: Sequence[Request[T]]) -> None:
         for r in batch:
             r.done = True
-            r.wake.set()
+            if r.wake is not None:
+                r.wake.set()
 
     def _handoff(self) -> bool:
         for r in self._queue:
             if not r.abandoned:
                 r.lead = True
-                r.wake.set()
+                if r.wake is not None:
+                    r.wake.set()
                 return True
         if not self._queue:
             self._busy = False
