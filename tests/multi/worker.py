@@ -1,0 +1,104 @@
+"""One runtime process of the multi-process test (``python -m tests.multi.worker``).
+
+Args: DSN SCHEMA OWNER LEASE_TTL CLIENTS. Runs an ActorSystem with ``owner=OWNER`` over the
+shared PostgreSQL schema, and CLIENTS concurrent clients that take asks from the ``work``
+table (a taken item whose taker went silent is taken again), ask them with their message id,
+and record the answer. The ``book`` tool writes the ``ledger`` table (idempotency key as
+primary key) and ``calls`` (every execution). Exits when every ask is answered; writes the
+actors it lost to ``lost``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import anyio
+import asyncpg
+from actorlog import ActorSystem
+from actorlog.stores import PostgresStore
+
+from .agents import LEDGER_WRITER, Account, Deposit
+
+CLAIM = """
+UPDATE work SET taken_by = $1, taken_at = now() WHERE message_id = (
+    SELECT message_id FROM work
+    WHERE answer IS NULL AND (taken_by IS NULL OR taken_at < now() - make_interval(secs => $2))
+    ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING message_id, actor_id, n
+"""
+
+
+async def main(dsn: str, schema: str, owner: str, ttl: float, clients: int) -> None:
+    pool: Any = await asyncpg.create_pool(
+        dsn, min_size=1, max_size=4, server_settings={"search_path": f'"{schema}"'}
+    )
+
+    async def write_ledger(key: str, amount: int) -> None:
+        await pool.execute("INSERT INTO calls (key, owner) VALUES ($1, $2)", key, owner)
+        await pool.execute(
+            "INSERT INTO ledger (key, amount) VALUES ($1, $2) ON CONFLICT DO NOTHING", key, amount
+        )
+        await anyio.sleep(0.002)  # an effect takes a while: steps are in flight at a kill
+
+    LEDGER_WRITER.append(write_ledger)
+    store = PostgresStore(dsn, schema=schema, max_size=6)
+    async with ActorSystem(store, actors=[Account], owner=owner, lease_ttl=ttl) as system:
+        print("ready", flush=True)
+        done = anyio.Event()
+
+        async def client() -> None:
+            while not done.is_set():
+                item = await pool.fetchrow(CLAIM, owner, ttl * 2.5)
+                if item is None:
+                    left = await pool.fetchval("SELECT count(*) FROM work WHERE answer IS NULL")
+                    if left == 0:
+                        done.set()
+                        return
+                    await anyio.sleep(0.05)
+                    continue
+                message_id, actor_id, n = item
+                try:
+                    ref = system.ref(Account, actor_id)
+                    answer = await ref.ask(Deposit(n), message_id=message_id, timeout=ttl * 4)
+                except Exception as exc:
+                    await pool.execute(
+                        "UPDATE work SET taken_by = NULL, errors = errors || $2::text "
+                        "WHERE message_id = $1",
+                        message_id,
+                        f"{owner}:{type(exc).__name__};",
+                    )
+                    continue
+                await pool.execute(
+                    "UPDATE work SET answer = $2, answered_by = $3, answers = answers + 1 "
+                    "WHERE message_id = $1",
+                    message_id,
+                    answer,
+                    owner,
+                )
+
+        async def report_lost() -> None:
+            own = system._ownership
+            assert own is not None
+            reported = 0
+            while True:
+                await anyio.sleep(0.2)
+                for actor_id in own.lost[reported:]:
+                    await pool.execute(
+                        "INSERT INTO lost (owner, actor_id) VALUES ($1, $2)", owner, actor_id
+                    )
+                reported = len(own.lost)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(report_lost)
+            async with anyio.create_task_group() as clients_tg:
+                for _ in range(clients):
+                    clients_tg.start_soon(client)
+            await anyio.sleep(0.5)
+            tg.cancel_scope.cancel()
+    await pool.close()
+
+
+if __name__ == "__main__":
+    dsn, schema, owner, ttl, clients = sys.argv[1:6]
+    anyio.run(main, dsn, schema, owner, float(ttl), int(clients), backend="asyncio")
