@@ -53,7 +53,9 @@ class LeaseStore(Protocol):
     async def acquire_lease(self, actor_id: str, owner: str, ttl: float) -> int | None: ...
     async def renew_leases(self, owner: str, tokens: Mapping[str, int], ttl: float) -> set[str]: ...
     async def release_lease(self, actor_id: str, owner: str, token: int) -> None: ...
-    async def orphans(self, limit: int = 100) -> list[tuple[str, str]]: ...
+    async def orphans(
+        self, limit: int = 100, owner: str | None = None
+    ) -> list[tuple[str, str]]: ...
     async def inbox_put(
         self, actor_id: str, message_id: str, type_tag: str, body: str, sender: str | None
     ) -> None: ...
@@ -181,10 +183,7 @@ class Ownership:
         """True if the actor runs here (started here now if its lease was free)."""
         if self._live(actor_id) is not None:
             return True
-        cell = self.system._cells.get(actor_id)
-        if cell is not None and cell.done.is_set() and isinstance(cell.error, LeaseLostError):
-            del self.system._cells[actor_id]
-        await self.system.spawn(cls, actor_id)
+        await self.system.spawn(cls, actor_id)  # restarts a cell that lost its lease
         return self._live(actor_id) is not None
 
     async def post_remote(
@@ -267,7 +266,7 @@ class Ownership:
     async def recover(self) -> None:
         """Take over and recover actors with unfinished work and no live lease."""
         try:
-            found = await self.store.orphans()
+            found = await self.store.orphans(owner=self.owner)
         except Exception:
             return
         for actor_id, actor_type in found:

@@ -20,6 +20,7 @@ from ._errors import (
     ActorQuarantinedError,
     ActorStoppedError,
     ConfigurationError,
+    LeaseLostError,
     StoreUnavailableError,
 )
 from ._ownership import Ownership
@@ -487,13 +488,15 @@ class ActorSystem:
 
 def _restartable(cell: Cell) -> bool:
     """A finished cell that spawning starts again: it stopped cleanly, or a store failure
-    (possibly transient: disk full, lock timeout, I/O error) stopped it. Recovery reads the
-    truth back from the store; a damaged log or a conflict stays stopped."""
+    (possibly transient: disk full, lock timeout, I/O error) stopped it, or it lost its lease
+    to another runtime (spawning takes the lease again if it is free, else reaches the actor
+    where it runs). Recovery reads the truth back from the store; a damaged log or a conflict
+    stays stopped."""
     if not cell.done.is_set():
         return False
     return (
         cell.error is None
-        or isinstance(cell.error, StoreUnavailableError)
+        or isinstance(cell.error, (StoreUnavailableError, LeaseLostError))
         or isinstance(cell.journal.broken, StoreUnavailableError)
     )
 

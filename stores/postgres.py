@@ -895,17 +895,21 @@ class PostgresStore:
             return None
         return rows[0][0], int(rows[0][1]), float(rows[0][2])
 
-    async def orphans(self, limit: int = 100) -> list[tuple[str, str]]:
+    async def orphans(self, limit: int = 100, owner: str | None = None) -> list[tuple[str, str]]:
         """``(actor_id, actor_type)`` of actors with unfinished work (unhandled messages or
-        inbox messages) and no live lease: a dead runtime's actors, or never placed."""
+        inbox messages) and no live lease: a dead runtime's actors, or never placed. With
+        ``owner``, also those whose live lease ``owner`` holds (a runtime restarted under the
+        same name after a crash)."""
         rows = await self._fetch(
             "SELECT a.actor_id, a.actor_type FROM actors a "
             "LEFT JOIN leases l ON l.actor_id = a.actor_id "
-            "WHERE (l.actor_id IS NULL OR l.owner IS NULL OR l.expires_at <= now()) "
+            "WHERE (l.actor_id IS NULL OR l.owner IS NULL OR l.expires_at <= now() "
+            "       OR l.owner = $2) "
             "AND (a.handled_seq < a.last_message_seq "
             "     OR EXISTS (SELECT 1 FROM inbox i WHERE i.actor_id = a.actor_id)) "
             "ORDER BY random() LIMIT $1",
             limit,
+            owner,
         )
         return [(r[0], r[1]) for r in rows]
 

@@ -86,11 +86,16 @@ async def test_renewal_notices_a_takeover(pg_url: str, pg_schema: str) -> None:
         await other.open()
         try:
             await other._execute("UPDATE leases SET expires_at = now()")
-            assert await other.acquire_lease("acct", "b", 30) is not None
+            token = await other.acquire_lease("acct", "b", 30)
+            assert token is not None
             with anyio.fail_after(5):
                 while a.status("acct") != "stopped":
                     await anyio.sleep(0.02)
             assert isinstance(a.error("acct"), LeaseLostError)
+            # Once the other runtime lets it go, using the actor takes it back.
+            await other.release_lease("acct", "b", token)
+            assert await ra.ask(Deposit(1)) == 2
+            assert a.status("acct") in ("running", "idle")
         finally:
             await other.close()
 
@@ -110,6 +115,22 @@ async def test_dead_runtime_actors_are_taken_over(pg_url: str, pg_schema: str) -
             while b.status("acct") not in ("running", "idle"):
                 await anyio.sleep(0.05)
             while await b.ref(Account, "acct").ask(Deposit(0)) != 3:  # the queued message
+                await anyio.sleep(0.02)
+
+
+async def test_restart_under_the_same_owner_recovers_at_once(pg_url: str, pg_schema: str) -> None:
+    store = PostgresStore(pg_url, schema=pg_schema)
+    await store.open()
+    try:
+        # Runtime "a" crashed holding a long lease, with a message queued for its actor.
+        await store.register_actor("acct", "tests.multi.agents.Account")
+        assert await store.acquire_lease("acct", "a", 60) is not None
+        await store.inbox_put("acct", "m1", "tests.multi.agents.Deposit", '{"n": 3}', None)
+    finally:
+        await store.close()
+    async with _system(pg_url, pg_schema, "a", ttl=60) as a:  # restarted under its name
+        with anyio.fail_after(5):  # not after the 60 s lease
+            while await a.ref(Account, "acct").ask(Deposit(0)) != 3:
                 await anyio.sleep(0.02)
 
 
