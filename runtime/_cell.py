@@ -148,6 +148,11 @@ class Cell:
         )
         return "stopped" if failed else "quarantined"
 
+    def dispose(self) -> None:
+        """Release the mailbox (idempotent)."""
+        self._send.close()
+        self._recv.close()
+
     def close(self) -> None:
         """Stop after the current step (pending messages stay in the log)."""
         try:

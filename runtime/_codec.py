@@ -17,7 +17,7 @@ import cattrs
 from cattrs.preconf.json import make_converter
 
 from ._errors import ConfigurationError, CorruptEntryError, EncodeError
-from .store import FORMAT_VERSION, KINDS, EntryRow
+from .store import FORMAT_VERSION, KINDS, EntryRow, SnapshotInfo
 
 __all__ = [
     "MAX_ACTOR_ID_CHARS",
@@ -27,6 +27,7 @@ __all__ = [
     "encode_json",
     "entry_checksum",
     "make_row",
+    "info_digest",
     "snapshot_digest",
     "type_tag",
     "validate_actor_id",
@@ -233,9 +234,36 @@ def verify_row(row: EntryRow, expected_actor: str, expected_seq: int) -> None:
         )
 
 
-def snapshot_digest(data: bytes) -> bytes:
-    """[F12] SHA-256 of the snapshot bytes."""
-    return hashlib.sha256(data).digest()
+def snapshot_digest(
+    actor_id: str,
+    seq: int,
+    handled_seq: int,
+    type_tag: str,
+    schema_version: int,
+    data: bytes,
+) -> bytes:
+    """[F12] SHA-256 of the snapshot frame: its identity and position, then its bytes.
+
+    Covering ``seq`` and ``handled_seq`` (not only the data) means a damaged position is
+    detected too, instead of replaying from the wrong place.
+    """
+    aid = actor_id.encode()
+    tag = type_tag.encode()
+    h = hashlib.sha256()
+    h.update(struct.pack(">BH", FORMAT_VERSION, len(aid)))
+    h.update(aid)
+    h.update(struct.pack(">QQIH", seq, handled_seq, schema_version, len(tag)))
+    h.update(tag)
+    h.update(struct.pack(">Q", len(data)))
+    h.update(data)
+    return h.digest()
+
+
+def info_digest(info: SnapshotInfo, data: bytes) -> bytes:
+    """The digest a snapshot with this metadata and these bytes must carry."""
+    return snapshot_digest(
+        info.actor_id, info.seq, info.handled_seq, info.type_tag, info.schema_version, data
+    )
 
 
 def new_message_id() -> str:

@@ -52,7 +52,9 @@ def _verify_snapshot(info: SnapshotInfo, data: bytes, state_tag: str, schema_ver
         raise ValueError(f"state type {info.type_tag} is not {state_tag}")
     if info.schema_version != schema_version:
         raise ValueError(f"schema version {info.schema_version} is not {schema_version}")
-    if len(data) != info.size or _codec.snapshot_digest(data) != info.digest:
+    if info.handled_seq > info.seq:
+        raise ValueError(f"handled seq {info.handled_seq} is beyond its seq {info.seq}")
+    if len(data) != info.size or _codec.info_digest(info, data) != info.digest:
         raise ValueError("digest mismatch")
     try:
         return json.loads(data)

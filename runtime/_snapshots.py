@@ -67,7 +67,9 @@ def build_snapshot(
         handled_seq=handled_seq,
         type_tag=_codec.type_tag(type(state)),
         schema_version=schema_version,
-        digest=_codec.snapshot_digest(data),
+        digest=_codec.snapshot_digest(
+            actor_id, seq, handled_seq, _codec.type_tag(type(state)), schema_version, data
+        ),
         size=len(data),
         created_at=time.time(),
     )

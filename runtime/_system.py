@@ -255,7 +255,11 @@ class ActorSystem:
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
         stack, self._stack = self._stack, None
-        await stack.aclose()
+        try:
+            await stack.aclose()
+        finally:
+            for cell in self._cells.values():
+                cell.dispose()  # cells cancelled before their task ever ran
 
     async def _flush_all(self) -> None:
         """Make buffered entries of steps that finished before the cancel durable."""

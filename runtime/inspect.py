@@ -831,7 +831,7 @@ async def _snapshot_problem(store: Store, info: SnapshotInfo, last_seq: int) -> 
         return "missing"
     if len(snap.data) != info.size:
         return f"size {len(snap.data)} bytes, recorded {info.size}"
-    if _codec.snapshot_digest(snap.data) != info.digest:
+    if _codec.info_digest(info, snap.data) != info.digest:
         return "digest mismatch"
     try:
         json.loads(snap.data)
@@ -1287,6 +1287,7 @@ async def fork(
         if snap is None:
             continue
         new_info = attrs.evolve(info, actor_id=new_id, created_at=time.time())
+        new_info = attrs.evolve(new_info, digest=_codec.info_digest(new_info, snap.data))
         with contextlib.suppress(Exception):  # without it recovery replays from seq 1
             await store.save_snapshot(SnapshotRow(info=new_info, data=snap.data))
             snapshot_seq = info.seq

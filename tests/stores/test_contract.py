@@ -651,7 +651,7 @@ def _snapshot(actor_id: str, seq: int, data: bytes | None = None) -> SnapshotRow
         handled_seq=max(seq - 1, 0),
         type_tag="tests.Notes",
         schema_version=3,
-        digest=snapshot_digest(data),
+        digest=snapshot_digest(actor_id, seq, max(seq - 1, 0), "tests.Notes", 3, data),
         size=len(data),
         created_at=1_700_000_000.25 + seq,
     )

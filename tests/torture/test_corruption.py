@@ -584,11 +584,6 @@ def test_damaged_unhandled_message_under_the_snapshot_is_found(
     assert got.actor_id == "victim" and abs(got.seq) == seq5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FORMAT.md [F12]: a snapshot's digest covers its data only, so damage to its seq "
-    "or handled_seq columns is not detected and recovery replays from the wrong place",
-)
 @pytest.mark.parametrize("column", ["handled_seq", "seq"])
 def test_damaged_snapshot_metadata_is_detected(
     column: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
