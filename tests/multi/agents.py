@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import anyio
 import attrs
 from actorlog import Actor, Context, tool
 
@@ -42,3 +43,31 @@ class Account(Actor[Balance]):
         self.state.total += booked
         self.state.steps += 1
         return self.state.total
+
+
+@attrs.define
+class Nap:
+    seconds: float
+
+
+#: Called when ``nap`` starts (the zombie worker prints a line); ``NAPPING[0]`` scales the
+#: sleep (0 outside the zombie process: a re-run after a take-over returns at once).
+ON_NAP: list[Callable[[], None]] = []
+NAPPING: list[float] = [0.0]
+
+
+@tool(effect="read")
+async def nap(seconds: float) -> str:
+    for hook in ON_NAP:
+        hook()
+    await anyio.sleep(seconds * NAPPING[0])
+    return "rested"
+
+
+class Sleeper(Actor[Balance]):
+    snapshot_every = None
+
+    async def receive(self, ctx: Context, msg: Nap) -> str:
+        out = await ctx.call(nap, msg.seconds)
+        self.state.steps += 1
+        return out

@@ -23,7 +23,10 @@ from typing import Any
 import anyio
 import asyncpg
 import pytest
+from actorlog import ActorSystem
 from actorlog.stores import PostgresStore
+
+from .agents import Sleeper
 
 pytestmark = pytest.mark.anyio
 
@@ -177,3 +180,51 @@ async def test_three_runtimes_kill_and_pause(pg_url: str, pg_schema: str) -> Non
             if p.stdout is not None:
                 p.stdout.close()
         await conn.close()
+
+
+def _start_zombie(pg_url: str, schema: str, ttl: float) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.multi.worker", "zombie", pg_url, schema, str(ttl)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+async def test_paused_runtime_cannot_write_after_a_takeover(pg_url: str, pg_schema: str) -> None:
+    """A runtime SIGSTOPped inside a tool call, its lease taken over meanwhile, resumes: the
+    tool returns, and the database rejects its append (fencing token): the log has only the
+    new owner's entries, and the zombie stops the actor with LeaseLostError."""
+    ttl = 1.0
+    proc = _start_zombie(pg_url, pg_schema, ttl)
+    assert proc.stdout is not None and proc.stdin is not None
+    try:
+        line = await anyio.to_thread.run_sync(proc.stdout.readline)
+        assert line.strip() == "in-tool", line
+        proc.send_signal(signal.SIGSTOP)
+        store = PostgresStore(pg_url, schema=pg_schema)
+        async with ActorSystem(store, actors=[Sleeper], owner="new", lease_ttl=ttl) as system:
+            # The zombie's lease expires; the take-over scan recovers z here and finishes
+            # the interrupted step (a read tool runs again).
+            with anyio.fail_after(ttl * 10):
+                while not await store.find_ref("z", "step", 1):
+                    await anyio.sleep(0.05)
+            before = [(r.seq, r.kind) for r in await store.read("z")]
+            proc.send_signal(signal.SIGCONT)
+            line = await anyio.to_thread.run_sync(proc.stdout.readline)
+            assert line.strip() == "stopped LeaseLostError", line
+            after = [(r.seq, r.kind) for r in await store.read("z")]
+            assert after == before  # nothing from the zombie
+            assert [k for _, k in after].count("step") == 1
+            assert system.status("z") in ("running", "idle")
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert await anyio.to_thread.run_sync(functools.partial(proc.wait, timeout=30)) == 0
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stdin.close()

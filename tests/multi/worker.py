@@ -18,7 +18,7 @@ import asyncpg
 from actorlog import ActorSystem
 from actorlog.stores import PostgresStore
 
-from .agents import LEDGER_WRITER, Account, Deposit
+from .agents import LEDGER_WRITER, NAPPING, ON_NAP, Account, Deposit, Nap, Sleeper
 
 CLAIM = """
 UPDATE work SET taken_by = $1, taken_at = now() WHERE message_id = (
@@ -99,6 +99,25 @@ async def main(dsn: str, schema: str, owner: str, ttl: float, clients: int) -> N
     await pool.close()
 
 
+async def zombie(dsn: str, schema: str, ttl: float) -> None:
+    """Own actor ``z`` and start a long tool call in it (the test SIGSTOPs us there); print
+    how the actor ended once the call returns."""
+    NAPPING[0] = 1.0
+    ON_NAP.append(lambda: print("in-tool", flush=True))
+    store = PostgresStore(dsn, schema=schema)
+    async with ActorSystem(store, actors=[Sleeper], owner="zombie", lease_ttl=ttl) as system:
+        ref = await system.spawn(Sleeper, "z")
+        await ref.send(Nap(ttl * 2), message_id="nap-1")
+        with anyio.fail_after(ttl * 20):
+            while system.status("z") != "stopped":
+                await anyio.sleep(0.05)
+        print(f"stopped {type(system.error('z')).__name__}", flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.readline)
+
+
 if __name__ == "__main__":
-    dsn, schema, owner, ttl, clients = sys.argv[1:6]
-    anyio.run(main, dsn, schema, owner, float(ttl), int(clients), backend="asyncio")
+    if sys.argv[1] == "zombie":
+        anyio.run(zombie, sys.argv[2], sys.argv[3], float(sys.argv[4]), backend="asyncio")
+    else:
+        dsn, schema, owner, ttl, clients = sys.argv[1:6]
+        anyio.run(main, dsn, schema, owner, float(ttl), int(clients), backend="asyncio")
