@@ -21,7 +21,8 @@ Active when ``ActorSystem(store, owner=...)`` runs over a store with
   the ones whose class it runs.
 
 Placement: an unowned actor goes to the first runtime that needs it (spawn, send, ask, or the
-take-over scan). There is no bound on the actors per runtime and no passivation yet.
+take-over scan) unless that runtime already runs ``max_actors``; ``passivate_after`` stops
+actors idle that long and releases their leases.
 """
 
 from __future__ import annotations
@@ -76,9 +77,21 @@ class Ownership:
         lease_ttl: float,
         *,
         poll_interval: float = 0.25,
+        max_actors: int | None = None,
+        passivate_after: float | None = None,
     ) -> None:
         if not lease_ttl > 0:
             raise ConfigurationError(f"lease_ttl must be > 0, got {lease_ttl!r}")
+        if max_actors is not None and max_actors < 1:
+            raise ConfigurationError(f"max_actors must be >= 1, got {max_actors!r}")
+        if passivate_after is not None and not passivate_after > 0:
+            raise ConfigurationError(f"passivate_after must be > 0, got {passivate_after!r}")
+        self.max_actors = max_actors
+        self.passivate_after = passivate_after
+        #: monotonic time each owned actor was last used here (routing, inbox delivery)
+        self._used: dict[str, float] = {}
+        #: actor ids passivated (for tests and operators)
+        self.passivated: list[str] = []
         self.system = system
         self.store: LeaseStore = system.store  # type: ignore[assignment]  # checked by caller
         self.owner = owner
@@ -123,9 +136,16 @@ class Ownership:
 
     async def claim(self, actor_id: str) -> bool:
         """Take the actor's lease (before recovering it here). False: another runtime owns it."""
+        if (
+            self.max_actors is not None
+            and actor_id not in self.tokens
+            and len(self.tokens) >= self.max_actors
+        ):
+            return False  # full: the actor is placed on (or reached at) another runtime
         token = await self.store.acquire_lease(actor_id, self.owner, self.ttl)
         if token is None:
             return False
+        self._used[actor_id] = time.monotonic()
         self.tokens[actor_id] = token
         self.store.set_fence(actor_id, token)
         self._wake.set()  # deliver what is queued for it
@@ -133,6 +153,7 @@ class Ownership:
 
     def _lose(self, actor_id: str, why: str) -> None:
         token = self.tokens.pop(actor_id, None)
+        self._used.pop(actor_id, None)
         self.lost.append(actor_id)
         cell = self.system._cells.get(actor_id)
         if cell is not None and not cell.done.is_set():
@@ -162,6 +183,38 @@ class Ownership:
             for actor_id in held:
                 if actor_id not in renewed and self.tokens.get(actor_id) == held[actor_id]:
                     self._lose(actor_id, "another runtime took the lease over")
+            if self.passivate_after is not None:
+                await self._passivate_idle(self.passivate_after)
+
+    async def _passivate_idle(self, idle_for: float) -> None:
+        """Stop actors idle for ``idle_for`` seconds and release their leases.
+
+        Every local use of an actor goes through :meth:`route` or the inbox, which mark it
+        used before posting, so an actor chosen here has no post on its way; one that is used
+        again meanwhile is restarted by ``spawn`` (taking the lease again)."""
+        now = time.monotonic()
+        for actor_id, token in list(self.tokens.items()):
+            cell = self._live(actor_id)
+            if (
+                cell is None
+                or cell.status != "idle"
+                or cell.waiters
+                or cell.inflight_ids
+                or now - self._used.get(actor_id, now) < idle_for
+            ):
+                continue
+            del self.tokens[actor_id]
+            self._used.pop(actor_id, None)
+            cell.close()
+            with anyio.move_on_after(self.ttl / 3):
+                await cell.done.wait()
+            if self.system._cells.get(actor_id) is cell and cell.done.is_set():
+                del self.system._cells[actor_id]
+            try:
+                await self.store.release_lease(actor_id, self.owner, token)
+            except Exception:
+                pass  # it expires
+            self.passivated.append(actor_id)
 
     def _forget_dead_cells(self) -> None:
         """Forget actors whose cell stopped after a rejected (fenced) append."""
@@ -182,9 +235,13 @@ class Ownership:
     async def route(self, cls: type[Actor[Any]], actor_id: str) -> bool:
         """True if the actor runs here (started here now if its lease was free)."""
         if self._live(actor_id) is not None:
+            self._used[actor_id] = time.monotonic()
             return True
         await self.system.spawn(cls, actor_id)  # restarts a cell that lost its lease
-        return self._live(actor_id) is not None
+        if self._live(actor_id) is None:
+            return False
+        self._used[actor_id] = time.monotonic()
+        return True
 
     async def post_remote(
         self,
@@ -254,6 +311,7 @@ class Ownership:
             cell = self._live(actor_id)
             if cell is None:
                 return
+            self._used[actor_id] = time.monotonic()
             try:
                 msg = self.system._decode_message(tag, json.loads(body))
                 await cell.post(msg, message_id=message_id, sender=sender, want_reply=False)
@@ -270,6 +328,8 @@ class Ownership:
         except Exception:
             return
         for actor_id, actor_type in found:
+            if self.max_actors is not None and len(self.tokens) >= self.max_actors:
+                return
             cls = self.system._classes.get(actor_type)
             if cls is None or self._live(actor_id) is not None:
                 continue

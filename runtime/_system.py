@@ -136,6 +136,11 @@ class ActorSystem:
             that died. Ignored by other stores. See ``docs/scaling.md``.
         lease_ttl: seconds a lease lasts without renewal (renewed every third of it): how
             long a dead runtime's actors wait before another runtime takes them over.
+        max_actors: with ``owner``, run at most this many actors here; others are left to
+            (or reached on) other runtimes. Needs ``passivate_after`` on some runtimes, or
+            actors beyond every runtime's bound wait.
+        passivate_after: with ``owner``, stop an actor that has been idle this many seconds
+            and release its lease (it starts again, here or elsewhere, on next use).
     """
 
     def __init__(
@@ -148,6 +153,8 @@ class ActorSystem:
         recover_on_start: bool = True,
         owner: str | None = None,
         lease_ttl: float = 10.0,
+        max_actors: int | None = None,
+        passivate_after: float | None = None,
     ) -> None:
         if isinstance(store, str):
             from actorlog.stores import open_store
@@ -171,7 +178,13 @@ class ActorSystem:
         self._spawn_lock = anyio.Lock()
         self._ownership: Ownership | None = None
         if owner is not None and self.store.capabilities.leases:
-            self._ownership = Ownership(self, owner, lease_ttl)
+            self._ownership = Ownership(
+                self,
+                owner,
+                lease_ttl,
+                max_actors=max_actors,
+                passivate_after=passivate_after,
+            )
 
     # -- registration ----------------------------------------------------------------------
 

@@ -134,6 +134,40 @@ async def test_restart_under_the_same_owner_recovers_at_once(pg_url: str, pg_sch
                 await anyio.sleep(0.02)
 
 
+async def test_idle_actors_are_passivated_and_come_back(pg_url: str, pg_schema: str) -> None:
+    system = ActorSystem(
+        PostgresStore(pg_url, schema=pg_schema),
+        actors=[Account],
+        owner="a",
+        lease_ttl=0.6,
+        passivate_after=0.3,
+    )
+    async with system as a:
+        ref = await a.spawn(Account, "acct")
+        assert await ref.ask(Deposit(2)) == 2
+        own = a._ownership
+        assert own is not None
+        with anyio.fail_after(5):
+            while "acct" not in own.passivated:
+                await anyio.sleep(0.02)
+        assert a.status("acct") == "unknown"
+        lease = await a.store.get_lease("acct")  # type: ignore[attr-defined]
+        assert lease is not None and lease[0] is None  # released
+        assert await ref.ask(Deposit(3)) == 5  # recovered on use
+        assert a.status("acct") in ("running", "idle")
+
+
+async def test_a_full_runtime_leaves_new_actors_to_others(pg_url: str, pg_schema: str) -> None:
+    full = ActorSystem(
+        PostgresStore(pg_url, schema=pg_schema), actors=[Account], owner="a", max_actors=1
+    )
+    async with full as a, _system(pg_url, pg_schema, "b", ttl=0.6) as b:
+        assert await (await a.spawn(Account, "x")).ask(Deposit(1)) == 1
+        assert await a.ref(Account, "y").ask(Deposit(4), timeout=10) == 4
+        assert a.status("y") == "unknown"
+        assert b.status("y") in ("running", "idle")
+
+
 async def test_owner_is_ignored_without_the_leases_capability(tmp_path: object) -> None:
     import pathlib
 
