@@ -114,6 +114,8 @@ class Ownership:
         tg.start_soon(self._renew_loop, name=f"actorlog:leases:{self.owner}")
         tg.start_soon(self._inbox_loop, name=f"actorlog:inbox:{self.owner}")
         tg.start_soon(self._takeover_loop, name=f"actorlog:takeover:{self.owner}")
+        if self.passivate_after is not None:
+            tg.start_soon(self._passivate_loop, self.passivate_after)
 
     async def stop(self) -> None:
         """Stop listening and give up every lease (after the actors' last flush)."""
@@ -183,8 +185,11 @@ class Ownership:
             for actor_id in held:
                 if actor_id not in renewed and self.tokens.get(actor_id) == held[actor_id]:
                     self._lose(actor_id, "another runtime took the lease over")
-            if self.passivate_after is not None:
-                await self._passivate_idle(self.passivate_after)
+
+    async def _passivate_loop(self, idle_for: float) -> None:
+        while True:
+            await anyio.sleep(min(idle_for / 2, self.ttl / 3))
+            await self._passivate_idle(idle_for)
 
     async def _passivate_idle(self, idle_for: float) -> None:
         """Stop actors idle for ``idle_for`` seconds and release their leases.
