@@ -67,6 +67,26 @@ def two_step_model(tool: str, calls: list[int]) -> FunctionModel:
     return FunctionModel(fn, model_name="two-step")
 
 
+async def run_until(
+    durable: DurableAgent[Any, Any],
+    system: ActorSystem,
+    actor_id: str,
+    message_id: str,
+    reached: anyio.Event,
+) -> None:
+    """Start a run and stop waiting for it once a tool has started (``reached``); the
+    system's exit then cuts the step off in the middle of that tool call."""
+    async with anyio.create_task_group() as tg:
+
+        async def go() -> None:
+            await durable.run(system, actor_id, "go", message_id=message_id)
+
+        tg.start_soon(go)
+        with anyio.fail_after(30):
+            await reached.wait()
+        tg.cancel_scope.cancel()
+
+
 @pytest.mark.anyio
 async def test_asking_again_returns_the_recorded_run_without_calling_anything() -> None:
     calls: list[int] = []
@@ -117,6 +137,7 @@ async def test_an_undeclared_write_in_doubt_escalates_and_events_are_replayed(
     started: list[str] = []
     events: list[list[str]] = []
     block = True
+    reached = anyio.Event()
 
     async def handler(ctx: RunContext[Any], stream: Any) -> None:
         run: list[str] = []
@@ -133,6 +154,7 @@ async def test_an_undeclared_write_in_doubt_escalates_and_events_are_replayed(
     async def pay(x: str) -> str:
         started.append(x)
         if block:
+            reached.set()
             await anyio.sleep_forever()
         return "paid"
 
@@ -141,8 +163,7 @@ async def test_an_undeclared_write_in_doubt_escalates_and_events_are_replayed(
     store = tmp_path / "agents.db"
 
     async with ActorSystem(SqliteStore(store), actors=[AgentActor], shutdown_grace=0.1) as system:
-        with anyio.move_on_after(1):
-            await durable.run(system, "c-3", "pay it", message_id="pay-1")
+        await run_until(durable, system, "c-3", "pay-1", reached)
     assert started == ["1"] and len(calls) == 1
     first_events = [e for run in events for e in run]
 
@@ -153,7 +174,7 @@ async def test_an_undeclared_write_in_doubt_escalates_and_events_are_replayed(
         ((seq, (tool_name, _key)),) = pending.items()
         assert tool_name == "pydantic_ai.tool.pay"
         await system.resolve("c-3", seq, result="paid by hand", reason="checked the bank")
-        result = await durable.run(system, "c-3", "pay it", message_id="pay-1")
+        result = await durable.run(system, "c-3", "go", message_id="pay-1")
     assert result.output == "answer: paid by hand"
     assert started == ["1"]  # never re-run
     assert len(calls) == 2  # the first request came from the log
@@ -231,6 +252,7 @@ async def test_a_reconciled_write_in_doubt_asks_the_reconcile_function(tmp_path:
     ran: list[str] = []
     asked: list[tuple[str, dict[str, Any]]] = []
     block = True
+    reached = anyio.Event()
 
     async def did_it_happen(key: str, tool_args: dict[str, Any]) -> Happened:
         asked.append((key, tool_args))
@@ -242,17 +264,17 @@ async def test_a_reconciled_write_in_doubt_asks_the_reconcile_function(tmp_path:
     async def order(x: str) -> str:
         ran.append(x)
         if block:
+            reached.set()
             await anyio.sleep_forever()
         return "ordered"
 
     durable = DurableAgent(agent, tools={"order": reconciled(did_it_happen)})
     store = tmp_path / "agents.db"
     async with ActorSystem(SqliteStore(store), actors=[AgentActor], shutdown_grace=0.1) as system:
-        with anyio.move_on_after(1):
-            await durable.run(system, "c-6", "order it", message_id="o")
+        await run_until(durable, system, "c-6", "o", reached)
     block = False
     async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
-        result = await durable.run(system, "c-6", "order it", message_id="o")
+        result = await durable.run(system, "c-6", "go", message_id="o")
     assert ran == ["1"]
     ((key, tool_args),) = asked
     assert tool_args == {"x": "1"} and key.startswith("c-6:")
@@ -262,18 +284,18 @@ async def test_a_reconciled_write_in_doubt_asks_the_reconcile_function(tmp_path:
 @pytest.mark.anyio
 async def test_a_changed_agent_on_replay_is_non_determinism(tmp_path: Path) -> None:
     calls: list[int] = []
+    reached = anyio.Event()
     agent = Agent(two_step_model("wait", calls), name="t-nondet", instructions="Be brief.")
 
     @agent.tool_plain
     async def wait(x: str) -> str:
+        reached.set()
         await anyio.sleep_forever()
         return "never"
 
-    DurableAgent(agent, tools={"wait": READ})
     store = tmp_path / "agents.db"
     async with ActorSystem(SqliteStore(store), actors=[AgentActor], shutdown_grace=0.1) as system:
-        with anyio.move_on_after(1):
-            await DurableAgent(agent, tools={"wait": READ}).run(system, "c-7", "go", message_id="n")
+        await run_until(DurableAgent(agent, tools={"wait": READ}), system, "c-7", "n", reached)
     # the same name, other instructions: the recorded first request no longer matches
     changed = Agent(two_step_model("wait", calls), name="t-nondet", instructions="Be long.")
     durable = DurableAgent(changed, tools={"wait": READ})
