@@ -94,7 +94,7 @@ async def main(dsn: str, schema: str, owner: str, ttl: float, clients: int) -> N
             async with anyio.create_task_group() as clients_tg:
                 for _ in range(clients):
                     clients_tg.start_soon(client)
-            await anyio.sleep(0.5)
+            await anyio.sleep(ttl)  # a renewal round: a resumed zombie notices its losses
             tg.cancel_scope.cancel()
     await pool.close()
 
