@@ -39,6 +39,8 @@ class Account(Actor[Balance]):
     snapshot_every = 20
 
     async def receive(self, ctx: Context, msg: Deposit) -> int:
+        if msg.n < 0:
+            raise ValueError(f"cannot deposit {msg.n}")
         booked = await ctx.call(book, msg.n)
         self.state.total += booked
         self.state.steps += 1

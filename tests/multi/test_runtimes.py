@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from actorlog import ActorSystem, LeaseLostError
+from actorlog import ActorSystem, HandlerError, LeaseLostError
 from actorlog.stores import PostgresStore, SqliteStore
 
 from .agents import LEDGER, Account, Deposit
@@ -33,6 +33,10 @@ async def test_one_owner_others_deliver_through_the_store(pg_url: str, pg_schema
             while await ra.ask(Deposit(0)) != 7:
                 await anyio.sleep(0.02)
         assert b.status("acct") == "unknown"
+        with pytest.raises(HandlerError) as info:  # the recorded error crosses runtimes
+            await rb.ask(Deposit(-1), timeout=10)
+        assert info.value.error_type == "ValueError"
+        assert "cannot deposit -1" in str(info.value)
     assert sorted(n for _, n in LEDGER if n) == [1, 2, 4]
 
 
