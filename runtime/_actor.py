@@ -31,6 +31,9 @@ class Actor(Generic[S]):
     * ``snapshot_every``: snapshot after this many steps (None: never by count).
     * ``snapshot_every_seconds``: snapshot when this long has passed since the last one.
     * ``snapshot_keep``: how many snapshots to keep (>= 2, so there is a fallback).
+    * ``recovery_budget``: seconds; snapshot whenever recovering the actor would otherwise
+      take longer than this (estimated online from measured replay costs; see
+      ``docs/tuning.md``). Combines with the other triggers.
     * ``schema_version``: bump when the state class changes incompatibly; snapshots of other
       versions are not loaded (recovery replays from an older one or from seq 1 instead).
 
@@ -40,6 +43,7 @@ class Actor(Generic[S]):
     snapshot_every: ClassVar[int | None] = 100
     snapshot_every_seconds: ClassVar[float | None] = None
     snapshot_keep: ClassVar[int] = 3
+    recovery_budget: ClassVar[float | None] = None
     schema_version: ClassVar[int] = 1
     state_type: ClassVar[type[Any]]
 

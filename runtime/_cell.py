@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 __all__ = ["Cell", "Reply"]
 
 
+class Moved(Exception):  # internal signal, never escapes the system
+    """The cell passivated while a post was on its way: post to a fresh cell instead."""
+
+
 class Reply:
     """Where an ``ask`` waits for its step to complete."""
 
@@ -98,7 +102,7 @@ class Cell:
         self.error: BaseException | None = None
         self.ready = anyio.Event()
         self.done = anyio.Event()
-        self._send, self._recv = anyio.create_memory_object_stream[_Envelope | None](math.inf)
+        self._send, self._recv = anyio.create_memory_object_stream[_Envelope | str | None](math.inf)
         self.waiters: dict[int, Reply] = {}
         self.inflight_ids: dict[str, int] = {}
         self.in_doubt: dict[int, _InDoubt] = {}
@@ -108,6 +112,12 @@ class Cell:
         self.accepts = accepted_messages(cls)
         self.reply_type = reply_type(cls)
         self.last_recovery: dict[str, Any] | None = None
+        self.last_active = time.monotonic()
+        self.passivating = False
+        self.cost = system._recovery_cost(self.actor_type)
+        self.replay_cpu = 0.0  # handler time of the steps since the last snapshot
+        self.snapshot_bytes = 0
+        self.snapshot_seq = 0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -131,7 +141,9 @@ class Cell:
             except Exception as exc:
                 self.quarantine(RecoveryError(self.actor_id, self.handled_seq, repr(exc)))
         finally:
-            if self.status not in ("quarantined", "stopped"):
+            if self.status == "passivated":
+                self.system._forget(self)
+            elif self.status not in ("quarantined", "stopped"):
                 self.status = "stopped"
             for slot in self.waiters.values():
                 slot.set(error=ActorStoppedError(f"actor {self.actor_id!r} stopped"))
@@ -147,6 +159,35 @@ class Cell:
             self.journal.broken, StoreUnavailableError
         )
         return "stopped" if failed else "quarantined"
+
+    def estimated_recovery(self) -> float:
+        """Seconds recovering this actor would take now (see ``RecoveryCost``)."""
+        return self.cost.estimate(
+            self.snapshot_bytes, self.journal.last_seq - self.snapshot_seq, self.replay_cpu
+        )
+
+    def is_idle(self) -> bool:
+        """Between steps with nothing queued or awaited: safe to passivate."""
+        return (
+            self.status == "idle"
+            and not self.passivating
+            and not self.done.is_set()
+            and not self.waiters
+            and not self.inflight_ids
+            and not self.in_doubt
+            and self._recv.statistics().current_buffer_used == 0
+        )
+
+    def passivate(self) -> None:
+        """Leave memory after writing a snapshot (if anything changed since the last one).
+        A post that arrives meanwhile goes to a fresh cell (``Moved``)."""
+        if self.passivating:
+            return
+        self.passivating = True
+        try:
+            self._send.send_nowait("passivate")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
 
     def dispose(self) -> None:
         """Release the mailbox (idempotent)."""
@@ -181,6 +222,8 @@ class Cell:
         if self.status in ("quarantined", "stopped") and self.error is not None:
             err = ActorQuarantinedError(self.actor_id, self.error)
             raise err from self.error
+        if self.passivating or self.status == "passivated":
+            return  # usable: the next post moves to a fresh cell (``Moved``)
         if self.status == "stopped" or self.done.is_set():
             raise ActorStoppedError(f"actor {self.actor_id!r} is stopped")
 
@@ -226,12 +269,16 @@ class Cell:
                     self.actor.state = initial
                 else:
                     self.actor.state = _codec.converter.structure(plan.state_data, state_type)
+                t_loaded = time.perf_counter()
                 self.handled_seq = plan.handled_seq
+                self.snapshot_seq, self.snapshot_bytes = plan.snapshot_seq, plan.snapshot_size
                 replayed = 0
                 for m in plan.messages:
                     if m.step is None:
                         break
+                    t_step = time.perf_counter()
                     await self._replay(m)
+                    self.replay_cpu += time.perf_counter() - t_step
                     replayed += 1
                 pending = plan.messages[replayed:]
                 in_doubt = 0
@@ -257,6 +304,13 @@ class Cell:
                                 )
                     self._send.send_nowait(env)
                 duration = time.perf_counter() - t0
+                self.cost.observe(
+                    duration=duration,
+                    load_seconds=max(t_loaded - t0 - plan.entries_read * self.cost.per_entry, 0.0),
+                    snapshot_bytes=plan.snapshot_size,
+                    entries=plan.entries_read,
+                    replay_cpu=self.replay_cpu,
+                )
                 span.set_attributes(
                     {
                         ATTR.SNAPSHOT_SEQ: plan.snapshot_seq,
@@ -359,6 +413,9 @@ class Cell:
         else:
             message_id = _codec.new_message_id()
         payload = _records.message_payload(body, sender=sender, trace=_telemetry.inject())
+        if self.passivating or self.done.is_set():
+            raise Moved  # checked with no await before the write: no post is lost
+        self.last_active = time.monotonic()
         try:
             seq = self.journal.write("message", tag, 0, payload, message_id=message_id)
         except EncodeError as exc:
@@ -432,7 +489,14 @@ class Cell:
             if env is None:
                 await self.journal.flush()
                 return
+            if isinstance(env, str):  # "passivate"
+                await self.journal.flush()
+                if self.steps_since_snapshot:
+                    await self.snapshot()
+                self.status = "passivated"
+                return
             self.status = "running"
+            self.last_active = time.monotonic()
             await self._handle(env)
 
     async def _handle(self, env: _Envelope) -> None:
@@ -513,7 +577,12 @@ class Cell:
             self.inflight_ids.pop(env.message_id, None)
         slot = self.waiters.get(env.seq)
         self.steps_since_snapshot += 1
-        due = self.policy.due(self.steps_since_snapshot, time.monotonic() - self.last_snapshot_at)
+        self.replay_cpu += max(time.perf_counter() - t0 - ctx.awaited, 0.0)
+        due = self.policy.due(
+            self.steps_since_snapshot,
+            time.monotonic() - self.last_snapshot_at,
+            self.estimated_recovery(),
+        )
         if slot is not None or due:
             # If this commit fails, the slot stays registered and quarantine() fails it.
             await self.journal.flush()
@@ -556,6 +625,8 @@ class Cell:
                 if old:
                     await self.store.delete_snapshots(self.actor_id, old)
                 span.set_attribute(ATTR.SNAPSHOT_BYTES, row.info.size)
+                self.snapshot_bytes, self.snapshot_seq = row.info.size, seq
+                self.replay_cpu = 0.0
             except Exception as exc:
                 span.set_status(Status(StatusCode.ERROR, str(exc)))
                 self.note_event("snapshot_failed", {"seq": seq, "error": str(exc)})

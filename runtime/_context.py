@@ -86,6 +86,7 @@ class Context:
         #: an error that must stop the actor even if the handler swallows it
         self.fatal: BaseException | None = None
         self.effects_from_log = 0
+        self.awaited = 0.0
 
     # -- public surface --------------------------------------------------------------------
 
@@ -114,6 +115,15 @@ class Context:
                 encoded; nothing was logged.
             NonDeterminismError: replay expected a different effect here.
         """
+        t0 = time.perf_counter()
+        try:
+            return await self._call(tool, args, kwargs)
+        finally:
+            # time awaiting the effect (tool, commit): replay serves it from the log, so it
+            # is not part of the step's replay cost (see RecoveryCost)
+            self.awaited += time.perf_counter() - t0
+
+    async def _call(self, tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         t = as_tool(tool)
         bound = t.bind(args, kwargs)
         args_plain = _codec.to_plain(list(args), f"arguments of tool {t.name}")

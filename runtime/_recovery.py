@@ -39,6 +39,7 @@ class PendingMessage:
 class Plan:
     state_data: Any  # plain (unstructured) state, or None for the initial state
     snapshot_seq: int
+    snapshot_size: int
     handled_seq: int
     rejected: list[tuple[int, str]]
     messages: list[PendingMessage]  # every message after handled_seq, in seq order
@@ -77,6 +78,7 @@ async def plan(
 
     state_data: Any = None
     snap_seq = 0
+    snap_size = 0
     handled = 0
     rejected: list[tuple[int, str]] = []
     for info in await store.list_snapshots(actor_id):
@@ -97,7 +99,7 @@ async def plan(
             on_reject(info, reason)
             state_data = None
             continue
-        snap_seq, handled = info.seq, info.handled_seq
+        snap_seq, handled, snap_size = info.seq, info.handled_seq, info.size
         break
 
     if snap_seq == 0 and first_seq > 1:
@@ -200,6 +202,7 @@ async def plan(
     return Plan(
         state_data=state_data,
         snapshot_seq=snap_seq,
+        snapshot_size=snap_size,
         handled_seq=handled,
         rejected=rejected,
         messages=ordered,

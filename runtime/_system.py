@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import sys
+import time
 from collections.abc import Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -14,7 +15,7 @@ from anyio.abc import TaskGroup
 
 from . import _codec
 from ._actor import Actor, accepted_messages
-from ._cell import Cell
+from ._cell import Cell, Moved, Reply
 from ._errors import (
     ActorNotFoundError,
     ActorQuarantinedError,
@@ -24,7 +25,7 @@ from ._errors import (
     StoreUnavailableError,
 )
 from ._ownership import Ownership
-from ._snapshots import SnapshotPolicy
+from ._snapshots import RecoveryCost, SnapshotPolicy
 from .store import Store
 
 __all__ = ["ActorRef", "ActorSystem"]
@@ -56,8 +57,9 @@ class ActorRef(Generic[A]):
                 self.cls, self.actor_id, msg, message_id=message_id, sender=None, want_reply=False
             )
             return
-        cell = await self.system._cell(self.cls, self.actor_id)
-        await cell.post(msg, message_id=message_id, sender=None, want_reply=False)
+        await self.system._post_local(
+            self.cls, self.actor_id, msg, message_id=message_id, sender=None, want_reply=False
+        )
 
     async def ask(
         self, msg: Any, *, message_id: str | None = None, timeout: float | None = None
@@ -84,13 +86,17 @@ class ActorRef(Generic[A]):
                 want_reply=True,
                 timeout=timeout,
             )
-        cell = await self.system._cell(self.cls, self.actor_id)
+        post = self.system._post_local
         if timeout is None:
-            slot = await cell.post(msg, message_id=message_id, sender=None, want_reply=True)
+            slot = await post(
+                self.cls, self.actor_id, msg, message_id=message_id, sender=None, want_reply=True
+            )
             assert slot is not None
             return await slot.wait()
         with anyio.fail_after(timeout):
-            slot = await cell.post(msg, message_id=message_id, sender=None, want_reply=True)
+            slot = await post(
+                self.cls, self.actor_id, msg, message_id=message_id, sender=None, want_reply=True
+            )
             assert slot is not None
             return await slot.wait()
 
@@ -136,11 +142,13 @@ class ActorSystem:
             that died. Ignored by other stores. See ``docs/scaling.md``.
         lease_ttl: seconds a lease lasts without renewal (renewed every third of it): how
             long a dead runtime's actors wait before another runtime takes them over.
-        max_actors: with ``owner``, run at most this many actors here; others are left to
-            (or reached on) other runtimes. Needs ``passivate_after`` on some runtimes, or
-            actors beyond every runtime's bound wait.
-        passivate_after: with ``owner``, stop an actor that has been idle this many seconds
-            and release its lease (it starts again, here or elsewhere, on next use).
+        max_actors: bound the actors loaded in memory. With ``owner`` and leases: run at
+            most this many here; others are left to (or reached on) other runtimes. Without
+            leases: when more are loaded, the least recently used idle ones are passivated
+            (snapshotted and dropped from memory; the next message recovers them).
+        passivate_after: seconds an actor may stay idle before it is passivated (with
+            ``owner`` and leases its lease is released too). Its next message recovers it,
+            from the snapshot written when it passivated.
     """
 
     def __init__(
@@ -171,11 +179,20 @@ class ActorSystem:
         self.shutdown_grace = shutdown_grace
         self.recover_on_start = recover_on_start
         self._cells: dict[str, Cell] = {}
+        self._costs: dict[str, RecoveryCost] = {}
         self._quarantined: dict[str, BaseException] = {}
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
         self._closed = False
         self._spawn_lock = anyio.Lock()
+        if max_actors is not None and (not isinstance(max_actors, int) or max_actors < 1):
+            raise ConfigurationError(f"max_actors must be a positive int, not {max_actors!r}")
+        if passivate_after is not None and not passivate_after > 0:
+            raise ConfigurationError(
+                f"passivate_after must be a positive number of seconds, not {passivate_after!r}"
+            )
+        self.max_actors = max_actors
+        self.passivate_after = passivate_after
         self._ownership: Ownership | None = None
         if owner is not None and self.store.capabilities.leases:
             self._ownership = Ownership(
@@ -238,6 +255,8 @@ class ActorSystem:
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             if self._ownership is not None:
                 await self._ownership.start(self._tg)
+            elif self.passivate_after is not None or self.max_actors is not None:
+                self._tg.start_soon(self._passivator, name="actorlog:passivator")
         except BaseException:
             await stack.aclose()
             raise
@@ -325,14 +344,27 @@ class ActorSystem:
 
     @staticmethod
     def _policy(cls: type[Actor[Any]], options: dict[str, Any]) -> SnapshotPolicy:
-        unknown = set(options) - {"snapshot_every", "snapshot_every_seconds", "snapshot_keep"}
+        unknown = set(options) - {
+            "snapshot_every",
+            "snapshot_every_seconds",
+            "snapshot_keep",
+            "recovery_budget",
+        }
         if unknown:
             raise ConfigurationError(f"unknown spawn options: {', '.join(sorted(unknown))}")
         return SnapshotPolicy(
             every=options.get("snapshot_every", cls.snapshot_every),
             every_seconds=options.get("snapshot_every_seconds", cls.snapshot_every_seconds),
             keep=options.get("snapshot_keep", cls.snapshot_keep),
+            recovery_budget=options.get("recovery_budget", cls.recovery_budget),
         )
+
+    def _recovery_cost(self, actor_type: str) -> RecoveryCost:
+        """The recovery-cost model shared by the actors of one class in this system."""
+        cost = self._costs.get(actor_type)
+        if cost is None:
+            cost = self._costs[actor_type] = RecoveryCost()
+        return cost
 
     def _start_cell(self, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy) -> Cell:
         tg = self._check_open()
@@ -350,6 +382,7 @@ class ActorSystem:
         snapshot_every: int | None = _MISSING,
         snapshot_every_seconds: float | None = _MISSING,
         snapshot_keep: int = _MISSING,
+        recovery_budget: float | None = _MISSING,
     ) -> ActorRef[A]:
         """Start (or resume) the actor ``actor_id`` of class ``cls``.
 
@@ -368,12 +401,16 @@ class ActorSystem:
                 ("snapshot_every", snapshot_every),
                 ("snapshot_every_seconds", snapshot_every_seconds),
                 ("snapshot_keep", snapshot_keep),
+                ("recovery_budget", recovery_budget),
             )
             if v is not _MISSING
         }
         policy = self._policy(cls, options)
         self.register(cls)
         tag = _codec.type_tag(cls)
+        cell = self._cells.get(actor_id)
+        if cell is not None and cell.passivating:
+            await cell.done.wait()
         async with self._spawn_lock:
             cell = self._cells.get(actor_id)
             if cell is None or _restartable(cell):
@@ -403,12 +440,17 @@ class ActorSystem:
         return ActorRef(self, cls, actor_id)
 
     async def _cell(self, cls: type[Actor[Any]], actor_id: str) -> Cell:
-        self._check_open()
-        cell = self._cells.get(actor_id)
-        if cell is None or _restartable(cell):
-            await self.spawn(cls, actor_id)
-            cell = self._cells[actor_id]
-        return cell
+        for _ in range(100):  # passivation can race a start: try again, boundedly
+            self._check_open()
+            cell = self._cells.get(actor_id)
+            if cell is not None and cell.passivating:
+                await cell.done.wait()  # writing its last snapshot; then start it again
+                continue
+            if cell is None or _restartable(cell):
+                await self.spawn(cls, actor_id)
+                continue
+            return cell
+        raise ActorStoppedError(f"actor {actor_id!r} could not be started here")
 
     async def _deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str, sender: str) -> None:
         own = self._ownership
@@ -417,8 +459,64 @@ class ActorSystem:
                 ref.cls, ref.actor_id, msg, message_id=message_id, sender=sender, want_reply=False
             )
             return
-        cell = await self._cell(ref.cls, ref.actor_id)
-        await cell.post(msg, message_id=message_id, sender=sender, want_reply=False)
+        await self._post_local(
+            ref.cls, ref.actor_id, msg, message_id=message_id, sender=sender, want_reply=False
+        )
+
+    async def _post_local(
+        self,
+        cls: type[Actor[Any]],
+        actor_id: str,
+        msg: Any,
+        *,
+        message_id: str | None,
+        sender: str | None,
+        want_reply: bool,
+    ) -> Reply | None:
+        """Post to the actor's cell here, starting (or restarting) it as needed."""
+        while True:
+            cell = await self._cell(cls, actor_id)
+            try:
+                return await cell.post(
+                    msg, message_id=message_id, sender=sender, want_reply=want_reply
+                )
+            except Moved:
+                continue  # it passivated under us: the next cell recovers it
+
+    @property
+    def active_actors(self) -> int:
+        """How many actors are loaded in memory here (passivated ones are not)."""
+        return sum(1 for c in self._cells.values() if not c.done.is_set())
+
+    def _forget(self, cell: Cell) -> None:
+        """Drop a passivated cell so its memory is freed (its log and snapshot keep it)."""
+        if self._cells.get(cell.actor_id) is cell:
+            del self._cells[cell.actor_id]
+
+    async def _passivator(self) -> None:
+        """Without leases: passivate actors idle for ``passivate_after`` seconds, and the
+        least recently used idle ones while more than ``max_actors`` are loaded."""
+        period = 0.25 if self.passivate_after is None else min(0.25, self.passivate_after / 2)
+        while True:
+            await anyio.sleep(period)
+            now = time.monotonic()
+            idle = sorted(
+                (c for c in self._cells.values() if c.is_idle()), key=lambda c: c.last_active
+            )
+            chosen = [
+                c
+                for c in idle
+                if self.passivate_after is not None and now - c.last_active >= self.passivate_after
+            ]
+            if self.max_actors is not None:
+                excess = self.active_actors - self.max_actors
+                for c in idle:
+                    if len(chosen) >= excess:
+                        break
+                    if c not in chosen:
+                        chosen.append(c)
+            for c in chosen:
+                c.passivate()
 
     def status(self, actor_id: str) -> str:
         """``starting``, ``running``, ``idle``, ``in_doubt``, ``quarantined``, ``stopped``,
