@@ -160,11 +160,15 @@ class Cell:
         )
         return "stopped" if failed else "quarantined"
 
-    def estimated_recovery(self) -> float:
-        """Seconds recovering this actor would take now (see ``RecoveryCost``)."""
-        return self.cost.estimate(
+    def recovery_parts(self) -> tuple[float, float]:
+        """Estimated (floor, tail) seconds of recovering this actor now (``RecoveryCost``)."""
+        return self.cost.parts(
             self.snapshot_bytes, self.journal.last_seq - self.snapshot_seq, self.replay_cpu
         )
+
+    def estimated_recovery(self) -> float:
+        """Seconds recovering this actor would take now (see ``RecoveryCost``)."""
+        return sum(self.recovery_parts())
 
     def is_idle(self) -> bool:
         """Between steps with nothing queued or awaited: safe to passivate."""
@@ -581,7 +585,7 @@ class Cell:
         due = self.policy.due(
             self.steps_since_snapshot,
             time.monotonic() - self.last_snapshot_at,
-            self.estimated_recovery(),
+            self.recovery_parts(),
         )
         if slot is not None or due:
             # If this commit fails, the slot stays registered and quarantine() fails it.

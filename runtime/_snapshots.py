@@ -14,6 +14,7 @@ from .store import SnapshotInfo, SnapshotRow
 __all__ = [
     "BUDGET_HEADROOM",
     "MAX_SNAPSHOT_BYTES",
+    "MIN_TAIL_SHARE",
     "RecoveryCost",
     "SnapshotPolicy",
     "build_snapshot",
@@ -59,22 +60,35 @@ class SnapshotPolicy:
                 f"to fall back to), not {self.keep!r}"
             )
 
-    def due(self, steps_since: int, seconds_since: float, estimated_recovery: float = 0.0) -> bool:
+    def due(
+        self,
+        steps_since: int,
+        seconds_since: float,
+        recovery: tuple[float, float] = (0.0, 0.0),
+    ) -> bool:
+        """``recovery`` is the estimated (floor, tail) of recovering now: the floor is what
+        even a fresh snapshot costs to load, the tail what replaying since the last one costs.
+        """
         if steps_since <= 0:
             return False
         if self.every is not None and steps_since >= self.every:
             return True
-        if (
-            self.recovery_budget is not None
-            and estimated_recovery >= self.recovery_budget * BUDGET_HEADROOM
-        ):
-            return True
+        if self.recovery_budget is not None:
+            floor, tail = recovery
+            budget = self.recovery_budget
+            # Snapshot when floor + tail reaches the headroom mark. If the floor alone is
+            # that high (a huge state), snapshotting more cannot help: then snapshot only
+            # once the tail is worth a tenth of the budget, instead of on every step.
+            if tail >= max(budget * BUDGET_HEADROOM - floor, budget * MIN_TAIL_SHARE):
+                return True
         return self.every_seconds is not None and seconds_since >= self.every_seconds
 
 
 #: Snapshot when the estimate reaches this fraction of ``recovery_budget``: the estimate is
 #: an estimate, and the step that crosses the line adds its own cost too.
 BUDGET_HEADROOM = 0.7
+#: Never snapshot for the budget before the tail costs this share of it (see ``due``).
+MIN_TAIL_SHARE = 0.1
 
 
 class RecoveryCost:
@@ -91,14 +105,21 @@ class RecoveryCost:
     """
 
     def __init__(self) -> None:
-        self.fixed = 0.015  # queries, plus first-use cattrs code generation in a new process
+        self.fixed = 0.005  # the store queries of a recovery
         self.per_entry = 35e-6  # ~30k entries/s measured by benchmarks.recovery
-        self.per_byte = 20e-9
+        self.per_byte = 10e-9
+
+    def parts(
+        self, snapshot_bytes: int, tail_entries: int, replay_cpu: float
+    ) -> tuple[float, float]:
+        """(floor, tail): loading the snapshot, and replaying what came after it."""
+        return (
+            self.fixed + snapshot_bytes * self.per_byte,
+            tail_entries * self.per_entry + replay_cpu,
+        )
 
     def estimate(self, snapshot_bytes: int, tail_entries: int, replay_cpu: float) -> float:
-        return (
-            self.fixed + snapshot_bytes * self.per_byte + tail_entries * self.per_entry + replay_cpu
-        )
+        return sum(self.parts(snapshot_bytes, tail_entries, replay_cpu))
 
     def observe(
         self,

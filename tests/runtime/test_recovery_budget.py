@@ -14,8 +14,6 @@ from actorlog.stores import MemoryStore
 
 from .agents import search
 
-pytestmark = pytest.mark.anyio
-
 StoreFactory = Callable[[], Store]
 
 
@@ -50,6 +48,7 @@ async def snapshots(store: Store, actor_id: str) -> int:
             await store.close()
 
 
+@pytest.mark.anyio
 async def test_budget_snapshots_cpu_heavy_steps_and_bounds_the_estimate(
     make_store: StoreFactory,
 ) -> None:
@@ -69,6 +68,7 @@ async def test_budget_snapshots_cpu_heavy_steps_and_bounds_the_estimate(
         assert await (await system.spawn(Burner, "b")).ask(Burn(0)) == 31
 
 
+@pytest.mark.anyio
 async def test_without_a_budget_cheap_steps_do_not_snapshot(make_store: StoreFactory) -> None:
     async with ActorSystem(make_store(), actors=[Burner]) as system:
         ref = await system.spawn(Burner, "b")
@@ -77,7 +77,22 @@ async def test_without_a_budget_cheap_steps_do_not_snapshot(make_store: StoreFac
     assert await snapshots(make_store(), "b") == 0
 
 
+@pytest.mark.anyio
 async def test_bad_budget_fails_at_spawn(make_store: StoreFactory) -> None:
     async with ActorSystem(make_store(), actors=[Burner]) as system:
         with pytest.raises(ConfigurationError, match="recovery_budget"):
             await system.spawn(Burner, "b", recovery_budget=0)
+
+
+def test_budget_policy_does_not_snapshot_every_step_when_the_floor_is_too_high() -> None:
+    """A state so large that loading it alone costs the headroom: snapshot when the tail is
+    worth a tenth of the budget, not on every step (which could not lower recovery)."""
+    from actorlog._snapshots import MIN_TAIL_SHARE, SnapshotPolicy
+
+    policy = SnapshotPolicy(every=None, recovery_budget=0.05)
+    high_floor = 0.05
+    assert not policy.due(1, 0.0, (high_floor, 0.05 * MIN_TAIL_SHARE / 2))
+    assert policy.due(1, 0.0, (high_floor, 0.05 * MIN_TAIL_SHARE))
+    # a small floor: due exactly when floor + tail reaches the headroom mark
+    assert not policy.due(1, 0.0, (0.005, 0.05 * BUDGET_HEADROOM - 0.005 - 0.001))
+    assert policy.due(1, 0.0, (0.005, 0.05 * BUDGET_HEADROOM - 0.005))
