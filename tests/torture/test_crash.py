@@ -35,9 +35,11 @@ from .faulty import BOUNDARIES
 from .workload import Config
 
 JOBS = 40
-#: the workload for kills on a timer: long enough (several seconds of work) that the first
-#: run cannot finish before its kill, however the machine is loaded
+#: the workload for kills on a timer: its tools take TOOL_DELAY each (like remote calls),
+#: so the coordinator alone needs LONG_JOBS * TOOL_DELAY = 1.6 s after start-up, longer than
+#: any timer kill below: the first run is always killed, whatever the store's speed
 LONG_JOBS = 80
+TOOL_DELAY = 0.02
 WORKERS = 3
 
 #: Every boundary, plus tool-specific ones that force each in-doubt policy. Ordered so that
@@ -136,9 +138,11 @@ def _scenario(
     *,
     durability: str = "fsync",
     jobs: int = JOBS,
+    tool_delay: float = 0.0,
 ) -> tuple[Config, Outcome]:
     ref = _reference(base, seed, jobs)
     cfg = _config(base, name, seed, jobs, durability=durability)
+    cfg.tool_delay = tool_delay
     got = run_scenario(cfg, plans, log=base / "kills.log")
     _count(got)
     problems = check(ref, got)
@@ -236,7 +240,9 @@ def test_kill_at_random_moments(seed: int, tmp_path: Path) -> None:
     rng = random.Random(seed)
     for i in range(soak(2)):
         plans = random_plans(rng, 6, 0.4, 1.2)
-        _, got = _scenario(tmp_path, f"random-{i}", seed, plans, jobs=LONG_JOBS)
+        _, got = _scenario(
+            tmp_path, f"random-{i}", seed, plans, jobs=LONG_JOBS, tool_delay=TOOL_DELAY
+        )
         assert got.kills, f"seed {seed}: the first run finished before its kill"
 
 
@@ -245,7 +251,9 @@ def test_kill_at_random_boundaries_and_moments(seed: int, tmp_path: Path) -> Non
     rng = random.Random(seed)
     for i in range(soak(2)):
         plans = mixed_plans(rng, 10, 0.6, 1.5)
-        _, got = _scenario(tmp_path, f"mixed-{i}", seed, plans, jobs=LONG_JOBS)
+        _, got = _scenario(
+            tmp_path, f"mixed-{i}", seed, plans, jobs=LONG_JOBS, tool_delay=TOOL_DELAY
+        )
         assert got.kills, f"seed {seed}: the first run finished before its kill"
 
 
@@ -262,5 +270,6 @@ def test_kill_with_the_faster_durability_mode(seed: int, tmp_path: Path) -> None
             plans,
             durability="survive-process-crash",
             jobs=LONG_JOBS,
+            tool_delay=TOOL_DELAY,
         )
         assert got.kills, f"seed {seed}: the first run finished before its kill"

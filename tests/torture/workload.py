@@ -88,7 +88,8 @@ class Config:
     ``ACTORLOG_TORTURE_OUT`` (final dump), ``ACTORLOG_TORTURE_SEED``,
     ``ACTORLOG_TORTURE_JOBS``, ``ACTORLOG_TORTURE_WORKERS``, ``ACTORLOG_TORTURE_RUN`` (run
     number, recorded with every tool execution), ``ACTORLOG_TORTURE_KILL`` (kill spec),
-    ``ACTORLOG_TORTURE_DURABILITY`` (the SqliteStore durability mode).
+    ``ACTORLOG_TORTURE_DURABILITY`` (the SqliteStore durability mode),
+    ``ACTORLOG_TORTURE_TOOL_DELAY`` (seconds each tool takes, like a remote service).
     """
 
     db: str
@@ -99,6 +100,7 @@ class Config:
     workers: int = 3
     run: int = 0
     durability: str = "fsync"
+    tool_delay: float = 0.0
 
     @classmethod
     def from_env(cls) -> Config:
@@ -112,6 +114,7 @@ class Config:
             workers=int(e.get("ACTORLOG_TORTURE_WORKERS", "3")),
             run=int(e.get("ACTORLOG_TORTURE_RUN", "0")),
             durability=e.get("ACTORLOG_TORTURE_DURABILITY", "fsync"),
+            tool_delay=float(e.get("ACTORLOG_TORTURE_TOOL_DELAY", "0")),
         )
 
     def env(self) -> dict[str, str]:
@@ -124,6 +127,7 @@ class Config:
             "ACTORLOG_TORTURE_WORKERS": str(self.workers),
             "ACTORLOG_TORTURE_RUN": str(self.run),
             "ACTORLOG_TORTURE_DURABILITY": self.durability,
+            "ACTORLOG_TORTURE_TOOL_DELAY": str(self.tool_delay),
         }
 
 
@@ -219,6 +223,8 @@ def _ledger(tool_name: str, ident: str, *statements: tuple[str, tuple[Any, ...]]
 
 
 async def _apply(tool_name: str, ident: str, *statements: tuple[str, tuple[Any, ...]]) -> None:
+    if _cfg().tool_delay:
+        await anyio.sleep(_cfg().tool_delay)  # the latency of a real remote call
     _kill.hit("tool_before", [tool_name, ident])
     await anyio.to_thread.run_sync(lambda: _ledger(tool_name, ident, *statements))
     _kill.hit("tool_after", [tool_name, ident])
