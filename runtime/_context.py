@@ -400,16 +400,7 @@ class Context:
             if action == "retry":
                 # the operator authorized one more attempt; mark it started, then run
                 _telemetry.settled(rec.seq, t.name, t.policy, "operator.retry", _by(payload))
-                self._cell.journal.write(
-                    "decision",
-                    "attempt",
-                    rec.seq,
-                    _records.decision_payload(
-                        action="attempt", by="runtime", reason="retry authorized"
-                    ),
-                )
-                await self._guard(self._cell.journal.flush())
-                return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)
+                return await self._authorized_retry(t, rec.seq, args, kwargs, key, attempts)
             # action == "attempt" with no result: the authorized retry was interrupted too
             return await self._escalate(t, rec, args, kwargs, key, attempts)
         # in doubt: intent logged, no outcome
@@ -443,6 +434,26 @@ class Context:
                 return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)
         return await self._escalate(t, rec, args, kwargs, key, attempts)
 
+    async def _authorized_retry(
+        self,
+        t: Tool[Any, Any],
+        intent_seq: int,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        key: str,
+        attempts: int,
+    ) -> Any:
+        """Run an operator-authorized retry: mark the attempt started (durably), then run.
+        If this attempt is interrupted too, the call is in doubt again, never re-run blindly."""
+        self._cell.journal.write(
+            "decision",
+            "attempt",
+            intent_seq,
+            _records.decision_payload(action="attempt", by="runtime", reason="retry authorized"),
+        )
+        await self._guard(self._cell.journal.flush())
+        return await self._run(t, args, kwargs, intent_seq, key, attempt=attempts + 1)
+
     async def _escalate(
         self,
         t: Tool[Any, Any],
@@ -456,16 +467,7 @@ class Context:
         action = decision["action"]
         _telemetry.settled(rec.seq, t.name, t.policy, f"operator.{action}", _by(decision))
         if action == "retry":
-            self._cell.journal.write(
-                "decision",
-                "attempt",
-                rec.seq,
-                _records.decision_payload(
-                    action="attempt", by="runtime", reason="retry authorized"
-                ),
-            )
-            await self._guard(self._cell.journal.flush())
-            return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)
+            return await self._authorized_retry(t, rec.seq, args, kwargs, key, attempts)
         return self._served(t, "decision", action, decision)
 
 
