@@ -98,14 +98,23 @@ def _children(spans: list[Span], parent: Span) -> list[Span]:
     )
 
 
-def _complete(spans: list[Span]) -> bool:
+def _complete(spans: list[Span], links: dict[str, str]) -> bool:
+    """Whether Phoenix holds every span the test reads: it ingests batches asynchronously, so
+    the client span (ended last) or a linked original can show up a poll later than the rest."""
     recover = _recover_span(spans)
     if recover is None:
         return False
     steps = _children(spans, recover)
     live = [s for s in steps if _attrs(s).get(ATTR.FINISHED_LIVE) is True]
     done = {_attrs(s).get(ATTR.MESSAGE_ID) for s in spans if s["name"] == SPAN.STEP}
-    return len(steps) == 3 and len(live) == 1 and {f"job-{JOBS}"} <= done
+    ids = {s["context"]["span_id"] for s in spans}
+    return (
+        len(steps) == 3
+        and len(live) == 1
+        and {"job-7", f"job-{JOBS}"} <= done
+        and any(s["name"] == "e2e.client" for s in spans)
+        and set(links.values()) <= ids
+    )
 
 
 def _kill_mid_run(env: dict[str, str], db: Path) -> str:
@@ -178,7 +187,7 @@ def test_a_recovery_after_sigkill_is_traced_in_phoenix(phoenix_url: str, tmp_pat
 
     deadline = time.monotonic() + 30
     spans = _project_spans(phoenix_url, project)
-    while not _complete(spans) and time.monotonic() < deadline:
+    while not _complete(spans, result["links"]) and time.monotonic() < deadline:
         time.sleep(0.25)
         spans = _project_spans(phoenix_url, project)
     by_id = {s["context"]["span_id"]: s for s in spans}
