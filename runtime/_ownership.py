@@ -14,8 +14,12 @@ Active when ``ActorSystem(store, owner=...)`` runs over a store with
 * **Remote delivery**: ``send``/``ask`` to an actor owned elsewhere queue the message in the
   store's inbox (durable, once per message id) and notify the owner (LISTEN/NOTIFY; owners also
   poll every ``poll_interval``). The owner logs it with its normal ``post`` (deduplicated by
-  message id) and deletes it from the inbox. ``ask`` polls the actor's log for the step of
-  its message and decodes the recorded reply or error.
+  message id) and deletes it from the inbox. Once the step of such a message is durable the
+  owner announces it (``store.notify_replies``, batched; PostgreSQL: ``NOTIFY
+  actorlog_reply``); the asking runtime's listener (``store.listen_replies``) wakes exactly
+  the ``ask`` waiting on it, which reads the step from the log and decodes the recorded
+  reply or error. Asks also look every ``reply_poll_interval`` (notifications can be lost),
+  and after the listener reconnects; without a listener they poll as before.
 * **Take-over**: every ``lease_ttl / 2`` seconds the runtime looks for actors with unfinished
   work (unhandled or queued messages) and no live lease -- a dead runtime's -- and recovers
   the ones whose class it runs.
@@ -36,15 +40,21 @@ from anyio.abc import TaskGroup
 
 from . import _codec, _records
 from ._actor import Actor, reply_type
-from ._errors import ActorlogError, ConfigurationError, HandlerError, LeaseLostError
+from ._errors import (
+    ActorlogError,
+    ConfigurationError,
+    HandlerError,
+    LeaseLostError,
+    SequenceConflictError,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-    from ._cell import Cell
+    from ._cell import Cell, Reply
     from ._system import ActorSystem
 
-__all__ = ["LeaseStore", "Ownership"]
+__all__ = ["LeaseStore", "Ownership", "ReplyStore"]
 
 
 class LeaseStore(Protocol):
@@ -69,6 +79,25 @@ class LeaseStore(Protocol):
     ) -> Callable[[], Awaitable[None]]: ...
 
 
+class ReplyStore(Protocol):
+    """Optional: stores that can announce durable replies across runtimes (PostgreSQL).
+    Without these methods a remote ``ask`` polls the actor's log."""
+
+    async def notify_replies(self, replies: Sequence[tuple[str, str]]) -> None: ...
+    async def listen_replies(
+        self, callback: Callable[[str | None, str | None], None]
+    ) -> Callable[[], Awaitable[None]]: ...
+
+
+class _Ask:
+    """One remote ``ask`` waiting for its step: woken by a reply notification."""
+
+    __slots__ = ("woken",)
+
+    def __init__(self) -> None:
+        self.woken = anyio.Event()
+
+
 class Ownership:
     def __init__(
         self,
@@ -77,6 +106,7 @@ class Ownership:
         lease_ttl: float,
         *,
         poll_interval: float = 0.25,
+        reply_poll_interval: float | None = None,
         max_actors: int | None = None,
         passivate_after: float | None = None,
     ) -> None:
@@ -97,6 +127,25 @@ class Ownership:
         self.owner = owner
         self.ttl = float(lease_ttl)
         self.poll_interval = poll_interval
+        #: how often a remote ``ask`` looks at the log when no notification came (a fallback:
+        #: notifications can be lost); default ``4 x poll_interval`` (1 s)
+        self.reply_poll_interval = (
+            4 * poll_interval if reply_poll_interval is None else reply_poll_interval
+        )
+        store: Any = system.store
+        self._replies: ReplyStore | None = (
+            store
+            if callable(getattr(store, "notify_replies", None))
+            and callable(getattr(store, "listen_replies", None))
+            else None
+        )
+        #: remote asks waiting here: actor id -> message id -> waiters
+        self._asks: dict[str, dict[str, list[_Ask]]] = {}
+        self._stop_replies: Callable[[], Awaitable[None]] | None = None
+        #: durable steps of inbox messages not yet announced, and the announcer's wake-up
+        self._announce: list[tuple[str, str]] = []
+        self._announce_wake = anyio.Event()
+        self._tg: TaskGroup | None = None
         self.tokens: dict[str, int] = {}
         self._wake = anyio.Event()
         self._stop_listening: Callable[[], Awaitable[None]] | None = None
@@ -111,6 +160,13 @@ class Ownership:
             self._stop_listening = await self.store.listen_inbox(self._notified)
         except ActorlogError:
             self._stop_listening = None  # polling still delivers
+        if self._replies is not None:
+            try:
+                self._stop_replies = await self._replies.listen_replies(self._reply_notified)
+            except ActorlogError:
+                self._stop_replies = None  # asks poll
+            tg.start_soon(self._announce_loop, name=f"actorlog:replies:{self.owner}")
+        self._tg = tg
         tg.start_soon(self._renew_loop, name=f"actorlog:leases:{self.owner}")
         tg.start_soon(self._inbox_loop, name=f"actorlog:inbox:{self.owner}")
         tg.start_soon(self._takeover_loop, name=f"actorlog:takeover:{self.owner}")
@@ -120,9 +176,13 @@ class Ownership:
     async def stop(self) -> None:
         """Stop listening and give up every lease (after the actors' last flush)."""
         with anyio.CancelScope(shield=True):
-            if self._stop_listening is not None:
-                await self._stop_listening()
-                self._stop_listening = None
+            self._tg = None
+            with anyio.move_on_after(self.ttl / 3):
+                await self._send_announcements()  # replies of the last steps
+            for stop in (self._stop_listening, self._stop_replies):
+                if stop is not None:
+                    await stop()
+            self._stop_listening = self._stop_replies = None
             for actor_id, token in list(self.tokens.items()):
                 try:
                     await self.store.release_lease(actor_id, self.owner, token)
@@ -133,6 +193,28 @@ class Ownership:
     def _notified(self, actor_id: str) -> None:
         if actor_id in self.tokens:
             self._wake.set()
+
+    def _reply_notified(self, actor_id: str | None, message_id: str | None) -> None:
+        """A reply notification: wake the asks waiting on it (all of the actor's without a
+        message id; every ask when the listener reconnected)."""
+        if actor_id is None:
+            groups = list(self._asks.values())
+        else:
+            by_message = self._asks.get(actor_id)
+            if not by_message:
+                return
+            if message_id is None:
+                groups = [by_message]
+            else:
+                waiting = by_message.get(message_id)
+                if waiting:
+                    for ask in waiting:
+                        ask.woken.set()
+                return
+        for group in groups:
+            for waiting in group.values():
+                for ask in waiting:
+                    ask.woken.set()
 
     # -- leases ----------------------------------------------------------------------------
 
@@ -268,17 +350,38 @@ class Ownership:
             raise ConfigurationError("message_id must be a non-empty str")
         body = json.dumps(_codec.to_plain(msg, "message"))
         tag = _codec.type_tag(type(msg))
-        with anyio.fail_after(timeout):
-            await self.store.inbox_put(actor_id, message_id, tag, body, sender)
-            if not want_reply:
-                return None
-            return await self._await_reply(cls, actor_id, message_id)
+        if not want_reply:
+            with anyio.fail_after(timeout):
+                await self.store.inbox_put(actor_id, message_id, tag, body, sender)
+            return None
+        # Wait for the notification from before the message is queued: none is missed.
+        ask = _Ask()
+        waiting = self._asks.setdefault(actor_id, {}).setdefault(message_id, [])
+        waiting.append(ask)
+        try:
+            with anyio.fail_after(timeout):
+                await self.store.inbox_put(actor_id, message_id, tag, body, sender)
+                return await self._await_reply(cls, actor_id, message_id, ask)
+        finally:
+            waiting.remove(ask)
+            by_message = self._asks.get(actor_id)
+            if by_message is not None and not waiting:
+                by_message.pop(message_id, None)
+                if not by_message:
+                    del self._asks[actor_id]
 
-    async def _await_reply(self, cls: type[Actor[Any]], actor_id: str, message_id: str) -> Any:
+    async def _await_reply(
+        self, cls: type[Actor[Any]], actor_id: str, message_id: str, ask: _Ask
+    ) -> Any:
+        """Read the step of the message from the log: now, whenever a notification wakes
+        ``ask``, and every ``reply_poll_interval`` as a fallback (with back-off from 5 ms up to
+        ``poll_interval`` instead when this runtime has no reply listener)."""
         store = self.system.store
         delay = 0.005
         seq: int | None = None
         while True:
+            if ask.woken.is_set():
+                ask.woken = anyio.Event()  # re-armed before reading: no wake-up is lost
             if seq is None:
                 row = await store.find_message(actor_id, message_id)
                 if row is not None:
@@ -288,8 +391,12 @@ class Ownership:
                 for step in await store.find_ref(actor_id, "step", seq):
                     _codec.verify_row(step, actor_id, step.seq)
                     return _outcome(cls, actor_id, seq, _records.decode(step))
-            await anyio.sleep(delay)
-            delay = min(delay * 2, self.poll_interval)
+            if self._stop_replies is None:
+                await anyio.sleep(delay)
+                delay = min(delay * 2, self.poll_interval)
+                continue
+            with anyio.move_on_after(self.reply_poll_interval):
+                await ask.woken.wait()
 
     # -- inbox -----------------------------------------------------------------------------
 
@@ -319,10 +426,53 @@ class Ownership:
             self._used[actor_id] = time.monotonic()
             try:
                 msg = self.system._decode_message(tag, json.loads(body))
-                await cell.post(msg, message_id=message_id, sender=sender, want_reply=False)
+                if self._replies is None:
+                    await cell.post(msg, message_id=message_id, sender=sender, want_reply=False)
+                    slot = None
+                else:
+                    # With a reply slot the step is flushed as soon as it completes (and the
+                    # slot set only then), so its announcement never precedes its durability.
+                    slot = await cell.post(
+                        msg, message_id=message_id, sender=sender, want_reply=True
+                    )
+                    try:
+                        await cell.journal.flush()  # the message, before it leaves the inbox
+                    except SequenceConflictError as exc:
+                        cell.quarantine(exc, status="stopped")
+                        raise
                 await self.store.inbox_delete(actor_id, message_id)
             except Exception:
                 return  # stays queued: retried next round or by the next owner
+            if slot is not None and self._tg is not None:
+                self._tg.start_soon(self._announce_when_done, actor_id, message_id, slot)
+
+    # -- reply notifications ---------------------------------------------------------------
+
+    async def _announce_when_done(self, actor_id: str, message_id: str, slot: Reply) -> None:
+        """Queue the announcement of a remote message's reply once its step is durable."""
+        try:
+            await slot.wait()
+        except HandlerError:
+            pass  # a recorded error is a reply too
+        except Exception:
+            return  # stopped before its step: whoever handles it later has no announcement
+        self._announce.append((actor_id, message_id))
+        self._announce_wake.set()
+
+    async def _announce_loop(self) -> None:
+        """Send queued announcements, batched: those queued while one is sent go together."""
+        while True:
+            await self._announce_wake.wait()
+            self._announce_wake = anyio.Event()
+            await self._send_announcements()
+
+    async def _send_announcements(self) -> None:
+        batch, self._announce = self._announce, []
+        if batch and self._replies is not None:
+            try:
+                await self._replies.notify_replies(batch)
+            except Exception:
+                pass  # the asks find the replies by polling
 
     # -- take-over -------------------------------------------------------------------------
 

@@ -161,6 +161,11 @@ class StoreCapabilities:
             (raising :class:`~actorlog.LeaseLostError`). Expiry is measured on the store's
             clock. ``ActorSystem(owner=...)`` uses them only when this is True
             (``docs/scaling.md``). Default False: single-runtime stores need none of it.
+            Optionally such a store also offers ``notify_replies([(actor_id, message_id)])``
+            (called once those messages' steps are durable) and ``listen_replies(callback)
+            -> stop`` (``callback(actor_id, message_id)``; ``message_id`` None: any of the
+            actor's; ``(None, None)``: notifications may have been lost), so that a remote
+            ``ask`` is woken when its reply is durable instead of polling the log.
     """
 
     torn_writes: bool = False

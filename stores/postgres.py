@@ -35,7 +35,10 @@ migration 2, ``docs/scaling.md``):
   same row lock, so a takeover and a zombie's append are serialized: the zombie's append
   either commits before the new owner reads the log, or is rejected.
 * ``inbox``: messages for an actor owned by another runtime wait here until its owner logs
-  them (``NOTIFY actorlog_inbox`` wakes it; owners also poll).
+  them (``NOTIFY actorlog_inbox`` wakes it; owners also poll). Once the step of such a
+  message is durable, its owner announces it (:meth:`PostgresStore.notify_replies`,
+  ``NOTIFY actorlog_reply``), which wakes the ``ask`` waiting on another runtime.
+  Both channels share one listener connection per store, re-established after a drop.
 
 Schema versions are counted apart from the log format (``actorlog_meta.schema_version``).
 
@@ -44,7 +47,9 @@ asyncpg runs on asyncio only.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -230,6 +235,9 @@ _SCHEMA_VERSION = max(_MIGRATIONS)
 _FENCED_SQLSTATE = "23AL1"
 #: NOTIFY channel that wakes the owner of an actor with new inbox messages (payload: id).
 INBOX_CHANNEL = "actorlog_inbox"
+#: NOTIFY channel announcing durable steps of messages that came through the inbox, so that
+#: the asking runtime reads the reply at once (payload: JSON ``[[actor_id, message_id], ...]``).
+REPLY_CHANNEL = "actorlog_reply"
 
 #: Advisory lock held (for the transaction) while the schema is created or migrated.
 _SCHEMA_LOCK_KEY = int.from_bytes(b"actorlog", "big")
@@ -295,7 +303,7 @@ async def _keep_session(conn: Any) -> None:
     """Pool ``reset`` hook that skips asyncpg's ``RESET ALL`` round trip on every release.
 
     This store never changes session state on pooled connections: no ``SET``, no ``LISTEN``
-    (:meth:`PostgresStore.listen_inbox` opens its own connection), no cursors, and only
+    (the listener, :meth:`PostgresStore.listen_inbox`, has its own connection), no cursors, and only
     transaction-scoped advisory locks. asyncpg still rolls back a transaction left open.
     """
 
@@ -367,6 +375,7 @@ class PostgresStore:
         self._committer: GroupCommitter[_Append] = GroupCommitter(self._commit)
         self.batch_sizes: list[int] = []
         self._fences: dict[str, int] = {}
+        self._listener: _Listener | None = None
 
     @property
     def capabilities(self) -> StoreCapabilities:
@@ -493,6 +502,9 @@ class PostgresStore:
 
     async def close(self) -> None:
         """Wait for commits in flight (up to 10 s), then close every connection. Idempotent."""
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await listener.close()
         pool, self._pool = self._pool, None
         if pool is None:
             return
@@ -953,26 +965,256 @@ class PostgresStore:
         )
 
     async def listen_inbox(self, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:
-        """Call ``callback(actor_id)`` on every inbox notification (a dedicated connection,
-        outside the pool). Returns an async function that stops listening. Notifications
-        can be lost (connection drops): owners poll as well."""
-        self._open_pool()
-        settings = {"search_path": _quote_ident(self.schema)} if self.schema else {}
+        """Call ``callback(actor_id)`` on every inbox notification. Returns an async function
+        that stops listening. Notifications can be lost (connection drops): owners poll as
+        well. Shares the store's one listener connection with :meth:`listen_replies`."""
+
+        def on_payload(payload: str | None) -> None:
+            if payload is not None:
+                callback(payload)
+
+        return await self._listen(INBOX_CHANNEL, on_payload)
+
+    async def notify_replies(self, replies: Sequence[tuple[str, str]]) -> None:
+        """Announce that the steps of these ``(actor_id, message_id)`` messages are durable
+        (``NOTIFY actorlog_reply``), so that runtimes waiting on them read their replies now.
+
+        Call it only once the steps are durable: a notification is a promise that the log
+        holds the reply. One statement (one transaction) for the whole batch; pairs are packed
+        into as few payloads as NOTIFY's 8000-byte limit allows."""
+        payloads = _reply_payloads(replies)
+        if not payloads:
+            return
+        pool = self._writable_pool()
         try:
-            conn = await asyncpg.connect(self.dsn, server_settings=settings)
+            await pool.execute(
+                "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", REPLY_CHANNEL, payloads
+            )
+        except _DRIVER_ERRORS as exc:
+            raise self._failure("notify_replies", exc) from exc
+
+    async def listen_replies(
+        self, callback: Callable[[str | None, str | None], None]
+    ) -> Callable[[], Awaitable[None]]:
+        """Call ``callback(actor_id, message_id)`` for every reply announced with
+        :meth:`notify_replies` (by any runtime on this database). ``message_id`` is None when
+        it did not fit in a notification: any message of the actor may have its reply.
+        ``callback(None, None)`` after the listener reconnected: notifications may have been
+        lost meanwhile, so every waiting ask should look at the log. Returns an async function
+        that stops listening."""
+
+        def on_payload(payload: str | None) -> None:
+            if payload is None:
+                callback(None, None)
+                return
+            for actor_id, message_id in _parse_reply_payload(payload):
+                callback(actor_id, message_id)
+
+        return await self._listen(REPLY_CHANNEL, on_payload)
+
+    async def _listen(
+        self, channel: str, on_payload: Callable[[str | None], None]
+    ) -> Callable[[], Awaitable[None]]:
+        self._open_pool()
+        if self._listener is None:
+            self._listener = _Listener(self)
+        listener = self._listener
+        await listener.add(channel, on_payload)
+
+        async def stop() -> None:
+            await listener.remove(channel, on_payload)
+            if listener.idle() and self._listener is listener:
+                self._listener = None
+
+        return stop
+
+    async def _listen_connect(self) -> Any:
+        settings = {"search_path": _quote_ident(self.schema)} if self.schema else {}
+        settings["application_name"] = "actorlog-listen"
+        try:
+            return await asyncpg.connect(
+                self.dsn, server_settings=settings, timeout=_LISTEN_CONNECT_TIMEOUT
+            )
         except _DRIVER_ERRORS as exc:
             raise self._failure("listen", exc) from exc
 
-        def on_notify(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
-            callback(payload)
 
-        await conn.add_listener(INBOX_CHANNEL, on_notify)
+#: Largest NOTIFY payload we send (PostgreSQL's limit is "shorter than 8000 bytes").
+_MAX_PAYLOAD_BYTES = 7900
+#: Listener reconnection: first delay, longest delay (seconds), and how often an idle
+#: listener connection is checked (a dead peer without a FIN is noticed only by a query).
+_RELISTEN_FIRST = 0.05
+_RELISTEN_MAX = 5.0
+_LISTEN_CHECK_EVERY = 15.0
+_LISTEN_CONNECT_TIMEOUT = 10.0
+_RELISTEN_ERRORS: tuple[type[BaseException], ...] = (StoreError, *_DRIVER_ERRORS)
 
-        async def stop() -> None:
-            with anyio.move_on_after(5, shield=True):
+
+def _reply_payloads(replies: Sequence[tuple[str, str]]) -> list[str]:
+    """Pack ``(actor_id, message_id)`` pairs into JSON-array payloads under the NOTIFY limit.
+
+    Each element is ``[actor_id, message_id]``, or ``[actor_id]`` when the pair alone would be
+    too large (the listener then checks every ask waiting on that actor)."""
+    payloads: list[str] = []
+    items: list[str] = []
+    size = 2  # the brackets
+    for actor_id, message_id in dict.fromkeys(replies):
+        item = json.dumps([actor_id, message_id], ensure_ascii=False, separators=(",", ":"))
+        n = len(item.encode())
+        if n + 2 > _MAX_PAYLOAD_BYTES:
+            item = json.dumps([actor_id], ensure_ascii=False, separators=(",", ":"))
+            n = len(item.encode())
+        if items and size + 1 + n > _MAX_PAYLOAD_BYTES:
+            payloads.append("[" + ",".join(items) + "]")
+            items, size = [], 2
+        items.append(item)
+        size += n + (1 if len(items) > 1 else 0)
+    if items:
+        payloads.append("[" + ",".join(items) + "]")
+    return payloads
+
+
+def _parse_reply_payload(payload: str) -> list[tuple[str, str | None]]:
+    """The pairs of a reply payload; an unreadable one (another version) wakes nobody."""
+    try:
+        items = json.loads(payload)
+    except ValueError:
+        return []
+    out: list[tuple[str, str | None]] = []
+    if not isinstance(items, list):
+        return out
+    for item in items:
+        if isinstance(item, list) and item and isinstance(item[0], str):
+            mid = item[1] if len(item) > 1 and isinstance(item[1], str) else None
+            out.append((item[0], mid))
+    return out
+
+
+class _Listener:
+    """The store's one LISTEN connection, shared by every channel (outside the pool).
+
+    A supervisor task (asyncio: asyncpg runs on asyncio only) reconnects after the connection
+    drops, with back-off, LISTENs on every channel again, and then calls each callback with
+    ``None``: notifications sent while it was down are lost, and callers must look for
+    themselves. An idle connection is probed every ``_LISTEN_CHECK_EVERY`` seconds, so that a
+    peer gone without closing the socket is noticed too."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+        self._callbacks: dict[str, list[Callable[[str | None], None]]] = {}
+        self._conn: Any = None
+        self._lost = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        #: times the connection was re-established (tests, operators)
+        self.reconnects = 0
+
+    def idle(self) -> bool:
+        return not self._callbacks
+
+    @property
+    def server_pid(self) -> int | None:
+        """The backend pid of the listening connection (None while reconnecting)."""
+        conn = self._conn
+        return None if conn is None or conn.is_closed() else int(conn.get_server_pid())
+
+    async def add(self, channel: str, on_payload: Callable[[str | None], None]) -> None:
+        if self._task is None and self._conn is None:
+            self._attach(await self._store._listen_connect())  # the first failure is raised
+        new = channel not in self._callbacks
+        self._callbacks.setdefault(channel, []).append(on_payload)
+        conn = self._conn
+        if new and conn is not None:  # None: reconnecting, which listens on every channel
+            try:
+                await conn.add_listener(channel, self._dispatch)
+            except _DRIVER_ERRORS:
+                self._lost.set()  # the supervisor reconnects and listens on every channel
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._supervise(), name="actorlog:listen"
+            )
+
+    async def remove(self, channel: str, on_payload: Callable[[str | None], None]) -> None:
+        callbacks = self._callbacks.get(channel, [])
+        if on_payload in callbacks:
+            callbacks.remove(on_payload)
+        if callbacks:
+            return
+        self._callbacks.pop(channel, None)
+        conn = self._conn
+        if self._callbacks:
+            if conn is not None and not conn.is_closed():
+                with anyio.move_on_after(5, shield=True), contextlib.suppress(*_DRIVER_ERRORS):
+                    await conn.remove_listener(channel, self._dispatch)
+            return
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop the supervisor and close the connection (bounded)."""
+        self._callbacks.clear()
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with anyio.CancelScope(shield=True), contextlib.suppress(asyncio.CancelledError):
+                await task
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await _close_quietly(conn)
+
+    def _attach(self, conn: Any) -> None:
+        self._conn = conn
+        self._lost = asyncio.Event()
+        lost = self._lost
+        conn.add_termination_listener(lambda _conn: lost.set())
+
+    def _dispatch(self, _conn: Any, _pid: int, channel: str, payload: str) -> None:
+        for cb in list(self._callbacks.get(channel, ())):
+            try:
+                cb(payload)
+            except Exception:  # a callback's bug must not stop the listener
+                pass
+
+    async def _supervise(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._lost.wait(), _LISTEN_CHECK_EVERY)
+            except TimeoutError:
+                conn = self._conn
                 try:
-                    await conn.close()
+                    await conn.execute("SELECT 1", timeout=_LISTEN_CONNECT_TIMEOUT)
+                    continue
                 except _DRIVER_ERRORS:
-                    conn.terminate()
+                    pass  # dead: reconnect
+            old, self._conn = self._conn, None
+            if old is not None:
+                old.terminate()
+            delay = _RELISTEN_FIRST
+            while True:
+                new: Any = None
+                try:
+                    new = await self._store._listen_connect()
+                    for channel in list(self._callbacks):
+                        await new.add_listener(channel, self._dispatch)
+                    break
+                except _RELISTEN_ERRORS:
+                    if new is not None:
+                        new.terminate()
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, _RELISTEN_MAX)
+            self._attach(new)
+            self.reconnects += 1
+            for callbacks in list(self._callbacks.values()):
+                for cb in list(callbacks):
+                    try:
+                        cb(None)  # notifications sent while down are lost: look now
+                    except Exception:
+                        pass
 
-        return stop
+
+async def _close_quietly(conn: Any) -> None:
+    with anyio.move_on_after(5, shield=True):
+        try:
+            await conn.close()
+            return
+        except _DRIVER_ERRORS:
+            pass
+    conn.terminate()

@@ -1,0 +1,240 @@
+"""Replies across runtimes: the owner announces a durable step (NOTIFY actorlog_reply) and the
+asking runtime's listener wakes the ``ask`` at once; polling remains the fallback.
+
+Every test sets the polling intervals to 5 s, so an answer well under a second can only have
+come through a notification (or, where a test says so, through the fallback it exercises)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import asyncpg
+import pytest
+from actorlog import ActorSystem
+from actorlog.stores import PostgresStore
+from actorlog.stores.postgres import REPLY_CHANNEL, _parse_reply_payload, _reply_payloads
+
+from .agents import LEDGER, NAPPING, ON_NAP, Account, Deposit, Nap, Sleeper
+
+pytestmark = pytest.mark.anyio
+
+SLOW = 5.0  # every polling interval in these tests
+
+
+@asynccontextmanager
+async def _runtime(
+    url: str, schema: str, owner: str, *, reply_poll: float = SLOW
+) -> AsyncIterator[ActorSystem]:
+    system = ActorSystem(
+        PostgresStore(url, schema=schema), actors=[Account, Sleeper], owner=owner, lease_ttl=10
+    )
+    own = system._ownership
+    assert own is not None
+    own.poll_interval = SLOW  # inbox polling: the owner must be woken by NOTIFY
+    own.reply_poll_interval = reply_poll
+    async with system:
+        yield system
+
+
+def _listener(system: ActorSystem) -> object:
+    store = system.store
+    assert isinstance(store, PostgresStore)
+    assert store._listener is not None
+    return store._listener
+
+
+async def _steps(store: object, actor_id: str) -> list[int]:
+    assert isinstance(store, PostgresStore)
+    return [r.ref for r in await store.read(actor_id, kinds=["step"])]
+
+
+async def test_remote_ask_is_answered_by_notification(pg_url: str, pg_schema: str) -> None:
+    LEDGER.clear()
+    async with _runtime(pg_url, pg_schema, "a") as a, _runtime(pg_url, pg_schema, "b") as b:
+        assert await (await a.spawn(Account, "acct")).ask(Deposit(1)) == 1
+        remote = b.ref(Account, "acct")
+        for i in range(2, 7):
+            t0 = time.monotonic()
+            assert await remote.ask(Deposit(i), message_id=f"m{i}", timeout=10) == sum(
+                range(1, i + 1)
+            )
+            assert time.monotonic() - t0 < 1.0  # polling is 5 s: the notification woke it
+        assert b.status("acct") == "unknown"  # every ask went through the inbox
+        # Asking again with a used message id: the recorded reply, no second step.
+        assert await remote.ask(Deposit(100), message_id="m3", timeout=10) == 6
+        own = b._ownership
+        assert own is not None and own._asks == {}  # no waiter left behind
+        assert len(await _steps(a.store, "acct")) == 6
+    assert sorted(n for _, n in LEDGER) == [1, 2, 3, 4, 5, 6]  # each step ran once
+
+
+async def test_slow_step_is_answered_when_it_ends(pg_url: str, pg_schema: str) -> None:
+    NAPPING[0] = 1.0
+    try:
+        async with _runtime(pg_url, pg_schema, "a") as a, _runtime(pg_url, pg_schema, "b") as b:
+            await a.spawn(Sleeper, "s")
+            t0 = time.monotonic()
+            assert await b.ref(Sleeper, "s").ask(Nap(2.7), timeout=10) == "rested"
+            # Polling with back-off (5 ms doubling up to 5 s) would look at 2.56 s, then 5.1 s.
+            assert time.monotonic() - t0 < 3.7
+    finally:
+        NAPPING[0] = 0.0
+
+
+async def test_concurrent_remote_asks(pg_url: str, pg_schema: str) -> None:
+    NAPPING[0] = 1.0
+    try:
+        async with _runtime(pg_url, pg_schema, "a") as a, _runtime(pg_url, pg_schema, "b") as b:
+            for i in range(10):
+                await a.spawn(Sleeper, f"s{i}")
+            replies: list[str] = []
+
+            async def ask(i: int) -> None:
+                ref = b.ref(Sleeper, f"s{i % 10}")
+                replies.append(await ref.ask(Nap(0.2), message_id=f"n{i}", timeout=10))
+
+            t0 = time.monotonic()
+            async with anyio.create_task_group() as tg:
+                for i in range(30):  # three 0.2 s steps queued per actor
+                    tg.start_soon(ask, i)
+            assert time.monotonic() - t0 < 2.5  # 0.6 s of steps; polling would take 5 s
+            assert replies == ["rested"] * 30
+            for i in range(10):
+                assert len(await _steps(a.store, f"s{i}")) == 3
+    finally:
+        NAPPING[0] = 0.0
+
+
+async def test_missed_notifications_are_covered_by_polling(pg_url: str, pg_schema: str) -> None:
+    async with (
+        _runtime(pg_url, pg_schema, "a") as a,
+        _runtime(pg_url, pg_schema, "b", reply_poll=0.3) as b,
+    ):
+        await a.spawn(Account, "acct")
+        # b stops hearing replies (its connection stays up: nothing tells it).
+        conn = _listener(b)._conn  # type: ignore[attr-defined]
+        await conn.execute(f"UNLISTEN {REPLY_CHANNEL}")
+        remote = b.ref(Account, "acct")
+        for i in (1, 2, 3):
+            t0 = time.monotonic()
+            assert await remote.ask(Deposit(1), message_id=f"p{i}", timeout=10) == i
+            assert time.monotonic() - t0 < SLOW  # found by the 0.3 s fallback polling
+        assert len(await _steps(a.store, "acct")) == 3
+
+
+async def test_listener_killed_during_a_step(pg_url: str, pg_schema: str) -> None:
+    started = anyio.Event()
+    ON_NAP.append(started.set)
+    NAPPING[0] = 1.0
+    try:
+        async with _runtime(pg_url, pg_schema, "a") as a, _runtime(pg_url, pg_schema, "b") as b:
+            await a.spawn(Sleeper, "s")
+            listener = _listener(b)
+            pid = listener.server_pid  # type: ignore[attr-defined]
+            assert pid is not None
+            result: list[str] = []
+
+            async def ask() -> None:
+                result.append(await b.ref(Sleeper, "s").ask(Nap(0.5), message_id="k", timeout=10))
+
+            t0 = time.monotonic()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask)
+                with anyio.fail_after(5):
+                    await started.wait()  # the step runs on a
+                killer = await asyncpg.connect(pg_url)
+                try:
+                    assert await killer.fetchval("SELECT pg_terminate_backend($1)", pid)
+                finally:
+                    await killer.close()
+            # Reconnected (and looked again): answered without waiting for 5 s polling.
+            assert result == ["rested"]
+            assert time.monotonic() - t0 < 3.0
+            assert listener.reconnects >= 1  # type: ignore[attr-defined]
+            new_pid = listener.server_pid  # type: ignore[attr-defined]
+            assert new_pid is not None and new_pid != pid
+            # Notifications flow again on the new connection.
+            NAPPING[0] = 0.0
+            t0 = time.monotonic()
+            assert await b.ref(Sleeper, "s").ask(Nap(1), message_id="k2", timeout=10) == "rested"
+            assert time.monotonic() - t0 < 1.0
+            assert len(await _steps(a.store, "s")) == 2
+    finally:
+        ON_NAP.remove(started.set)
+        NAPPING[0] = 0.0
+
+
+async def test_timeout_and_cancellation_leave_no_waiters(pg_url: str, pg_schema: str) -> None:
+    NAPPING[0] = 1.0
+    try:
+        async with _runtime(pg_url, pg_schema, "a") as a, _runtime(pg_url, pg_schema, "b") as b:
+            await a.spawn(Sleeper, "s")
+            remote = b.ref(Sleeper, "s")
+            with pytest.raises(TimeoutError):
+                await remote.ask(Nap(0.6), message_id="t", timeout=0.2)
+            with anyio.move_on_after(0.1):
+                await remote.ask(Nap(0.1), message_id="c")
+            own = b._ownership
+            assert own is not None and own._asks == {}
+            # The messages stay queued and are handled once; asking again gets the replies.
+            assert await remote.ask(Nap(9), message_id="t", timeout=10) == "rested"
+            assert await remote.ask(Nap(9), message_id="c", timeout=10) == "rested"
+            assert len(await _steps(a.store, "s")) == 2
+    finally:
+        NAPPING[0] = 0.0
+
+
+async def test_listener_closed_on_exit(pg_url: str, pg_schema: str) -> None:
+    async with _runtime(pg_url, pg_schema, "a") as a:
+        store = a.store
+        assert isinstance(store, PostgresStore)
+        pid = _listener(a).server_pid  # type: ignore[attr-defined]
+    assert store._listener is None
+    conn = await asyncpg.connect(pg_url)
+    try:
+        with anyio.fail_after(5):
+            while await conn.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid):
+                await anyio.sleep(0.02)
+    finally:
+        await conn.close()
+
+
+def test_reply_payloads_fit_notify() -> None:
+    long_actor = "é" * 200  # 400 bytes in UTF-8
+    pairs = [(f"{long_actor}{i}", f"msg-{i}") for i in range(200)]
+    pairs.append(("a", "x" * 9000))  # too long with its message id: announced per actor
+    payloads = _reply_payloads(pairs + pairs[:3])  # duplicates are sent once
+    assert len(payloads) > 1
+    assert all(len(p.encode()) < 8000 for p in payloads)
+    got = [pair for p in payloads for pair in _parse_reply_payload(p)]
+    assert got == [*pairs[:-1], ("a", None)]
+    assert _parse_reply_payload("not json") == []
+    assert _parse_reply_payload(json.dumps({"a": 1})) == []
+    assert _reply_payloads([]) == []
+
+
+async def test_notify_and_listen_replies(pg_store: PostgresStore) -> None:
+    got: list[tuple[str | None, str | None]] = []
+    stop = await pg_store.listen_replies(lambda a, m: got.append((a, m)))
+    inbox: list[str] = []
+    stop_inbox = await pg_store.listen_inbox(inbox.append)
+    try:
+        listener = pg_store._listener
+        assert listener is not None and listener._conn is not None  # one shared connection
+        pairs = [("x" * 200 + str(i), f"m{i}") for i in range(100)]
+        await pg_store.notify_replies(pairs)
+        await pg_store.inbox_put("y", "m", "t.T", "{}", None)
+        with anyio.fail_after(5):
+            while len(got) < 100 or not inbox:
+                await anyio.sleep(0.01)
+        assert got == pairs
+        assert inbox == ["y"]
+    finally:
+        await stop()
+        assert pg_store._listener is not None  # still serving the inbox callback
+        await stop_inbox()
+    assert pg_store._listener is None
