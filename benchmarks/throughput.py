@@ -150,6 +150,38 @@ async def _concurrent(kind: str, path: Path, actors: int, asks_each: int) -> Run
     return run
 
 
+async def _concurrent_calls(kind: str, path: Path, actors: int, calls_each: int) -> Run:
+    """C actors, each handling one ``Run(n)`` message (n sequential ``ctx.call``s) at once:
+    the shape of C concurrent agent runs (as DBOS workflows or LangGraph invocations)."""
+    store = _make_store(kind, path)
+    async with ActorSystem(store, actors=[_agent.Agent]) as system:
+        t = time.perf_counter()
+        refs = [await system.spawn(_agent.Agent, f"agent-{a:05d}") for a in range(actors)]
+        setup = time.perf_counter() - t
+        latencies: list[float] = []
+
+        async def client(ref: Any, msg: Any, message_id: str, record: bool) -> None:
+            t0 = time.perf_counter()
+            await ref.ask(msg, message_id=message_id)
+            if record:
+                latencies.append(time.perf_counter() - t0)
+
+        async with anyio.create_task_group() as tg:
+            for ref in refs:
+                tg.start_soon(client, ref, _agent.Run(2), "warmup", False)
+        if isinstance(store, BatchCountingSqliteStore):
+            store.all_batch_sizes.clear()
+            store.commits = store.rows = 0
+        t = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for ref in refs:
+                tg.start_soon(client, ref, _agent.Run(calls_each), "run", True)
+        run = Run(kind, actors, actors * calls_each, time.perf_counter() - t, latencies)
+        run.setup_s = setup
+        _collect(run, store)
+    return run
+
+
 async def _store_appends(path: Path, rows_per_append: int, seconds: float) -> float:
     """``SqliteStore.append`` alone, one actor, back to back: appends per second."""
     from actorlog.store import EntryRow
@@ -252,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     store_runs: dict[int, list[float]] = {}
     solo_runs: dict[str, list[Run]] = {}
     conc_runs: dict[tuple[int, str], list[Run]] = {}
+    calls_runs: dict[tuple[int, str], list[Run]] = {}
+    calls_each = max(2, args.calls // 10)
     with scratch_dir(args.dir) as d:
         info = machine_info(d)
         for rep in range(args.repeat):  # interleaved, so changes in load hit every line alike
@@ -275,6 +309,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                     conc_runs.setdefault((level, kind), []).append(
                         anyio.run(_concurrent, kind, path, level, each)
                     )
+                for kind in ("sqlite", "memory"):
+                    if kind not in modes:
+                        continue
+                    print(f"{level} concurrent runs of sequential calls, {kind}{tag} ...")
+                    path = d / f"calls-{level}-{kind}-{rep}.db"
+                    calls_runs.setdefault((level, kind), []).append(
+                        anyio.run(_concurrent_calls, kind, path, level, calls_each)
+                    )
         info["load average (1, 5, 15 min) at end"] = loadavg()
 
     raw = {k: _median_raw(v) for k, v in raw_runs.items()}
@@ -283,6 +325,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     store_rates = {k: _median(v) for k, v in store_runs.items()}
     solo = {k: _merge(v) for k, v in solo_runs.items()}
     conc = [_merge(v) for v in conc_runs.values()]
+    calls = [_merge(v) for v in calls_runs.values()]
 
     raw_table = Table(["driver", "rows/txn", "commits/s", "rows/s", "µs/commit"])
     for (driver, rows), rr in raw.items():
@@ -352,12 +395,43 @@ def main(argv: Sequence[str] | None = None) -> None:
             r.setup_s,
         )
 
+    calls_table = Table(
+        [
+            "actors",
+            "store",
+            "ctx.calls/s",
+            "vs raw aiosqlite 1-row",
+            "vs raw sqlite3 1-row",
+            "vs MemoryStore",
+            "run p50 (s)",
+            "commits/s",
+            "appends/commit mean / p50 / max",
+        ]
+    )
+    mem_calls = {r.actors: r.steps_per_s for r in calls if r.label == "memory"}
+    for r in calls:
+        durable = r.label != "memory"
+        mem = mem_calls.get(r.actors)
+        calls_table.add(
+            r.actors,
+            names.get(r.label, r.label),
+            r.steps_per_s,
+            f"{r.steps_per_s / raw1:.2f}x",
+            f"{r.steps_per_s / raw1_sync:.2f}x",
+            f"{r.steps_per_s / mem:.2f}x" if mem else "-",
+            percentile(r.latencies, 50),
+            r.commits / r.seconds if durable else "-",
+            _batch_summary(r.batches) if durable else "-",
+        )
+
     print()
     print(raw_table.text())
     print()
     print(solo_table.text())
     print()
     print(conc_table.text())
+    print()
+    print(calls_table.text())
     if not args.no_write:
         body = "\n\n".join(
             [
@@ -389,6 +463,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "fsync). *No group commit*: the same store committing every append in a "
                 "transaction of its own (a benchmark-only subclass). *spawn all*: registering "
                 "and starting the actors, not included in steps/s.\n\n" + conc_table.markdown(),
+                "## Concurrent runs of sequential tool calls\n\n"
+                f"C actors each handling one message whose handler makes {calls_each:,} `ctx.call`s"
+                " one after another, all at once: the shape of C concurrent agent "
+                "runs (what the peers benchmark runs as concurrent DBOS workflows or LangGraph "
+                "invocations). One commit per call per actor, shared between actors by group "
+                "commit. *run p50*: the median time of one actor's whole run.\n\n"
+                + calls_table.markdown(),
             ]
         )
         out = write_report("throughput", "actorlog durable throughput", body, info=info)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import types
 import typing
+import weakref
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, get_args, get_origin
 
 import attrs
@@ -78,15 +79,27 @@ class Actor(Generic[S]):
         raise NotImplementedError
 
 
+_HINTS: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def _receive_hints(cls: type[Actor[Any]]) -> dict[str, Any]:
+    """``typing.get_type_hints(cls.receive)``, cached per class once it resolves (resolving
+    is slow, and every spawn asks; a forward reference that fails now may resolve later)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls.receive)
+    return hints
+
+
 def accepted_messages(cls: type[Actor[Any]]) -> tuple[type, ...] | None:
     """The message classes ``receive`` is annotated to accept, or None for "anything"."""
     try:
-        hints = typing.get_type_hints(cls.receive)
+        hints = _receive_hints(cls)
     except Exception:
         return None
     ann = hints.get("msg")
     if ann is None:
-        params = list(typing.get_type_hints(cls.receive).items())
+        params = list(hints.items())
         ann = params[1][1] if len(params) > 1 and params[1][0] != "return" else None
     if ann is None or ann is Any:
         return None
@@ -98,7 +111,7 @@ def accepted_messages(cls: type[Actor[Any]]) -> tuple[type, ...] | None:
 
 def reply_type(cls: type[Actor[Any]]) -> Any:
     try:
-        return typing.get_type_hints(cls.receive).get("return", Any)
+        return _receive_hints(cls).get("return", Any)
     except Exception:
         return Any
 
