@@ -120,6 +120,10 @@ class Ownership:
         self.passivate_after = passivate_after
         #: monotonic time each owned actor was last used here (routing, inbox delivery)
         self._used: dict[str, float] = {}
+        #: actors whose lease another runtime held when we last tried, and until when we
+        #: route to them through the inbox without asking the store again (a send stream
+        #: to a remote actor must not take the lease row's lock once per message)
+        self._foreign: dict[str, float] = {}
         #: actor ids passivated (for tests and operators)
         self.passivated: list[str] = []
         self.system = system
@@ -228,12 +232,23 @@ class Ownership:
             return False  # full: the actor is placed on (or reached at) another runtime
         token = await self.store.acquire_lease(actor_id, self.owner, self.ttl)
         if token is None:
+            self._remember_foreign(actor_id)
             return False
+        self._foreign.pop(actor_id, None)
         self._used[actor_id] = time.monotonic()
         self.tokens[actor_id] = token
         self.store.set_fence(actor_id, token)
         self._wake.set()  # deliver what is queued for it
         return True
+
+    def _remember_foreign(self, actor_id: str) -> None:
+        """Another runtime holds the lease: do not ask again for a while (a third of the
+        lease time, at most a second). If that runtime dies or lets the actor go meanwhile,
+        what we queued in its inbox is unfinished work that the take-over scan places."""
+        now = time.monotonic()
+        if len(self._foreign) >= 10_000:
+            self._foreign = {a: t for a, t in self._foreign.items() if t > now}
+        self._foreign[actor_id] = now + min(self.ttl / 3, 1.0)
 
     def _lose(self, actor_id: str, why: str) -> None:
         token = self.tokens.pop(actor_id, None)
@@ -324,6 +339,8 @@ class Ownership:
         if self._live(actor_id) is not None:
             self._used[actor_id] = time.monotonic()
             return True
+        if self._foreign.get(actor_id, 0.0) > time.monotonic():
+            return False  # owned elsewhere a moment ago: straight to the inbox
         await self.system.spawn(cls, actor_id)  # restarts a cell that lost its lease
         if self._live(actor_id) is None:
             return False

@@ -238,3 +238,32 @@ async def test_notify_and_listen_replies(pg_store: PostgresStore) -> None:
         assert pg_store._listener is not None  # still serving the inbox callback
         await stop_inbox()
     assert pg_store._listener is None
+
+
+class _CountingStore(PostgresStore):
+    """A real PostgresStore that counts the lease acquisitions it is asked for."""
+
+    acquires = 0
+
+    async def acquire_lease(self, actor_id: str, owner: str, ttl: float) -> int | None:
+        self.acquires += 1
+        return await super().acquire_lease(actor_id, owner, ttl)
+
+
+async def test_a_send_stream_to_a_remote_actor_does_not_retake_the_lease_each_time(
+    pg_url: str, pg_schema: str
+) -> None:
+    """Sending to an actor another runtime owns goes to the inbox; the sender asks the store
+    for the lease once, not once per message (each attempt locks the lease row)."""
+    LEDGER.clear()
+    counting = _CountingStore(pg_url, schema=pg_schema)
+    async with _runtime(pg_url, pg_schema, "a") as a:
+        assert await (await a.spawn(Account, "acct")).ask(Deposit(1)) == 1
+        system = ActorSystem(counting, actors=[Account], owner="b", lease_ttl=10)
+        async with system as b:
+            remote = b.ref(Account, "acct")
+            for _ in range(40):
+                await remote.send(Deposit(1))
+            assert counting.acquires == 1
+            assert await remote.ask(Deposit(1)) == 42  # every send applied exactly once
+        assert len(await a.store.read("acct", kinds=["message"])) == 42
