@@ -10,6 +10,7 @@ import json
 import struct
 import uuid
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -43,7 +44,25 @@ _MAX_TAG_BYTES = 1024
 _NO_MESSAGE_ID = 0xFFFF
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-_check_encoder = json.JSONEncoder(allow_nan=False)
+
+
+def _compact_encoder() -> Callable[[Any], str]:
+    """``_encoder.encode`` without its per-call set-up: the C encoder is made once (without
+    a circular-reference memo, so a cycle raises ``RecursionError``). The same output."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # an interpreter without the C accelerator
+        return _encoder.encode
+    c_encode = make(
+        None, _encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+
+    def encode(obj: Any) -> str:
+        return "".join(c_encode(obj, 0))
+
+    return encode
+
+
+_encode = _compact_encoder()
 _PRIMITIVES = (str, int, bool, type(None))
 
 #: The one cattrs converter: JSON-friendly (datetimes as ISO strings, bytes as base85, ...).
@@ -96,8 +115,8 @@ def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> byt
 def encode_plain(obj: dict[str, Any], what: str) -> bytes:
     """Encode an already-plain JSON object (an entry envelope)."""
     try:
-        data = _encoder.encode(obj).encode()
-    except (TypeError, ValueError) as exc:
+        data = _encode(obj).encode()
+    except (TypeError, ValueError, RecursionError) as exc:
         raise EncodeError(what, type(obj), str(exc)) from exc
     if len(data) > MAX_PAYLOAD_BYTES:
         raise EncodeError(
@@ -117,7 +136,7 @@ def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
             return value
         plain = converter.unstructure(value)
         if check:
-            _check_encoder.encode(plain)
+            _encode(plain)
     except (TypeError, ValueError, cattrs.BaseValidationError, RecursionError) as exc:
         raise EncodeError(what, type(value), str(exc)) from exc
     return plain
