@@ -1,18 +1,18 @@
 """Shared fixtures: core tests run on asyncio and trio (memory store), and on asyncio with a
 real SQLite file and a real PostgreSQL server (``ACTORLOG_TEST_POSTGRES_URL`` or
 ``DATABASE_URL``; ``.ci/run`` starts one; without one the postgres cases skip, except under
-``CI``, where they fail)."""
+``CI``, where they fail: ``tests/_pg.py``)."""
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 from actorlog.store import Store
 from actorlog.stores import MemoryStore, SqliteStore
+
+from tests import _pg
 
 StoreFactory = Callable[[], Store]
 
@@ -35,23 +35,22 @@ def anyio_backend(backend_and_store: tuple[str, str]) -> str:
 
 
 @pytest.fixture
-def make_store(backend_and_store: tuple[str, str], tmp_path: Path) -> StoreFactory:
-    """A factory returning a store over the same data each call (a fresh object for SQLite,
-    the same object for memory), so a test can 'restart' the system."""
+async def make_store(
+    backend_and_store: tuple[str, str], tmp_path: Path
+) -> AsyncIterator[StoreFactory]:
+    """A factory returning a store over the same data each call (a fresh object for SQLite
+    and PostgreSQL, the same object for memory), so a test can 'restart' the system."""
     kind = backend_and_store[1]
     if kind == "memory":
         mem = MemoryStore()
-        return lambda: mem
-    if kind == "postgres":
-        url = os.environ.get("ACTORLOG_TEST_POSTGRES_URL") or os.environ.get("DATABASE_URL")
-        if not url:
-            reason = "no PostgreSQL server (source .ci/pg.sh; pg_start)"
-            if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
-                pytest.fail(f"{reason}: CI is set, so .ci/run must start one", pytrace=False)
-            pytest.skip(reason)
-        from actorlog.stores import PostgresStore
+        yield lambda: mem
+    elif kind == "postgres":
+        url = _pg.postgres_url("the runtime's postgres cases")
+        from actorlog.stores import PostgresStore  # needs asyncpg: only when used
 
-        schema = f"rt_{uuid.uuid4().hex[:12]}"  # a fresh, isolated store per test
-        return lambda: PostgresStore(url, schema=schema)
-    path = tmp_path / "agents.db"
-    return lambda: SqliteStore(path)
+        schema = _pg.new_schema("rt")  # a fresh, isolated store per test
+        yield lambda: PostgresStore(url, schema=schema)
+        await _pg.drop_schemas(url, schema)
+    else:
+        path = tmp_path / "agents.db"
+        yield lambda: SqliteStore(path)

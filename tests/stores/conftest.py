@@ -7,13 +7,11 @@ the contract tests need and the store API rightly does not offer.
 PostgreSQL: set ``ACTORLOG_TEST_POSTGRES_URL`` (or ``DATABASE_URL``), e.g. with
 ``source .ci/pg.sh; pg_start``. Each test gets its own schema, dropped afterwards. Without
 a URL the postgres cases skip, except under CI (``CI`` set), where they fail: CI must test
-every store.
+every store (``tests/_pg.py``).
 """
 
 from __future__ import annotations
 
-import os
-import uuid
 from typing import TYPE_CHECKING
 
 import aiosqlite
@@ -21,6 +19,8 @@ import asyncpg
 import pytest
 from actorlog.store import EntryRow, Store
 from actorlog.stores import MemoryStore, PostgresStore, SqliteStore
+
+from tests import _pg
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -52,7 +52,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
-POSTGRES_URL_VARS = ("ACTORLOG_TEST_POSTGRES_URL", "DATABASE_URL")
 STORE_KINDS = ("memory", "sqlite", "postgres")
 
 
@@ -62,28 +61,10 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
     """The server the postgres cases use; skips (or, under CI, fails) without one."""
-    for var in POSTGRES_URL_VARS:
-        url = os.environ.get(var)
-        if url:
-            return url
-    reason = (
-        "PostgresStore contract tests need a server: set ACTORLOG_TEST_POSTGRES_URL or "
-        "DATABASE_URL (locally: source .ci/pg.sh; pg_start)"
-    )
-    if _in_ci():
-        pytest.fail(
-            f"{reason}. CI is set, so these tests must run: .ci/run must start PostgreSQL "
-            "(source .ci/pg.sh; pg_start) before pytest.",
-            pytrace=False,
-        )
-    pytest.skip(reason)
+    return _pg.postgres_url("PostgresStore contract tests")
 
 
 class StoreHarness:
@@ -194,7 +175,7 @@ class PostgresHarness(StoreHarness):
     def __init__(self, url: str) -> None:
         super().__init__()
         self.url = url
-        self.schema = f"actorlog_test_{uuid.uuid4().hex[:16]}"
+        self.schema = _pg.new_schema("actorlog_test")
 
     def new(self, *, read_only: bool = False) -> Store:
         return PostgresStore(
@@ -230,7 +211,7 @@ class PostgresHarness(StoreHarness):
 
     async def aclose(self) -> None:
         await super().aclose()
-        await self._execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+        await _pg.drop_schemas(self.url, self.schema)
 
 
 def _params(row: EntryRow) -> tuple[object, ...]:
