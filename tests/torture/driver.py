@@ -1,11 +1,12 @@
 """The crash driver: runs the workload in real processes, SIGKILLs them, checks invariants.
 
-``run_scenario`` starts ``python -m tests.torture.workload`` over one store file and one
-ledger, kills it (from outside after a random delay, or from inside at a durability
-boundary through ``ACTORLOG_TORTURE_KILL``), restarts it, and repeats until a run
-completes. Between runs it reads the dead worker's store with plain ``sqlite3`` to learn
-which intents were open at the crash: those are the only calls that may run again, and
-the open ``notify`` intents are exactly the escalations the next run must see.
+``run_scenario`` starts ``python -m tests.torture.workload`` over one store (a SQLite file,
+or a PostgreSQL schema named by a ``postgresql://`` URL) and one ledger, kills it (from
+outside after a random delay, or from inside at a durability boundary through
+``ACTORLOG_TORTURE_KILL``), restarts it, and repeats until a run completes. Between runs it
+reads the dead worker's store with plain SQL (``sqlite3``, or ``asyncpg``) to learn which
+intents were open at the crash: those are the only calls that may run again, and the open
+``notify`` intents are exactly the escalations the next run must see.
 
 ``check`` compares a crashed scenario with the crash-free reference and returns every
 violated invariant as a sentence (an empty list means the run was correct).
@@ -13,6 +14,7 @@ violated invariant as a sentence (an empty list means the run was correct).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -32,7 +34,7 @@ from actorlog._errors import CorruptEntryError
 from actorlog.store import EntryRow
 
 from .faulty import BOUNDARIES
-from .workload import Config
+from .workload import Config, is_postgres
 
 __all__ = [
     "Outcome",
@@ -105,20 +107,44 @@ def _worker_env(cfg: Config, plan: RunPlan, marker: Path) -> dict[str, str]:
     return env
 
 
-def open_intents(db_path: str) -> list[OpenIntent]:
-    """Intents with no result and no operator verdict (result/fail), read with sqlite3."""
-    if not os.path.exists(db_path):
+def _select(db: str, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` (plain SELECT, no parameters) from the store ``db`` (a SQLite path or
+    a ``postgresql://`` URL), read beside the store's code; ``[]`` if it has no tables yet
+    (the worker was killed before it created them)."""
+    if is_postgres(db):
+        return asyncio.run(_select_postgres(db, sql))
+    if not os.path.exists(db):
         return []
-    db = sqlite3.connect(db_path)
+    conn = sqlite3.connect(db)
     try:
-        rows = db.execute(
-            "SELECT actor_id, seq, kind, type_tag, ref, payload FROM entries "
-            "WHERE kind IN ('intent', 'result', 'decision') ORDER BY actor_id, seq"
-        ).fetchall()
-    except sqlite3.OperationalError:  # killed before the schema was created
+        return [tuple(r) for r in conn.execute(sql).fetchall()]
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
         return []
     finally:
-        db.close()
+        conn.close()
+
+
+async def _select_postgres(url: str, sql: str) -> list[tuple[Any, ...]]:
+    import asyncpg
+
+    conn = await asyncpg.connect(url)  # the URL's search_path names the scenario's schema
+    try:
+        return [tuple(r) for r in await conn.fetch(sql)]
+    except asyncpg.UndefinedTableError:
+        return []
+    finally:
+        await conn.close()
+
+
+def open_intents(db: str) -> list[OpenIntent]:
+    """Intents with no result and no operator verdict (result/fail), read with plain SQL."""
+    rows = _select(
+        db,
+        "SELECT actor_id, seq, kind, type_tag, ref, payload FROM entries "
+        "WHERE kind IN ('intent', 'result', 'decision') ORDER BY actor_id, seq",
+    )
     intents: dict[tuple[str, int], OpenIntent] = {}
     for actor, seq, kind, tag, ref, payload in rows:
         if kind == "intent":
@@ -156,16 +182,13 @@ def _read_ledger(path: str, out: Outcome) -> None:
         db.close()
 
 
-def _read_store(path: str, out: Outcome) -> None:
+def _read_store(db: str, out: Outcome) -> None:
     """Count messages per actor, check every message has exactly one step, verify all rows."""
-    db = sqlite3.connect(path)
-    try:
-        rows = db.execute(
-            "SELECT actor_id, seq, kind, type_tag, ref, message_id, payload, checksum "
-            "FROM entries ORDER BY actor_id, seq"
-        ).fetchall()
-    finally:
-        db.close()
+    rows = _select(
+        db,
+        "SELECT actor_id, seq, kind, type_tag, ref, message_id, payload, checksum "
+        "FROM entries ORDER BY actor_id, seq",
+    )
     last: dict[str, int] = {}
     steps: dict[str, Counter[int]] = {}
     message_seqs: dict[str, list[int]] = {}
@@ -197,7 +220,7 @@ def run_scenario(
     """Run the workload until a run completes, ending run i as ``plans`` says."""
     out = Outcome(seed=cfg.seed)
     t0 = time.monotonic()
-    workdir = Path(cfg.db).parent
+    workdir = Path(cfg.ledger).parent
     marker = workdir / "killed-at"
     for run in range(1, max_runs + 1):
         plan = next(plans, RunPlan())

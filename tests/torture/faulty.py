@@ -12,6 +12,10 @@ matches the Nth call, fails or stalls it the way real storage fails:
 * ``stall``: the call waits ``stall_seconds`` (or until ``release`` is set), then proceeds;
   ``stalled`` is set while it waits, so a test can cancel a caller mid-commit.
 
+With a store that arbitrates ownership (``capabilities.leases``: PostgreSQL), ``FaultyStore``
+forwards the lease, fencing and inbox operations too (counted, and open to fault rules like
+every other call), so a system with an ``owner`` runs over the wrapper as over the store.
+
 ``KillSwitch`` is how the crash tests kill a worker process *exactly* at a durability
 boundary: ``ACTORLOG_TORTURE_KILL="intent_commit_after@notify:2"`` makes the worker
 ``SIGKILL`` itself right after the second append that carries an intent of the tool whose
@@ -24,12 +28,14 @@ import os
 import signal
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from typing import cast
 
 import anyio
 import attrs
 from actorlog import StoreUnavailableError
+from actorlog._ownership import LeaseStore
 from actorlog.store import (
     ActorRow,
     EntryRow,
@@ -339,3 +345,62 @@ class FaultyStore:
     async def read_events(self, actor_id: str) -> list[EventRow]:
         await self._gate("read_events", actor_id)
         return await self.inner.read_events(actor_id)
+
+    # -- ownership (stores with capabilities.leases) -----------------------------------------
+
+    def _leases(self) -> LeaseStore:
+        if not self.inner.capabilities.leases:
+            raise AttributeError(f"{type(self.inner).__name__} has no leases")
+        return cast("LeaseStore", self.inner)
+
+    def set_fence(self, actor_id: str, token: int | None) -> None:
+        self.calls["set_fence"] += 1
+        self._leases().set_fence(actor_id, token)
+
+    async def acquire_lease(self, actor_id: str, owner: str, ttl: float) -> int | None:
+        f = await self._gate("acquire_lease", actor_id)
+        token = await self._leases().acquire_lease(actor_id, owner, ttl)
+        if f is not None:
+            raise f.error()
+        return token
+
+    async def renew_leases(self, owner: str, tokens: Mapping[str, int], ttl: float) -> set[str]:
+        f = await self._gate("renew_leases")
+        renewed = await self._leases().renew_leases(owner, tokens, ttl)
+        if f is not None:
+            raise f.error()
+        return renewed
+
+    async def release_lease(self, actor_id: str, owner: str, token: int) -> None:
+        f = await self._gate("release_lease", actor_id)
+        await self._leases().release_lease(actor_id, owner, token)
+        if f is not None:
+            raise f.error()
+
+    async def orphans(self, limit: int = 100, owner: str | None = None) -> list[tuple[str, str]]:
+        await self._gate("orphans")
+        return await self._leases().orphans(limit, owner)
+
+    async def inbox_put(
+        self, actor_id: str, message_id: str, type_tag: str, body: str, sender: str | None
+    ) -> None:
+        f = await self._gate("inbox_put", actor_id)
+        await self._leases().inbox_put(actor_id, message_id, type_tag, body, sender)
+        if f is not None:
+            raise f.error()
+
+    async def inbox_for(
+        self, owner: str, limit: int = 500
+    ) -> list[tuple[str, str, str, str, str | None]]:
+        await self._gate("inbox_for")
+        return await self._leases().inbox_for(owner, limit)
+
+    async def inbox_delete(self, actor_id: str, message_id: str) -> None:
+        f = await self._gate("inbox_delete", actor_id)
+        await self._leases().inbox_delete(actor_id, message_id)
+        if f is not None:
+            raise f.error()
+
+    async def listen_inbox(self, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:
+        await self._gate("listen_inbox")
+        return await self._leases().listen_inbox(callback)

@@ -1,7 +1,7 @@
 """Kill tests with real processes: SIGKILL the workload anywhere, restart it, compare.
 
-Each scenario runs ``tests/torture/workload.py`` in a fresh process over one SQLite store and
-one external ledger, kills it (at a named durability boundary, or from outside after a
+Each scenario runs ``tests/torture/workload.py`` in a fresh process over one store and one
+external (SQLite) ledger, kills it (at a named durability boundary, or from outside after a
 random delay), restarts it until a run completes, and checks against a crash-free reference
 run of the same seed (``driver.check``):
 
@@ -11,6 +11,14 @@ run of the same seed (``driver.check``):
 * every side effect applied exactly once in the ledger;
 * a call runs again only if a crash left its intent open, at most once per such crash;
 * escalations exactly for the ``notify`` intents the crashes left open.
+
+Every test but the SQLite-only durability-mode one runs on SQLite (a file) and on a real
+PostgreSQL server (a fresh schema per scenario; ``ACTORLOG_TEST_POSTGRES_URL``, see
+``tests/_pg.py``; the postgres cases skip without a server, except under CI, where they
+fail). ``postgres-owner`` runs the workload as an ``owner`` (leases and fencing tokens, as
+runtimes sharing a database do; a restarted run keeps the name, so it takes its dead
+predecessor's leases over at once); the boundary tour also runs as plain ``postgres``, a
+single runtime without an owner. Each store kind has its own crash-free reference run.
 
 A failure prints its seed; ``ACTORLOG_TORTURE_SEED=<base seed>`` replays the session.
 """
@@ -26,7 +34,8 @@ from typing import Any
 import anyio
 import pytest
 from actorlog import Actor, ActorSystem
-from actorlog.stores import SqliteStore
+
+from tests import _pg
 
 from . import workload
 from .conftest import BASE_SEED, FIGURES, soak
@@ -57,36 +66,132 @@ TOUR: list[str] = [
     "tool_after@mark_done",  # last: it ends the workload
 ]
 
-_references: dict[tuple[int, int], Outcome] = {}
+#: PostgreSQL scenarios: fewer kills per test than on SQLite (CI time), same invariants
+PG_SOAK_SHARE = 2
+#: The store kinds: ``postgres-owner`` runs as an owner (leases, fencing tokens), as runtimes
+#: sharing a database do; ``postgres`` without one, as a single runtime may.
+KINDS = ("sqlite", "postgres-owner", "postgres")
+
+
+class Stores:
+    """Makes each scenario's store: a SQLite file in its directory, or on PostgreSQL a
+    fresh schema on the test server (dropped when the test ends)."""
+
+    def __init__(self, kind: str, url: str = "") -> None:
+        assert kind in KINDS, kind
+        self.kind = kind
+        self.url = url
+        self.schemas: list[str] = []
+
+    @property
+    def postgres(self) -> bool:
+        return self.kind != "sqlite"
+
+    @property
+    def owner(self) -> str:
+        """The workload's owner name; a restarted run keeps it, as a restarted service would."""
+        return "torture-runtime" if self.kind == "postgres-owner" else ""
+
+    def new(self, d: Path) -> str:
+        """The store for a scenario working in ``d``: a path, or a ``postgresql://`` URL."""
+        if not self.postgres:
+            return str(d / "store.db")
+        schema = _pg.new_schema("actorlog_torture")
+        self.schemas.append(schema)
+        anyio.run(_pg.create_schema, self.url, schema, backend="asyncio")
+        return _pg.schema_url(self.url, schema)
+
+    def iterations(self, n: int) -> int:
+        """``soak(n)`` on SQLite; on PostgreSQL a share of it, at least one."""
+        return max(1, soak(n) // PG_SOAK_SHARE) if self.postgres else soak(n)
+
+    def drop(self) -> None:
+        anyio.run(_pg.drop_schemas, self.url, *self.schemas, backend="asyncio")
+
+
+@pytest.fixture(params=KINDS[:2])
+def stores(request: pytest.FixtureRequest) -> Iterator[Stores]:
+    """The store kind of a crash test: SQLite, and a real PostgreSQL server (with an owner;
+    ``@pytest.mark.parametrize("stores", KINDS, indirect=True)`` adds the one without)."""
+    kind: str = request.param
+    if kind == "sqlite":
+        yield Stores(kind)
+        return
+    s = Stores(kind, _pg.postgres_url("the PostgreSQL crash tests"))
+    try:
+        yield s
+    finally:
+        s.drop()
+
+
+async def _fencing_problems(url: str, runs: int) -> list[str]:
+    """What a PostgreSQL store run by an owner shows against fencing: every row carries a
+    token, an actor's tokens never go back along its log nor exceed its lease's, and coord's
+    lease was taken again by the restarts (at most once a run). (A run may take a lease and
+    write nothing, so an actor's last row may carry an older token than its lease.)"""
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch("SELECT actor_id, seq, fence FROM entries ORDER BY actor_id, seq")
+        leases = {str(a): int(t) for a, t in await conn.fetch("SELECT actor_id, token FROM leases")}
+    finally:
+        await conn.close()
+    bad: list[str] = []
+    last: dict[str, int] = {}
+    for actor, seq, fence in rows:
+        if fence is None:
+            bad.append(f"{actor} seq {seq}: appended without a fencing token")
+        elif fence < last.get(actor, 0) or fence > leases.get(actor, 0):
+            bad.append(
+                f"{actor} seq {seq}: token {fence} after {last.get(actor)}, "
+                f"lease token {leases.get(actor)}"
+            )
+        else:
+            last[actor] = fence
+    if runs > 1 and not 2 <= leases.get("coord", 0) <= runs:
+        bad.append(f"coord's lease token {leases.get('coord')} after {runs} runs")
+    return bad
+
+
+_references: dict[tuple[str, int, int], Outcome] = {}
 
 
 def _config(
-    base: Path, name: str, seed: int, jobs: int = JOBS, durability: str = "fsync"
+    stores: Stores,
+    base: Path,
+    name: str,
+    seed: int,
+    jobs: int = JOBS,
+    durability: str = "fsync",
 ) -> Config:
     d = base / name
     d.mkdir(parents=True)
     return Config(
-        db=str(d / "store.db"),
+        db=stores.new(d),
         ledger=str(d / "ledger.db"),
         out=str(d / "final.json"),
         seed=seed,
         jobs=jobs,
         workers=WORKERS,
         durability=durability,
+        owner=stores.owner,
     )
 
 
-def _reference(base: Path, seed: int, jobs: int = JOBS) -> Outcome:
-    """The crash-free run of this seed (once per session)."""
-    ref = _references.get((seed, jobs))
+def _reference(stores: Stores, base: Path, seed: int, jobs: int = JOBS) -> Outcome:
+    """The crash-free run of this seed on this store kind (once per session)."""
+    key = (stores.kind, seed, jobs)
+    ref = _references.get(key)
     if ref is None:
-        ref = run_scenario(_config(base, f"ref-{seed}-{jobs}", seed, jobs), iter(()))
+        cfg = _config(stores, base, f"ref-{stores.kind}-{seed}-{jobs}", seed, jobs)
+        ref = run_scenario(cfg, iter(()))
         assert ref.runs == 1 and not ref.kills
         assert check(ref, ref) == []
         for (tool, ident), n in ref.attempts.items():
             assert n == 1, f"seed {seed}: reference ran {tool}({ident}) {n} times"
         assert not ref.escalations, "a crash-free run must never escalate"
-        _references[(seed, jobs)] = ref
+        _references[key] = ref
     return ref
 
 
@@ -110,7 +215,7 @@ async def _recover_in_process(cfg: Config) -> dict[str, Any]:
     cfg.run = -1
     workload.configure(cfg)
     dumps: dict[str, Any] = {}
-    async with ActorSystem(SqliteStore(cfg.db), actors=workload.ACTORS) as system:
+    async with ActorSystem(workload.make_store(cfg), actors=workload.ACTORS) as system:
         for actor_id in workload.actor_ids(cfg):
             classes: dict[str, type[Actor[Any]]] = {
                 "coord": workload.Coordinator,
@@ -131,6 +236,7 @@ def _ran_while_verifying(cfg: Config) -> int:
 
 
 def _scenario(
+    stores: Stores,
     base: Path,
     name: str,
     seed: int,
@@ -140,8 +246,8 @@ def _scenario(
     jobs: int = JOBS,
     tool_delay: float = 0.0,
 ) -> tuple[Config, Outcome]:
-    ref = _reference(base, seed, jobs)
-    cfg = _config(base, name, seed, jobs, durability=durability)
+    ref = _reference(stores, base, seed, jobs)
+    cfg = _config(stores, base, name, seed, jobs, durability=durability)
     cfg.tool_delay = tool_delay
     got = run_scenario(cfg, plans, log=base / "kills.log")
     _count(got)
@@ -156,7 +262,8 @@ def _killed_ident(got: Outcome) -> str:
     return why.partition("@")[2].split(",")[1]
 
 
-def test_kill_at_every_durability_boundary(seed: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stores", KINDS, indirect=True)
+def test_kill_at_every_durability_boundary(seed: int, tmp_path: Path, stores: Stores) -> None:
     """One run per boundary, each killed at its 1st-3rd crossing (tool-specific ones at the
     1st); a boundary a run does not reach is tried again first on a fresh workload. The
     first scenario's store, recovered in this process, holds the worker's final states."""
@@ -170,7 +277,7 @@ def test_kill_at_every_durability_boundary(seed: int, tmp_path: Path) -> None:
             RunPlan(kill_spec=f"{t}:{1 if '@' in t or 'decision' in t else rng.randint(1, 3)}")
             for t in list(todo)
         )
-        cfg, got = _scenario(tmp_path, f"tour-{scenario}", seed, plans)
+        cfg, got = _scenario(stores, tmp_path, f"tour-{scenario}", seed, plans)
         for target, why in zip(todo, got.kills, strict=False):
             boundary, _, name_filter = target.partition("@")
             assert why.partition("@")[0] == boundary, f"seed {seed}: wanted {target}, got {why}"
@@ -180,6 +287,9 @@ def test_kill_at_every_durability_boundary(seed: int, tmp_path: Path) -> None:
             unreachable.append(todo[0])
             done = 1
         todo = todo[done:]
+        if stores.owner:
+            problems = anyio.run(_fencing_problems, cfg.db, got.runs, backend="asyncio")
+            assert not problems, _fail(seed, f"tour-{scenario}", problems, got)
         if scenario == 1:
             assert anyio.run(_recover_in_process, cfg, backend="asyncio") == got.dumps
             assert _ran_while_verifying(cfg) == 0
@@ -197,11 +307,13 @@ def test_kill_at_every_durability_boundary(seed: int, tmp_path: Path) -> None:
         "tool_before@transfer:1",
     ],
 )
-def test_in_doubt_call_is_settled_by_its_tools_policy(seed: int, tmp_path: Path, spec: str) -> None:
+def test_in_doubt_call_is_settled_by_its_tools_policy(
+    seed: int, tmp_path: Path, stores: Stores, spec: str
+) -> None:
     """A kill between a call's intent and its result; the restart settles it by policy:
     escalate (the operator finds it happened, or not and retries), rerun with the same
     idempotency key, rerun a read, or ask the reconcile function."""
-    _, got = _scenario(tmp_path, "policy", seed, iter([RunPlan(kill_spec=spec)]))
+    _, got = _scenario(stores, tmp_path, "policy", seed, iter([RunPlan(kill_spec=spec)]))
     assert len(got.kills) == 1 and got.runs == 2, f"seed {seed}: {spec} was never crossed"
     decisions = _decisions(tmp_path / "policy")
     if spec == "intent_commit_after@notify:1":
@@ -235,35 +347,36 @@ def _decisions(d: Path) -> dict[str, str]:
     return {str(i): str(x).partition(":")[0] for i, x in rows}
 
 
-def test_kill_at_random_moments(seed: int, tmp_path: Path) -> None:
+def test_kill_at_random_moments(seed: int, tmp_path: Path, stores: Stores) -> None:
     """SIGKILL from outside after a random delay, several times per scenario."""
     rng = random.Random(seed)
-    for i in range(soak(2)):
+    for i in range(stores.iterations(2)):
         plans = random_plans(rng, 6, 0.4, 1.2)
         _, got = _scenario(
-            tmp_path, f"random-{i}", seed, plans, jobs=LONG_JOBS, tool_delay=TOOL_DELAY
+            stores, tmp_path, f"random-{i}", seed, plans, jobs=LONG_JOBS, tool_delay=TOOL_DELAY
         )
         assert got.kills, f"seed {seed}: the first run finished before its kill"
 
 
-def test_kill_at_random_boundaries_and_moments(seed: int, tmp_path: Path) -> None:
+def test_kill_at_random_boundaries_and_moments(seed: int, tmp_path: Path, stores: Stores) -> None:
     """Random boundaries (tool filters included), random outside kills as a backstop."""
     rng = random.Random(seed)
-    for i in range(soak(2)):
+    for i in range(stores.iterations(2)):
         plans = mixed_plans(rng, 10, 0.6, 1.5)
         _, got = _scenario(
-            tmp_path, f"mixed-{i}", seed, plans, jobs=LONG_JOBS, tool_delay=TOOL_DELAY
+            stores, tmp_path, f"mixed-{i}", seed, plans, jobs=LONG_JOBS, tool_delay=TOOL_DELAY
         )
         assert got.kills, f"seed {seed}: the first run finished before its kill"
 
 
 def test_kill_with_the_faster_durability_mode(seed: int, tmp_path: Path) -> None:
     """``durability="survive-process-crash"`` (synchronous=NORMAL) promises exactly this:
-    a killed process loses nothing acknowledged."""
+    a killed process loses nothing acknowledged. SQLite only: the mode is SQLite's."""
     rng = random.Random(seed)
     for i in range(soak(1)):
         plans = mixed_plans(rng, 10, 0.6, 1.5)
         _, got = _scenario(
+            Stores("sqlite"),
             tmp_path,
             f"normal-{i}",
             seed,

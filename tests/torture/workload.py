@@ -16,6 +16,11 @@ run is comparable field by field)::
 * the auditor counts tallies and, when it has them all, marks the run done through an
   idempotent write.
 
+The store is a SQLite file or a PostgreSQL schema (``Config.db`` is then a
+``postgresql://`` URL whose ``search_path`` names it, opened with ``open_store``); with
+``Config.owner`` set the PostgreSQL runtime runs as that owner, taking a lease (and fencing
+token) for every actor, as several runtimes sharing a database do.
+
 Every tool records each execution in an external SQLite *ledger* database (``attempts``)
 and applies its effect there: ``ledger`` rows keyed by idempotency key (INSERT OR IGNORE),
 ``transfers`` and ``notifications`` with no uniqueness at all, so a repeated side effect
@@ -54,7 +59,8 @@ from actorlog import (
     ToolCallError,
     tool,
 )
-from actorlog.stores import SqliteStore
+from actorlog.store import Store
+from actorlog.stores import SqliteStore, open_store
 from actorlog.stores.sqlite import Durability
 
 from .faulty import FaultyStore, KillSwitch
@@ -70,9 +76,11 @@ __all__ = [
     "Worker",
     "actor_ids",
     "configure",
+    "is_postgres",
     "ledger_connect",
     "main",
     "make_jobs",
+    "make_store",
 ]
 
 KINDS = ("pay", "pay", "transfer", "notify", "mixed", "flaky", "boom")
@@ -84,12 +92,15 @@ KINDS = ("pay", "pay", "transfer", "notify", "mixed", "flaky", "boom")
 class Config:
     """What one worker process (or the in-test verifier) runs against.
 
-    Environment: ``ACTORLOG_TORTURE_DB`` (store file), ``ACTORLOG_TORTURE_LEDGER``,
+    Environment: ``ACTORLOG_TORTURE_DB`` (the store: a SQLite file, or a ``postgresql://``
+    URL whose ``search_path`` names an existing schema), ``ACTORLOG_TORTURE_LEDGER``,
     ``ACTORLOG_TORTURE_OUT`` (final dump), ``ACTORLOG_TORTURE_SEED``,
     ``ACTORLOG_TORTURE_JOBS``, ``ACTORLOG_TORTURE_WORKERS``, ``ACTORLOG_TORTURE_RUN`` (run
     number, recorded with every tool execution), ``ACTORLOG_TORTURE_KILL`` (kill spec),
     ``ACTORLOG_TORTURE_DURABILITY`` (the SqliteStore durability mode),
-    ``ACTORLOG_TORTURE_TOOL_DELAY`` (seconds each tool takes, like a remote service).
+    ``ACTORLOG_TORTURE_TOOL_DELAY`` (seconds each tool takes, like a remote service),
+    ``ACTORLOG_TORTURE_OWNER`` (PostgreSQL: the runtime's owner name for leases; empty for
+    none; a restarted run keeps the name, as a restarted service would).
     """
 
     db: str
@@ -101,6 +112,7 @@ class Config:
     run: int = 0
     durability: str = "fsync"
     tool_delay: float = 0.0
+    owner: str = ""
 
     @classmethod
     def from_env(cls) -> Config:
@@ -115,6 +127,7 @@ class Config:
             run=int(e.get("ACTORLOG_TORTURE_RUN", "0")),
             durability=e.get("ACTORLOG_TORTURE_DURABILITY", "fsync"),
             tool_delay=float(e.get("ACTORLOG_TORTURE_TOOL_DELAY", "0")),
+            owner=e.get("ACTORLOG_TORTURE_OWNER", ""),
         )
 
     def env(self) -> dict[str, str]:
@@ -128,7 +141,21 @@ class Config:
             "ACTORLOG_TORTURE_RUN": str(self.run),
             "ACTORLOG_TORTURE_DURABILITY": self.durability,
             "ACTORLOG_TORTURE_TOOL_DELAY": str(self.tool_delay),
+            "ACTORLOG_TORTURE_OWNER": self.owner,
         }
+
+
+def is_postgres(db: str) -> bool:
+    """True if the store ``db`` names is PostgreSQL (a URL), False for a SQLite file."""
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+def make_store(config: Config) -> Store:
+    """The (unopened) store ``config.db`` names, in ``config.durability`` for SQLite."""
+    if is_postgres(config.db):
+        return open_store(config.db)
+    durability: Durability = "fsync" if config.durability == "fsync" else "survive-process-crash"
+    return SqliteStore(config.db, durability=durability)
 
 
 _config: Config | None = None
@@ -495,12 +522,11 @@ async def _resolver(system: ActorSystem, cfg: Config) -> None:
 
 async def run_worker(cfg: Config, kill: KillSwitch) -> None:
     configure(cfg, kill)
-    durability: Durability = "fsync" if cfg.durability == "fsync" else "survive-process-crash"
-    store = FaultyStore(SqliteStore(cfg.db, durability=durability), kill=kill)
+    store = FaultyStore(make_store(cfg), kill=kill)
     jobs = make_jobs(cfg.seed, cfg.jobs, cfg.workers)
     dump: dict[str, Any] = {}
     async with (
-        ActorSystem(store, actors=ACTORS, shutdown_grace=1.0) as system,
+        ActorSystem(store, actors=ACTORS, shutdown_grace=1.0, owner=cfg.owner or None) as system,
         anyio.create_task_group() as tg,
     ):
         tg.start_soon(_resolver, system, cfg)
