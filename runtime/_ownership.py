@@ -124,6 +124,7 @@ class Ownership:
         #: route to them through the inbox without asking the store again (a send stream
         #: to a remote actor must not take the lease row's lock once per message)
         self._foreign: dict[str, float] = {}
+        self._claim_lock = anyio.Lock()
         #: actor ids passivated (for tests and operators)
         self.passivated: list[str] = []
         self.system = system
@@ -224,12 +225,14 @@ class Ownership:
 
     async def claim(self, actor_id: str) -> bool:
         """Take the actor's lease (before recovering it here). False: another runtime owns it."""
-        if (
-            self.max_actors is not None
-            and actor_id not in self.tokens
-            and len(self.tokens) >= self.max_actors
-        ):
-            return False  # full: the actor is placed on (or reached at) another runtime
+        if self.max_actors is None:
+            return await self._claim(actor_id)
+        async with self._claim_lock:  # count and take together: never above max_actors
+            if actor_id not in self.tokens and len(self.tokens) >= self.max_actors:
+                return False  # full: the actor is placed on (or reached at) another runtime
+            return await self._claim(actor_id)
+
+    async def _claim(self, actor_id: str) -> bool:
         token = await self.store.acquire_lease(actor_id, self.owner, self.ttl)
         if token is None:
             self._remember_foreign(actor_id)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import sys
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Generic, TypeVar
@@ -114,6 +115,14 @@ class ActorRef(Generic[A]):
         return hash(self.actor_id)
 
 
+class _IdLock:
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = anyio.Lock()
+        self.users = 0
+
+
 class ActorSystem:
     """Runs actors over one store.
 
@@ -184,7 +193,9 @@ class ActorSystem:
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
         self._closed = False
-        self._spawn_lock = anyio.Lock()
+        #: one lock per actor id being spawned: spawns of different actors run (and commit
+        #: their registrations) concurrently; two spawns of one id never start two cells
+        self._spawn_locks: dict[str, _IdLock] = {}
         if max_actors is not None and (not isinstance(max_actors, int) or max_actors < 1):
             raise ConfigurationError(f"max_actors must be a positive int, not {max_actors!r}")
         if passivate_after is not None and not passivate_after > 0:
@@ -193,6 +204,7 @@ class ActorSystem:
             )
         self.max_actors = max_actors
         self.passivate_after = passivate_after
+        self._over_limit: anyio.Event | None = None  # wakes the passivator (made by it)
         self._ownership: Ownership | None = None
         if owner is not None and self.store.capabilities.leases:
             self._ownership = Ownership(
@@ -372,6 +384,12 @@ class ActorSystem:
         self._cells[actor_id] = cell
         self._quarantined.pop(actor_id, None)
         tg.start_soon(cell.run, name=f"actorlog:{actor_id}")
+        if (
+            self._over_limit is not None
+            and self.max_actors is not None
+            and len(self._cells) > self.max_actors
+        ):
+            self._over_limit.set()
         return cell
 
     async def spawn(
@@ -411,7 +429,7 @@ class ActorSystem:
         cell = self._cells.get(actor_id)
         if cell is not None and cell.passivating:
             await cell.done.wait()
-        async with self._spawn_lock:
+        async with self._spawn_lock(actor_id):
             cell = self._cells.get(actor_id)
             if cell is None or _restartable(cell):
                 # A state type the codec cannot encode fails here, before anything is written
@@ -432,6 +450,20 @@ class ActorSystem:
         await cell.ready.wait()
         cell.check_usable()
         return ActorRef(self, cls, actor_id)
+
+    @contextlib.asynccontextmanager
+    async def _spawn_lock(self, actor_id: str) -> AsyncIterator[None]:
+        entry = self._spawn_locks.get(actor_id)
+        if entry is None:
+            entry = self._spawn_locks[actor_id] = _IdLock()
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if not entry.users:
+                del self._spawn_locks[actor_id]
 
     def ref(self, cls: type[A], actor_id: str) -> ActorRef[A]:
         """A reference without I/O; the actor is started on first use."""
@@ -498,7 +530,9 @@ class ActorSystem:
         least recently used idle ones while more than ``max_actors`` are loaded."""
         period = 0.25 if self.passivate_after is None else min(0.25, self.passivate_after / 2)
         while True:
-            await anyio.sleep(period)
+            self._over_limit = wake = anyio.Event()
+            with anyio.move_on_after(period):
+                await wake.wait()  # a start above max_actors: look at once
             now = time.monotonic()
             idle = sorted(
                 (c for c in self._cells.values() if c.is_idle()), key=lambda c: c.last_active

@@ -166,6 +166,7 @@ class SqliteStore:
         self._w: aiosqlite.Connection | None = None
         self._r: aiosqlite.Connection | None = None
         self._committer: GroupCommitter[_Append] = GroupCommitter(self._commit)
+        self._registrar: GroupCommitter[tuple[str, str, float]] = GroupCommitter(self._register)
         self.batch_sizes: list[int] = []  # recent commit batch sizes (bounded), for telemetry
 
     @property
@@ -265,13 +266,25 @@ class SqliteStore:
     # -- actors ----------------------------------------------------------------------------
 
     async def register_actor(self, actor_id: str, actor_type: str) -> ActorRow:
-        await self._write(
-            "INSERT OR IGNORE INTO actors (actor_id, actor_type, created_at) VALUES (?, ?, ?)",
-            (actor_id, actor_type, time.time()),
-        )
-        row = await self.get_actor(actor_id)
+        row = await self.get_actor(actor_id)  # a known actor: no write
+        if row is None:
+            self._writer()
+            # concurrent registrations share one transaction (spawning many new actors)
+            await self._registrar.submit((actor_id, actor_type, time.time()))
+            row = await self.get_actor(actor_id)
         assert row is not None
         return row
+
+    async def _register(self, batch: Sequence[Request[tuple[str, str, float]]]) -> None:
+        """Insert a batch of new actors' rows (a failure fails every registration in it)."""
+        items = [req.item for req in batch]
+        for i in range(0, len(items), _MAX_ROWS_PER_STATEMENT):
+            chunk = items[i : i + _MAX_ROWS_PER_STATEMENT]
+            await self._write(
+                "INSERT OR IGNORE INTO actors (actor_id, actor_type, created_at) VALUES "
+                + ",".join(["(?,?,?)"] * len(chunk)),
+                [v for item in chunk for v in item],
+            )
 
     async def get_actor(self, actor_id: str) -> ActorRow | None:
         rows = await self._fetch(

@@ -550,5 +550,29 @@ async def test_many_concurrent_actors_all_get_answers(make_store: StoreFactory) 
     assert results == {i: f"found:{i}" for i in range(30)}
 
 
+async def test_concurrent_spawns_start_each_actor_once(make_store: StoreFactory) -> None:
+    """Spawns of different actors run concurrently (their registrations may share a commit);
+    concurrent spawns of one id still start one cell, and a class clash still fails."""
+    async with running(make_store, Researcher, Blocker) as system:
+        spawned: list[Any] = []
+
+        async def spawn(i: int) -> None:
+            spawned.append(await system.spawn(Researcher, f"c{i % 20}"))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(60):  # every id three times at once
+                tg.start_soon(spawn, i)
+        assert len(spawned) == 60
+        assert system.active_actors == 20
+        cells = {id(system._cells[f"c{i}"]) for i in range(20)}
+        assert len(cells) == 20
+        assert await system.ref(Researcher, "c7").ask(Ask("x")) == "found:x"
+        with pytest.raises(ConfigurationError, match="running as"):
+            await system.spawn(Blocker, "c7")
+    async with running(make_store, Researcher) as system:
+        rows = await system.store.list_actors()
+        assert sorted(r.actor_id for r in rows) == sorted(f"c{i}" for i in range(20))
+
+
 def _unused(_: Notes, __: Ask) -> None:  # keep imports honest for type checkers
     pass

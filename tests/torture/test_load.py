@@ -211,9 +211,10 @@ def test_passivation_keeps_loaded_actors_bounded_under_load(tmp_path: Path) -> N
 
     anyio.run(live, backend="asyncio")
     FIGURES["load peak loaded actors (passivated)"] += peak
-    # far fewer actors were ever loaded at once than exist (each sender adds at most one
-    # actor beyond the bound before the passivator catches up)
-    assert peak < n_actors // 2, peak
+    # far fewer actors were ever loaded at once than exist: a start above the bound wakes
+    # the passivator at once, so beyond it are only each sender's newest actor and the ones
+    # still writing their passivation snapshot
+    assert peak <= MAX_ACTIVE + 2 * SENDERS < n_actors // 2, peak
 
     async def recovered() -> None:
         async with ActorSystem(SqliteStore(path), actors=[Ledger]) as system:
