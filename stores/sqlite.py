@@ -74,7 +74,8 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS entries_message_id
     ON entries (actor_id, message_id) WHERE message_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS entries_ref ON entries (actor_id, kind, ref);
+DROP INDEX IF EXISTS entries_ref;
+CREATE INDEX IF NOT EXISTS entries_step ON entries (actor_id, ref) WHERE kind = 'step';
 CREATE TABLE IF NOT EXISTS snapshots (
     actor_id       TEXT    NOT NULL,
     seq            INTEGER NOT NULL,
@@ -404,11 +405,18 @@ class SqliteStore:
         return _entry(rows[0]) if rows else None
 
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
-        rows = await self._fetch(
-            f"SELECT {_ENTRY_COLS} FROM entries WHERE actor_id = ? AND kind = ? AND ref = ? "
-            "ORDER BY seq",
-            (actor_id, kind, ref),
-        )
+        if kind == "step":  # the runtime's lookup (a repeated ask): the partial index
+            sql = (  # no ORDER BY: it would lead the planner to the primary key instead
+                f"SELECT {_ENTRY_COLS} FROM entries "
+                "WHERE actor_id = ? AND kind = 'step' AND ref = ?"
+            )
+            rows = sorted(await self._fetch(sql, (actor_id, ref)), key=lambda r: int(r[1]))
+        else:  # operators' tools: a ref always points back, so scan the log after it
+            sql = (
+                f"SELECT {_ENTRY_COLS} FROM entries "
+                "WHERE actor_id = ? AND seq > ? AND kind = ? AND ref = ? ORDER BY seq"
+            )
+            rows = await self._fetch(sql, (actor_id, ref, kind, ref))
         return [_entry(r) for r in rows]
 
     # -- snapshots -------------------------------------------------------------------------
