@@ -225,10 +225,19 @@ END
 $$;
 """
 
+# Version 3: index only step rows by ref (the runtime's lookup: the step of a message). The
+# full (actor_id, kind, ref) index cost every appended row an index entry on a page of its
+# own actor; other lookups by ref scan the actor's log after ref (a ref always points back).
+_SCHEMA_V3 = """
+CREATE INDEX IF NOT EXISTS entries_step ON entries (actor_id, ref) WHERE kind = 'step';
+DROP INDEX IF EXISTS entries_ref;
+"""
+
 #: Schema migrations: ``_MIGRATIONS[v]`` takes a store from schema version ``v - 1`` to
 #: ``v``. They run in the schema they create tables in; ``{actors}`` and ``{leases}`` stand
-#: for its tables. Version 1 is log format 1; version 2 adds leases, fencing and the inbox.
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+#: for its tables. Version 1 is log format 1; version 2 adds leases, fencing and the inbox;
+#: version 3 narrows the ref index to step rows.
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 _SCHEMA_VERSION = max(_MIGRATIONS)
 
 #: SQLSTATE of a fenced append rejected by the trigger (class 23: a rejection).
@@ -749,13 +758,21 @@ class PostgresStore:
         return _entry(rows[0]) if rows else None
 
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
-        rows = await self._fetch(
-            f"SELECT {_ENTRY_COLS} FROM entries WHERE actor_id = $1 AND kind = $2 AND ref = $3 "
-            "ORDER BY seq",
-            actor_id,
-            kind,
-            ref,
-        )
+        if kind == "step":  # a literal, so the partial index applies to every plan
+            rows = await self._fetch(
+                f"SELECT {_ENTRY_COLS} FROM entries "
+                "WHERE actor_id = $1 AND kind = 'step' AND ref = $2 ORDER BY seq",
+                actor_id,
+                ref,
+            )
+        else:  # operators' tools: a ref always points back, so scan the log after it
+            rows = await self._fetch(
+                f"SELECT {_ENTRY_COLS} FROM entries "
+                "WHERE actor_id = $1 AND seq > $2 AND kind = $3 AND ref = $2 ORDER BY seq",
+                actor_id,
+                ref,
+                kind,
+            )
         return [_entry(r) for r in rows]
 
     # -- snapshots -------------------------------------------------------------------------

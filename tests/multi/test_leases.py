@@ -181,5 +181,21 @@ async def test_format_1_store_migrates_to_leases(pg_url: str, pg_schema: str) ->
         assert t == 1
         await store.append("a", 1, [_row("a", 2)], fence=t)
         assert [r.seq for r in await store.read("a")] == [1, 2]
+        # schema version 3: the ref index covers step rows only
+        conn = await asyncpg.connect(pg_url)
+        try:
+            indexes = {
+                r["indexname"]
+                for r in await conn.fetch(
+                    "SELECT indexname FROM pg_indexes WHERE schemaname = $1", pg_schema
+                )
+            }
+            version = await conn.fetchval(
+                f"SELECT value FROM \"{pg_schema}\".actorlog_meta WHERE key = 'schema_version'"
+            )
+        finally:
+            await conn.close()
+        assert "entries_step" in indexes and "entries_ref" not in indexes
+        assert version == "3"
     finally:
         await store.close()
