@@ -57,6 +57,9 @@ async def run(db: str, jobs: int, hang_at: int) -> None:
         with trace.get_tracer("e2e-client").start_as_current_span("e2e.client"):
             for i in range(1, jobs + 1):
                 await ref.send(Job(f"job-{i}"), message_id=f"job-{i}")
+        # The client span has ended and its synchronous export returned: the driver may kill
+        # us once it has seen this line too (else the kill can cut the export short).
+        print("SENT", flush=True)
         await anyio.sleep_forever()
 
 

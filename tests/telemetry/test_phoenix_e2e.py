@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import select
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -118,8 +119,9 @@ def _complete(spans: list[Span], links: dict[str, str]) -> bool:
 
 
 def _kill_mid_run(env: dict[str, str], db: Path) -> str:
-    """Start the agent, wait until it is inside the publish call of job HANG_AT, SIGKILL it.
-    Returns the idempotency key of the interrupted call."""
+    """Start the agent, wait until it is inside the publish call of job HANG_AT and its client
+    has sent every job (and exported its span), SIGKILL it. Returns the idempotency key of
+    the interrupted call."""
     worker = [sys.executable, "-m", "tests.telemetry.telemetry_worker"]
     proc = subprocess.Popen(
         [*worker, "run", str(db), str(JOBS), str(HANG_AT)],
@@ -130,17 +132,29 @@ def _kill_mid_run(env: dict[str, str], db: Path) -> str:
         text=True,
     )
     assert proc.stdout is not None and proc.stderr is not None
+    stdout = proc.stdout
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:  # the worker's lines, one by one (select cannot see buffered ones)
+        for line in stdout:
+            lines.put(line)
+        lines.put("")
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
     try:
         deadline = time.monotonic() + 60
-        while True:
-            ready, _, _ = select.select(
-                [proc.stdout], [], [], max(0.0, deadline - time.monotonic())
-            )
-            line = proc.stdout.readline() if ready else ""
+        key, sent = "", False
+        while not (key and sent):
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                line = ""
             if line.startswith("HANGING"):
                 key = line.split()[1]
-                break
-            if not ready or not line:
+            elif line.startswith("SENT"):
+                sent = True
+            elif not line:
                 proc.kill()
                 raise AssertionError(f"the agent never reached the hang: {proc.stderr.read()}")
         os.kill(proc.pid, signal.SIGKILL)
@@ -149,6 +163,7 @@ def _kill_mid_run(env: dict[str, str], db: Path) -> str:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        reader.join(timeout=10)
         proc.stdout.close()
         proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
