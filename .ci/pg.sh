@@ -3,7 +3,7 @@
 #   set -euo pipefail; source .ci/pg.sh; pg_start; trap pg_stop EXIT
 #
 # pg_start initdbs a fresh cluster in a temp dir, starts it on a free loopback port and
-# exports DATABASE_URL and ACTORLOG_TEST_POSTGRES_URL (read by tests/stores/conftest.py).
+# exports DATABASE_URL and ACTORLOG_TEST_POSTGRES_URL (read by tests/_pg.py).
 # The server runs with fsync=off: fine for throwaway test data and for tests that kill the
 # *client*; a test that kills the *server* and checks durability must start its own without it.
 # pg_stop is safe under `set -e` and when nothing was started.
