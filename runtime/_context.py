@@ -20,7 +20,7 @@ import attrs
 from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _records, _telemetry
-from ._errors import ActorlogError, NonDeterminismError, ToolCallError
+from ._errors import ActorlogError, EncodeError, NonDeterminismError, ToolCallError
 from ._telemetry import ATTR, SPAN, tracer
 from ._tools import Happened, NotHappened, Tool, as_tool
 
@@ -126,27 +126,34 @@ class Context:
     async def _call(self, tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         t = as_tool(tool)
         bound = t.bind(args, kwargs)
-        args_plain = _codec.to_plain(list(args), f"arguments of tool {t.name}")
-        kwargs_plain = _codec.to_plain(dict(kwargs), f"arguments of tool {t.name}")
+        what = f"arguments of tool {t.name}"
         index = self._index
+        # Live, the intent entry's encode is the check (arguments encoded once); compared
+        # with a recorded intent (or described in an error) they are checked here first.
+        check = index < len(self._recorded) or self._complete
+        args_plain = _codec.to_plain(list(args), what, check=check)
+        kwargs_plain = _codec.to_plain(dict(kwargs), what, check=check)
         self._index += 1
         key = idempotency_key(self.actor_id, self.step_seq, index)
         rec = self._expect(index, "intent", t.name, args_plain, kwargs_plain)
         if rec is None:
             cell = self._cell
-            intent_seq = cell.journal.write(
-                "intent",
-                t.name,
-                self.step_seq,
-                _records.intent_payload(
-                    index=index,
-                    effect=t.effect,
-                    policy=t.policy,
-                    args=args_plain,
-                    kwargs=kwargs_plain,
-                    key=key,
-                ),
-            )
+            try:
+                intent_seq = cell.journal.write(
+                    "intent",
+                    t.name,
+                    self.step_seq,
+                    _records.intent_payload(
+                        index=index,
+                        effect=t.effect,
+                        policy=t.policy,
+                        args=args_plain,
+                        kwargs=kwargs_plain,
+                        key=key,
+                    ),
+                )
+            except EncodeError as exc:  # nothing was written
+                raise EncodeError(what, "list", exc.reason) from exc
             await self._guard(cell.journal.flush())
             return await self._run(t, args, kwargs, intent_seq, key, attempt=1)
         self.effects_from_log += 1

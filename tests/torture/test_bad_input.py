@@ -103,6 +103,11 @@ class Chat(Actor[Notes]):
                 await ctx.call(echo, "y" * int(arg))
             except EncodeError:
                 return "rejected"
+        if cmd == "object-arg":
+            try:
+                await ctx.call(echo, {"when": object()})
+            except EncodeError as exc:
+                return str(exc)
         if cmd == "huge-reply":
             return "z" * int(arg)
         if cmd == "object-reply":
@@ -284,6 +289,20 @@ async def test_oversized_tool_arguments_are_rejected_before_the_intent(
         (rows, _) = (await contents(system.store))["chat"]
         assert "intent" not in [r.kind for r in rows]
         assert TOOLS.calls == []
+
+
+async def test_unencodable_tool_arguments_are_rejected_before_the_intent(
+    make_store: StoreFactory,
+) -> None:
+    async with ActorSystem(make_store(), actors=[Chat]) as system:
+        ref = await system.spawn(Chat, "chat")
+        TOOLS.calls.clear()
+        error = await ref.ask(Say("object-arg:"))
+        assert "cannot encode arguments of tool" in error and "echo" in error, error
+        (rows, _) = (await contents(system.store))["chat"]
+        assert "intent" not in [r.kind for r in rows]
+        assert TOOLS.calls == []
+        assert await ref.ask(Say("say:still here")) == "still here"
 
 
 async def test_oversized_tool_result_is_a_recorded_tool_error_and_never_reruns(
