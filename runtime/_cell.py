@@ -501,6 +501,11 @@ class Cell:
         slot = self.waiters.get(seq)
         if slot is not None:
             return slot
+        if self.done.is_set():
+            # It stopped (quarantined, passivated) while the caller looked the message up:
+            # nothing would ever resolve a slot registered now. The caller's retry meets the
+            # quarantine error, or a fresh cell for a passivated actor.
+            raise Moved
         slot = self.waiters[seq] = Reply()
         await self.journal.flush()
         for row in await self.store.find_ref(self.actor_id, "step", seq):

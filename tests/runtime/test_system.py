@@ -28,7 +28,7 @@ from actorlog import (
 from actorlog.store import Store
 from actorlog.stores import MemoryStore
 
-from .agents import CALLS, Add, Ask, Blocker, Notes, Other, Researcher, failing, search
+from .agents import CALLS, Add, Ask, Blocker, Notes, Other, Researcher, failing, search, slow_read
 
 pytestmark = pytest.mark.anyio
 
@@ -339,6 +339,61 @@ async def test_nondeterministic_handler_is_stopped_and_no_tool_is_called(
         other = await system.spawn(Researcher, "r")
         assert await other.ask(Add(1)) == "1"
     assert [q for n, q in CALLS.log if n == "search"] == ["first"]
+
+
+class _GatedFind(MemoryStore):
+    """A MemoryStore whose ``find_message`` returns only once ``gate`` says so."""
+
+    gate: Callable[[], Any] | None = None
+
+    async def find_message(self, actor_id: str, message_id: str) -> Any:
+        row = await super().find_message(actor_id, message_id)
+        if self.gate is not None:
+            await self.gate()
+        return row
+
+
+async def test_ask_again_while_the_resumed_step_hits_non_determinism_raises() -> None:
+    """An ask with a logged message id looks the id up (an await); if the resumed step
+    quarantines the actor meanwhile, the ask must get the quarantine error, not wait
+    forever on a reply slot nothing will ever resolve (a hang seen in CI)."""
+    mode = {"q": "first"}
+    looking = anyio.Event()
+
+    class Fickle(Actor[Notes]):
+        snapshot_every = None
+
+        async def receive(self, ctx: Context, msg: Ask) -> str:
+            if mode["q"] == "second":  # resumed: let the ask reach its lookup first
+                with anyio.fail_after(5):
+                    await looking.wait()
+            return str(await ctx.call(search, mode["q"]) + await ctx.call(slow_read, "r"))
+
+    store = _GatedFind()
+    CALLS.hang = {"slow_read"}
+    async with ActorSystem(store, actors=[Fickle], shutdown_grace=0) as system:
+        ref = await system.spawn(Fickle, "f")
+        await ref.send(Ask("x"), message_id="m1")
+        with anyio.fail_after(5):
+            await CALLS.started.wait()
+    CALLS.hang = set()
+    mode["q"] = "second"  # the interrupted step, run again, no longer matches its log
+    seen: list[str] = []
+
+    async with ActorSystem(store, actors=[Fickle]) as system:
+
+        async def until_quarantined() -> None:
+            seen.append(system.status("f"))
+            looking.set()
+            with anyio.fail_after(5):
+                while system.status("f") != "quarantined":
+                    await anyio.sleep(0.001)
+
+        store.gate = until_quarantined
+        with anyio.fail_after(10), pytest.raises(ActorQuarantinedError) as info:
+            await system.ref(Fickle, "f").ask(Ask("x"), message_id="m1")
+    assert isinstance(info.value.__cause__, NonDeterminismError)
+    assert seen and seen[0] != "quarantined"  # the lookup really raced the quarantine
 
 
 async def test_ctx_now_random_uuid_are_replayed_from_the_log(make_store: StoreFactory) -> None:

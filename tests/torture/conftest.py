@@ -46,6 +46,13 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(f"actorlog torture figures (seed {BASE_SEED}): {line}")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A soak runs each test ``soak_factor()`` times longer: so may its timeout."""
+    if soak_factor() > 1:
+        for item in items:
+            item.add_marker(pytest.mark.timeout(240 * soak_factor()))
+
+
 def pytest_report_header() -> list[str]:
     return [
         f"actorlog torture: base seed {BASE_SEED} (replay with ACTORLOG_TORTURE_SEED={BASE_SEED}),"
