@@ -158,6 +158,12 @@ class ActorSystem:
         passivate_after: seconds an actor may stay idle before it is passivated (with
             ``owner`` and leases its lease is released too). Its next message recovers it,
             from the snapshot written when it passivated.
+        poll_interval: with ``owner`` and leases, seconds between looks at this runtime's
+            inbox in the store when no notification came (NOTIFY wakes it at once; the
+            look is the fallback for a lost notification).
+        reply_poll_interval: with ``owner`` and leases, seconds between looks for the reply
+            of an ``ask`` sent to an actor on another runtime when no notification came
+            (default ``4 x poll_interval``).
     """
 
     def __init__(
@@ -172,6 +178,8 @@ class ActorSystem:
         lease_ttl: float = 10.0,
         max_actors: int | None = None,
         passivate_after: float | None = None,
+        poll_interval: float = 0.25,
+        reply_poll_interval: float | None = None,
     ) -> None:
         if isinstance(store, str):
             from actorlog.stores import open_store
@@ -202,6 +210,16 @@ class ActorSystem:
             raise ConfigurationError(
                 f"passivate_after must be a positive number of seconds, not {passivate_after!r}"
             )
+        for name, seconds in (
+            ("poll_interval", poll_interval),
+            ("reply_poll_interval", reply_poll_interval),
+        ):
+            if seconds is not None and not (
+                isinstance(seconds, (int, float)) and 0 < seconds < float("inf")
+            ):
+                raise ConfigurationError(
+                    f"{name} must be a positive number of seconds, not {seconds!r}"
+                )
         self.max_actors = max_actors
         self.passivate_after = passivate_after
         self._over_limit: anyio.Event | None = None  # wakes the passivator (made by it)
@@ -213,6 +231,8 @@ class ActorSystem:
                 lease_ttl,
                 max_actors=max_actors,
                 passivate_after=passivate_after,
+                poll_interval=poll_interval,
+                reply_poll_interval=reply_poll_interval,
             )
 
     # -- registration ----------------------------------------------------------------------

@@ -30,12 +30,13 @@ async def _runtime(
     url: str, schema: str, owner: str, *, reply_poll: float = SLOW
 ) -> AsyncIterator[ActorSystem]:
     system = ActorSystem(
-        PostgresStore(url, schema=schema), actors=[Account, Sleeper], owner=owner, lease_ttl=10
+        PostgresStore(url, schema=schema),
+        actors=[Account, Sleeper],
+        owner=owner,
+        lease_ttl=10,
+        poll_interval=SLOW,  # inbox polling: the owner must be woken by NOTIFY
+        reply_poll_interval=reply_poll,
     )
-    own = system._ownership
-    assert own is not None
-    own.poll_interval = SLOW  # inbox polling: the owner must be woken by NOTIFY
-    own.reply_poll_interval = reply_poll
     async with system:
         yield system
 
