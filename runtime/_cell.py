@@ -251,12 +251,7 @@ class Cell:
     def quarantine(self, exc: BaseException, *, status: str = "quarantined") -> None:
         self.status = status
         self.error = exc
-        err: BaseException
-        if isinstance(exc, SequenceConflictError):
-            err = exc  # the loser of a conflicting append gets the conflict itself
-        else:
-            err = ActorQuarantinedError(self.actor_id, exc)
-            err.__cause__ = exc
+        err = self.failure()
         for slot in list(self.waiters.values()):
             slot.set(error=err)
         self.waiters.clear()
@@ -265,10 +260,26 @@ class Cell:
         self.ready.set()
         self.note_event(status, {"error_type": type(exc).__qualname__, "error": str(exc)})
 
+    def failure(self) -> BaseException:
+        """What a caller of this stopped or quarantined actor gets: the conflict itself for
+        the loser of a conflicting append; the store's error when a store failure (possibly
+        transient: the next spawn/send/ask starts the actor again) stopped it; else
+        ``ActorQuarantinedError`` (its log cannot be trusted until an operator acts)."""
+        exc = self.error
+        assert exc is not None
+        if isinstance(exc, SequenceConflictError):
+            return exc
+        if self.status == "stopped":
+            broken = exc if isinstance(exc, StoreUnavailableError) else self.journal.broken
+            if isinstance(broken, StoreUnavailableError):
+                return broken
+        err = ActorQuarantinedError(self.actor_id, exc)
+        err.__cause__ = exc
+        return err
+
     def check_usable(self) -> None:
         if self.status in ("quarantined", "stopped") and self.error is not None:
-            err = ActorQuarantinedError(self.actor_id, self.error)
-            raise err from self.error
+            raise self.failure()
         if self.passivating or self.status == "passivated":
             return  # usable: the next post moves to a fresh cell (``Moved``)
         if self.status == "stopped" or self.done.is_set():

@@ -73,6 +73,9 @@ class ActorRef(Generic[A]):
         Raises:
             HandlerError: the handler raised (carries the original type and message).
             ActorQuarantinedError: the actor's log is damaged or it hit non-determinism.
+            StoreUnavailableError: the store failed (disk full, I/O error, the database went
+                away): possibly transient. The actor stopped; the next call starts it again
+                from its log, and asking again with the same ``message_id`` is safe.
             TimeoutError: no reply within ``timeout`` (the message stays logged and will be
                 handled; ask again with the same ``message_id`` to get the reply).
         """
