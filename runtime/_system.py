@@ -215,9 +215,9 @@ class ActorSystem:
             )
         for name, seconds in (
             ("poll_interval", poll_interval),
-            ("reply_poll_interval", reply_poll_interval),
+            ("reply_poll_interval", 1.0 if reply_poll_interval is None else reply_poll_interval),
         ):
-            if seconds is not None and not (
+            if isinstance(seconds, bool) or not (
                 isinstance(seconds, (int, float)) and 0 < seconds < float("inf")
             ):
                 raise ConfigurationError(

@@ -73,8 +73,9 @@ async def test_bad_passivation_options_fail_at_construction(make_store: StoreFac
         ActorSystem(make_store(), max_actors=0)
     with pytest.raises(ConfigurationError, match="passivate_after"):
         ActorSystem(make_store(), passivate_after=-1)
-    for bad in (0, -0.5, float("nan"), float("inf"), "1"):
+    for bad in (0, -0.5, float("nan"), float("inf"), "1", True, None):
         with pytest.raises(ConfigurationError, match="poll_interval"):
             ActorSystem(make_store(), poll_interval=bad)  # type: ignore[arg-type]
-        with pytest.raises(ConfigurationError, match="reply_poll_interval"):
-            ActorSystem(make_store(), reply_poll_interval=bad)  # type: ignore[arg-type]
+        if bad is not None:  # None: the default, 4 x poll_interval
+            with pytest.raises(ConfigurationError, match="reply_poll_interval"):
+                ActorSystem(make_store(), reply_poll_interval=bad)  # type: ignore[arg-type]
