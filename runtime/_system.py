@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from . import _codec
@@ -145,7 +146,8 @@ class ActorSystem:
         actors: the actor classes this system may run (and recover).
         messages: extra message classes to recognise in the log (those named in ``receive``
             annotations are found automatically).
-        shutdown_grace: seconds to let in-flight steps finish on exit.
+        shutdown_grace: seconds to let in-flight steps finish on exit (a step waiting for
+            an operator to resolve an in-doubt call is not waited for).
         owner: this runtime's name among several sharing one store (unique per process,
             e.g. ``f"{hostname}-{pid}"``). With a store that has ``capabilities.leases``
             (PostgreSQL), an actor then runs on one runtime at a time: it takes the actor's
@@ -318,7 +320,12 @@ class ActorSystem:
             cell.close()
         with anyio.move_on_after(self.shutdown_grace, shield=True):
             for cell in cells:
-                await cell.done.wait()
+                # A step waiting for an operator's decision on an in-doubt call cannot end
+                # by itself: do not spend the grace on it. Its intent is logged, so it is in
+                # doubt again at the next start.
+                while not cell.done.is_set() and not cell.in_doubt:
+                    with anyio.move_on_after(0.02):
+                        await cell.done.wait()
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
         stack, self._stack = self._stack, None
@@ -327,6 +334,10 @@ class ActorSystem:
         finally:
             for cell in self._cells.values():
                 cell.dispose()  # cells cancelled before their task ever ran
+        # If the caller's scope was cancelled meanwhile (a fail_after around the system), on
+        # asyncio the task group's exit can absorb that cancellation: deliver it, so the
+        # caller's fail_after raises TimeoutError instead of returning as if all had ended.
+        await anyio.lowlevel.checkpoint_if_cancelled()
 
     async def _flush_all(self) -> None:
         """Make buffered entries of steps that finished before the cancel durable."""

@@ -307,10 +307,32 @@ async def test_in_doubt_reconcile_decides(
 async def test_reconcile_without_an_answer_escalates(make_store: StoreFactory) -> None:
     await crash_mid_tool(make_store, "pay", "pay:1")
     CALLS.reconcile_answer = None
+    with anyio.fail_after(30):  # the exit does not spend its 60 s grace on the waiting step
+        async with running(make_store, Blocker, grace=60) as system:
+            await system.spawn(Blocker, "b")
+            with anyio.fail_after(5):
+                assert await system.wait_in_doubt("b")
+    # still in doubt at the next start: the wait was cut, not settled
     async with running(make_store, Blocker) as system:
         await system.spawn(Blocker, "b")
         with anyio.fail_after(5):
             assert await system.wait_in_doubt("b")
+        await system.resolve("b", next(iter(system.in_doubt("b"))), fail="not paid")
+
+
+async def test_a_timeout_around_the_system_fires_even_while_it_exits(
+    make_store: StoreFactory,
+) -> None:
+    """``fail_after`` around a system whose exit waits for a step: the step is cut and the
+    caller gets its TimeoutError (on asyncio the exit used to absorb it and return as if
+    everything had ended)."""
+    CALLS.hang = {"charge"}
+    with pytest.raises(TimeoutError), anyio.fail_after(0.5):
+        async with running(make_store, Blocker, grace=30) as system:
+            ref = await system.spawn(Blocker, "b")
+            await ref.send(Ask("charge:1"), message_id="m1")
+            await CALLS.started.wait()
+    CALLS.hang = set()
 
 
 async def test_nondeterministic_handler_is_stopped_and_no_tool_is_called(
