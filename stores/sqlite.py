@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import aiosqlite
+import anyio
 from actorlog._errors import (
     SequenceConflictError,
     StoreClosedError,
@@ -192,10 +193,13 @@ class SqliteStore:
                 await self._r.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
                 await self._check_version(self._r)
                 return
-            w = await aiosqlite.connect(self.path, isolation_level=None)
+            # shielded: a cancelled connect would leave aiosqlite's thread finishing it
+            # for an event loop that may be gone, and a connection nobody closes
+            with anyio.CancelScope(shield=True):
+                w = await aiosqlite.connect(self.path, isolation_level=None)
             self._w = w
             await w.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
-            await w.execute("PRAGMA journal_mode=WAL")
+            await self._when_not_busy(w, "PRAGMA journal_mode=WAL")
             sync = "FULL" if self.durability == "fsync" else "NORMAL"
             await w.execute(f"PRAGMA synchronous={sync}")
             await self._check_version(w)
@@ -204,7 +208,8 @@ class SqliteStore:
                 "INSERT OR IGNORE INTO actorlog_meta VALUES ('format_version', ?)",
                 (str(FORMAT_VERSION),),
             )
-            self._r = await aiosqlite.connect(self.path, isolation_level=None)
+            with anyio.CancelScope(shield=True):
+                self._r = await aiosqlite.connect(self.path, isolation_level=None)
             await self._r.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
         except sqlite3.Error as exc:
             await self.close()
@@ -212,6 +217,24 @@ class SqliteStore:
         except BaseException:
             await self.close()
             raise
+
+    async def _when_not_busy(self, conn: aiosqlite.Connection, sql: str) -> None:
+        """Run ``sql``, retrying SQLITE_BUSY for up to ``busy_timeout``. Switching a new
+        database to WAL needs an exclusive lock, and SQLite answers BUSY at once, without
+        its busy handler, to connections racing for it (several processes opening one new
+        database at the same moment)."""
+        deadline = time.monotonic() + self.busy_timeout
+        delay = 0.002
+        while True:
+            try:
+                await conn.execute(sql)
+                return
+            except sqlite3.OperationalError as exc:
+                busy = getattr(exc, "sqlite_errorcode", sqlite3.SQLITE_BUSY) & 0xFF
+                if busy != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                    raise
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
     async def _check_version(self, conn: aiosqlite.Connection) -> None:
         rows = await conn.execute_fetchall(
@@ -232,7 +255,10 @@ class SqliteStore:
             setattr(self, name, None)
             if conn is not None:
                 try:
-                    await conn.close()
+                    # shielded: closing from a cancelled task (an open cut short) must still
+                    # stop aiosqlite's thread, or the interpreter waits for it at exit
+                    with anyio.CancelScope(shield=True):
+                        await conn.close()
                 except sqlite3.Error:
                     pass
 
