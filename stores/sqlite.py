@@ -209,8 +209,9 @@ class SqliteStore:
                 (str(FORMAT_VERSION),),
             )
             with anyio.CancelScope(shield=True):
-                self._r = await aiosqlite.connect(self.path, isolation_level=None)
-            await self._r.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+                r = await aiosqlite.connect(self.path, isolation_level=None)
+            self._r = r
+            await r.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
         except sqlite3.Error as exc:
             await self.close()
             raise StoreUnavailableError(f"cannot open SQLite store {self.path}: {exc}") from exc
