@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from typing import NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
@@ -29,6 +30,7 @@ __all__ = [
     "postgres_url",
     "quote_ident",
     "schema_url",
+    "unavailable",
 ]
 
 #: Where the server's URL is looked for, in order.
@@ -38,6 +40,14 @@ URL_VARS = ("ACTORLOG_TEST_POSTGRES_URL", "DATABASE_URL")
 def in_ci() -> bool:
     """True when running under CI, where a missing service fails the tests needing it."""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def unavailable(reason: str, in_ci_hint: str) -> NoReturn:
+    """A service a test needs is missing: skip it, or under CI fail it (CI must test
+    everything; ``in_ci_hint`` says what CI must do)."""
+    if in_ci():
+        pytest.fail(f"{reason}. {in_ci_hint}", pytrace=False)
+    pytest.skip(reason)
 
 
 def postgres_url(what: str = "PostgreSQL tests") -> str:
@@ -54,13 +64,11 @@ def postgres_url(what: str = "PostgreSQL tests") -> str:
         f"{what} need a PostgreSQL server: set {' or '.join(URL_VARS)} "
         "(locally: source .ci/pg.sh; pg_start)"
     )
-    if in_ci():
-        pytest.fail(
-            f"{reason}. CI is set, so these tests must run: .ci/run must start PostgreSQL "
-            "(source .ci/pg.sh; pg_start) before pytest.",
-            pytrace=False,
-        )
-    pytest.skip(reason)
+    unavailable(
+        reason,
+        "CI is set, so these tests must run: .ci/run must start PostgreSQL "
+        "(source .ci/pg.sh; pg_start) before pytest.",
+    )
 
 
 def new_schema(prefix: str = "actorlog_test") -> str:

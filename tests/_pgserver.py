@@ -23,8 +23,6 @@ import subprocess
 import tempfile
 import time
 
-import pytest
-
 from tests import _pg
 
 __all__ = ["CrashableServer"]
@@ -63,9 +61,7 @@ class CrashableServer:
         bindir = _bindir()
         if bindir is None:
             reason = "server-crash tests need PostgreSQL's server binaries (source .ci/pg.sh)"
-            if _pg.in_ci():
-                pytest.fail(reason + "; CI must install them", pytrace=False)
-            pytest.skip(reason)
+            _pg.unavailable(reason, "CI must install them (.ci/pg.sh does).")
         self.bindir = bindir
         root = os.getuid() == 0
         # as root, in /tmp: the postgres user must be able to reach it
