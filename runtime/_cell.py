@@ -128,6 +128,8 @@ class _InDoubt:
     key: str
     event: anyio.Event = attrs.Factory(anyio.Event)
     decision: dict[str, Any] | None = None
+    #: the decision being written: a second resolve is refused from the first one's start
+    claimed: dict[str, Any] | None = None
 
 
 class Cell:
@@ -729,15 +731,31 @@ class Cell:
         by: str,
         reason: str,
     ) -> None:
-        w = self.in_doubt.get(intent_seq)
-        if w is None:
-            raise ConfigurationError(
+        from . import _decisions  # local: the rule both resolve paths share
+
+        def unless_taken() -> _InDoubt | None:
+            # one decision per intent: what this runtime is writing or wrote, then the log
+            w = self.in_doubt.get(intent_seq)
+            taken = None if w is None else (w.claimed or w.decision)
+            if taken is not None:
+                raise _decisions.already_decided(self.actor_id, intent_seq, taken)
+            return w
+
+        def head() -> str:
+            return (
                 f"actor {self.actor_id!r} has no in-doubt intent at seq {intent_seq} "
                 f"(in doubt: {sorted(self.in_doubt) or 'none'})"
             )
+
+        unless_taken()
+        await _decisions.check_decidable(self.store, self.actor_id, intent_seq, head=head())
+        w = unless_taken()
+        if w is None:
+            raise ConfigurationError(head() + ": no step of this runtime waits for it")
         payload = _records.decision_payload(
             action=action, value=value, error=error, by=by, reason=reason
         )
+        w.claimed = payload
         self.journal.write("decision", action, intent_seq, payload)
         await self.journal.flush()
         w.decision = payload

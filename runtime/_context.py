@@ -387,8 +387,13 @@ class Context:
         # attempts so far: the original run plus each authorized retry that started
         attempts = 1 + sum(1 for k, a, _ in rec.outcomes if k == "decision" and a == "attempt")
         if rec.outcomes:
-            kind, action, payload = rec.outcomes[-1]
-            if kind == "result" or action in ("result", "fail"):
+            # the outcome that settled it is the one the live step used; a later decision
+            # (only a store from before the one-decision rule holds one) is ignored
+            from . import _decisions
+
+            settled = _decisions.settling(rec.outcomes)
+            kind, action, payload = settled or rec.outcomes[-1]
+            if settled is not None:
                 with tracer.start_as_current_span(
                     SPAN.TOOL_CALL,
                     attributes={

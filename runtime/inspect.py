@@ -45,7 +45,7 @@ from typing import Any
 import anyio
 import attrs
 
-from . import _codec, _records, _recovery
+from . import _codec, _decisions, _records, _recovery
 from ._errors import (
     ActorlogError,
     ActorNotFoundError,
@@ -435,12 +435,7 @@ async def _actor_row(store: Store, actor_id: str) -> ActorRow:
 
 def _intent_state(rec: Any) -> str | None:
     """The in-doubt state of a recorded intent, or None if its outcome is settled."""
-    if not rec.outcomes:
-        return "in_doubt" if rec.payload.get("policy") == "escalate" else "auto"
-    kind, action, _ = rec.outcomes[-1]
-    if kind == "result" or action in ("result", "fail"):
-        return None
-    return "retry_authorized" if action == "retry" else "retry_interrupted"
+    return _decisions.state(rec.outcomes, rec.payload.get("policy"))
 
 
 def _failure(events: Sequence[Event]) -> str | None:
@@ -672,6 +667,20 @@ class _Builder:
                     self.last_at,
                 )
             )
+            return
+        if owner.result_seq is not None:  # settled: replay ignores later outcomes too
+            if kind == "decision":
+                owner.decisions.append(
+                    Decision(
+                        row.seq,
+                        row.type_tag,
+                        str(p.get("by", "")),
+                        "ignored: " + str(p.get("reason", "")),
+                        at,
+                        p.get("value"),
+                        p.get("error"),
+                    )
+                )
             return
         if kind == "result":
             owner.result_seq = row.seq
@@ -1072,13 +1081,15 @@ async def resolve(
             f"actor {actor_id!r} cannot recover, so a decision would not help: "
             f"{status.problem}. Run 'actorlog verify' and deal with the damage first"
         )
+    listed = ", ".join(f"{i.intent_seq} ({i.tool}, {i.state})" for i in status.in_doubt)
+    head = (
+        f"actor {actor_id!r} has no unsettled intent at seq {intent_seq} "
+        f"(unsettled: {listed or 'none'})"
+    )
+    await _decisions.check_decidable(store, actor_id, intent_seq, head=head)
     target = next((i for i in status.in_doubt if i.intent_seq == intent_seq), None)
     if target is None:
-        listed = ", ".join(f"{i.intent_seq} ({i.tool}, {i.state})" for i in status.in_doubt)
-        raise ConfigurationError(
-            f"actor {actor_id!r} has no unsettled intent at seq {intent_seq} "
-            f"(unsettled: {listed or 'none'})"
-        )
+        raise ConfigurationError(head + ": its step is finished or not the one in progress")
     if target.state == "retry_authorized":
         raise ConfigurationError(
             f"intent seq {intent_seq} already has a retry authorized; the runtime runs it on "

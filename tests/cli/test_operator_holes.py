@@ -1,0 +1,165 @@
+"""Operator tools: holes found from outside (issues 11 and 18), each with its regression test.
+
+Real parts only: MemoryStore and SqliteStore files in tmp_path, the real ``ActorSystem``, the
+real console script in a subprocess.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from actorlog import ActorSystem, ConfigurationError, _codec, _records, inspect
+from actorlog.store import Store
+from actorlog.stores import MemoryStore
+
+from ._agents import Auditor, Biller, Job, crash_mid_call, ran
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    ran.clear()
+
+
+async def _decisions(store: Store, actor_id: str, intent_seq: int) -> list[str]:
+    return [r.type_tag for r in await store.find_ref(actor_id, "decision", intent_seq)]
+
+
+async def _in_doubt_store() -> tuple[MemoryStore, int]:
+    store = MemoryStore()
+    await crash_mid_call(store)
+    await store.open()
+    (a,) = await inspect.list_actors(store)
+    (doubt,) = a.in_doubt
+    return store, doubt.intent_seq
+
+
+# -- 11.1: one decision per intent -------------------------------------------------------
+
+
+@pytest.mark.parametrize("second", ["fail", "retry", "result"])
+async def test_online_second_resolve_is_refused_and_writes_nothing(second: str) -> None:
+    store, seq = await _in_doubt_store()
+    async with ActorSystem(store, actors=[Biller, Auditor]) as system:
+        await system.spawn(Biller, "bill-1")
+        with anyio.fail_after(5):
+            await system.wait_in_doubt("bill-1")
+        await system.resolve("bill-1", seq, result="by hand", by="carol", reason="seen")
+        choices: dict[str, dict[str, Any]] = {
+            "fail": {"fail": "no"},
+            "retry": {"retry": True},
+            "result": {"result": "other"},
+        }
+        kwargs = choices[second]
+        with pytest.raises(ConfigurationError) as info:
+            await system.resolve("bill-1", seq, by="dave", **kwargs)
+        text = str(info.value)
+        assert "already" in text and "result" in text and "carol" in text
+        ref = await system.spawn(Biller, "bill-1")
+        with anyio.fail_after(5):
+            assert await ref.ask(Job("hang"), message_id="m2") == "by hand"
+    await store.open()
+    assert await _decisions(store, "bill-1", seq) == ["result"]
+    assert ran == ["first", "hang"]
+
+
+async def test_online_concurrent_resolves_log_one_decision() -> None:
+    store, seq = await _in_doubt_store()
+    async with ActorSystem(store, actors=[Biller, Auditor]) as system:
+        await system.spawn(Biller, "bill-1")
+        with anyio.fail_after(5):
+            await system.wait_in_doubt("bill-1")
+        outcomes: list[str] = []
+
+        async def one(**kwargs: Any) -> None:
+            try:
+                await system.resolve("bill-1", seq, **kwargs)
+                outcomes.append("ok")
+            except ConfigurationError:
+                outcomes.append("refused")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: one(result="a"))
+            tg.start_soon(lambda: one(fail="b"))
+        assert sorted(outcomes) == ["ok", "refused"]
+    await store.open()
+    assert len(await _decisions(store, "bill-1", seq)) == 1
+
+
+async def test_online_resolve_after_the_step_went_on_names_the_decision() -> None:
+    store, seq = await _in_doubt_store()
+    async with ActorSystem(store, actors=[Biller, Auditor]) as system:
+        ref = await system.spawn(Biller, "bill-1")
+        with anyio.fail_after(5):
+            await system.wait_in_doubt("bill-1")
+        await system.resolve("bill-1", seq, result="by hand", by="carol")
+        with anyio.fail_after(5):
+            assert await ref.ask(Job("hang"), message_id="m2") == "by hand"
+        with pytest.raises(ConfigurationError, match=r"already .*result.*carol"):
+            await system.resolve("bill-1", seq, retry=True)
+    await store.open()
+    assert await _decisions(store, "bill-1", seq) == ["result"]
+
+
+async def test_offline_second_resolve_names_the_decision_already_taken() -> None:
+    store, seq = await _in_doubt_store()
+    await inspect.resolve(store, "bill-1", seq, result="x", by="carol", reason="seen")
+    last = (await store.get_actor("bill-1")).last_seq  # type: ignore[union-attr]  # exists
+    choices: list[dict[str, Any]] = [{"retry": True}, {"fail": "no"}, {"result": "y"}]
+    for kwargs in choices:
+        with pytest.raises(ConfigurationError, match=r"already .*result.*carol"):
+            await inspect.resolve(store, "bill-1", seq, **kwargs)
+    assert (await store.get_actor("bill-1")).last_seq == last  # type: ignore[union-attr]  # exists
+
+
+async def test_resolve_of_a_seq_that_is_not_an_intent_says_what_it_is() -> None:
+    store, _ = await _in_doubt_store()
+    with pytest.raises(ConfigurationError, match=r"seq 1 .*is a message, not an intent"):
+        await inspect.resolve(store, "bill-1", 1, result="x")
+    with pytest.raises(ConfigurationError, match=r"no entry at seq 999"):
+        await inspect.resolve(store, "bill-1", 999, result="x")
+    async with ActorSystem(store, actors=[Biller, Auditor]) as system:
+        await system.spawn(Biller, "bill-1")
+        with anyio.fail_after(5):
+            await system.wait_in_doubt("bill-1")
+        with pytest.raises(ConfigurationError, match=r"seq 1 .*is a message, not an intent"):
+            await system.resolve("bill-1", 1, result="x")
+        with pytest.raises(ConfigurationError, match=r"seq 2 .*has a result"):
+            await system.resolve("bill-1", 2, result="x")  # the first call's intent: it ran
+
+
+@pytest.mark.parametrize("second", ["retry", "fail"])
+async def test_replay_serves_the_first_decision_of_a_log_that_holds_two(second: str) -> None:
+    """A store written before the one-decision rule may hold two decisions for one intent:
+    replay must serve the one the live step used (the first), and never run the tool again."""
+    store, seq = await _in_doubt_store()
+    await inspect.resolve(store, "bill-1", seq, result="by hand", by="carol")
+    last = (await store.get_actor("bill-1")).last_seq  # type: ignore[union-attr]  # exists
+    payload = _records.decision_payload(
+        action=second,
+        error={"type": "OperatorFailed", "message": "no"} if second == "fail" else None,
+        by="old",
+        reason="",
+    )
+    row = _codec.make_row(
+        "bill-1",
+        last + 1,
+        "decision",
+        second,
+        seq,
+        None,
+        _codec.encode_plain(payload, "decision"),
+    )
+    await store.append("bill-1", last, [row])
+    async with ActorSystem(store, actors=[Biller, Auditor]) as system:
+        ref = await system.spawn(Biller, "bill-1")
+        with anyio.fail_after(5):
+            assert await ref.ask(Job("hang"), message_id="m2") == "by hand"
+    assert ran == ["first", "hang"]
+    await store.open()
+    h = await inspect.history(store, "bill-1")
+    call = h.steps[1].calls[0]
+    assert (call.status, call.value) == ("resolved", "by hand")
