@@ -6,15 +6,20 @@ real console script in a subprocess.
 
 from __future__ import annotations
 
+import json
+import re
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from actorlog import ActorSystem, ConfigurationError, _codec, _records, inspect
 from actorlog.store import Store
-from actorlog.stores import MemoryStore
+from actorlog.stores import MemoryStore, SqliteStore
 
 from ._agents import Auditor, Biller, Job, crash_mid_call, ran
+from ._support import cli
 
 pytestmark = pytest.mark.anyio
 
@@ -163,3 +168,96 @@ async def test_replay_serves_the_first_decision_of_a_log_that_holds_two(second: 
     h = await inspect.history(store, "bill-1")
     call = h.steps[1].calls[0]
     assert (call.status, call.value) == ("resolved", "by hand")
+
+
+# -- 18.18: terminal escape injection -------------------------------------------------------
+
+#: ESC (OSC title, clear screen), BEL, C1 CSI, a bidi override, DEL: none may reach a terminal.
+EVIL = "m<script>alert(1)</script>\x1b]0;pwned\x07\x1b[2J\x9b31m\u202e\x7f"
+_CONTROL = [chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)] if chr(c) != "\n"] + ["\u202e"]
+
+
+def _strings(obj: Any) -> list[str]:
+    if isinstance(obj, str):
+        return [obj]
+    if isinstance(obj, dict):
+        return [s for v in obj.values() for s in _strings(v)]
+    if isinstance(obj, list):
+        return [s for v in obj for s in _strings(v)]
+    return []
+
+
+def _raw_controls(text: str) -> list[str]:
+    return sorted({repr(c) for c in text if c in _CONTROL})
+
+
+async def _evil_store(path: Path) -> None:
+    store = SqliteStore(path)
+    await crash_mid_call(store)
+    async with ActorSystem(SqliteStore(path), actors=[Biller, Auditor]) as system:
+        await system.spawn(Biller, "bill-1")
+        with anyio.fail_after(5):
+            (seq,) = await system.wait_in_doubt("bill-1")
+        await system.resolve("bill-1", seq, result=EVIL, by=EVIL, reason=EVIL)
+        ref = await system.spawn(Biller, "bill-1")
+        with anyio.fail_after(5):
+            await ref.ask(Job(EVIL), message_id=EVIL)
+    raw = sqlite3.connect(path)
+    with raw:
+        raw.execute(
+            "INSERT INTO events (actor_id, at, kind, detail) VALUES ('bill-1', 1.0, ?, ?)",
+            (EVIL, json.dumps({"error": EVIL, "error_type": EVIL, "by": EVIL})),
+        )
+        raw.execute(
+            "INSERT INTO events (actor_id, at, kind, detail) VALUES ('bill-1', 2.0, 'stopped', ?)",
+            (json.dumps({"error": EVIL, "error_type": EVIL}),),
+        )
+    raw.close()
+
+
+async def test_no_log_value_reaches_the_terminal_raw(tmp_path: Path) -> None:
+    db = tmp_path / "evil.db"
+    await _evil_store(db)
+    message_seq = 9
+    for color in ("never", "always"):
+        for args in (
+            ("actors", db),
+            ("history", db, "bill-1"),
+            ("show", db, "bill-1", str(message_seq)),
+            ("show", db, "bill-1", "7"),
+            ("verify", db),
+        ):
+            r = cli("--color", color, *args)
+            assert r.code == 0, (args, r.err)
+            # with colors: our own only (ESC [ digits m), removed here
+            out = re.sub(r"\x1b\[[0-9;]*m", "", r.out) if color == "always" else r.out
+            assert _raw_controls(out) == [], (args, color)
+            assert _raw_controls(r.err) == [], (args, color)
+    r = cli("--color", "never", "show", db, "bill-1", str(message_seq))
+    assert "\\x1b]0;pwned\\x07" in r.out  # shown, escaped
+
+
+async def test_json_output_escapes_c1_controls(tmp_path: Path) -> None:
+    db = tmp_path / "evil.db"
+    await _evil_store(db)
+    for args in (
+        ("actors", db, "--json"),
+        ("history", db, "bill-1", "--json"),
+        ("show", db, "bill-1", "9", "--json"),
+        ("export", db, "bill-1"),
+    ):
+        r = cli(*args)
+        assert r.code == 0, (args, r.err)
+        assert _raw_controls(r.out) == [], args
+        assert any(EVIL in s for x in r.json_lines() for s in _strings(x)), args  # exact
+
+
+async def test_html_export_escapes_every_log_value(tmp_path: Path) -> None:
+    db = tmp_path / "evil.db"
+    await _evil_store(db)
+    out = tmp_path / "h.html"
+    r = cli("history", db, "bill-1", "--html", out)
+    assert r.code == 0, r.err
+    html = out.read_text()
+    assert _raw_controls(html) == []
+    assert "<script" not in html and "&lt;script&gt;alert(1)" in html
