@@ -37,6 +37,8 @@ import base64
 import contextlib
 import getpass
 import json
+import math
+import os
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -413,9 +415,18 @@ async def opened(url: str, *, read_only: bool = True) -> AsyncIterator[Store]:
 
     store = open_store(url, read_only=read_only)
     path = getattr(store, "path", None)
-    # a writable SqliteStore would create an empty store where a typo points
-    if isinstance(path, str) and not read_only and not await anyio.Path(path).exists():
-        raise StoreUnavailableError(f"no SQLite store at {path}")
+    if isinstance(path, str):
+        # Checked before SQLite sees it: a writable SqliteStore would create an empty store
+        # where a typo points; and a connect that fails (a directory, an unreadable file)
+        # leaves aiosqlite's thread finishing after the event loop closed (a traceback).
+        p = anyio.Path(path)
+        if not await p.exists():
+            raise StoreUnavailableError(f"no SQLite store at {path}")
+        if not await p.is_file():
+            raise StoreUnavailableError(f"{path} is not a file, so not a SQLite store")
+        if not os.access(path, os.R_OK if read_only else os.R_OK | os.W_OK):
+            what = "read" if read_only else "read and write"
+            raise StoreUnavailableError(f"cannot open SQLite store {path}: no permission to {what}")
     await store.open()
     try:
         yield store
@@ -942,6 +953,10 @@ async def verify(
     for a in actors:
         report.actors += 1
         aid = a.actor_id
+        if not _is_time(a.created_at):
+            report.findings.append(
+                Finding(aid, "actor", 0, "summary", f"created_at is not a time: {a.created_at!r}")
+            )
         messages: set[int] = set()
         intents: set[int] = set()
         damaged: set[int] = set()  # no reference findings for what refers to these
@@ -1019,6 +1034,8 @@ async def verify(
         for info in await store.list_snapshots(aid):
             report.snapshots += 1
             snap_problem = await _snapshot_problem(store, info, a.last_seq)
+            if snap_problem is None and not _is_time(info.created_at):
+                snap_problem = f"created_at is not a time: {info.created_at!r}"
             if snap_problem is not None:
                 report.findings.append(
                     Finding(
@@ -1032,6 +1049,11 @@ async def verify(
                     )
                 )
     return report
+
+
+def _is_time(value: object) -> bool:
+    """A stored Unix time that damage has not made NaN or infinite."""
+    return isinstance(value, int | float) and math.isfinite(value)
 
 
 # -- resolve -----------------------------------------------------------------------------

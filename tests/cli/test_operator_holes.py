@@ -261,3 +261,68 @@ async def test_html_export_escapes_every_log_value(tmp_path: Path) -> None:
     html = out.read_text()
     assert _raw_controls(html) == []
     assert "<script" not in html and "&lt;script&gt;alert(1)" in html
+
+
+# -- 18.19: NaN / Infinity in float columns --------------------------------------------------
+
+
+def _strict(line: str) -> Any:
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"invalid JSON constant {name}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+async def test_non_finite_floats_are_named_not_emitted(tmp_path: Path) -> None:
+    db = tmp_path / "inf.db"
+    store = SqliteStore(db)
+    async with ActorSystem(store, actors=[Biller, Auditor]) as system:
+        ref = await system.spawn(Biller, "bill-1", snapshot_every=1)
+        await ref.ask(Job("a"), message_id="m1")
+    raw = sqlite3.connect(db)
+    with raw:  # SQLite stores infinities as REAL (a NaN becomes NULL)
+        raw.execute("UPDATE actors SET created_at = 9e999")
+        raw.execute("UPDATE snapshots SET created_at = -9e999")
+        raw.execute("UPDATE events SET at = 9e999")
+    raw.close()
+    for args in (
+        ("actors", db, "--json"),
+        ("history", db, "bill-1", "--json"),
+        ("export", db, "bill-1"),
+        ("verify", db, "--json"),
+    ):
+        r = cli(*args)
+        assert r.code in (0, 1), (args, r.err)
+        lines = [_strict(line) for line in r.out.splitlines() if line.strip()]
+        assert lines, args
+        if args[0] != "verify":
+            assert "not a finite number" in r.out, args
+    for args in (("actors", db), ("history", db, "bill-1"), ("verify", db)):
+        r = cli(*args)
+        assert r.code in (0, 1), (args, r.err)
+        assert "internal error" not in r.err
+    assert "DAMAGED time" in cli("history", db, "bill-1").out
+    r = cli("verify", db)
+    assert r.code == 1
+    assert "bill-1 summary row: summary check failed: created_at is not a time: inf" in r.out
+    assert "snapshot seq" in r.out and "created_at is not a time: -inf" in r.out
+
+
+# -- 18.20: a STORE that is no SQLite file -----------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["actors", "verify", "resolve", "fork"])
+def test_a_directory_as_store_is_one_clean_error(tmp_path: Path, command: str) -> None:
+    extra = {
+        "actors": (),
+        "verify": (),
+        "resolve": ("a", "1", "--retry"),
+        "fork": ("a", "--at", "1", "--as", "b"),
+    }[command]
+    targets = [tmp_path, tmp_path / "no" / "such" / "dir.db", "nosuch://x"]
+    for target in targets:
+        for _ in range(4):  # the aiosqlite thread's late traceback was intermittent
+            r = cli(command, target, *extra)
+            assert r.code == 2, (target, r.err)
+            assert r.err.count("\n") == 1 and r.err.startswith("actorlog: error: "), r.err
+    assert list(tmp_path.iterdir()) == []  # nothing created
