@@ -297,9 +297,9 @@ async def test_non_finite_floats_are_named_not_emitted(tmp_path: Path) -> None:
         assert lines, args
         if args[0] != "verify":
             assert "not a finite number" in r.out, args
-    for args in (("actors", db), ("history", db, "bill-1"), ("verify", db)):
-        r = cli(*args)
-        assert r.code in (0, 1), (args, r.err)
+    for text_args in (("actors", db), ("history", db, "bill-1"), ("verify", db)):
+        r = cli(*text_args)
+        assert r.code in (0, 1), (text_args, r.err)
         assert "internal error" not in r.err
     assert "DAMAGED time" in cli("history", db, "bill-1").out
     r = cli("verify", db)
@@ -319,7 +319,7 @@ def test_a_directory_as_store_is_one_clean_error(tmp_path: Path, command: str) -
         "resolve": ("a", "1", "--retry"),
         "fork": ("a", "--at", "1", "--as", "b"),
     }[command]
-    targets = [tmp_path, tmp_path / "no" / "such" / "dir.db", "nosuch://x"]
+    targets: list[str | Path] = [tmp_path, tmp_path / "no" / "such" / "dir.db", "nosuch://x"]
     for target in targets:
         for _ in range(4):  # the aiosqlite thread's late traceback was intermittent
             r = cli(command, target, *extra)
