@@ -547,13 +547,18 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
 
 
 async def list_actors(store: Store) -> list[ActorStatus]:
-    """Every actor with its status, by id. Reads what recovery would read for each."""
-    return [await _status(store, row) for row in await store.list_actors()]
+    """Every actor with its status, by id. Reads what recovery would read for each, each in
+    one consistent read (see :func:`verify`)."""
+    out = []
+    for listed in await store.list_actors():
+        out.append(await actor_status(store, listed.actor_id))
+    return out
 
 
 async def actor_status(store: Store, actor_id: str) -> ActorStatus:
     """One actor's status. Raises ``ActorNotFoundError``."""
-    return await _status(store, await _actor_row(store, actor_id))
+    async with _reading(store) as (view, _):
+        return await _status(view, await _actor_row(view, actor_id))
 
 
 # -- reading entries ---------------------------------------------------------------------
@@ -744,7 +749,8 @@ class _Builder:
 
 
 async def history(store: Store, actor_id: str, *, since: int = 0) -> History:
-    """An actor's timeline. Damaged entries are reported (and skipped), not raised.
+    """An actor's timeline. Damaged entries are reported (and skipped), not raised. Read in
+    one consistent read (see :func:`verify`).
 
     With ``since``, only steps whose message was logged after seq ``since``, plus a step that
     was in progress at ``since`` (read from its message).
@@ -752,6 +758,11 @@ async def history(store: Store, actor_id: str, *, since: int = 0) -> History:
     Raises:
         ActorNotFoundError: no such actor.
     """
+    async with _reading(store) as (view, _):
+        return await _history(view, actor_id, since=since)
+
+
+async def _history(store: Store, actor_id: str, *, since: int = 0) -> History:
     row = await _actor_row(store, actor_id)
     status = await _status(store, row)
     rows = [r async for r in _scan(store, actor_id, after=since)]
@@ -869,6 +880,11 @@ async def show(store: Store, actor_id: str, seq: int) -> EntryView:
     Raises:
         ActorNotFoundError: no such actor, or no entry at ``seq``.
     """
+    async with _reading(store) as (view, _):
+        return await _show(view, actor_id, seq)
+
+
+async def _show(store: Store, actor_id: str, seq: int) -> EntryView:
     await _actor_row(store, actor_id)
     row = await _row_at(store, actor_id, seq)
     if row is None:
@@ -935,6 +951,10 @@ async def verify(
     """Check every entry's checksum, the seq chain, references between entries, each actor's
     summary row and every snapshot's digest. Damage is returned as findings, not raised.
 
+    Safe on a live store: each actor is read in one consistent read (the store's optional
+    ``reading()``: one SQLite read transaction, one PostgreSQL REPEATABLE READ transaction),
+    so a runtime appending meanwhile is never reported as damage.
+
     Args:
         actor_id: check only this actor.
         progress: called as ``progress(actor_id, entries_done, entries_total)`` every chunk.
@@ -950,105 +970,145 @@ async def verify(
     total = sum(max(0, a.last_seq - a.first_seq + 1) for a in actors if a.last_seq)
     report = VerifyReport()
     done = 0
-    for a in actors:
-        report.actors += 1
-        aid = a.actor_id
-        if not _is_time(a.created_at):
-            report.findings.append(
-                Finding(aid, "actor", 0, "summary", f"created_at is not a time: {a.created_at!r}")
-            )
-        messages: set[int] = set()
-        intents: set[int] = set()
-        damaged: set[int] = set()  # no reference findings for what refers to these
-        last_message = 0
-        handled = 0
-        expected = a.first_seq or 1
-        after = 0
-        while True:
-            rows = await store.read(aid, after_seq=after, limit=_CHUNK)
-            for r in rows:
-                report.entries += 1
-                if r.seq != expected:
-                    report.findings.append(
-                        Finding(
-                            aid,
-                            "entry",
-                            expected,
-                            "seq chain",
-                            f"seqs {expected}..{r.seq - 1} are missing"
-                            if r.seq > expected
-                            else f"seq {r.seq} out of order",
-                        )
-                    )
-                    damaged.update(range(expected, r.seq))
-                expected = r.seq + 1
-                _, err = _check(r, aid)
-                if err is not None:
-                    report.findings.append(Finding(aid, "entry", r.seq, err.check, err.detail))
-                    damaged.add(r.seq)
-                    continue
-                if r.ref in damaged:
-                    continue
-                problem = None
-                if r.kind == "message":
-                    messages.add(r.seq)
-                    last_message = r.seq
-                elif r.kind in ("intent", "effect", "step"):
-                    if r.ref not in messages and r.ref >= (a.first_seq or 1):
-                        problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier message"
-                    if r.kind == "intent":
-                        intents.add(r.seq)
-                    if r.kind == "step":
-                        handled = max(handled, r.ref)
-                elif r.ref not in intents and r.ref >= (a.first_seq or 1):
-                    problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier intent"
-                if problem is not None:
-                    report.findings.append(Finding(aid, "entry", r.seq, "reference", problem))
-            done += len(rows)
-            if progress is not None:
-                progress(aid, done, total)
-            if len(rows) < _CHUNK:
-                break
-            after = rows[-1].seq
-        if expected - 1 != a.last_seq:
-            report.findings.append(
-                Finding(
-                    aid,
-                    "actor",
-                    a.last_seq,
-                    "seq chain",
-                    f"the log ends at seq {expected - 1} but the actor's summary says {a.last_seq}",
-                )
-            )
-        elif (a.last_message_seq, a.handled_seq) != (last_message, handled):
-            report.findings.append(
-                Finding(
-                    aid,
-                    "actor",
-                    0,
-                    "summary",
-                    f"summary says last message {a.last_message_seq}, handled "
-                    f"{a.handled_seq}; the log says {last_message}, {handled}",
-                )
-            )
-        for info in await store.list_snapshots(aid):
-            report.snapshots += 1
-            snap_problem = await _snapshot_problem(store, info, a.last_seq)
-            if snap_problem is None and not _is_time(info.created_at):
-                snap_problem = f"created_at is not a time: {info.created_at!r}"
-            if snap_problem is not None:
+
+    def tick(aid: str, n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(aid, done, max(total, done))
+
+    for listed in actors:
+        async with _reading(store) as (view, consistent):
+            a = await view.get_actor(listed.actor_id)
+            if a is None:  # pragma: no cover - actors are never deleted
+                continue
+            await _verify_actor(view, a, consistent, report, tick)
+    return report
+
+
+async def _verify_actor(
+    store: Store,
+    a: ActorRow,
+    consistent: bool,
+    report: VerifyReport,
+    tick: Callable[[str, int], None],
+) -> None:
+    report.actors += 1
+    aid = a.actor_id
+    if not _is_time(a.created_at):
+        report.findings.append(
+            Finding(aid, "actor", 0, "summary", f"created_at is not a time: {a.created_at!r}")
+        )
+    messages: set[int] = set()
+    intents: set[int] = set()
+    damaged: set[int] = set()  # no reference findings for what refers to these
+    last_message = 0
+    handled = 0
+    expected = a.first_seq or 1
+    after = 0
+    while True:
+        rows = await store.read(aid, after_seq=after, limit=_CHUNK)
+        for r in rows:
+            report.entries += 1
+            if r.seq != expected:
                 report.findings.append(
                     Finding(
                         aid,
-                        "snapshot",
-                        info.seq,
-                        "digest"
-                        if "digest" in snap_problem or "size" in snap_problem
-                        else "snapshot",
-                        snap_problem,
+                        "entry",
+                        expected,
+                        "seq chain",
+                        f"seqs {expected}..{r.seq - 1} are missing"
+                        if r.seq > expected
+                        else f"seq {r.seq} out of order",
                     )
                 )
-    return report
+                damaged.update(range(expected, r.seq))
+            expected = r.seq + 1
+            _, err = _check(r, aid)
+            if err is not None:
+                report.findings.append(Finding(aid, "entry", r.seq, err.check, err.detail))
+                damaged.add(r.seq)
+                continue
+            if r.ref in damaged:
+                continue
+            problem = None
+            if r.kind == "message":
+                messages.add(r.seq)
+                last_message = r.seq
+            elif r.kind in ("intent", "effect", "step"):
+                if r.ref not in messages and r.ref >= (a.first_seq or 1):
+                    problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier message"
+                if r.kind == "intent":
+                    intents.add(r.seq)
+                if r.kind == "step":
+                    handled = max(handled, r.ref)
+            elif r.ref not in intents and r.ref >= (a.first_seq or 1):
+                problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier intent"
+            if problem is not None:
+                report.findings.append(Finding(aid, "entry", r.seq, "reference", problem))
+        tick(aid, len(rows))
+        if len(rows) < _CHUNK:
+            break
+        after = rows[-1].seq
+    log_end = expected - 1
+    summary: ActorRow | None = a
+    if not consistent and log_end != a.last_seq:
+        # no consistent read: a runtime may have appended while the log was scanned; only a
+        # summary that still disagrees when read again after the scan is damage
+        again = await store.get_actor(aid)
+        if again is not None and a.last_seq <= log_end <= again.last_seq:
+            summary = again if again.last_seq == log_end else None
+    if summary is None:
+        pass  # still being written: the summary cannot be compared
+    elif log_end != summary.last_seq:
+        report.findings.append(
+            Finding(
+                aid,
+                "actor",
+                summary.last_seq,
+                "seq chain",
+                f"the log ends at seq {log_end} but the actor's summary says {summary.last_seq}",
+            )
+        )
+    elif (summary.last_message_seq, summary.handled_seq) != (last_message, handled):
+        report.findings.append(
+            Finding(
+                aid,
+                "actor",
+                0,
+                "summary",
+                f"summary says last message {summary.last_message_seq}, handled "
+                f"{summary.handled_seq}; the log says {last_message}, {handled}",
+            )
+        )
+    for info in await store.list_snapshots(aid):
+        report.snapshots += 1
+        snap_problem = await _snapshot_problem(store, info, max(a.last_seq, log_end))
+        if snap_problem == "missing" and not consistent:
+            continue  # deleted by the runtime between listing and loading
+        if snap_problem is None and not _is_time(info.created_at):
+            snap_problem = f"created_at is not a time: {info.created_at!r}"
+        if snap_problem is not None:
+            report.findings.append(
+                Finding(
+                    aid,
+                    "snapshot",
+                    info.seq,
+                    "digest" if "digest" in snap_problem or "size" in snap_problem else "snapshot",
+                    snap_problem,
+                )
+            )
+
+
+@contextlib.asynccontextmanager
+async def _reading(store: Store) -> AsyncIterator[tuple[Store, bool]]:
+    """The store as one consistent read (its optional ``reading()``), and whether it is."""
+    reading = getattr(store, "reading", None)
+    if reading is None:
+        yield store, False
+        return
+    async with reading() as view:
+        yield view, True
 
 
 def _is_time(value: object) -> bool:
@@ -1359,8 +1419,14 @@ async def export(
     Yields one ``{"type": "actor"}`` header, then every ``entry`` in seq order (``valid``
     says whether it passed its checks; ``payload`` is the decoded body, with the exact bytes
     in ``payload_b64`` when ``raw`` or when they are not valid JSON), then every ``snapshot``
-    (with its decoded ``state``), then every ``event``.
+    (with its decoded ``state``), then every ``event``. All of it from one consistent read.
     """
+    async with _reading(store) as (view, _):
+        async for item in _export(view, actor_id, raw=raw):
+            yield item
+
+
+async def _export(store: Store, actor_id: str, *, raw: bool) -> AsyncIterator[dict[str, Any]]:
     row = await _actor_row(store, actor_id)
     yield {
         "type": "actor",

@@ -49,9 +49,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -821,6 +822,43 @@ class PostgresStore:
                 actor_id,
                 list(seqs),
             )
+
+    # -- consistent reads (optional store method, see actorlog.store) ----------------------
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[PostgresStore]:
+        """A read-only view of this store whose reads all see one snapshot: one pooled
+        connection in a REPEATABLE READ, READ ONLY transaction, rolled back at the end. For
+        operators' tools that must not mistake a runtime's progress for damage.
+
+        Raises:
+            StoreClosedError: the store is not open.
+            StoreUnavailableError: the server could not be reached.
+        """
+        pool = self._open_pool()
+        try:
+            conn = await pool.acquire()
+        except _DRIVER_ERRORS as exc:
+            raise self._failure("read", exc) from exc
+        try:
+            tr = conn.transaction(isolation="repeatable_read", readonly=True)
+            try:
+                await tr.start()
+            except _DRIVER_ERRORS as exc:
+                raise self._failure("read", exc) from exc
+            view = copy.copy(self)
+            view._pool = conn  # asyncpg: a connection fetches like a pool
+            view._listener = None
+            view.read_only = True
+            try:
+                yield view
+            finally:
+                view._pool = None
+                with anyio.CancelScope(shield=True), contextlib.suppress(*_DRIVER_ERRORS):
+                    await tr.rollback()
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(*_DRIVER_ERRORS):
+                await pool.release(conn)
 
     # -- operator history ------------------------------------------------------------------
 

@@ -7,8 +7,11 @@ real console script in a subprocess.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -326,3 +329,42 @@ def test_a_directory_as_store_is_one_clean_error(tmp_path: Path, command: str) -
             assert r.code == 2, (target, r.err)
             assert r.err.count("\n") == 1 and r.err.startswith("actorlog: error: "), r.err
     assert list(tmp_path.iterdir()) == []  # nothing created
+
+
+# -- 11.7 / 18.17: verify on a live store ------------------------------------------------------
+
+
+def _start_writer(db: Path) -> subprocess.Popen[str]:
+    root = Path(__file__).parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, str(root / "tests" / "cli" / "live_writer.py"), str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if line.strip() != "READY":
+        proc.kill()
+        raise AssertionError(f"writer did not start: {line!r} {proc.communicate()[1]}")
+    return proc
+
+
+async def test_verify_reports_no_damage_while_a_runtime_writes(tmp_path: Path) -> None:
+    db = tmp_path / "live.db"
+    proc = _start_writer(db)
+    try:
+        async with inspect.opened(f"sqlite:///{db}") as store:
+            seen = set()
+            for _ in range(40):
+                report = await inspect.verify(store)
+                assert report.findings == [], report.findings
+                statuses = await inspect.list_actors(store)
+                assert all(a.status != "quarantined" for a in statuses), statuses
+                seen.add(report.entries)
+            assert len(seen) > 1  # the store really was being written meanwhile
+    finally:
+        proc.kill()
+        proc.communicate(timeout=10)
