@@ -465,8 +465,7 @@ class Cell:
         self.check_usable()
         self.system._learn_message_type(type(msg))
         if message_id is not None:
-            if not isinstance(message_id, str) or not message_id:
-                raise ConfigurationError("message_id must be a non-empty str")
+            _codec.validate_message_id(message_id)
             existing = await self._find_message(message_id)
             if existing is not None:
                 return await self.reply_for(existing) if want_reply else None

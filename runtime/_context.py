@@ -25,7 +25,7 @@ from opentelemetry.trace import Status, StatusCode
 from . import _codec, _records, _telemetry
 from ._errors import ActorlogError, EncodeError, NonDeterminismError, ToolCallError
 from ._telemetry import ATTR, SPAN, tracer
-from ._tools import Happened, NotHappened, Tool, as_tool
+from ._tools import Happened, NotHappened, Tool, as_tool, unwrap_partial
 
 if TYPE_CHECKING:
     from ._actor import Actor
@@ -143,7 +143,9 @@ class Context:
     async def call(self, tool: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Run a tool durably: the intent is logged (and fsynced) before it runs, the result
         after. On replay the recorded result is returned (or the recorded error raised as
-        ``ToolCallError``) without running the tool.
+        ``ToolCallError``) without running the tool. ``tool`` may be a
+        ``functools.partial`` of a tool: it is logged as that tool, with the frozen arguments
+        in front of the given ones.
 
         Raises:
             ToolCallError: the tool raised (now, or when it was recorded).
@@ -160,6 +162,7 @@ class Context:
             self.awaited += time.perf_counter() - t0
 
     async def _call(self, tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        tool, args, kwargs = unwrap_partial(tool, args, kwargs)
         t = as_tool(tool)
         bound = t.bind(args, kwargs)
         what = f"arguments of tool {t.name}"
