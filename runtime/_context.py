@@ -228,15 +228,16 @@ class Context:
         rec = self._expect(index, "effect", "send", value)
         if rec is not None:
             self.effects_from_log += 1
-            if self._complete:
-                return  # a completed step's sends were delivered before it completed
+            self._recorded_failure("send")
+            if self._complete or self._index < len(self._recorded):
+                return  # delivered: the step went on (or completed) after it
         else:
             self._cell.journal.write(
                 "effect", "send", self.step_seq, _records.effect_payload(index=index, value=value)
             )
             await self._guard(self._cell.journal.flush())
-        await self._guard(
-            self._cell.system._deliver(ref, msg, message_id=mid, sender=self.actor_id)
+        await self._delivery(
+            "send", self._cell.system._deliver(ref, msg, message_id=mid, sender=self.actor_id)
         )
 
     async def spawn(self, cls: type[A], actor_id: str, /, **options: Any) -> ActorRef[A]:
@@ -249,6 +250,7 @@ class Context:
         system = self._cell.system
         if rec is not None:
             self.effects_from_log += 1
+            self._recorded_failure("spawn")
             if self._complete:
                 return system.ref(cls, actor_id)
         else:
@@ -256,7 +258,7 @@ class Context:
                 "effect", "spawn", self.step_seq, _records.effect_payload(index=index, value=value)
             )
             await self._guard(self._cell.journal.flush())
-        return await self._guard(system.spawn(cls, actor_id, **options))
+        return await self._delivery("spawn", system.spawn(cls, actor_id, **options))
 
     # -- internals -------------------------------------------------------------------------
 
@@ -269,6 +271,41 @@ class Context:
             if not isinstance(exc, ToolCallError):
                 self.fatal = self.fatal or exc
             raise
+
+    async def _delivery(self, tag: str, aw: Awaitable[R]) -> R:
+        """Await a send's delivery or a spawn. Its failure (the target is quarantined, the id
+        exists with another class, ...) is that effect's error: recorded in this actor's log
+        as a ``<tag>.failed`` effect and raised as ``ToolCallError`` (tool ``ctx.<tag>``),
+        the same on replay; this actor's own log is intact, so it goes on. Only this actor's
+        journal failing, or the system closing, stops it."""
+        try:
+            return await aw
+        except ActorlogError as exc:
+            if self._cell.journal.broken is not None or self._cell.system._closed:
+                self.fatal = self.fatal or exc
+                raise
+            index = self._index
+            self._index += 1
+            info = _records.error_info(exc)
+            self._cell.journal.write(
+                "effect",
+                f"{tag}.failed",
+                self.step_seq,
+                _records.effect_payload(index=index, value=info),
+            )
+            raise ToolCallError(f"ctx.{tag}", info["type"], info["message"]) from exc
+
+    def _recorded_failure(self, tag: str) -> None:
+        """On replay: raise the recorded failure of the send/spawn just served, if any."""
+        index = self._index
+        if index < len(self._recorded):
+            rec = self._recorded[index]
+            if rec.kind == "effect" and rec.type_tag == f"{tag}.failed":
+                self._index += 1
+                self.effects_from_log += 1
+                err = rec.payload.get("value")
+                err = err if isinstance(err, dict) else {}
+                raise ToolCallError(f"ctx.{tag}", str(err.get("type")), str(err.get("message")))
 
     def _effect(self, tag: str, make: Callable[[], Any]) -> Any:
         index = self._index
