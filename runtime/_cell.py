@@ -14,7 +14,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _records, _recovery, _telemetry
 from ._actor import Actor, accepted_messages, reply_type
-from ._context import Context, Recorded
+from ._context import Context, Recorded, is_call_error
 from ._errors import (
     ActorlogError,
     ActorQuarantinedError,
@@ -429,8 +429,10 @@ class Cell:
         ) as span:
             try:
                 await self.actor.receive(ctx, msg)
-            except Exception:
-                pass  # the recorded outcome stands; only effects must match
+            except BaseException as exc:
+                if not is_call_error(exc):
+                    raise
+                # the recorded outcome stands; only effects must match
             if ctx.fatal is None:
                 try:
                     ctx.check_consumed()
@@ -465,8 +467,7 @@ class Cell:
         self.check_usable()
         self.system._learn_message_type(type(msg))
         if message_id is not None:
-            if not isinstance(message_id, str) or not message_id:
-                raise ConfigurationError("message_id must be a non-empty str")
+            _codec.validate_message_id(message_id)
             existing = await self._find_message(message_id)
             if existing is not None:
                 return await self.reply_for(existing) if want_reply else None
@@ -594,7 +595,9 @@ class Cell:
                 if ctx.fatal is None and resumed:
                     ctx.check_consumed()
                 reply_plain = _codec.to_plain(reply, "reply", check=False)
-            except Exception as exc:
+            except BaseException as exc:
+                if not is_call_error(exc):
+                    raise  # a cancellation the runtime asked for, KeyboardInterrupt, ...
                 if ctx.fatal is not None:
                     span.set_status(Status(StatusCode.ERROR, str(ctx.fatal)))
                     raise ctx.fatal from None
@@ -602,7 +605,7 @@ class Cell:
                     raise
                 error = exc
                 reply_plain = None
-                span.set_status(Status(StatusCode.ERROR, str(exc)))
+                span.set_status(Status(StatusCode.ERROR, _records.error_info(exc)["message"]))
             if ctx.fatal is not None:
                 raise ctx.fatal
             span.set_attribute(ATTR.OUTCOME, "ok" if error is None else "error")
@@ -637,10 +640,13 @@ class Cell:
                         duration=time.perf_counter() - t0,
                     ),
                 )
+            slot = self.waiters.get(env.seq)
+            # the caller gets the decoded form of what was logged: what a re-ask gets, and
+            # never a reference to the actor's state
+            outcome = self._outcome(env.seq, self.journal.last_payload()) if slot else None
         self.handled_seq = env.seq
         if env.message_id is not None:
             self.inflight_ids.pop(env.message_id, None)
-        slot = self.waiters.get(env.seq)
         self.steps_since_snapshot += 1
         self.replay_cpu += max(time.perf_counter() - t0 - ctx.awaited, 0.0)
         due = self.policy.due(
@@ -651,14 +657,12 @@ class Cell:
         if slot is not None or due:
             # If this commit fails, the slot stays registered and quarantine() fails it.
             await self.journal.flush()
-        if slot is not None:
+        if slot is not None and outcome is not None:
             self.waiters.pop(env.seq, None)
-            if error is None:
-                slot.set(reply)
-            else:
-                herr = HandlerError(self.actor_id, env.seq, type(error).__qualname__, str(error))
+            value, herr = outcome
+            if herr is not None:
                 herr.__cause__ = error
-                slot.set(error=herr)
+            slot.set(value, herr)
         if due:
             await self.snapshot(step_seq)
 

@@ -32,6 +32,7 @@ __all__ = [
     "snapshot_digest",
     "type_tag",
     "validate_actor_id",
+    "validate_message_id",
     "verify_row",
 ]
 
@@ -91,7 +92,36 @@ def validate_actor_id(actor_id: object) -> str:
         )
     if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in actor_id):
         raise ConfigurationError(f"actor id {actor_id!r} contains control characters")
+    if not _is_utf8(actor_id):
+        raise ConfigurationError(
+            f"actor id {actor_id!r} contains lone surrogates (text decoded with "
+            "'surrogateescape'?); ids are stored as UTF-8: decode them properly first"
+        )
     return actor_id
+
+
+def validate_message_id(message_id: object) -> str | None:
+    """Return ``message_id`` if it is ``None`` or a valid message id, else raise
+    ``ConfigurationError`` (nothing has been written)."""
+    if message_id is None:
+        return None
+    if not isinstance(message_id, str) or not message_id:
+        raise ConfigurationError("message_id must be a non-empty str")
+    if not _is_utf8(message_id):
+        raise ConfigurationError(
+            f"message_id {message_id!r} contains lone surrogates; it is stored as UTF-8"
+        )
+    if len(message_id.encode()) >= _NO_MESSAGE_ID:
+        raise ConfigurationError(f"message_id is too long (limit {_NO_MESSAGE_ID - 1} bytes)")
+    return message_id
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> bytes:
@@ -212,11 +242,12 @@ def make_row(
     message_id: str | None,
     payload: bytes,
 ) -> EntryRow:
-    """Build a checksummed row."""
+    """Build a checksummed row. Raises ``ConfigurationError`` for a field no entry can hold."""
+    if not _is_utf8(type_tag):
+        raise ConfigurationError(f"type tag {type_tag!r} contains lone surrogates")
     if len(type_tag.encode()) > _MAX_TAG_BYTES:
         raise ConfigurationError(f"type tag longer than {_MAX_TAG_BYTES} bytes: {type_tag[:80]}...")
-    if message_id is not None and len(message_id.encode()) >= _NO_MESSAGE_ID:
-        raise ConfigurationError("message_id is too long")
+    validate_message_id(message_id)
     return EntryRow(
         actor_id=actor_id,
         seq=seq,

@@ -52,7 +52,12 @@ class ActorRef(Generic[A]):
         With a ``message_id`` already used for this actor, nothing is written (exactly once).
         A cancellation point: if cancelled, the message may or may not have been logged;
         send again with the same ``message_id`` to be sure.
+
+        Raises:
+            ConfigurationError: ``message_id`` is not a non-empty str that UTF-8 can encode
+                (no lone surrogates), or is too long; nothing was written.
         """
+        _codec.validate_message_id(message_id)
         own = self.system._ownership
         if own is not None and not await own.route(self.cls, self.actor_id):
             await own.post_remote(
@@ -72,6 +77,7 @@ class ActorRef(Generic[A]):
         re-raises the recorded ``HandlerError``, without running the step again.
 
         Raises:
+            ConfigurationError: a bad ``message_id`` (see ``send``); nothing was written.
             HandlerError: the handler raised (carries the original type and message).
             ActorQuarantinedError: the actor's log is damaged or it hit non-determinism.
             StoreUnavailableError: the store failed (disk full, I/O error, the database went
@@ -80,6 +86,7 @@ class ActorRef(Generic[A]):
             TimeoutError: no reply within ``timeout`` (the message stays logged and will be
                 handled; ask again with the same ``message_id`` to get the reply).
         """
+        _codec.validate_message_id(message_id)
         own = self.system._ownership
         if own is not None and not await own.route(self.cls, self.actor_id):
             return await own.post_remote(

@@ -66,8 +66,25 @@ class Tool(Generic[P, R]):
             raise ConfigurationError(f"effect must be 'read' or 'write', not {effect!r}")
         if reconcile is not None and not callable(reconcile):
             raise ConfigurationError("reconcile must be an async callable (key, arguments)")
+        if name is None:
+            module = getattr(fn, "__module__", None)
+            qualname = getattr(fn, "__qualname__", None)
+            if not isinstance(module, str) or not isinstance(qualname, str):
+                raise ConfigurationError(
+                    f"cannot name tool {fn!r} (it has no __module__/__qualname__): "
+                    "declare it with @tool(name=...)"
+                )
+            name = f"{module}.{qualname}"
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError(f"a tool name must be a non-empty str, not {name!r}")
+        try:
+            size = len(name.encode())
+        except UnicodeEncodeError:
+            raise ConfigurationError(f"tool name {name!r} contains lone surrogates") from None
+        if size > 1024:
+            raise ConfigurationError(f"tool name is {size} bytes; the limit is 1024")
         self.fn = fn
-        self.name = name or f"{fn.__module__}.{fn.__qualname__}"
+        self.name = name
         self.effect: Effect = effect
         self.idempotent = idempotent
         self.reconcile = reconcile
@@ -158,6 +175,18 @@ def tool(
     if fn is not None:
         return wrap(fn)
     return wrap
+
+
+def unwrap_partial(
+    fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """``ctx.call(functools.partial(f, *a, **k), *args, **kwargs)`` is
+    ``ctx.call(f, *a, *args, **k, **kwargs)``: the frozen arguments are logged like others."""
+    while isinstance(fn, functools.partial):
+        args = (*fn.args, *args)
+        kwargs = {**fn.keywords, **kwargs}
+        fn = fn.func
+    return fn, args, kwargs
 
 
 def as_tool(fn: Any) -> Tool[Any, Any]:
