@@ -22,6 +22,7 @@ from ._errors import (
     ConfigurationError,
     EncodeError,
     HandlerError,
+    LeaseLostError,
     RecoveryError,
     SequenceConflictError,
     StoreUnavailableError,
@@ -172,17 +173,17 @@ class Cell:
             try:
                 await self._recover()
             except ActorlogError as exc:
-                self.quarantine(exc, status=self._stop_status(exc))
+                error, status = self._stopping(exc)
+                self.quarantine(error, status=status)
                 return
             except Exception as exc:
                 self.quarantine(RecoveryError(self.actor_id, self.handled_seq, repr(exc)))
                 return
             try:
                 await self._loop()
-            except SequenceConflictError as exc:
-                self.quarantine(exc, status="stopped")
             except ActorlogError as exc:
-                self.quarantine(exc, status=self._stop_status(exc))
+                error, status = self._stopping(exc)
+                self.quarantine(error, status=status)
             except Exception as exc:
                 self.quarantine(RecoveryError(self.actor_id, self.handled_seq, repr(exc)))
         finally:
@@ -195,6 +196,16 @@ class Cell:
             self.ready.set()
             self.done.set()
             self._mailbox.close()
+
+    def _stopping(self, exc: BaseException) -> tuple[BaseException, str]:
+        """Why the actor ends, and as what. A rejected append (a conflict, or a lease lost
+        to another runtime) stops it, also when what surfaces is a later failure of the
+        journal that rejection broke: another writer owns the log, which is not damaged."""
+        if isinstance(exc, SequenceConflictError):
+            return exc, "stopped"
+        if isinstance(self.journal.broken, SequenceConflictError):
+            return self.journal.broken, "stopped"
+        return exc, self._stop_status(exc)
 
     def _stop_status(self, exc: BaseException) -> str:
         """A store failure stops the actor (spawning it again retries); anything else
@@ -258,7 +269,10 @@ class Cell:
         for w in self.in_doubt.values():
             w.event.set()
         self.ready.set()
-        self.note_event(status, {"error_type": type(exc).__qualname__, "error": str(exc)})
+        if not isinstance(exc, LeaseLostError):
+            # A runtime that lost the actor writes nothing for it, not even history: the
+            # owner's history says how it is (the loss is logged and traced by Ownership).
+            self.note_event(status, {"error_type": type(exc).__qualname__, "error": str(exc)})
 
     def failure(self) -> BaseException:
         """What a caller of this stopped or quarantined actor gets: the conflict itself for
