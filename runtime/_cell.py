@@ -164,6 +164,17 @@ class Cell:
         self.replay_cpu = 0.0  # handler time of the steps since the last snapshot
         self.snapshot_bytes = 0
         self.snapshot_seq = 0
+        own = system._ownership
+        #: the fencing token of the lease this cell runs under (0 without leases)
+        self.fencing_token = 0 if own is None else own.tokens.get(actor_id, 0)
+
+    def check_lease(self) -> int:
+        """Before a tool starts: the fencing token, if this runtime's lease of the actor is
+        certain. Raises ``LeaseLostError`` if not (see ``Ownership.check_lease``)."""
+        own = self.system._ownership
+        if own is not None:
+            own.check_lease(self.actor_id, self.fencing_token)
+        return self.fencing_token
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -54,7 +54,11 @@ if TYPE_CHECKING:
     from ._cell import Cell, Reply
     from ._system import ActorSystem
 
-__all__ = ["LeaseStore", "Ownership", "ReplyStore"]
+__all__ = ["LEASE_MARGIN", "LeaseStore", "Ownership", "ReplyStore"]
+
+#: A tool starts only while at least this fraction of the lease is left: its last
+#: confirmation began less than ``(1 - LEASE_MARGIN) x lease_ttl`` ago (docs/scaling.md).
+LEASE_MARGIN = 0.25
 
 
 class LeaseStore(Protocol):
@@ -155,6 +159,8 @@ class Ownership:
         self._wake = anyio.Event()
         self._stop_listening: Callable[[], Awaitable[None]] | None = None
         self._last_renewed = time.monotonic()
+        #: monotonic time each held lease was last confirmed (acquire or renew started)
+        self._renewed: dict[str, float] = {}
         #: actor ids stopped because their lease was lost (for tests and operators)
         self.lost: list[str] = []
 
@@ -233,12 +239,14 @@ class Ownership:
             return await self._claim(actor_id)
 
     async def _claim(self, actor_id: str) -> bool:
+        t0 = time.monotonic()
         token = await self.store.acquire_lease(actor_id, self.owner, self.ttl)
         if token is None:
             self._remember_foreign(actor_id)
             return False
         self._foreign.pop(actor_id, None)
         self._used[actor_id] = time.monotonic()
+        self._renewed[actor_id] = t0
         self.tokens[actor_id] = token
         self.store.set_fence(actor_id, token)
         self._wake.set()  # deliver what is queued for it
@@ -256,6 +264,7 @@ class Ownership:
     def _lose(self, actor_id: str, why: str) -> None:
         token = self.tokens.pop(actor_id, None)
         self._used.pop(actor_id, None)
+        self._renewed.pop(actor_id, None)
         self.lost.append(actor_id)
         cell = self.system._cells.get(actor_id)
         if cell is not None and not cell.done.is_set():
@@ -268,7 +277,7 @@ class Ownership:
     async def _renew_loop(self) -> None:
         while True:
             await anyio.sleep(self.ttl / 3)
-            self._forget_dead_cells()
+            await self._release_stopped()
             held = dict(self.tokens)
             if not held:
                 self._last_renewed = time.monotonic()
@@ -283,8 +292,30 @@ class Ownership:
                 continue
             self._last_renewed = t0
             for actor_id in held:
-                if actor_id not in renewed and self.tokens.get(actor_id) == held[actor_id]:
+                if self.tokens.get(actor_id) != held[actor_id]:
+                    continue  # let go (or taken again) meanwhile
+                if actor_id in renewed:
+                    self._renewed[actor_id] = t0
+                else:
                     self._lose(actor_id, "another runtime took the lease over")
+
+    def check_lease(self, actor_id: str, token: int) -> None:
+        """Raise ``LeaseLostError`` unless this runtime holds the actor's lease with ``token``
+        and last confirmed it (the start of the acquire or renew statement that did, on the
+        monotonic clock) less than ``lease_ttl - lease_ttl / 4`` ago: then at least a quarter
+        of the lease is left, whatever happened since. Called before every tool starts."""
+        current = self.tokens.get(actor_id)
+        if current != token:
+            raise LeaseLostError(actor_id, token, current)
+        age = time.monotonic() - self._renewed.get(actor_id, float("-inf"))
+        if age >= self.ttl * (1 - LEASE_MARGIN):
+            err = LeaseLostError(actor_id, token, None)
+            err.args = (
+                f"lease of actor {actor_id!r} not confirmed for {age:.2f} s "
+                f"(lease_ttl {self.ttl:g} s): it may have expired, so no tool is started "
+                "and the actor stops here",
+            )
+            raise err
 
     async def _passivate_loop(self, idle_for: float) -> None:
         while True:
@@ -321,13 +352,26 @@ class Ownership:
                 pass  # it expires
             self.passivated.append(actor_id)
 
-    def _forget_dead_cells(self) -> None:
-        """Forget actors whose cell stopped after a rejected (fenced) append."""
+    async def _release_stopped(self) -> None:
+        """Let go of actors whose cell stopped here: after a rejected (fenced) append, a
+        sequence conflict, a store failure or a lease that was no longer certain. Their
+        leases are released (a no-op if another runtime holds them by now) instead of being
+        renewed forever, so another runtime -- or this one, on next use -- takes them over
+        and answers what waits in their inbox. A quarantined actor keeps its lease: its log
+        needs an operator, and another runtime would only quarantine it too."""
         for actor_id in list(self.tokens):
             cell = self.system._cells.get(actor_id)
-            if cell is not None and cell.done.is_set() and isinstance(cell.error, LeaseLostError):
-                self.tokens.pop(actor_id, None)
+            if cell is None or not cell.done.is_set() or cell.status != "stopped":
+                continue
+            token = self.tokens.pop(actor_id)
+            self._renewed.pop(actor_id, None)
+            self._used.pop(actor_id, None)
+            if isinstance(cell.error, LeaseLostError):
                 self.lost.append(actor_id)
+            try:
+                await self.store.release_lease(actor_id, self.owner, token)
+            except Exception:
+                pass  # it expires
 
     # -- routing ---------------------------------------------------------------------------
 

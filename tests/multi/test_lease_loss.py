@@ -4,14 +4,26 @@ certain, and lets go of the leases of actors it stopped (issue 12, issue 18 item
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import attrs
 import pytest
-from actorlog import Actor, ActorSystem, Context, LeaseLostError, inspect, tool
-from actorlog.stores import PostgresStore
+from actorlog import (
+    Actor,
+    ActorSystem,
+    Context,
+    LeaseLostError,
+    SequenceConflictError,
+    _codec,
+    _records,
+    inspect,
+    tool,
+)
+from actorlog.stores import MemoryStore, PostgresStore
 
 from .agents import Account, Deposit
 
@@ -166,3 +178,79 @@ async def test_events_of_a_stale_owner_are_refused_by_the_store(
         await old.record_event("x", "stopped", '{"error": "stale"}')  # refused, quietly
         await new.record_event("x", "recovered", "{}")
         assert [e.kind for e in await new.read_events("x")] == ["recovered", "recovered"]
+
+
+class _PausingStore(PostgresStore):
+    """Blocks the whole process (as a GC pause or SIGSTOP would: no renewal runs) for
+    ``pause`` seconds right after an intent of ``held`` commits (once)."""
+
+    pause = 0.0
+
+    async def append(self, actor_id: str, expected_last_seq: int, rows: Any, **kw: Any) -> None:
+        await super().append(actor_id, expected_last_seq, rows, **kw)
+        if any(r.kind == "intent" and r.type_tag == held.name for r in rows):
+            time.sleep(self.pause)  # noqa: ASYNC251 -- the point: a pause of the process
+            self.pause = 0.0
+
+
+async def test_no_tool_starts_once_the_lease_is_no_longer_certain(
+    pg_url: str, pg_schema: str
+) -> None:
+    """A pause after the tool's intent is durable and longer than 3/4 of the lease: the
+    tool is not started (nobody took the actor over, but another runtime might have), and
+    the actor stops (LeaseLostError, never quarantined)."""
+    STARTED[:] = [anyio.Event()]
+    ttl = 1.0
+    store = _PausingStore(pg_url, schema=pg_schema)
+    store.pause = ttl * 0.8
+    try:
+        async with ActorSystem(store, actors=[Gated], owner="a", lease_ttl=ttl) as a:
+            ref = await a.spawn(Gated, "s")
+            with pytest.raises(LeaseLostError):
+                await ref.ask(Hold("x"), timeout=10)
+            assert not STARTED[0].is_set()
+            assert a.status("s") == "stopped"
+            kinds = [r.kind for r in await store.read("s")]
+            assert kinds == ["message", "intent"], kinds
+            # Stopped, not quarantined, and its lease let go: it is placed again (here: the
+            # take-over scan finds its unfinished step) and the tool runs, as in doubt.
+            with anyio.fail_after(10):
+                await STARTED[0].wait()
+    finally:
+        STARTED.clear()
+
+
+async def test_tools_and_handlers_see_the_fencing_token(pg_url: str, pg_schema: str) -> None:
+    CALLS.clear()
+    async with _system(pg_url, pg_schema, "a") as a, _thief(pg_url, pg_schema) as other:
+        await other.register_actor("f", "tests.multi.test_lease_loss.Fenced")
+        for _ in range(3):  # the token has moved on a few times before
+            t = await other.acquire_lease("f", "b", 30)
+            assert t is not None
+            await other.release_lease("f", "b", t)
+        ref = await a.spawn(Fenced, "f")
+        assert await ref.ask(Hold("x")) == 4
+        assert CALLS == [("f:1:0", 4)]
+    async with ActorSystem(MemoryStore(), actors=[Fenced]) as m:
+        assert await (await m.spawn(Fenced, "f")).ask(Hold("x")) == 0  # no leases: 0
+
+
+async def test_a_stopped_actor_lets_its_lease_go(pg_url: str, pg_schema: str) -> None:
+    """Issue 18.13: an actor stopped by a sequence conflict (an unfenced writer appended to
+    its log) is not kept: its lease is released, and an ask from another runtime that
+    waits in the inbox is answered by whoever takes it over."""
+    async with _system(pg_url, pg_schema, "a", ttl=0.6) as a, _thief(pg_url, pg_schema) as other:
+        ref = await a.spawn(Account, "acct")
+        assert await ref.ask(Deposit(1)) == 1
+        row = await other.get_actor("acct")
+        assert row is not None
+        data = _codec.encode_plain(_records.message_payload({"n": 5}, sender=None, trace=None), "m")
+        intruder = _codec.make_row(
+            "acct", row.last_seq + 1, "message", _codec.type_tag(Deposit), 0, "intruder", data
+        )
+        await other.append("acct", row.last_seq, [intruder])  # no fencing token: allowed
+        with pytest.raises(SequenceConflictError):
+            await ref.ask(Deposit(1), timeout=5)
+        assert a.status("acct") == "stopped"
+        async with _system(pg_url, pg_schema, "b", ttl=0.6) as b:
+            assert await b.ref(Account, "acct").ask(Deposit(2), message_id="m-b", timeout=10) == 8
