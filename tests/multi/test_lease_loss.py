@@ -5,9 +5,8 @@ certain, and lets go of the leases of actors it stopped (issue 12, issue 18 item
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
 import attrs
@@ -23,6 +22,7 @@ from actorlog import (
     inspect,
     tool,
 )
+from actorlog.store import EntryRow
 from actorlog.stores import MemoryStore, PostgresStore
 
 from .agents import Account, Deposit
@@ -186,8 +186,15 @@ class _PausingStore(PostgresStore):
 
     pause = 0.0
 
-    async def append(self, actor_id: str, expected_last_seq: int, rows: Any, **kw: Any) -> None:
-        await super().append(actor_id, expected_last_seq, rows, **kw)
+    async def append(
+        self,
+        actor_id: str,
+        expected_last_seq: int,
+        rows: Sequence[EntryRow],
+        *,
+        fence: int | None = None,
+    ) -> None:
+        await super().append(actor_id, expected_last_seq, rows, fence=fence)
         if any(r.kind == "intent" and r.type_tag == held.name for r in rows):
             time.sleep(self.pause)  # noqa: ASYNC251 -- the point: a pause of the process
             self.pause = 0.0
