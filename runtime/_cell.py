@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from ._system import ActorSystem
 
-__all__ = ["Cell", "Reply"]
+__all__ = ["Cell", "Reply", "Undecodable"]
 
 
 class Moved(Exception):  # internal signal, never escapes the system
@@ -121,6 +121,26 @@ class _Envelope:
     recorded: list[Recorded] | None = None
     decode_error: BaseException | None = None
     parent: OtelContext | None = None
+
+
+@attrs.frozen
+class Undecodable:
+    """A message from the store's inbox that this runtime cannot decode (a type it does not
+    know yet, as in a rolling deploy): posted as it came, its step fails with ``error``."""
+
+    type_tag: str
+    body: Any
+    error: BaseException
+
+
+def _decode_failed(p: dict[str, Any]) -> bool:
+    """A recorded step whose message could not be decoded: its handler never ran."""
+    err = p.get("error") or {}
+    return (
+        not p.get("ok")
+        and err.get("type") == "ConfigurationError"
+        and str(err.get("message", "")).startswith(("unknown message type", "cannot decode"))
+    )
 
 
 @attrs.define
@@ -434,7 +454,13 @@ class Cell:
         return env
 
     async def _replay(self, m: _recovery.PendingMessage) -> None:
-        msg = self.system._decode_message(m.type_tag, m.body)
+        try:
+            msg = self.system._decode_message(m.type_tag, m.body)
+        except ActorlogError:
+            if m.step is not None and _decode_failed(m.step):
+                self.handled_seq = m.seq  # live, the handler never ran either
+                return
+            raise
         ctx = Context(self, m.seq, m.recorded, complete=True)
         step = m.step or {}
         with tracer.start_as_current_span(
@@ -480,13 +506,17 @@ class Cell:
         With a ``message_id`` already in the log, nothing is written: ``ask`` gets the
         recorded (or pending) reply of that message.
         """
-        _codec.check_attrs_instance(msg, "message")
-        tag = _codec.type_tag(type(msg))
-        body = _codec.to_plain(msg, "message", check=False)
+        if isinstance(msg, Undecodable):
+            tag, body = msg.type_tag, msg.body
+        else:
+            _codec.check_attrs_instance(msg, "message")
+            tag = _codec.type_tag(type(msg))
+            body = _codec.to_plain(msg, "message", check=False)
         if not self.ready.is_set():
             await self.ready.wait()
         self.check_usable()
-        self.system._learn_message_type(type(msg))
+        if not isinstance(msg, Undecodable):
+            self.system._learn_message_type(type(msg))
         if message_id is not None:
             if not isinstance(message_id, str) or not message_id:
                 raise ConfigurationError("message_id must be a non-empty str")
@@ -509,7 +539,10 @@ class Cell:
             slot = self.waiters[seq] = Reply()
         # The handler may start before the commit completes: nothing it does escapes
         # before the journal is flushed, and every flush covers this entry.
-        self._mailbox.put(_Envelope(seq, tag, msg, message_id, payload["trace"]))
+        env = _Envelope(seq, tag, msg, message_id, payload["trace"])
+        if isinstance(msg, Undecodable):
+            env.message, env.decode_error = None, msg.error
+        self._mailbox.put(env)
         if want_reply:
             # ``ask`` returns only with the reply, which waits for the step's commit; that
             # commit (or the first intent's, earlier) covers this message: one fsync fewer.

@@ -40,6 +40,7 @@ from anyio.abc import TaskGroup
 
 from . import _codec, _records
 from ._actor import Actor, reply_type
+from ._cell import Undecodable
 from ._errors import (
     ActorlogError,
     ConfigurationError,
@@ -489,7 +490,14 @@ class Ownership:
                 return
             self._used[actor_id] = time.monotonic()
             try:
-                msg = self.system._decode_message(tag, json.loads(body))
+                plain = json.loads(body)
+                try:
+                    msg: Any = self.system._decode_message(tag, plain)
+                except ConfigurationError as exc:
+                    # A type this runtime does not know (yet): logged as it came, its step
+                    # fails with the decode error (as for a local message) and the inbox
+                    # moves on instead of retrying it forever in front of the others.
+                    msg = Undecodable(tag, plain, exc)
                 if self._replies is None:
                     await cell.post(msg, message_id=message_id, sender=sender, want_reply=False)
                     slot = None
