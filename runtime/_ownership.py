@@ -36,6 +36,7 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from . import _codec, _records
@@ -114,6 +115,7 @@ class Ownership:
         reply_poll_interval: float | None = None,
         max_actors: int | None = None,
         passivate_after: float | None = None,
+        client: bool = False,
     ) -> None:
         if not lease_ttl > 0:
             raise ConfigurationError(f"lease_ttl must be > 0, got {lease_ttl!r}")
@@ -123,6 +125,12 @@ class Ownership:
             raise ConfigurationError(f"passivate_after must be > 0, got {passivate_after!r}")
         self.max_actors = max_actors
         self.passivate_after = passivate_after
+        #: client mode: own no actor, place none, take none over; only send and ask
+        self.client = client
+        #: (client mode) actors whose row this client has registered, so owners place them
+        self._registered: set[str] = set()
+        #: wakes the take-over scan early: a message was queued for an actor nobody holds
+        self._scan_wake = anyio.Event()
         #: monotonic time each owned actor was last used here (routing, inbox delivery)
         self._used: dict[str, float] = {}
         #: actors whose lease another runtime held when we last tried, and until when we
@@ -168,17 +176,20 @@ class Ownership:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self, tg: TaskGroup) -> None:
-        try:
-            self._stop_listening = await self.store.listen_inbox(self._notified)
-        except ActorlogError:
-            self._stop_listening = None  # polling still delivers
         if self._replies is not None:
             try:
                 self._stop_replies = await self._replies.listen_replies(self._reply_notified)
             except ActorlogError:
                 self._stop_replies = None  # asks poll
-            tg.start_soon(self._announce_loop, name=f"actorlog:replies:{self.owner}")
         self._tg = tg
+        if self.client:
+            return  # no leases, no inbox, no take-over: asks wait for replies only
+        try:
+            self._stop_listening = await self.store.listen_inbox(self._notified)
+        except ActorlogError:
+            self._stop_listening = None  # polling still delivers
+        if self._replies is not None:
+            tg.start_soon(self._announce_loop, name=f"actorlog:replies:{self.owner}")
         tg.start_soon(self._renew_loop, name=f"actorlog:leases:{self.owner}")
         tg.start_soon(self._inbox_loop, name=f"actorlog:inbox:{self.owner}")
         tg.start_soon(self._takeover_loop, name=f"actorlog:takeover:{self.owner}")
@@ -205,6 +216,10 @@ class Ownership:
     def _notified(self, actor_id: str) -> None:
         if actor_id in self.tokens:
             self._wake.set()
+        elif self._foreign.get(actor_id, 0.0) <= time.monotonic():
+            # Perhaps nobody holds it (a client's first message to it): place it now
+            # rather than at the next periodic scan.
+            self._scan_wake.set()
 
     def _reply_notified(self, actor_id: str | None, message_id: str | None) -> None:
         """A reply notification: wake the asks waiting on it (all of the actor's without a
@@ -231,7 +246,10 @@ class Ownership:
     # -- leases ----------------------------------------------------------------------------
 
     async def claim(self, actor_id: str) -> bool:
-        """Take the actor's lease (before recovering it here). False: another runtime owns it."""
+        """Take the actor's lease (before recovering it here). False: another runtime owns it
+        (or this is a client, which owns nothing)."""
+        if self.client:
+            return False
         if self.max_actors is None:
             return await self._claim(actor_id)
         async with self._claim_lock:  # count and take together: never above max_actors
@@ -251,7 +269,34 @@ class Ownership:
         self.tokens[actor_id] = token
         self.store.set_fence(actor_id, token)
         self._wake.set()  # deliver what is queued for it
+        if self._tg is not None and self._replies is not None:
+            self._tg.start_soon(self._announce_pending, actor_id, token)
         return True
+
+    async def _announce_pending(self, actor_id: str, token: int) -> None:
+        """After taking an actor (over): announce the replies of the messages already in
+        its log and not yet handled, like those of inbox messages. Their askers may wait on
+        other runtimes (the previous owner took them out of the inbox before it died)."""
+        await anyio.lowlevel.checkpoint()  # the caller starts the cell right after claiming
+        cell = self.system._cells.get(actor_id)
+        if cell is None:
+            return
+        await cell.ready.wait()
+        if self.tokens.get(actor_id) != token or cell.done.is_set():
+            return
+        try:
+            pending = await self._logged_messages(actor_id, cell.handled_seq)
+            for seq, message_id in pending:
+                slot = await cell.reply_for(seq)
+                if self._tg is not None:
+                    self._tg.start_soon(self._announce_when_done, actor_id, message_id, slot)
+        except Exception:
+            return  # the asks find their replies by polling
+
+    async def _logged_messages(self, actor_id: str, after: int) -> list[tuple[int, str]]:
+        """``(seq, message_id)`` of the actor's logged messages after seq ``after``."""
+        rows = await self.system.store.read(actor_id, after_seq=after, kinds=("message",))
+        return [(r.seq, r.message_id) for r in rows if r.message_id is not None]
 
     def _remember_foreign(self, actor_id: str) -> None:
         """Another runtime holds the lease: do not ask again for a while (a third of the
@@ -384,6 +429,8 @@ class Ownership:
 
     async def route(self, cls: type[Actor[Any]], actor_id: str) -> bool:
         """True if the actor runs here (started here now if its lease was free)."""
+        if self.client:
+            return False
         if self._live(actor_id) is not None:
             self._used[actor_id] = time.monotonic()
             return True
@@ -415,6 +462,12 @@ class Ownership:
             raise ConfigurationError("message_id must be a non-empty str")
         body = json.dumps(_codec.to_plain(msg, "message"))
         tag = _codec.type_tag(type(msg))
+        if self.client and actor_id not in self._registered:
+            # A runtime places an actor it finds with inbox messages and no live lease; it
+            # needs the actor's row (and class) for that. Idempotent.
+            _codec.validate_actor_id(actor_id)
+            await self.system.store.register_actor(actor_id, _codec.type_tag(cls))
+            self._registered.add(actor_id)
         if not want_reply:
             with anyio.fail_after(timeout):
                 await self.store.inbox_put(actor_id, message_id, tag, body, sender)
@@ -550,6 +603,8 @@ class Ownership:
 
     async def recover(self) -> None:
         """Take over and recover actors with unfinished work and no live lease."""
+        if self.client:
+            return
         try:
             found = await self.store.orphans(owner=self.owner)
         except Exception:
@@ -567,8 +622,11 @@ class Ownership:
 
     async def _takeover_loop(self) -> None:
         while True:
-            await anyio.sleep(self.ttl / 2)
+            with anyio.move_on_after(self.ttl / 2):
+                await self._scan_wake.wait()
+            self._scan_wake = anyio.Event()
             await self.recover()
+            await anyio.sleep(max(self.poll_interval, self.ttl / 10))  # at most this often
 
 
 def _outcome(cls: type[Actor[Any]], actor_id: str, seq: int, p: dict[str, Any]) -> Any:
