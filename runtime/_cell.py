@@ -22,6 +22,7 @@ from ._errors import (
     ConfigurationError,
     EncodeError,
     HandlerError,
+    LeaseLostError,
     RecoveryError,
     SequenceConflictError,
     StoreUnavailableError,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
     from ._system import ActorSystem
 
-__all__ = ["Cell", "Reply"]
+__all__ = ["Cell", "Reply", "Undecodable"]
 
 
 class Moved(Exception):  # internal signal, never escapes the system
@@ -122,6 +123,26 @@ class _Envelope:
     parent: OtelContext | None = None
 
 
+@attrs.frozen
+class Undecodable:
+    """A message from the store's inbox that this runtime cannot decode (a type it does not
+    know yet, as in a rolling deploy): posted as it came, its step fails with ``error``."""
+
+    type_tag: str
+    body: Any
+    error: BaseException
+
+
+def _decode_failed(p: dict[str, Any]) -> bool:
+    """A recorded step whose message could not be decoded: its handler never ran."""
+    err = p.get("error") or {}
+    return (
+        not p.get("ok")
+        and err.get("type") == "ConfigurationError"
+        and str(err.get("message", "")).startswith(("unknown message type", "cannot decode"))
+    )
+
+
 @attrs.define
 class _InDoubt:
     tool: str
@@ -165,6 +186,17 @@ class Cell:
         self.replay_cpu = 0.0  # handler time of the steps since the last snapshot
         self.snapshot_bytes = 0
         self.snapshot_seq = 0
+        own = system._ownership
+        #: the fencing token of the lease this cell runs under (0 without leases)
+        self.fencing_token = 0 if own is None else own.tokens.get(actor_id, 0)
+
+    def check_lease(self) -> int:
+        """Before a tool starts: the fencing token, if this runtime's lease of the actor is
+        certain. Raises ``LeaseLostError`` if not (see ``Ownership.check_lease``)."""
+        own = self.system._ownership
+        if own is not None:
+            own.check_lease(self.actor_id, self.fencing_token)
+        return self.fencing_token
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -174,17 +206,17 @@ class Cell:
             try:
                 await self._recover()
             except ActorlogError as exc:
-                self.quarantine(exc, status=self._stop_status(exc))
+                error, status = self._stopping(exc)
+                self.quarantine(error, status=status)
                 return
             except Exception as exc:
                 self.quarantine(RecoveryError(self.actor_id, self.handled_seq, repr(exc)))
                 return
             try:
                 await self._loop()
-            except SequenceConflictError as exc:
-                self.quarantine(exc, status="stopped")
             except ActorlogError as exc:
-                self.quarantine(exc, status=self._stop_status(exc))
+                error, status = self._stopping(exc)
+                self.quarantine(error, status=status)
             except Exception as exc:
                 self.quarantine(RecoveryError(self.actor_id, self.handled_seq, repr(exc)))
         finally:
@@ -197,6 +229,16 @@ class Cell:
             self.ready.set()
             self.done.set()
             self._mailbox.close()
+
+    def _stopping(self, exc: BaseException) -> tuple[BaseException, str]:
+        """Why the actor ends, and as what. A rejected append (a conflict, or a lease lost
+        to another runtime) stops it, also when what surfaces is a later failure of the
+        journal that rejection broke: another writer owns the log, which is not damaged."""
+        if isinstance(exc, SequenceConflictError):
+            return exc, "stopped"
+        if isinstance(self.journal.broken, SequenceConflictError):
+            return self.journal.broken, "stopped"
+        return exc, self._stop_status(exc)
 
     def _stop_status(self, exc: BaseException) -> str:
         """A store failure stops the actor (spawning it again retries); anything else
@@ -260,7 +302,10 @@ class Cell:
         for w in self.in_doubt.values():
             w.event.set()
         self.ready.set()
-        self.note_event(status, {"error_type": type(exc).__qualname__, "error": str(exc)})
+        if not isinstance(exc, LeaseLostError):
+            # A runtime that lost the actor writes nothing for it, not even history: the
+            # owner's history says how it is (the loss is logged and traced by Ownership).
+            self.note_event(status, {"error_type": type(exc).__qualname__, "error": str(exc)})
 
     def failure(self) -> BaseException:
         """What a caller of this stopped or quarantined actor gets: the conflict itself for
@@ -411,7 +456,13 @@ class Cell:
         return env
 
     async def _replay(self, m: _recovery.PendingMessage) -> None:
-        msg = self.system._decode_message(m.type_tag, m.body)
+        try:
+            msg = self.system._decode_message(m.type_tag, m.body)
+        except ActorlogError:
+            if m.step is not None and _decode_failed(m.step):
+                self.handled_seq = m.seq  # live, the handler never ran either
+                return
+            raise
         ctx = Context(self, m.seq, m.recorded, complete=True)
         step = m.step or {}
         with tracer.start_as_current_span(
@@ -459,13 +510,17 @@ class Cell:
         With a ``message_id`` already in the log, nothing is written: ``ask`` gets the
         recorded (or pending) reply of that message.
         """
-        _codec.check_attrs_instance(msg, "message")
-        tag = _codec.type_tag(type(msg))
-        body = _codec.to_plain(msg, "message", check=False)
+        if isinstance(msg, Undecodable):
+            tag, body = msg.type_tag, msg.body
+        else:
+            _codec.check_attrs_instance(msg, "message")
+            tag = _codec.type_tag(type(msg))
+            body = _codec.to_plain(msg, "message", check=False)
         if not self.ready.is_set():
             await self.ready.wait()
         self.check_usable()
-        self.system._learn_message_type(type(msg))
+        if not isinstance(msg, Undecodable):
+            self.system._learn_message_type(type(msg))
         if message_id is not None:
             _codec.validate_message_id(message_id)
             existing = await self._find_message(message_id)
@@ -487,7 +542,10 @@ class Cell:
             slot = self.waiters[seq] = Reply()
         # The handler may start before the commit completes: nothing it does escapes
         # before the journal is flushed, and every flush covers this entry.
-        self._mailbox.put(_Envelope(seq, tag, msg, message_id, payload["trace"]))
+        env = _Envelope(seq, tag, msg, message_id, payload["trace"])
+        if isinstance(msg, Undecodable):
+            env.message, env.decode_error = None, msg.error
+        self._mailbox.put(env)
         if want_reply:
             # ``ask`` returns only with the reply, which waits for the step's commit; that
             # commit (or the first intent's, earlier) covers this message: one fsync fewer.

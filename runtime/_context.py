@@ -131,6 +131,15 @@ class Context:
         return self._cell.actor_id
 
     @property
+    def fencing_token(self) -> int:
+        """The fencing token of this actor's lease on this runtime: it grows every time the
+        actor changes owner, so an external system that remembers the highest token it has
+        seen per actor and refuses lower ones refuses a runtime that lost the actor (a tool
+        that declares a ``fencing_token`` keyword gets it too). ``0`` without leases (SQLite,
+        memory, or no ``owner=``): one writer only, lower than any PostgreSQL token."""
+        return self._cell.fencing_token
+
+    @property
     def replaying(self) -> bool:
         """True while effects are being served from the log."""
         return self._index < len(self._recorded) or self._complete
@@ -307,6 +316,14 @@ class Context:
                 err = err if isinstance(err, dict) else {}
                 raise ToolCallError(f"ctx.{tag}", str(err.get("type")), str(err.get("message")))
 
+    def _guard_now(self, check: Callable[[], R]) -> R:
+        """``_guard`` for a synchronous check."""
+        try:
+            return check()
+        except ActorlogError as exc:
+            self.fatal = self.fatal or exc
+            raise
+
     def _effect(self, tag: str, make: Callable[[], Any]) -> Any:
         index = self._index
         self._index += 1
@@ -409,8 +426,12 @@ class Context:
             ATTR.SERVED_FROM_LOG: False,
         }
         with tracer.start_as_current_span(SPAN.TOOL_CALL, attributes=attributes) as span:
+            # Start no tool on a lease that may have expired (LeaseLostError stops the actor).
+            token = self._guard_now(cell.check_lease)
+            extra: dict[str, Any] = {"idempotency_key": key} if t.idempotent else {}
+            if t.wants_fencing_token:
+                extra["fencing_token"] = token
             t0 = time.perf_counter()
-            extra = {"idempotency_key": key} if t.idempotent else {}
             failure: BaseException | None = None
             try:
                 value = await t.fn(*args, **kwargs, **extra)
@@ -514,7 +535,9 @@ class Context:
             return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)
         if policy == "reconcile":
             assert t.reconcile is not None
-            args_for = {k: v for k, v in arguments.items() if k != "idempotency_key"}
+            args_for = {
+                k: v for k, v in arguments.items() if k not in ("idempotency_key", "fencing_token")
+            }
             try:
                 answer = await t.reconcile(key, args_for)
             except BaseException as exc:

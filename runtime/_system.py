@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import os
+import socket
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -176,6 +179,11 @@ class ActorSystem:
         reply_poll_interval: with ``owner`` and leases, seconds between looks for the reply
             of an ``ask`` sent to an actor on another runtime when no notification came
             (default ``4 x poll_interval``).
+        client: run no actors here, only send to and ask actors run by the runtimes that
+            share the store (a web server in front of them): no placement, no take-over,
+            no leases; every ``send``/``ask`` goes through the store's inbox and is answered
+            by the actor's owner. Needs a store with ``capabilities.leases`` (PostgreSQL);
+            ``owner`` defaults to a unique name. See ``docs/scaling.md``.
     """
 
     def __init__(
@@ -192,6 +200,7 @@ class ActorSystem:
         passivate_after: float | None = None,
         poll_interval: float = 0.25,
         reply_poll_interval: float | None = None,
+        client: bool = False,
     ) -> None:
         if isinstance(store, str):
             from actorlog.stores import open_store
@@ -236,6 +245,14 @@ class ActorSystem:
         self.passivate_after = passivate_after
         self._over_limit: anyio.Event | None = None  # wakes the passivator (made by it)
         self._ownership: Ownership | None = None
+        if client:
+            if not self.store.capabilities.leases:
+                raise ConfigurationError(
+                    "client=True needs a store shared by runtimes with leases (PostgreSQL): "
+                    "with this store there is no owner to deliver to; drop client=True to "
+                    "run the actors here"
+                )
+            owner = owner or _client_name()
         if owner is not None and self.store.capabilities.leases:
             self._ownership = Ownership(
                 self,
@@ -245,6 +262,7 @@ class ActorSystem:
                 passivate_after=passivate_after,
                 poll_interval=poll_interval,
                 reply_poll_interval=reply_poll_interval,
+                client=client,
             )
 
     # -- registration ----------------------------------------------------------------------
@@ -689,6 +707,11 @@ def _restartable(cell: Cell) -> bool:
         or isinstance(cell.error, (StoreUnavailableError, LeaseLostError))
         or isinstance(cell.journal.broken, StoreUnavailableError)
     )
+
+
+def _client_name() -> str:
+    """A unique owner name for a client (it holds no lease; the name labels its asks)."""
+    return f"client-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def _whoami() -> str:

@@ -99,6 +99,9 @@ class Tool(Generic[P, R]):
                     f"tool {self.name!r} is idempotent=True, so it must accept an "
                     "'idempotency_key' keyword argument"
                 )
+        #: the function takes a ``fencing_token`` keyword: ``ctx.call`` passes the actor's
+        #: current fencing token (docs/scaling.md, "Fencing tokens for the outside world")
+        self.wants_fencing_token = _takes_keyword(self.signature, "fencing_token")
         functools.update_wrapper(self, fn)
 
     @property
@@ -123,11 +126,15 @@ class Tool(Generic[P, R]):
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
         """Check the call against the signature. Raises ``ConfigurationError`` on mismatch."""
         try:
+            supplied: dict[str, Any] = {}
             if self.idempotent:
-                if "idempotency_key" in kwargs:
-                    raise TypeError("idempotency_key is supplied by actorlog; do not pass it")
-                return self.signature.bind(*args, **kwargs, idempotency_key="")
-            return self.signature.bind(*args, **kwargs)
+                supplied["idempotency_key"] = ""
+            if self.wants_fencing_token:
+                supplied["fencing_token"] = 0
+            for name in supplied:
+                if name in kwargs:
+                    raise TypeError(f"{name} is supplied by actorlog; do not pass it")
+            return self.signature.bind(*args, **kwargs, **supplied)
         except TypeError as exc:
             raise ConfigurationError(f"bad call of tool {self.name!r}: {exc}") from exc
 
@@ -136,6 +143,14 @@ class Tool(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"<tool {self.name} effect={self.effect} policy={self.policy}>"
+
+
+def _takes_keyword(signature: inspect.Signature, name: str) -> bool:
+    p = signature.parameters.get(name)
+    return p is not None and p.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
 
 
 @overload

@@ -241,6 +241,14 @@ DROP INDEX IF EXISTS entries_ref;
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 _SCHEMA_VERSION = max(_MIGRATIONS)
 
+#: The WHERE clause of a fenced ``INSERT ... SELECT``: true if the statement's fencing
+#: token (parameter ``$n``; NULL: unfenced) is the actor's current one (``$1``), with the
+#: lease row share-locked so that a take-over waits for the statement; none otherwise.
+_FENCE_WHERE = (
+    "WHERE (${n}::bigint IS NULL OR EXISTS (SELECT 1 FROM leases "
+    "WHERE actor_id = $1 AND token = ${n} FOR SHARE))"
+)
+
 #: SQLSTATE of a fenced append rejected by the trigger (class 23: a rejection).
 _FENCED_SQLSTATE = "23AL1"
 #: NOTIFY channel that wakes the owner of an actor with new inbox messages (payload: id).
@@ -550,6 +558,15 @@ class PostgresStore:
         except _DRIVER_ERRORS as exc:
             raise self._failure("read", exc) from exc
 
+    async def _execute_count(self, sql: str, *args: Any) -> int:
+        """Execute a write; return how many rows it affected."""
+        pool = self._writable_pool()
+        try:
+            status = await pool.execute(sql, *args)
+        except _DRIVER_ERRORS as exc:
+            raise self._failure("write", exc) from exc
+        return int(str(status).rsplit(" ", 1)[-1])
+
     async def _execute(self, sql: str, *args: Any) -> None:
         pool = self._writable_pool()
         try:
@@ -779,10 +796,16 @@ class PostgresStore:
     # -- snapshots -------------------------------------------------------------------------
 
     async def save_snapshot(self, snapshot: SnapshotRow) -> None:
+        """Write (or replace) a snapshot. Fenced like appends (see :meth:`record_event`):
+        raises :class:`~actorlog.LeaseLostError` if this store's token for the actor is
+        no longer the current one, and writes nothing."""
         i = snapshot.info
-        await self._execute(
+        fence = self._fences.get(i.actor_id)
+        written = await self._execute_count(
             f"INSERT INTO snapshots ({_SNAP_INFO_COLS}, data) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+            "SELECT $1::text, $2::bigint, $3::bigint, $4::text, $5::integer, $6::bytea, "
+            "$7::bigint, $8::float8, $9::bytea "
+            f"{_FENCE_WHERE.format(n=10)} "
             "ON CONFLICT (actor_id, seq) DO UPDATE SET "
             "handled_seq = EXCLUDED.handled_seq, type_tag = EXCLUDED.type_tag, "
             "schema_version = EXCLUDED.schema_version, digest = EXCLUDED.digest, "
@@ -796,7 +819,10 @@ class PostgresStore:
             i.size,
             i.created_at,
             snapshot.data,
+            fence,
         )
+        if not written:
+            raise LeaseLostError(i.actor_id, fence, None)
 
     async def list_snapshots(self, actor_id: str) -> list[SnapshotInfo]:
         rows = await self._fetch(
@@ -816,11 +842,14 @@ class PostgresStore:
         return SnapshotRow(info=_info(rows[0]), data=bytes(rows[0][8]))
 
     async def delete_snapshots(self, actor_id: str, seqs: Sequence[int]) -> None:
+        """Delete snapshots; fenced (see :meth:`record_event`): a stale token deletes none."""
         if seqs:
             await self._execute(
-                "DELETE FROM snapshots WHERE actor_id = $1 AND seq = ANY($2::bigint[])",
+                "DELETE FROM snapshots WHERE actor_id = $1 AND seq = ANY($2::bigint[]) "
+                f"AND {_FENCE_WHERE.format(n=3)[6:]}",
                 actor_id,
                 list(seqs),
+                self._fences.get(actor_id),
             )
 
     # -- consistent reads (optional store method, see actorlog.store) ----------------------
@@ -863,12 +892,20 @@ class PostgresStore:
     # -- operator history ------------------------------------------------------------------
 
     async def record_event(self, actor_id: str, kind: str, detail: str) -> None:
+        """Add an operator-history event. Fenced like appends: with a token registered for
+        the actor (:meth:`set_fence`), the event is recorded only if that token is still the
+        actor's current one, under a share lock of the lease row (a take-over waits for it,
+        so an accepted event precedes everything the new owner records). A runtime that lost
+        the actor adds nothing to its history; a refused event is dropped without error
+        (history is best effort)."""
         await self._execute(
-            "INSERT INTO events (actor_id, at, kind, detail) VALUES ($1, $2, $3, $4)",
+            "INSERT INTO events (actor_id, at, kind, detail) "
+            f"SELECT $1::text, $2::float8, $3::text, $4::text {_FENCE_WHERE.format(n=5)}",
             actor_id,
             time.time(),
             kind,
             detail,
+            self._fences.get(actor_id),
         )
 
     async def read_events(self, actor_id: str) -> list[EventRow]:
