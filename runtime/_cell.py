@@ -483,9 +483,16 @@ class Cell:
         slot = None
         if want_reply:
             slot = self.waiters[seq] = Reply()
+        # The handler gets the message decoded from the bytes just logged, as replay will
+        # (live equals replay; the caller's object is not shared with the handler).
+        env = _Envelope(seq, tag, None, message_id, payload["trace"])
+        try:
+            env.message = self.system._decode_message(tag, self.journal.last_payload()["body"])
+        except ActorlogError as exc:
+            env.decode_error = exc
         # The handler may start before the commit completes: nothing it does escapes
         # before the journal is flushed, and every flush covers this entry.
-        self._mailbox.put(_Envelope(seq, tag, msg, message_id, payload["trace"]))
+        self._mailbox.put(env)
         if want_reply:
             # ``ask`` returns only with the reply, which waits for the step's commit; that
             # commit (or the first intent's, earlier) covers this message: one fsync fewer.

@@ -314,11 +314,10 @@ class Context:
         if rec is not None:
             self.effects_from_log += 1
             return rec.payload["value"]
-        value = make()
         self._cell.journal.write(
-            "effect", tag, self.step_seq, _records.effect_payload(index=index, value=value)
+            "effect", tag, self.step_seq, _records.effect_payload(index=index, value=make())
         )
-        return value
+        return self._logged("value")
 
     def _expect(
         self, index: int, kind: str, tag: str, args: Any, kwargs: Any = None
@@ -583,6 +582,8 @@ class Context:
         attempts: int,
     ) -> Any:
         decision = await self._guard(self._cell.wait_in_doubt(rec.seq, t.name, key))
+        # the decision as its entry was logged (and as replay will read it)
+        decision = _codec.decode_json(_codec.encode_plain(decision, "decision"))
         action = decision["action"]
         _telemetry.settled(rec.seq, t.name, t.policy, f"operator.{action}", _by(decision))
         if action == "retry":
