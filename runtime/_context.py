@@ -262,6 +262,17 @@ class Context:
 
     # -- internals -------------------------------------------------------------------------
 
+    def _next_recorded_args(self) -> list[Any] | None:
+        """The arguments of the intent recorded at the next effect position, or None (live,
+        or another kind of effect there). For integrations whose logged arguments changed
+        between versions: they match the shape the log holds."""
+        if self._index < len(self._recorded):
+            rec = self._recorded[self._index]
+            args = rec.payload.get("args")
+            if rec.kind == "intent" and isinstance(args, list):
+                return args
+        return None
+
     async def _guard(self, aw: Awaitable[R]) -> R:
         """Await infrastructure work; its failure stops the actor even if the handler
         catches the exception."""
