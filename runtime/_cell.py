@@ -613,6 +613,7 @@ class Cell:
                 span.set_status(Status(StatusCode.ERROR, _records.error_info(exc)["message"]))
             if ctx.fatal is not None:
                 raise ctx.fatal
+            ctx.settle_abandoned()
             span.set_attribute(ATTR.OUTCOME, "ok" if error is None else "error")
             if resumed:
                 span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)

@@ -123,6 +123,8 @@ class Context:
         self.fatal: BaseException | None = None
         self.effects_from_log = 0
         self.awaited = 0.0
+        #: intents of this step running (or waiting for an operator) now: seq -> tool name
+        self._open: dict[int, str] = {}
 
     # -- public surface --------------------------------------------------------------------
 
@@ -374,6 +376,26 @@ class Context:
         self.fatal = self.fatal or exc
         raise exc
 
+    def settle_abandoned(self) -> None:
+        """Before the step entry: settle every call of this step the handler cancelled with
+        its own scope (a timeout) and went on without. A completed step never holds an
+        unsettled intent; replay takes the same path (see ``_settle``)."""
+        for intent_seq, name in sorted(self._open.items()):
+            self._cell.journal.write(
+                "result",
+                name,
+                intent_seq,
+                _records.result_payload(
+                    error={
+                        "type": "Cancelled",
+                        "message": "the handler's own cancel scope cancelled this call before "
+                        "it returned, and the step went on; it may or may not have taken effect",
+                    },
+                    settled_by="cancelled",
+                ),
+            )
+        self._open.clear()
+
     def check_consumed(self) -> None:
         """After a replayed handler returns: every recorded effect must have been asked for."""
         if self.fatal is None and self._index < len(self._recorded):
@@ -407,6 +429,7 @@ class Context:
     ) -> Any:
         """Run the tool now (its intent is durable) and log the result."""
         cell = self._cell
+        self._open[intent_seq] = t.name  # until its result is written (settle_abandoned)
         attributes: dict[str, Any] = {
             ATTR.ACTOR_ID: self.actor_id,
             ATTR.SEQ: self.step_seq,
@@ -445,6 +468,7 @@ class Context:
                 except EncodeError as exc:
                     failure = EncodeError(f"result of tool {t.name}", type(value), exc.reason)
                 else:
+                    del self._open[intent_seq]
                     return self._value(t, self._logged("value"))
             info = _records.error_info(failure)  # always loggable: sanitized, truncated
             span.set_status(Status(StatusCode.ERROR, f"{info['type']}: {info['message']}"))
@@ -456,6 +480,7 @@ class Context:
                     error=info, attempt=attempt, duration=time.perf_counter() - t0
                 ),
             )
+            del self._open[intent_seq]
             raise ToolCallError(t.name, info["type"], info["message"]) from failure
 
     def _served(self, t: Tool[Any, Any], kind: str, action: str, payload: dict[str, Any]) -> Any:
@@ -489,6 +514,10 @@ class Context:
         attempts = 1 + sum(1 for k, a, _ in rec.outcomes if k == "decision" and a == "attempt")
         if rec.outcomes:
             kind, action, payload = rec.outcomes[-1]
+            if kind == "result" and payload.get("settled_by") == "cancelled":
+                # Live, the handler's own scope cancelled this call and the step went on
+                # without its result: take the same path, waiting for the same scope.
+                await anyio.sleep_forever()
             if kind == "result" or action in ("result", "fail"):
                 with tracer.start_as_current_span(
                     SPAN.TOOL_CALL,
@@ -592,7 +621,9 @@ class Context:
         key: str,
         attempts: int,
     ) -> Any:
+        self._open[rec.seq] = t.name
         decision = await self._guard(self._cell.wait_in_doubt(rec.seq, t.name, key))
+        del self._open[rec.seq]
         # the decision as its entry was logged (and as replay will read it)
         decision = _codec.decode_json(_codec.encode_plain(decision, "decision"))
         action = decision["action"]
