@@ -28,7 +28,14 @@ pytestmark = pytest.mark.anyio
 StoreFactory = Callable[[], Store]
 
 RUNS: list[str] = []
-ERROR_TYPES = ("ValueError", "_BadStr", "CancelledError", "Cancelled", "GeneratorExit")
+ERROR_TYPES = (
+    "ValueError",
+    "_BadStr",
+    "CancelledError",
+    "Cancelled",
+    "GeneratorExit",
+    "EncodeError",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -130,6 +137,10 @@ class Failing(Actor[Log]):
             raise await _captured_cancellation()
         if msg.tool == "generator_exit":
             raise GeneratorExit("from the handler")
+        if msg.tool == "reply_surrogate":
+            return "reply \udcff"
+        if msg.tool == "reply_oversize":
+            return "z" * (MAX_PAYLOAD_BYTES + 10)
         raise _BadStr()
 
 
@@ -207,7 +218,16 @@ async def test_a_tool_error_keeps_its_type_and_marks_truncation(
 
 
 @pytest.mark.parametrize(
-    "failure", ["surrogate", "oversize", "bad_str", "stray_cancel", "generator_exit"]
+    "failure",
+    [
+        "surrogate",
+        "oversize",
+        "bad_str",
+        "stray_cancel",
+        "generator_exit",
+        "reply_surrogate",
+        "reply_oversize",
+    ],
 )
 async def test_a_handler_error_that_cannot_be_logged_as_given_keeps_its_type(
     make_store: StoreFactory, failure: str
