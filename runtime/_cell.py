@@ -540,11 +540,18 @@ class Cell:
         slot = None
         if want_reply:
             slot = self.waiters[seq] = Reply()
-        # The handler may start before the commit completes: nothing it does escapes
-        # before the journal is flushed, and every flush covers this entry.
-        env = _Envelope(seq, tag, msg, message_id, payload["trace"])
+        # The handler gets the message decoded from the bytes just logged, as replay will
+        # (live equals replay; the caller's object is not shared with the handler). The
+        # handler may start before the commit completes: nothing it does escapes before the
+        # journal is flushed, and every flush covers this entry.
+        env = _Envelope(seq, tag, None, message_id, payload["trace"])
         if isinstance(msg, Undecodable):
-            env.message, env.decode_error = None, msg.error
+            env.decode_error = msg.error
+        else:
+            try:
+                env.message = self.system._decode_message(tag, self.journal.last_payload()["body"])
+            except ActorlogError as exc:
+                env.decode_error = exc
         self._mailbox.put(env)
         if want_reply:
             # ``ask`` returns only with the reply, which waits for the step's commit; that
@@ -666,6 +673,7 @@ class Cell:
                 span.set_status(Status(StatusCode.ERROR, _records.error_info(exc)["message"]))
             if ctx.fatal is not None:
                 raise ctx.fatal
+            ctx.settle_abandoned()
             span.set_attribute(ATTR.OUTCOME, "ok" if error is None else "error")
             if resumed:
                 span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)

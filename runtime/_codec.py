@@ -156,19 +156,26 @@ def encode_plain(obj: dict[str, Any], what: str) -> bytes:
 
 
 def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
-    """Unstructure ``value`` and (with ``check``) prove it is JSON-encodable.
+    """Unstructure ``value`` and (with ``check``) prove it encodes to UTF-8 JSON within the
+    payload limit.
 
     Callers that encode the result into an entry right away pass ``check=False`` and turn
     the entry's ``EncodeError`` into theirs, so the value is encoded once, not twice.
     """
+    size = 0
     try:
-        if type(value) in _PRIMITIVES:
+        if type(value) in _PRIMITIVES and not (check and type(value) is str):
             return value
         plain = converter.unstructure(value)
         if check:
-            _encode(plain)
+            # to bytes too: a lone surrogate only fails there
+            size = len(_encode(plain).encode())
     except (TypeError, ValueError, cattrs.BaseValidationError, RecursionError) as exc:
         raise EncodeError(what, type(value), str(exc)) from exc
+    if check and size > MAX_PAYLOAD_BYTES:
+        raise EncodeError(
+            what, type(value), f"encoded size {size} bytes exceeds {MAX_PAYLOAD_BYTES}"
+        )
     return plain
 
 

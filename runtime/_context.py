@@ -22,7 +22,7 @@ import anyio
 import attrs
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _records, _telemetry
+from . import _codec, _decisions, _records, _telemetry
 from ._errors import ActorlogError, EncodeError, NonDeterminismError, ToolCallError
 from ._telemetry import ATTR, SPAN, tracer
 from ._tools import Happened, NotHappened, Tool, as_tool, unwrap_partial
@@ -123,6 +123,8 @@ class Context:
         self.fatal: BaseException | None = None
         self.effects_from_log = 0
         self.awaited = 0.0
+        #: intents of this step running (or waiting for an operator) now: seq -> tool name
+        self._open: dict[int, str] = {}
 
     # -- public surface --------------------------------------------------------------------
 
@@ -271,6 +273,17 @@ class Context:
 
     # -- internals -------------------------------------------------------------------------
 
+    def _next_recorded_args(self) -> list[Any] | None:
+        """The arguments of the intent recorded at the next effect position, or None (live,
+        or another kind of effect there). For integrations whose logged arguments changed
+        between versions: they match the shape the log holds."""
+        if self._index < len(self._recorded):
+            rec = self._recorded[self._index]
+            args = rec.payload.get("args")
+            if rec.kind == "intent" and isinstance(args, list):
+                return args
+        return None
+
     async def _guard(self, aw: Awaitable[R]) -> R:
         """Await infrastructure work; its failure stops the actor even if the handler
         catches the exception."""
@@ -331,11 +344,10 @@ class Context:
         if rec is not None:
             self.effects_from_log += 1
             return rec.payload["value"]
-        value = make()
         self._cell.journal.write(
-            "effect", tag, self.step_seq, _records.effect_payload(index=index, value=value)
+            "effect", tag, self.step_seq, _records.effect_payload(index=index, value=make())
         )
-        return value
+        return self._logged("value")
 
     def _expect(
         self, index: int, kind: str, tag: str, args: Any, kwargs: Any = None
@@ -381,6 +393,26 @@ class Context:
         self.fatal = self.fatal or exc
         raise exc
 
+    def settle_abandoned(self) -> None:
+        """Before the step entry: settle every call of this step the handler cancelled with
+        its own scope (a timeout) and went on without. A completed step never holds an
+        unsettled intent; replay takes the same path (see ``_settle``)."""
+        for intent_seq, name in sorted(self._open.items()):
+            self._cell.journal.write(
+                "result",
+                name,
+                intent_seq,
+                _records.result_payload(
+                    error={
+                        "type": "Cancelled",
+                        "message": "the handler's own cancel scope cancelled this call before "
+                        "it returned, and the step went on; it may or may not have taken effect",
+                    },
+                    settled_by="cancelled",
+                ),
+            )
+        self._open.clear()
+
     def check_consumed(self) -> None:
         """After a replayed handler returns: every recorded effect must have been asked for."""
         if self.fatal is None and self._index < len(self._recorded):
@@ -414,6 +446,7 @@ class Context:
     ) -> Any:
         """Run the tool now (its intent is durable) and log the result."""
         cell = self._cell
+        self._open[intent_seq] = t.name  # until its result is written (settle_abandoned)
         attributes: dict[str, Any] = {
             ATTR.ACTOR_ID: self.actor_id,
             ATTR.SEQ: self.step_seq,
@@ -456,6 +489,7 @@ class Context:
                 except EncodeError as exc:
                     failure = EncodeError(f"result of tool {t.name}", type(value), exc.reason)
                 else:
+                    del self._open[intent_seq]
                     return self._value(t, self._logged("value"))
             info = _records.error_info(failure)  # always loggable: sanitized, truncated
             span.set_status(Status(StatusCode.ERROR, f"{info['type']}: {info['message']}"))
@@ -467,6 +501,7 @@ class Context:
                     error=info, attempt=attempt, duration=time.perf_counter() - t0
                 ),
             )
+            del self._open[intent_seq]
             raise ToolCallError(t.name, info["type"], info["message"]) from failure
 
     def _served(self, t: Tool[Any, Any], kind: str, action: str, payload: dict[str, Any]) -> Any:
@@ -501,10 +536,12 @@ class Context:
         if rec.outcomes:
             # the outcome that settled it is the one the live step used; a later decision
             # (only a store from before the one-decision rule holds one) is ignored
-            from . import _decisions
-
             settled = _decisions.settling(rec.outcomes)
             kind, action, payload = settled or rec.outcomes[-1]
+            if kind == "result" and payload.get("settled_by") == "cancelled":
+                # Live, the handler's own scope cancelled this call and the step went on
+                # without its result: take the same path, waiting for the same scope.
+                await anyio.sleep_forever()
             if settled is not None:
                 with tracer.start_as_current_span(
                     SPAN.TOOL_CALL,
@@ -610,7 +647,11 @@ class Context:
         key: str,
         attempts: int,
     ) -> Any:
+        self._open[rec.seq] = t.name
         decision = await self._guard(self._cell.wait_in_doubt(rec.seq, t.name, key))
+        del self._open[rec.seq]
+        # the decision as its entry was logged (and as replay will read it)
+        decision = _codec.decode_json(_codec.encode_plain(decision, "decision"))
         action = decision["action"]
         _telemetry.settled(rec.seq, t.name, t.policy, f"operator.{action}", _by(decision))
         if action == "retry":

@@ -90,7 +90,8 @@ def result_payload(
 ) -> dict[str, Any]:
     """``result`` (type_tag = tool name, ref = intent seq).
 
-    ``settled_by`` is ``run`` (the tool ran), ``reconcile`` (its reconcile fn answered).
+    ``settled_by`` is ``run`` (the tool ran), ``reconcile`` (its reconcile fn answered), or
+    ``cancelled`` (the handler's own cancel scope cancelled the call and the step went on).
     """
     p: dict[str, Any] = {
         "ok": error is None,

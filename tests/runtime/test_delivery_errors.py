@@ -13,8 +13,15 @@ from typing import Any
 
 import attrs
 import pytest
-from actorlog import Actor, ActorlogError, ActorRef, ActorSystem, Context, ToolCallError
-from actorlog._codec import make_row, type_tag
+from actorlog import (
+    Actor,
+    ActorlogError,
+    ActorRef,
+    ActorSystem,
+    Context,
+    ToolCallError,
+)
+from actorlog._codec import MAX_PAYLOAD_BYTES, make_row, type_tag
 from actorlog.store import Store
 from actorlog.stores import MemoryStore
 
@@ -58,6 +65,10 @@ class Sender(Actor[Errors]):
                 await ctx.send(REFS["damaged"], Note())
             elif msg.how == "spawn":
                 await ctx.spawn(Receiver, "taken")  # exists as Another
+            elif msg.how == "unloggable":
+                await ctx.send(REFS["healthy"], Note("lone \udcff"))
+            elif msg.how == "oversize":
+                await ctx.send(REFS["healthy"], Note("x" * (MAX_PAYLOAD_BYTES + 1)))
             else:
                 await ctx.send(REFS["healthy"], Note())
         except ActorlogError as exc:
@@ -107,3 +118,23 @@ async def test_a_failed_delivery_is_the_effects_error_not_the_senders_quarantine
         sender = await system.spawn(Sender, "s")
         assert sender is not None
         assert system.status("s") != "quarantined"
+
+
+@pytest.mark.parametrize("how", ["unloggable", "oversize"])
+async def test_a_message_ctx_send_cannot_log_is_refused_before_the_send_is_logged(
+    make_store: StoreFactory, how: str
+) -> None:
+    """Bad input fails at the call and writes nothing: no send effect in the sender's log."""
+    async with ActorSystem(make_store(), actors=[Sender, Receiver]) as system:
+        REFS["healthy"] = system.ref(Receiver, "healthy")
+        sender = await system.spawn(Sender, "s")
+        assert await sender.ask(Go(how), message_id="m1") == "caught EncodeError/"
+        assert system.status("s") != "quarantined"
+    store = make_store()
+    await store.open()
+    try:
+        kinds = [r.kind for r in await store.read("s")]
+    finally:
+        if not isinstance(store, MemoryStore):
+            await store.close()
+    assert kinds == ["message", "step"]

@@ -8,6 +8,7 @@ did not ask for is that call's error, never the system's".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,7 +17,7 @@ import anyio
 import anyio.lowlevel
 import attrs
 import pytest
-from actorlog import Actor, ActorSystem, Context, HandlerError, ToolCallError, tool
+from actorlog import Actor, ActorSystem, Context, HandlerError, Tool, ToolCallError, tool
 from actorlog._codec import MAX_PAYLOAD_BYTES
 from actorlog._records import decode
 from actorlog.store import EntryRow, Store
@@ -27,7 +28,14 @@ pytestmark = pytest.mark.anyio
 StoreFactory = Callable[[], Store]
 
 RUNS: list[str] = []
-ERROR_TYPES = ("ValueError", "_BadStr", "CancelledError", "Cancelled", "GeneratorExit")
+ERROR_TYPES = (
+    "ValueError",
+    "_BadStr",
+    "CancelledError",
+    "Cancelled",
+    "GeneratorExit",
+    "EncodeError",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -129,6 +137,10 @@ class Failing(Actor[Log]):
             raise await _captured_cancellation()
         if msg.tool == "generator_exit":
             raise GeneratorExit("from the handler")
+        if msg.tool == "reply_surrogate":
+            return "reply \udcff"
+        if msg.tool == "reply_oversize":
+            return "z" * (MAX_PAYLOAD_BYTES + 10)
         raise _BadStr()
 
 
@@ -206,7 +218,16 @@ async def test_a_tool_error_keeps_its_type_and_marks_truncation(
 
 
 @pytest.mark.parametrize(
-    "failure", ["surrogate", "oversize", "bad_str", "stray_cancel", "generator_exit"]
+    "failure",
+    [
+        "surrogate",
+        "oversize",
+        "bad_str",
+        "stray_cancel",
+        "generator_exit",
+        "reply_surrogate",
+        "reply_oversize",
+    ],
 )
 async def test_a_handler_error_that_cannot_be_logged_as_given_keeps_its_type(
     make_store: StoreFactory, failure: str
@@ -223,3 +244,57 @@ async def test_a_handler_error_that_cannot_be_logged_as_given_keeps_its_type(
             with pytest.raises(HandlerError) as replayed:
                 await ref.ask(Call(failure), message_id="m1")
     assert str(replayed.value) == str(live.value)
+
+
+async def _hang(arg: str) -> str:
+    RUNS.append(arg)
+    await anyio.sleep_forever()
+    return "never"
+
+
+async def _hang_keyed(arg: str, *, idempotency_key: str) -> str:
+    return await _hang(arg)
+
+
+HANGING: dict[str, Tool[..., str]] = {
+    "read": tool(effect="read", name="hang.read")(_hang),
+    "write": tool(effect="write", name="hang.write")(_hang),
+    "idempotent": tool(effect="write", idempotent=True, name="hang.idem")(_hang_keyed),
+}
+
+
+class Impatient(Actor[Log]):
+    """Gives up on a tool call with its own timeout, then goes on."""
+
+    snapshot_every = None
+
+    async def receive(self, ctx: Context, msg: Call) -> str:
+        with anyio.move_on_after(0.05):
+            await ctx.call(HANGING[msg.tool], msg.arg)
+            return "returned"
+        self.state.seen.append("gave up")
+        with contextlib.suppress(ToolCallError):  # the step goes on with effects
+            await ctx.call(READ_TOOLS["surrogate"], "after")
+        return "gave up"
+
+
+@pytest.mark.parametrize("policy", sorted(HANGING))
+async def test_a_call_the_handler_cancels_is_settled_before_its_step_completes(
+    make_store: StoreFactory, policy: str
+) -> None:
+    """The handler's own timeout cancels a tool: the step completes, so the intent must
+    be settled (as cancelled), and replay takes the same path without running the tool
+    again and without waiting for an operator."""
+    async with ActorSystem(make_store(), actors=[Impatient], shutdown_grace=5) as system:
+        ref = await system.spawn(Impatient, "i")
+        with anyio.fail_after(10):
+            assert await ref.ask(Call(policy, "a"), message_id="m1") == "gave up"
+    entries = await rows(make_store, "i")
+    assert unsettled_intents(entries) == []
+    assert RUNS == ["a", "after"]
+    async with ActorSystem(make_store(), actors=[Impatient], shutdown_grace=5) as system:
+        with anyio.fail_after(10):
+            ref = await system.spawn(Impatient, "i")
+            assert await ref.ask(Call(policy, "a"), message_id="m1") == "gave up"
+            assert system.status("i") != "quarantined"
+    assert RUNS == ["a", "after"]
