@@ -404,12 +404,15 @@ _DERIVED: dict[type, tuple[str, ...]] = {
 async def opened(url: str, *, read_only: bool = True) -> AsyncIterator[Store]:
     """Open the store a URL names (read-only by default) and close it afterwards.
 
-    A read-only SQLite store is safe to read while a runtime writes it (WAL readers).
+    A read-only SQLite store is safe to read while a runtime writes it (WAL readers). With
+    ``read_only=False`` the URL must name an existing actorlog store of a supported format
+    (checked read-only first); nothing is ever created.
 
     Raises:
         StoreURLError: the URL does not parse.
-        StoreUnavailableError: the store cannot be opened (for a read-only SQLite store: the
-            file does not exist).
+        StoreUnavailableError: the store cannot be opened (a SQLite file that does not exist,
+            is a directory or cannot be read), or, for writing, is not an actorlog store.
+        UnsupportedFormatError: the store has a newer format; nothing was changed.
     """
     from actorlog.stores import open_store
 
@@ -427,11 +430,40 @@ async def opened(url: str, *, read_only: bool = True) -> AsyncIterator[Store]:
         if not os.access(path, os.R_OK if read_only else os.R_OK | os.W_OK):
             what = "read" if read_only else "read and write"
             raise StoreUnavailableError(f"cannot open SQLite store {path}: no permission to {what}")
+    if not read_only:
+        await _must_be_a_store(url)
     await store.open()
     try:
         yield store
     finally:
         await store.close()
+
+
+async def _must_be_a_store(url: str) -> None:
+    """Refuse an operator's write into anything but an existing actorlog store of a supported
+    version. Checked through a read-only open, which changes nothing: opening for writing
+    would create actorlog's tables (and switch SQLite to WAL) in an empty file or another
+    application's database, and switch the journal mode of a newer-format store before
+    finding out.
+
+    Raises:
+        UnsupportedFormatError: a store of a newer format.
+        StoreUnavailableError: not an actorlog store.
+    """
+    from actorlog.stores import open_store
+
+    probe = open_store(url, read_only=True)
+    try:
+        await probe.open()
+        try:
+            await probe.list_actors()
+        except StoreUnavailableError as exc:
+            where = getattr(probe, "path", None) or "the store"
+            raise StoreUnavailableError(
+                f"{where} is not an actorlog store ({exc}); nothing was changed"
+            ) from None
+    finally:
+        await probe.close()
 
 
 # -- status ------------------------------------------------------------------------------

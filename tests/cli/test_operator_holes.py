@@ -368,3 +368,54 @@ async def test_verify_reports_no_damage_while_a_runtime_writes(tmp_path: Path) -
     finally:
         proc.kill()
         proc.communicate(timeout=10)
+
+
+# -- 18.11: operator writes only into actorlog stores -------------------------------------------
+
+
+def _files(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+
+
+async def _newer_format_store(db: Path) -> None:
+    store = SqliteStore(db)
+    await crash_mid_call(store)
+    raw = sqlite3.connect(db)
+    with raw:
+        raw.execute("UPDATE actorlog_meta SET value = '99' WHERE key = 'format_version'")
+    raw.execute("PRAGMA journal_mode=DELETE")
+    raw.close()
+
+
+def _other_app(db: Path) -> None:
+    raw = sqlite3.connect(db)
+    with raw:
+        raw.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        raw.execute("INSERT INTO users (name) VALUES ('alice')")
+    raw.close()
+
+
+@pytest.mark.parametrize("kind", ["empty", "other_app", "newer_format"])
+@pytest.mark.parametrize("command", ["resolve", "fork"])
+async def test_operator_writes_change_nothing_in_a_file_that_is_no_usable_store(
+    tmp_path: Path, kind: str, command: str
+) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    db = d / "x.db"
+    if kind == "empty":
+        db.write_bytes(b"")
+    elif kind == "other_app":
+        _other_app(db)
+    else:
+        await _newer_format_store(db)
+    before = _files(d)
+    args = {
+        "resolve": ("resolve", db, "bill-1", "6", "--retry"),
+        "fork": ("fork", db, "bill-1", "--at", "1", "--as", "b", "--yes"),
+    }[command]
+    r = cli(*args)
+    assert r.code == 2, r
+    assert r.err.count("\n") == 1 and r.err.startswith("actorlog: error: "), r.err
+    assert "not an actorlog store" in r.err or "newer" in r.err or "version" in r.err, r.err
+    assert _files(d) == before  # not a byte changed, no -wal or -shm file made
