@@ -560,6 +560,8 @@ def _call_line(s: Style, c: inspect.Call) -> str:
     else:
         outcome = c.status
     extra = f"  key {clean(c.key)}" if c.effect == "write" else ""
+    if c.recorded_key is not None:
+        extra += f" (the copied intent says {clean(c.recorded_key)})"
     if c.attempts > 1:
         extra += f"  attempt {c.attempts}"
     return f"{kind} {call}  {outcome}" + s.dim(extra)

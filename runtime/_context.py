@@ -236,6 +236,13 @@ class Context:
             "message_type": _codec.type_tag(type(msg)),
             "message_id": mid,
         }
+        recorded = self._recorded[index] if index < len(self._recorded) else None
+        if recorded is not None and recorded.kind == "effect" and recorded.type_tag == "send":
+            # A recorded send keeps its recorded message id: in a fork's copied history it
+            # is the original's, and re-delivering it must deduplicate against that one.
+            logged_mid = (recorded.payload.get("value") or {}).get("message_id")
+            if isinstance(logged_mid, str):
+                value["message_id"] = mid = logged_mid
         rec = self._expect(index, "effect", "send", value)
         if rec is not None:
             self.effects_from_log += 1

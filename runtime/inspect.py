@@ -48,6 +48,7 @@ import anyio
 import attrs
 
 from . import _codec, _decisions, _records, _recovery
+from ._context import idempotency_key
 from ._errors import (
     ActorlogError,
     ActorNotFoundError,
@@ -204,6 +205,9 @@ class Call:
     attempts: int = 1
     settled_by: str | None = None
     decisions: list[Decision] = attrs.Factory(list)
+    #: the key in the intent entry when the call ran with another: a fork settling a copied
+    #: intent runs it with a key derived from its own id (``key``)
+    recorded_key: str | None = None
 
 
 @attrs.define
@@ -404,12 +408,15 @@ _DERIVED: dict[type, tuple[str, ...]] = {
 async def opened(url: str, *, read_only: bool = True) -> AsyncIterator[Store]:
     """Open the store a URL names (read-only by default) and close it afterwards.
 
-    A read-only SQLite store is safe to read while a runtime writes it (WAL readers).
+    A read-only SQLite store is safe to read while a runtime writes it (WAL readers). With
+    ``read_only=False`` the URL must name an existing actorlog store of a supported format
+    (checked read-only first); nothing is ever created.
 
     Raises:
         StoreURLError: the URL does not parse.
-        StoreUnavailableError: the store cannot be opened (for a read-only SQLite store: the
-            file does not exist).
+        StoreUnavailableError: the store cannot be opened (a SQLite file that does not exist,
+            is a directory or cannot be read), or, for writing, is not an actorlog store.
+        UnsupportedFormatError: the store has a newer format; nothing was changed.
     """
     from actorlog.stores import open_store
 
@@ -427,11 +434,40 @@ async def opened(url: str, *, read_only: bool = True) -> AsyncIterator[Store]:
         if not os.access(path, os.R_OK if read_only else os.R_OK | os.W_OK):
             what = "read" if read_only else "read and write"
             raise StoreUnavailableError(f"cannot open SQLite store {path}: no permission to {what}")
+    if not read_only:
+        await _must_be_a_store(url)
     await store.open()
     try:
         yield store
     finally:
         await store.close()
+
+
+async def _must_be_a_store(url: str) -> None:
+    """Refuse an operator's write into anything but an existing actorlog store of a supported
+    version. Checked through a read-only open, which changes nothing: opening for writing
+    would create actorlog's tables (and switch SQLite to WAL) in an empty file or another
+    application's database, and switch the journal mode of a newer-format store before
+    finding out.
+
+    Raises:
+        UnsupportedFormatError: a store of a newer format.
+        StoreUnavailableError: not an actorlog store.
+    """
+    from actorlog.stores import open_store
+
+    probe = open_store(url, read_only=True)
+    try:
+        await probe.open()
+        try:
+            await probe.list_actors()
+        except StoreUnavailableError as exc:
+            where = getattr(probe, "path", None) or "the store"
+            raise StoreUnavailableError(
+                f"{where} is not an actorlog store ({exc}); nothing was changed"
+            ) from None
+    finally:
+        await probe.close()
 
 
 # -- status ------------------------------------------------------------------------------
@@ -447,6 +483,35 @@ async def _actor_row(store: Store, actor_id: str) -> ActorRow:
 def _intent_state(rec: Any) -> str | None:
     """The in-doubt state of a recorded intent, or None if its outcome is settled."""
     return _decisions.state(rec.outcomes, rec.payload.get("policy"))
+
+
+def _fork_point(events: Sequence[Event]) -> int | None:
+    """The seq this actor was forked at (its log up to it is a copy), or None."""
+    for e in events:
+        if e.kind == "forked":
+            at = e.detail.get("at")
+            return at if isinstance(at, int) and not isinstance(at, bool) else None
+    return None
+
+
+def _run_key(
+    actor_id: str,
+    fork_at: int | None,
+    intent_seq: int,
+    step_seq: int,
+    payload: dict[str, Any],
+    outcome_seq: int | None,
+) -> str:
+    """The idempotency key a call ran (or will run) with. The runtime derives it from the
+    running actor's id, so a fork that settles a copied intent (one at or before the fork
+    point, without an outcome in the copy) runs it with the fork's key, not the recorded one."""
+    if (
+        fork_at is not None
+        and intent_seq <= fork_at
+        and (outcome_seq is None or outcome_seq > fork_at)
+    ):
+        return idempotency_key(actor_id, step_seq, int(payload.get("index", 0)))
+    return str(payload.get("key"))
 
 
 def _failure(events: Sequence[Event]) -> str | None:
@@ -496,6 +561,8 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
                 await store.read(row.actor_id, after_seq=row.handled_seq, kinds=("message",))
             )
     else:
+        events = await _events(store, row.actor_id)
+        fork_at = _fork_point(events)
         unfinished = [m for m in p.messages if m.step is None]
         pending = len(unfinished)
         if unfinished:
@@ -514,14 +581,14 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
                         tool=rec.type_tag,
                         effect=str(pl.get("effect")),
                         policy=str(pl.get("policy")),
-                        key=str(pl.get("key")),
+                        key=_run_key(row.actor_id, fork_at, rec.seq, m.seq, pl, None),
                         args=list(pl.get("args") or []),
                         kwargs=dict(pl.get("kwargs") or {}),
                         at=pl.get("at"),
                         state=state,
                     )
                 )
-        failure = _failure(await _events(store, row.actor_id))
+        failure = _failure(events)
         if failure is not None:
             status, problem = "failed", failure
         elif any(i.needs_operator for i in in_doubt):
@@ -597,8 +664,9 @@ async def _row_at(store: Store, actor_id: str, seq: int) -> EntryRow | None:
 class _Builder:
     """Folds verified entries into steps and calls."""
 
-    def __init__(self, actor_id: str) -> None:
+    def __init__(self, actor_id: str, fork_at: int | None = None) -> None:
         self.actor_id = actor_id
+        self.fork_at = fork_at
         self.steps: dict[int, Step] = {}
         self.calls: dict[int, Call] = {}
         self.damage: list[Finding] = []
@@ -734,8 +802,20 @@ class _Builder:
                 owner.attempts += 1
 
     def finish(self, status: ActorStatus) -> None:
-        """Unfinished steps: in doubt, running or pending."""
+        """Unfinished steps: in doubt, running or pending. Keys a fork ran copied calls with."""
         doubt = {i.intent_seq: i.state for i in status.in_doubt}
+        for call in self.calls.values() if self.fork_at is not None else ():
+            step_seq = next((st.message_seq for st in self.steps.values() if call in st.calls), 0)
+            key = _run_key(
+                self.actor_id,
+                self.fork_at,
+                call.intent_seq,
+                step_seq,
+                {"key": call.key, "index": call.index},
+                call.result_seq,
+            )
+            if key != call.key:
+                call.key, call.recorded_key = key, call.key
         for step in self.steps.values():
             if step.step_seq is not None:
                 continue
@@ -780,7 +860,8 @@ async def _history(store: Store, actor_id: str, *, since: int = 0) -> History:
         if need:
             earlier = [r async for r in _scan(store, actor_id, after=min(need) - 1, upto=since)]
             rows = earlier + rows
-    b = _Builder(actor_id)
+    events = await _events(store, actor_id)
+    b = _Builder(actor_id, _fork_point(events))
     expected: int | None = None
     for r in rows:
         if expected is not None and r.seq > expected:
@@ -813,7 +894,6 @@ async def _history(store: Store, actor_id: str, *, since: int = 0) -> History:
     if keep is not None:
         steps = [s for s in steps if s.message_seq in keep]
     snapshots = [s for s in await _snapshot_views(store, actor_id, row.last_seq) if s.seq > since]
-    events = await _events(store, actor_id)
     if since > 0:  # events since the first step shown, else since entry ``since`` was written
         if steps:
             first = min((s.started_at or s.received_at or 0.0) for s in steps)

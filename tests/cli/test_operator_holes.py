@@ -17,11 +17,20 @@ from typing import Any
 
 import anyio
 import pytest
-from actorlog import ActorSystem, ConfigurationError, _codec, _records, inspect
+from actorlog import (
+    Actor,
+    ActorSystem,
+    ConfigurationError,
+    Context,
+    _codec,
+    _records,
+    inspect,
+    tool,
+)
 from actorlog.store import Store
 from actorlog.stores import MemoryStore, SqliteStore
 
-from ._agents import Auditor, Biller, Job, crash_mid_call, ran
+from ._agents import Auditor, Biller, Job, Log, crash_mid_call, ran
 from ._support import cli
 
 pytestmark = pytest.mark.anyio
@@ -368,3 +377,131 @@ async def test_verify_reports_no_damage_while_a_runtime_writes(tmp_path: Path) -
     finally:
         proc.kill()
         proc.communicate(timeout=10)
+
+
+# -- 18.11: operator writes only into actorlog stores -------------------------------------------
+
+
+def _files(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+
+
+async def _newer_format_store(db: Path) -> None:
+    store = SqliteStore(db)
+    await crash_mid_call(store)
+    raw = sqlite3.connect(db)
+    with raw:
+        raw.execute("UPDATE actorlog_meta SET value = '99' WHERE key = 'format_version'")
+    raw.execute("PRAGMA journal_mode=DELETE")
+    raw.close()
+
+
+def _other_app(db: Path) -> None:
+    raw = sqlite3.connect(db)
+    with raw:
+        raw.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        raw.execute("INSERT INTO users (name) VALUES ('alice')")
+    raw.close()
+
+
+@pytest.mark.parametrize("kind", ["empty", "other_app", "newer_format"])
+@pytest.mark.parametrize("command", ["resolve", "fork"])
+async def test_operator_writes_change_nothing_in_a_file_that_is_no_usable_store(
+    tmp_path: Path, kind: str, command: str
+) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    db = d / "x.db"
+    if kind == "empty":
+        db.write_bytes(b"")
+    elif kind == "other_app":
+        _other_app(db)
+    else:
+        await _newer_format_store(db)
+    before = _files(d)
+    args = {
+        "resolve": ("resolve", db, "bill-1", "6", "--retry"),
+        "fork": ("fork", db, "bill-1", "--at", "1", "--as", "b", "--yes"),
+    }[command]
+    r = cli(*args)
+    assert r.code == 2, r
+    assert r.err.count("\n") == 1 and r.err.startswith("actorlog: error: "), r.err
+    assert "not an actorlog store" in r.err or "newer" in r.err or "version" in r.err, r.err
+    assert _files(d) == before  # not a byte changed, no -wal or -shm file made
+
+
+# -- 18.9 / 18.12: forks replay their copied history ---------------------------------------------
+
+keys_used: list[str] = []
+
+
+@tool(effect="write", idempotent=True, name="ops_refund")
+async def refund(name: str, *, idempotency_key: str) -> str:
+    keys_used.append(idempotency_key)
+    if name == "hang" and len(keys_used) == 1:  # the first run only
+        await anyio.sleep_forever()
+    return f"refunded {name}"
+
+
+class Refunder(Actor[Log]):
+    async def receive(self, ctx: Context, msg: Job) -> str:
+        return str(await ctx.call(refund, msg.name))
+
+
+@pytest.mark.parametrize("at_step_end", [False, True])
+async def test_fork_of_an_actor_that_sent_replays_its_copied_sends(at_step_end: bool) -> None:
+    store = MemoryStore()
+    async with ActorSystem(store, actors=[Biller, Auditor]) as system:
+        ref = await system.spawn(Biller, "bill-3")
+        await ref.ask(Job("a"), message_id="m1")
+        await ref.ask(Job("notify"), message_id="m2")
+    await store.open()
+    h = await inspect.history(store, "bill-3")
+    notify = h.steps[1]
+    (send,) = [e for e in notify.effects if e.name == "send"]
+    assert notify.step_seq is not None
+    at = notify.step_seq if at_step_end else send.seq
+    await inspect.fork(store, "bill-3", at=at, new_id="bill-3-fork", yes=True)
+    async with ActorSystem(store, actors=[Biller, Auditor]) as system:
+        fork = await system.spawn(Biller, "bill-3-fork")
+        with anyio.fail_after(5):
+            assert await fork.ask(Job("b"), message_id="m3") == "charged b"
+            auditor = await system.spawn(Auditor, "auditor")
+            await auditor.ask(Job("ping"), message_id="p")
+    await store.open()
+    assert (await inspect.actor_status(store, "bill-3-fork")).status == "idle"
+    # the copied send was delivered once, by the original: the fork's replay re-used its id
+    steps = (await inspect.history(store, "auditor")).steps
+    assert [s.body["name"] for s in steps] == ["audit", "ping"]
+
+
+async def test_fork_history_shows_the_key_the_fork_ran_a_copied_call_with() -> None:
+    keys_used.clear()
+    store = MemoryStore()
+    async with ActorSystem(store, actors=[Refunder], shutdown_grace=0) as system:
+        ref = await system.spawn(Refunder, "r-1")
+        await ref.send(Job("hang"), message_id="m1")
+        with anyio.fail_after(5):
+            while not keys_used:
+                await anyio.sleep(0.01)
+    await store.open()
+    (a,) = await inspect.list_actors(store)
+    (doubt,) = a.in_doubt
+    assert doubt.key == "r-1:1:0"
+    await inspect.fork(store, "r-1", at=doubt.intent_seq, new_id="r-2", yes=True)
+    (fork_doubt,) = (await inspect.actor_status(store, "r-2")).in_doubt
+    assert fork_doubt.key == "r-2:1:0"  # what the fork's runtime will run it with
+    keys_used.clear()
+    keys_used.append("x")  # "hang" hangs only the first run
+    async with ActorSystem(store, actors=[Refunder]) as system:
+        fork = await system.spawn(Refunder, "r-2")
+        with anyio.fail_after(5):
+            while (await inspect.actor_status(store, "r-2")).status != "idle":
+                await anyio.sleep(0.01)
+        del fork
+    # (the system also recovers r-1, which re-runs its own call with its own key)
+    assert [k for k in keys_used if k.startswith("r-2")] == ["r-2:1:0"]
+    await store.open()
+    call = (await inspect.history(store, "r-2")).steps[0].calls[0]
+    assert call.key == "r-2:1:0"
+    assert call.recorded_key == "r-1:1:0"
