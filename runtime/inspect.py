@@ -486,9 +486,10 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
     except (WALError, RecoveryError) as exc:
         status, problem = "quarantined", str(exc)
         if row.last_message_seq > row.handled_seq:  # best effort: the log is damaged
-            pending = len(
-                await store.read(row.actor_id, after_seq=row.handled_seq, kinds=("message",))
-            )
+            with contextlib.suppress(WALError):  # a row of the wrong type, say
+                pending = len(
+                    await store.read(row.actor_id, after_seq=row.handled_seq, kinds=("message",))
+                )
     else:
         unfinished = [m for m in p.messages if m.step is None]
         pending = len(unfinished)
@@ -822,6 +823,8 @@ async def _snapshot_views(store: Store, actor_id: str, last_seq: int) -> list[Sn
 
 
 async def _snapshot_problem(store: Store, info: SnapshotInfo, last_seq: int) -> str | None:
+    if info.damage is not None:
+        return info.damage
     if info.seq > last_seq:
         return f"covers seq {info.seq}, beyond the log's last seq {last_seq}"
     if info.handled_seq > info.seq:
@@ -940,8 +943,19 @@ async def verify(
         handled = 0
         expected = a.first_seq or 1
         after = 0
+        if a.damage is not None:  # its summary row cannot be read: nothing to compare
+            report.findings.append(Finding(aid, "actor", 0, "column type", a.damage))
         while True:
-            rows = await store.read(aid, after_seq=after, limit=_CHUNK)
+            bad: CorruptEntryError | None = None
+            try:
+                rows = await store.read(aid, after_seq=after, limit=_CHUNK)
+            except CorruptEntryError as exc:  # a row the store could not even build
+                bad, rows = exc, []
+                if exc.seq > after + 1:  # the rows before it, then go on after it
+                    try:
+                        rows = await store.read(aid, after_seq=after, upto_seq=exc.seq - 1)
+                    except CorruptEntryError:
+                        rows = []
             for r in rows:
                 report.entries += 1
                 if r.seq != expected:
@@ -983,10 +997,19 @@ async def verify(
             done += len(rows)
             if progress is not None:
                 progress(aid, done, total)
+            if bad is not None:
+                report.findings.append(Finding(aid, "entry", bad.seq, bad.check, bad.detail))
+                damaged.add(bad.seq)
+                if bad.seq <= max(after, expected - 1):
+                    break
+                after, expected = bad.seq, bad.seq + 1
+                continue
             if len(rows) < _CHUNK:
                 break
             after = rows[-1].seq
-        if expected - 1 != a.last_seq:
+        if a.damage is not None:
+            pass
+        elif expected - 1 != a.last_seq:
             report.findings.append(
                 Finding(
                     aid,

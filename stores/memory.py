@@ -7,14 +7,15 @@ import time
 from collections.abc import Sequence
 
 import attrs
-from actorlog._errors import SequenceConflictError, StoreClosedError
 from actorlog.store import (
     ActorRow,
     EntryRow,
     EventRow,
+    SequenceConflictError,
     SnapshotInfo,
     SnapshotRow,
     StoreCapabilities,
+    StoreClosedError,
 )
 
 __all__ = ["MemoryStore"]
