@@ -75,9 +75,14 @@ from actorlog.store import (
     SnapshotInfo,
     SnapshotRow,
     StoreCapabilities,
+    actor_row,
+    entry_row,
+    event_row,
+    snapshot_data,
+    snapshot_info,
 )
 
-from ._groupcommit import GroupCommitter, Request
+from ._groupcommit import GroupCommitter, Request, require_asyncio
 
 __all__ = ["PostgresStore"]
 
@@ -317,16 +322,44 @@ async def _keep_session(conn: Any) -> None:
     """
 
 
-def _entry(r: Any) -> EntryRow:
-    return EntryRow(r[0], r[1], r[2], r[3], r[4], r[5], bytes(r[6]), r[7])
+# Rows are built by actorlog.store's checked constructors (every column type-checked, as in
+# every store): the server enforces its column types, but a wrong one must never become an
+# internal TypeError.
 
 
-def _actor(r: Any) -> ActorRow:
-    return ActorRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+def _entries(rows: Sequence[Any], actor_id: str, after_seq: int = 0) -> list[EntryRow]:
+    out: list[EntryRow] = []
+    for r in rows:
+        seq = (out[-1].seq if out else after_seq) + 1
+        out.append(entry_row(tuple(r), actor_id=actor_id, seq=seq))
+    return out
 
 
-def _info(r: Any) -> SnapshotInfo:
-    return SnapshotInfo(r[0], r[1], r[2], r[3], r[4], bytes(r[5]), r[6], r[7])
+#: PostgreSQL truncates identifiers to 63 bytes (NAMEDATALEN - 1): two longer schema names
+#: with the same first 63 bytes would silently share one store.
+_MAX_IDENTIFIER_BYTES = 63
+
+
+def _schema_from_url(dsn: str, schema: str | None) -> tuple[str, str | None]:
+    """Take ``?schema=NAME`` out of a URL (the server would reject it as an unknown
+    setting): ``(dsn without it, schema)``."""
+    if "?" not in dsn or "schema=" not in dsn:
+        return dsn, schema
+    try:
+        parts = urlsplit(dsn)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return dsn, schema
+    names = {v for k, v in query if k == "schema"}
+    if not names:
+        return dsn, schema
+    if len(names) > 1 or (schema is not None and names != {schema}):
+        raise ConfigurationError(
+            f"conflicting PostgreSQL schemas: {sorted(n for n in names | {schema} if n)!r} "
+            "(give one, as ?schema= or as schema=)"
+        )
+    rest = urlencode([kv for kv in query if kv[0] != "schema"])
+    return urlunsplit(parts._replace(query=rest)), names.pop()
 
 
 class PostgresStore:
@@ -342,7 +375,11 @@ class PostgresStore:
         read_only: open for reading only (operators' tools): sessions are read-only and
             writes raise ``StoreClosedError``; the schema must already exist.
         schema: keep actorlog's tables in this PostgreSQL schema (created on open if
-            missing) instead of the first schema of the connection's ``search_path``.
+            missing) instead of the first schema of the connection's ``search_path``; the
+            URL may give it as ``?schema=NAME`` instead (taken out of the connection
+            parameters). It replaces any ``search_path`` of the URL for the store's
+            sessions. At most 63 bytes (PostgreSQL cuts longer identifiers, so two long
+            names could share one store): longer raises ``ConfigurationError``.
             :attr:`url` then carries it as ``search_path``.
         min_size: connections the pool keeps open.
         max_size: most connections the pool opens (one is used by a commit at a time;
@@ -368,8 +405,15 @@ class PostgresStore:
     ) -> None:
         if not isinstance(url_or_dsn, str) or not url_or_dsn:
             raise StoreURLError(str(url_or_dsn), "the URL is empty")
+        url_or_dsn, schema = _schema_from_url(url_or_dsn, schema)
         if schema is not None and (not schema or "\x00" in schema):
             raise ConfigurationError(f"invalid PostgreSQL schema name {schema!r}")
+        if schema is not None and len(schema.encode("utf-8", "replace")) > _MAX_IDENTIFIER_BYTES:
+            raise ConfigurationError(
+                f"PostgreSQL schema name {schema!r} is {len(schema.encode('utf-8', 'replace'))} "
+                f"bytes long; PostgreSQL cuts identifiers to {_MAX_IDENTIFIER_BYTES} bytes, so "
+                "two such names could share one store. Use a shorter name."
+            )
         if not 0 <= min_size <= max_size or max_size < 1:
             raise ConfigurationError(
                 f"need 0 <= min_size <= max_size and max_size >= 1, got {min_size}, {max_size}"
@@ -418,9 +462,11 @@ class PostgresStore:
             StoreUnavailableError: the server cannot be reached, or (read-only) holds no
                 actorlog store.
             StoreURLError: the DSN does not parse.
+            ConfigurationError: not running on asyncio (asyncpg needs it).
         """
         if self._pool is not None:
             return
+        require_asyncio("PostgresStore")
         settings: dict[str, str] = {}
         if self.schema is not None:
             settings["search_path"] = _quote_ident(self.schema)
@@ -572,11 +618,11 @@ class PostgresStore:
 
     async def get_actor(self, actor_id: str) -> ActorRow | None:
         rows = await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors WHERE actor_id = $1", actor_id)
-        return _actor(rows[0]) if rows else None
+        return actor_row(tuple(rows[0])) if rows else None
 
     async def list_actors(self) -> list[ActorRow]:
         rows = await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors ORDER BY actor_id")
-        return [_actor(r) for r in rows]
+        return [actor_row(tuple(r), lenient=True) for r in rows]
 
     # -- the log ---------------------------------------------------------------------------
 
@@ -747,7 +793,7 @@ class PostgresStore:
         if limit is not None:
             args.append(limit)
             sql += f" LIMIT ${len(args)}"
-        return [_entry(r) for r in await self._fetch(sql, *args)]
+        return _entries(await self._fetch(sql, *args), actor_id, after_seq)
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
         rows = await self._fetch(
@@ -755,7 +801,7 @@ class PostgresStore:
             actor_id,
             message_id,
         )
-        return _entry(rows[0]) if rows else None
+        return entry_row(tuple(rows[0]), actor_id=actor_id) if rows else None
 
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         if kind == "step":  # a literal, so the partial index applies to every plan
@@ -773,7 +819,7 @@ class PostgresStore:
                 ref,
                 kind,
             )
-        return [_entry(r) for r in rows]
+        return _entries(rows, actor_id, ref)
 
     # -- snapshots -------------------------------------------------------------------------
 
@@ -802,7 +848,7 @@ class PostgresStore:
             f"SELECT {_SNAP_INFO_COLS} FROM snapshots WHERE actor_id = $1 ORDER BY seq DESC",
             actor_id,
         )
-        return [_info(r) for r in rows]
+        return [snapshot_info(tuple(r), actor_id=actor_id) for r in rows]
 
     async def load_snapshot(self, actor_id: str, seq: int) -> SnapshotRow | None:
         rows = await self._fetch(
@@ -812,7 +858,7 @@ class PostgresStore:
         )
         if not rows:
             return None
-        return SnapshotRow(info=_info(rows[0]), data=bytes(rows[0][8]))
+        return snapshot_data(snapshot_info(tuple(rows[0])[:8], actor_id=actor_id), rows[0][8])
 
     async def delete_snapshots(self, actor_id: str, seqs: Sequence[int]) -> None:
         if seqs:
@@ -838,7 +884,7 @@ class PostgresStore:
             "SELECT actor_id, at, kind, detail FROM events WHERE actor_id = $1 ORDER BY id",
             actor_id,
         )
-        return [EventRow(r[0], r[1], r[2], r[3]) for r in rows]
+        return [event_row(tuple(r), actor_id=actor_id) for r in rows]
 
     # -- ownership: leases, fencing tokens, the inbox (docs/scaling.md) -------------------
 

@@ -29,7 +29,6 @@ aiosqlite runs on asyncio only: ``open`` under another event loop (trio) raises
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import json
 import os
@@ -71,7 +70,7 @@ try:
 except ImportError:  # Windows: no flock; the one-writer lock is not taken (documented)
     fcntl = None  # type: ignore[assignment]
 
-from ._groupcommit import GroupCommitter, Request
+from ._groupcommit import GroupCommitter, Request, require_asyncio
 
 __all__ = ["SqliteStore"]
 
@@ -252,7 +251,7 @@ class SqliteStore:
         """
         if self._r is not None:
             return
-        _require_asyncio("SqliteStore")
+        require_asyncio("SqliteStore")
         try:
             if self.read_only:
                 if not os.path.exists(self.path):
@@ -669,19 +668,6 @@ class SqliteStore:
             (actor_id,),
         )
         return [event_row(r, actor_id=actor_id) for r in rows]
-
-
-def _require_asyncio(what: str) -> None:
-    """aiosqlite and asyncpg hand results to asyncio futures: under trio they fail deep
-    inside trio with "unrecognized yield message". Say so at open instead."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        raise ConfigurationError(
-            f"{what} needs the asyncio event loop (its driver runs on asyncio only), but no "
-            "asyncio loop is running here (trio?). Run under asyncio, e.g. "
-            "anyio.run(main, backend='asyncio'), or use MemoryStore on trio."
-        ) from None
 
 
 def _describe_holder(raw: bytes) -> str:
