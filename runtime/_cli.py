@@ -560,6 +560,7 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
                 "entries": report.entries,
                 "snapshots": report.snapshots,
                 "findings": inspect.to_json(report.findings),
+                "limits": report.limits,
             },
         )
         return EXIT_OK if report.ok else EXIT_FOUND
@@ -568,6 +569,8 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
         f"checked {report.actors} actor(s), {report.entries:,} entries, "
         f"{report.snapshots} snapshot(s)"
     )
+    for limit in report.limits:  # what no check of the rows can see (SQLite's own files)
+        out.line(f"note: {limit}")
     if report.ok:
         out.line(s.green("ok") + f": {summary}; no damage found")
         return EXIT_OK

@@ -334,6 +334,8 @@ class VerifyReport:
     entries: int = 0
     snapshots: int = 0
     findings: list[Finding] = attrs.Factory(list)
+    #: what this check cannot see in this kind of store (the store's ``verify_limits``)
+    limits: list[str] = attrs.Factory(list)
 
     @property
     def ok(self) -> bool:
@@ -931,7 +933,7 @@ async def verify(
     else:
         actors = await store.list_actors()
     total = sum(max(0, a.last_seq - a.first_seq + 1) for a in actors if a.last_seq)
-    report = VerifyReport()
+    report = VerifyReport(limits=[str(x) for x in getattr(store, "verify_limits", ())])
     done = 0
     for a in actors:
         report.actors += 1

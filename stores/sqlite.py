@@ -228,6 +228,14 @@ class SqliteStore:
         # one writing process per file (the lock); readers in other processes are welcome
         return StoreCapabilities(torn_writes=False, multi_process=False, durable=True)
 
+    #: What ``actorlog verify`` cannot see in this store (it prints these lines).
+    verify_limits: tuple[str, ...] = (
+        "verify reads the rows SQLite returns; it cannot see transactions SQLite itself "
+        "dropped (a damaged or deleted -wal file loses committed writes without a trace). "
+        "Back up a live store with VACUUM INTO or sqlite3 .backup, never by copying the "
+        "file alone (docs/recovery.md, 'Backups and the SQLite files').",
+    )
+
     @property
     def lock_path(self) -> str:
         """The file whose ``flock`` a writable store holds while open (one runtime per file)."""

@@ -329,3 +329,15 @@ def test_sqlite_store_under_trio_says_it_needs_asyncio(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="asyncio"):
         anyio.run(main, backend="trio")
     assert not os.path.exists(tmp_path / "agents.db")
+
+
+async def test_verify_says_what_it_cannot_see_in_a_sqlite_store(tmp_path: Path) -> None:
+    """Damage to SQLite's -wal file drops committed transactions below what the log can see
+    (issue 11.9): verify cannot find it, and says so instead of a bare "no damage found"."""
+    path = tmp_path / "agents.db"
+    await build(path)
+    done = cli("verify", f"sqlite:///{path}")
+    assert done.returncode == 0, done.stderr
+    assert "note:" in done.stdout and "-wal" in done.stdout and "VACUUM INTO" in done.stdout
+    done = cli("verify", "--json", f"sqlite:///{path}")
+    assert "-wal" in done.stdout and '"limits"' in done.stdout
