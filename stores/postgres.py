@@ -70,6 +70,7 @@ from actorlog._errors import (
 from actorlog.store import (
     FORMAT_VERSION,
     ActorRow,
+    CorruptEntryError,
     EntryRow,
     EventRow,
     SnapshotInfo,
@@ -288,6 +289,16 @@ _DRIVER_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 _Append = tuple[str, int, Sequence[EntryRow], int | None]  # actor, expected, rows, fence
+
+
+def _is_bad_input(exc: BaseException) -> bool:
+    """True for a value the driver refused to send: asyncpg raises its DataError (a server
+    error class) from the encoding error, before anything reaches the server."""
+    if isinstance(exc, asyncpg.InterfaceError) and isinstance(exc, ValueError):
+        return True
+    return isinstance(exc, asyncpg.DataError) and isinstance(
+        exc.__cause__, (ValueError, OverflowError, TypeError)
+    )
 
 
 def _is_rejection(exc: BaseException) -> bool:
@@ -582,10 +593,14 @@ class PostgresStore:
             raise StoreClosedError(f"PostgreSQL store {_redact(self.url)} is open read-only")
         return pool
 
-    def _failure(self, what: str, exc: BaseException) -> StoreError:
-        """Translate a driver error: closed if the store was closed meanwhile."""
+    def _failure(self, what: str, exc: BaseException) -> StoreError | ConfigurationError:
+        """Translate a driver error: closed if the store was closed meanwhile; a value the
+        driver cannot send (text with a lone surrogate, an integer beyond 64 bits) is the
+        caller's ``ConfigurationError``, not a transient failure."""
         if self._pool is None:
             return StoreClosedError(f"PostgreSQL store {_redact(self.url)} is closed")
+        if _is_bad_input(exc):
+            return ConfigurationError(f"PostgreSQL cannot take a value of this {what}: {exc}")
         return StoreUnavailableError(f"PostgreSQL {what} failed: {type(exc).__name__}: {exc}")
 
     async def _fetch(self, sql: str, *args: Any) -> list[Any]:
@@ -706,8 +721,8 @@ class PostgresStore:
                 await self._insert_entries(conn, rows)
                 return
             except _DRIVER_ERRORS as exc:
-                if _is_rejection(exc):
-                    await self._isolate(conn, chunk, exc)
+                if _is_rejection(exc) or (_is_bad_input(exc) and len(chunk) > 1):
+                    await self._isolate(conn, chunk, exc)  # bad input: only its own append fails
                     return
                 # A writer that locks in another order can still deadlock with us; the
                 # statement was rolled back as a whole, so trying again is safe.
@@ -725,13 +740,14 @@ class PostgresStore:
         """The database rejected ``chunk``: fail the conflicting requests, commit the rest."""
         if len(chunk) == 1:
             actor_id, expected, _, fence = chunk[0].item
-            conflict: SequenceConflictError
+            conflict: SequenceConflictError | CorruptEntryError
             if getattr(exc, "sqlstate", None) == _FENCED_SQLSTATE:
                 conflict = LeaseLostError(actor_id, fence, await self._token(conn, actor_id))
+            elif _is_bad_input(exc):
+                chunk[0].error = self._failure("append", exc)
+                return
             else:
-                conflict = SequenceConflictError(
-                    actor_id, expected, await self._last_seq(conn, actor_id)
-                )
+                conflict = await self._conflict(conn, actor_id, expected)
             conflict.__cause__ = exc
             chunk[0].error = conflict
             return
@@ -763,6 +779,34 @@ class PostgresStore:
         except _DRIVER_ERRORS:
             return None
         return None if value is None else int(value)
+
+    @staticmethod
+    async def _conflict(
+        conn: Any, actor_id: str, expected: int
+    ) -> SequenceConflictError | CorruptEntryError:
+        """A conflict, unless the actor's summary (``actors.last_seq``, which the trigger
+        checks) disagrees with its log: that is damage, not another runtime (one statement,
+        so both are read at one moment)."""
+        try:
+            row = await conn.fetchrow(
+                "SELECT a.last_seq, (SELECT max(e.seq) FROM entries e WHERE e.actor_id = $1) "
+                "FROM actors a WHERE a.actor_id = $1",
+                actor_id,
+            )
+        except _DRIVER_ERRORS:
+            row = None
+        if row is None:
+            return SequenceConflictError(actor_id, expected, None)
+        found, real = row[0], row[1] or 0
+        if found != real:
+            return CorruptEntryError(
+                actor_id,
+                found,
+                "seq chain",
+                f"the actor's summary (actors.last_seq) says {found} but the log ends at seq "
+                f"{real}; nothing was written",
+            )
+        return SequenceConflictError(actor_id, expected, found)
 
     @staticmethod
     async def _last_seq(conn: Any, actor_id: str) -> int | None:

@@ -1,11 +1,12 @@
-"""PostgresStore schema naming: ``?schema=`` in a URL, identifier length, asyncio only."""
+"""PostgresStore: ``?schema=`` in a URL, identifier length, asyncio only, misleading errors."""
 
 from __future__ import annotations
 
 import anyio
 import asyncpg
 import pytest
-from actorlog import ConfigurationError
+from actorlog import ConfigurationError, CorruptEntryError
+from actorlog.store import EntryRow
 from actorlog.stores import PostgresStore, open_store
 
 from tests import _pg
@@ -85,3 +86,66 @@ def test_postgres_store_under_trio_says_it_needs_asyncio(postgres_url: str) -> N
 
     with pytest.raises(ConfigurationError, match="asyncio"):
         anyio.run(main, backend="trio")
+
+
+# -- misleading errors (issue 11.11) ------------------------------------------------------
+
+
+async def test_bad_input_is_configuration_not_an_unavailable_store(postgres_url: str) -> None:
+    """A lone surrogate or an integer beyond 64 bits is the caller's error, not a transient
+    failure; in a group commit it fails only its own append."""
+    from actorlog._codec import make_row
+
+    schema = _pg.new_schema("actorlog_badinput")
+    store = PostgresStore(postgres_url, schema=schema)
+    await store.open()
+    try:
+        with pytest.raises(ConfigurationError):
+            await store.get_actor("bad\udc80")
+        with pytest.raises(ConfigurationError):
+            await store.read("a", after_seq=2**70)
+        await store.register_actor("a", "t")
+        await store.register_actor("b", "t")
+        good = make_row("a", 1, "message", "t", 0, "ok", b"{}")
+        bad = make_row("b", 1, "message", "t", 0, "ok", b"{}")
+        bad = type(bad)("b", 1, "message", "t", 0, "m\udc80", b"{}", bad.checksum)
+        results: dict[str, object] = {}
+
+        async def put(actor: str, row: EntryRow) -> None:
+            try:
+                await store.append(actor, 0, [row])
+                results[actor] = "ok"
+            except Exception as exc:
+                results[actor] = exc
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(put, "a", good)
+            tg.start_soon(put, "b", bad)
+        assert results["a"] == "ok"
+        assert isinstance(results["b"], ConfigurationError), results
+    finally:
+        await store.close()
+        await _pg.drop_schemas(postgres_url, schema)
+
+
+async def test_a_damaged_last_seq_is_damage_not_another_runtime(postgres_url: str) -> None:
+    from actorlog._codec import make_row
+
+    schema = _pg.new_schema("actorlog_lastseq")
+    store = PostgresStore(postgres_url, schema=schema)
+    await store.open()
+    try:
+        await store.register_actor("a", "t")
+        await store.append("a", 0, [make_row("a", 1, "message", "t", 0, "m1", b"{}")])
+        conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
+        try:
+            await conn.execute("UPDATE actors SET last_seq = last_seq + 5")
+        finally:
+            await conn.close()
+        with pytest.raises(CorruptEntryError) as info:
+            await store.append("a", 1, [make_row("a", 2, "message", "t", 0, "m2", b"{}")])
+        assert info.value.actor_id == "a" and "actors.last_seq" in str(info.value)
+        assert "another runtime" not in str(info.value)
+    finally:
+        await store.close()
+        await _pg.drop_schemas(postgres_url, schema)

@@ -63,6 +63,8 @@ def holder(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
         if proc.poll() is None:
             proc.kill()
         proc.wait(timeout=60)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 async def test_a_second_runtime_is_refused_naming_the_holder_until_it_dies(
