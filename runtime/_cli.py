@@ -637,6 +637,7 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
                 "entries": report.entries,
                 "snapshots": report.snapshots,
                 "findings": inspect.to_json(report.findings),
+                "limits": report.limits,
             },
         )
         return EXIT_OK if report.ok else EXIT_FOUND
@@ -647,6 +648,8 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
     )
     if report.ok:
         out.line(s.green("ok") + f": {summary}; no damage found")
+        for limit in report.limits:  # what no check of the rows can see (SQLite's own files)
+            out.line(s.dim(f"note: {limit}"))
         return EXIT_OK
     out.line(s.red(f"DAMAGE: {len(report.findings)} problem(s)") + f" ({summary})")
     for f in report.findings:
@@ -662,6 +665,8 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
             "automatically. See docs/operators.md."
         )
     )
+    for limit in report.limits:
+        out.line(s.dim(f"note: {limit}"))
     return EXIT_FOUND
 
 

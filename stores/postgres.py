@@ -71,14 +71,20 @@ from actorlog._errors import (
 from actorlog.store import (
     FORMAT_VERSION,
     ActorRow,
+    CorruptEntryError,
     EntryRow,
     EventRow,
     SnapshotInfo,
     SnapshotRow,
     StoreCapabilities,
+    actor_row,
+    entry_row,
+    event_row,
+    snapshot_data,
+    snapshot_info,
 )
 
-from ._groupcommit import GroupCommitter, Request
+from ._groupcommit import GroupCommitter, Request, require_asyncio
 
 __all__ = ["PostgresStore"]
 
@@ -294,6 +300,16 @@ _DRIVER_ERRORS: tuple[type[BaseException], ...] = (
 _Append = tuple[str, int, Sequence[EntryRow], int | None]  # actor, expected, rows, fence
 
 
+def _is_bad_input(exc: BaseException) -> bool:
+    """True for a value the driver refused to send: asyncpg raises its DataError (a server
+    error class) from the encoding error, before anything reaches the server."""
+    if isinstance(exc, asyncpg.InterfaceError) and isinstance(exc, ValueError):
+        return True
+    return isinstance(exc, asyncpg.DataError) and isinstance(
+        exc.__cause__, (ValueError, OverflowError, TypeError)
+    )
+
+
 def _is_rejection(exc: BaseException) -> bool:
     """True for a conflict the database enforced (SQLSTATE class 23)."""
     sqlstate = getattr(exc, "sqlstate", None)
@@ -326,16 +342,44 @@ async def _keep_session(conn: Any) -> None:
     """
 
 
-def _entry(r: Any) -> EntryRow:
-    return EntryRow(r[0], r[1], r[2], r[3], r[4], r[5], bytes(r[6]), r[7])
+# Rows are built by actorlog.store's checked constructors (every column type-checked, as in
+# every store): the server enforces its column types, but a wrong one must never become an
+# internal TypeError.
 
 
-def _actor(r: Any) -> ActorRow:
-    return ActorRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+def _entries(rows: Sequence[Any], actor_id: str, after_seq: int = 0) -> list[EntryRow]:
+    out: list[EntryRow] = []
+    for r in rows:
+        seq = (out[-1].seq if out else after_seq) + 1
+        out.append(entry_row(tuple(r), actor_id=actor_id, seq=seq))
+    return out
 
 
-def _info(r: Any) -> SnapshotInfo:
-    return SnapshotInfo(r[0], r[1], r[2], r[3], r[4], bytes(r[5]), r[6], r[7])
+#: PostgreSQL truncates identifiers to 63 bytes (NAMEDATALEN - 1): two longer schema names
+#: with the same first 63 bytes would silently share one store.
+_MAX_IDENTIFIER_BYTES = 63
+
+
+def _schema_from_url(dsn: str, schema: str | None) -> tuple[str, str | None]:
+    """Take ``?schema=NAME`` out of a URL (the server would reject it as an unknown
+    setting): ``(dsn without it, schema)``."""
+    if "?" not in dsn or "schema=" not in dsn:
+        return dsn, schema
+    try:
+        parts = urlsplit(dsn)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return dsn, schema
+    names = {v for k, v in query if k == "schema"}
+    if not names:
+        return dsn, schema
+    if len(names) > 1 or (schema is not None and names != {schema}):
+        raise ConfigurationError(
+            f"conflicting PostgreSQL schemas: {sorted(n for n in names | {schema} if n)!r} "
+            "(give one, as ?schema= or as schema=)"
+        )
+    rest = urlencode([kv for kv in query if kv[0] != "schema"])
+    return urlunsplit(parts._replace(query=rest)), names.pop()
 
 
 class PostgresStore:
@@ -351,7 +395,11 @@ class PostgresStore:
         read_only: open for reading only (operators' tools): sessions are read-only and
             writes raise ``StoreClosedError``; the schema must already exist.
         schema: keep actorlog's tables in this PostgreSQL schema (created on open if
-            missing) instead of the first schema of the connection's ``search_path``.
+            missing) instead of the first schema of the connection's ``search_path``; the
+            URL may give it as ``?schema=NAME`` instead (taken out of the connection
+            parameters). It replaces any ``search_path`` of the URL for the store's
+            sessions. At most 63 bytes (PostgreSQL cuts longer identifiers, so two long
+            names could share one store): longer raises ``ConfigurationError``.
             :attr:`url` then carries it as ``search_path``.
         min_size: connections the pool keeps open.
         max_size: most connections the pool opens (one is used by a commit at a time;
@@ -377,8 +425,15 @@ class PostgresStore:
     ) -> None:
         if not isinstance(url_or_dsn, str) or not url_or_dsn:
             raise StoreURLError(str(url_or_dsn), "the URL is empty")
+        url_or_dsn, schema = _schema_from_url(url_or_dsn, schema)
         if schema is not None and (not schema or "\x00" in schema):
             raise ConfigurationError(f"invalid PostgreSQL schema name {schema!r}")
+        if schema is not None and len(schema.encode("utf-8", "replace")) > _MAX_IDENTIFIER_BYTES:
+            raise ConfigurationError(
+                f"PostgreSQL schema name {schema!r} is {len(schema.encode('utf-8', 'replace'))} "
+                f"bytes long; PostgreSQL cuts identifiers to {_MAX_IDENTIFIER_BYTES} bytes, so "
+                "two such names could share one store. Use a shorter name."
+            )
         if not 0 <= min_size <= max_size or max_size < 1:
             raise ConfigurationError(
                 f"need 0 <= min_size <= max_size and max_size >= 1, got {min_size}, {max_size}"
@@ -427,9 +482,11 @@ class PostgresStore:
             StoreUnavailableError: the server cannot be reached, or (read-only) holds no
                 actorlog store.
             StoreURLError: the DSN does not parse.
+            ConfigurationError: not running on asyncio (asyncpg needs it).
         """
         if self._pool is not None:
             return
+        require_asyncio("PostgresStore")
         settings: dict[str, str] = {}
         if self.schema is not None:
             settings["search_path"] = _quote_ident(self.schema)
@@ -545,10 +602,14 @@ class PostgresStore:
             raise StoreClosedError(f"PostgreSQL store {_redact(self.url)} is open read-only")
         return pool
 
-    def _failure(self, what: str, exc: BaseException) -> StoreError:
-        """Translate a driver error: closed if the store was closed meanwhile."""
+    def _failure(self, what: str, exc: BaseException) -> StoreError | ConfigurationError:
+        """Translate a driver error: closed if the store was closed meanwhile; a value the
+        driver cannot send (text with a lone surrogate, an integer beyond 64 bits) is the
+        caller's ``ConfigurationError``, not a transient failure."""
         if self._pool is None:
             return StoreClosedError(f"PostgreSQL store {_redact(self.url)} is closed")
+        if _is_bad_input(exc):
+            return ConfigurationError(f"PostgreSQL cannot take a value of this {what}: {exc}")
         return StoreUnavailableError(f"PostgreSQL {what} failed: {type(exc).__name__}: {exc}")
 
     async def _fetch(self, sql: str, *args: Any) -> list[Any]:
@@ -590,11 +651,11 @@ class PostgresStore:
 
     async def get_actor(self, actor_id: str) -> ActorRow | None:
         rows = await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors WHERE actor_id = $1", actor_id)
-        return _actor(rows[0]) if rows else None
+        return actor_row(tuple(rows[0])) if rows else None
 
     async def list_actors(self) -> list[ActorRow]:
         rows = await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors ORDER BY actor_id")
-        return [_actor(r) for r in rows]
+        return [actor_row(tuple(r), lenient=True) for r in rows]
 
     # -- the log ---------------------------------------------------------------------------
 
@@ -678,8 +739,8 @@ class PostgresStore:
                 await self._insert_entries(conn, rows)
                 return
             except _DRIVER_ERRORS as exc:
-                if _is_rejection(exc):
-                    await self._isolate(conn, chunk, exc)
+                if _is_rejection(exc) or (_is_bad_input(exc) and len(chunk) > 1):
+                    await self._isolate(conn, chunk, exc)  # bad input: only its own append fails
                     return
                 # A writer that locks in another order can still deadlock with us; the
                 # statement was rolled back as a whole, so trying again is safe.
@@ -697,13 +758,14 @@ class PostgresStore:
         """The database rejected ``chunk``: fail the conflicting requests, commit the rest."""
         if len(chunk) == 1:
             actor_id, expected, _, fence = chunk[0].item
-            conflict: SequenceConflictError
+            conflict: SequenceConflictError | CorruptEntryError
             if getattr(exc, "sqlstate", None) == _FENCED_SQLSTATE:
                 conflict = LeaseLostError(actor_id, fence, await self._token(conn, actor_id))
+            elif _is_bad_input(exc):
+                chunk[0].error = self._failure("append", exc)
+                return
             else:
-                conflict = SequenceConflictError(
-                    actor_id, expected, await self._last_seq(conn, actor_id)
-                )
+                conflict = await self._conflict(conn, actor_id, expected)
             conflict.__cause__ = exc
             chunk[0].error = conflict
             return
@@ -737,6 +799,34 @@ class PostgresStore:
         return None if value is None else int(value)
 
     @staticmethod
+    async def _conflict(
+        conn: Any, actor_id: str, expected: int
+    ) -> SequenceConflictError | CorruptEntryError:
+        """A conflict, unless the actor's summary (``actors.last_seq``, which the trigger
+        checks) disagrees with its log: that is damage, not another runtime (one statement,
+        so both are read at one moment)."""
+        try:
+            row = await conn.fetchrow(
+                "SELECT a.last_seq, (SELECT max(e.seq) FROM entries e WHERE e.actor_id = $1) "
+                "FROM actors a WHERE a.actor_id = $1",
+                actor_id,
+            )
+        except _DRIVER_ERRORS:
+            row = None
+        if row is None:
+            return SequenceConflictError(actor_id, expected, None)
+        found, real = row[0], row[1] or 0
+        if found != real:
+            return CorruptEntryError(
+                actor_id,
+                found,
+                "seq chain",
+                f"the actor's summary (actors.last_seq) says {found} but the log ends at seq "
+                f"{real}; nothing was written",
+            )
+        return SequenceConflictError(actor_id, expected, found)
+
+    @staticmethod
     async def _last_seq(conn: Any, actor_id: str) -> int | None:
         try:
             value = await conn.fetchval("SELECT last_seq FROM actors WHERE actor_id = $1", actor_id)
@@ -765,7 +855,7 @@ class PostgresStore:
         if limit is not None:
             args.append(limit)
             sql += f" LIMIT ${len(args)}"
-        return [_entry(r) for r in await self._fetch(sql, *args)]
+        return _entries(await self._fetch(sql, *args), actor_id, after_seq)
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
         rows = await self._fetch(
@@ -773,7 +863,7 @@ class PostgresStore:
             actor_id,
             message_id,
         )
-        return _entry(rows[0]) if rows else None
+        return entry_row(tuple(rows[0]), actor_id=actor_id) if rows else None
 
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         if kind == "step":  # a literal, so the partial index applies to every plan
@@ -791,7 +881,7 @@ class PostgresStore:
                 ref,
                 kind,
             )
-        return [_entry(r) for r in rows]
+        return _entries(rows, actor_id, ref)
 
     # -- snapshots -------------------------------------------------------------------------
 
@@ -829,7 +919,7 @@ class PostgresStore:
             f"SELECT {_SNAP_INFO_COLS} FROM snapshots WHERE actor_id = $1 ORDER BY seq DESC",
             actor_id,
         )
-        return [_info(r) for r in rows]
+        return [snapshot_info(tuple(r), actor_id=actor_id) for r in rows]
 
     async def load_snapshot(self, actor_id: str, seq: int) -> SnapshotRow | None:
         rows = await self._fetch(
@@ -839,7 +929,7 @@ class PostgresStore:
         )
         if not rows:
             return None
-        return SnapshotRow(info=_info(rows[0]), data=bytes(rows[0][8]))
+        return snapshot_data(snapshot_info(tuple(rows[0])[:8], actor_id=actor_id), rows[0][8])
 
     async def delete_snapshots(self, actor_id: str, seqs: Sequence[int]) -> None:
         """Delete snapshots; fenced (see :meth:`record_event`): a stale token deletes none."""
@@ -913,7 +1003,7 @@ class PostgresStore:
             "SELECT actor_id, at, kind, detail FROM events WHERE actor_id = $1 ORDER BY id",
             actor_id,
         )
-        return [EventRow(r[0], r[1], r[2], r[3]) for r in rows]
+        return [event_row(tuple(r), actor_id=actor_id) for r in rows]
 
     # -- ownership: leases, fencing tokens, the inbox (docs/scaling.md) -------------------
 
