@@ -93,16 +93,13 @@ async def main(dsn: str, schema: str, owner: str, ttl: float, clients: int) -> N
                 )
 
         async def report_lost() -> None:
-            own = system._ownership
-            assert own is not None
-            reported = 0
-            while True:
-                await anyio.sleep(0.2)
-                for actor_id in own.lost[reported:]:
+            async for change in system.ownership_changes():
+                if change.kind == "lost":
                     await pool.execute(
-                        "INSERT INTO lost (owner, actor_id) VALUES ($1, $2)", owner, actor_id
+                        "INSERT INTO lost (owner, actor_id) VALUES ($1, $2)",
+                        owner,
+                        change.actor_id,
                     )
-                reported = len(own.lost)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(report_lost)
