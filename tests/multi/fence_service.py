@@ -29,6 +29,8 @@ class FenceService:
     #: every request in arrival order
     log: list[Request] = attrs.Factory(list)
     highest: dict[str, int] = attrs.Factory(dict)
+    #: idempotency key -> how many times its effect was applied (accepted and new)
+    applied: dict[str, int] = attrs.Factory(dict)
 
     async def handle(self, stream: SocketStream) -> None:
         async with stream:
@@ -39,6 +41,8 @@ class FenceService:
             accepted = token >= self.highest.get(resource, 0)
             if accepted:
                 self.highest[resource] = token
+                if key not in self.applied:  # idempotent: a key is applied once
+                    self.applied[key] = 1
             self.log.append(Request(owner, resource, key, token, accepted))
             await stream.send(b"ok\n" if accepted else b"stale\n")
 
