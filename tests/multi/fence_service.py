@@ -33,6 +33,12 @@ class FenceService:
     applied: dict[str, int] = attrs.Factory(dict)
 
     async def handle(self, stream: SocketStream) -> None:
+        try:
+            await self._handle(stream)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
+            pass  # the caller died (SIGKILL) mid-request: as if it had never called
+
+    async def _handle(self, stream: SocketStream) -> None:
         async with stream:
             line = b""
             while not line.endswith(b"\n"):
