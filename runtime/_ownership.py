@@ -345,6 +345,8 @@ class Ownership:
         await cell.ready.wait()
         if self.tokens.get(actor_id) != token or cell.done.is_set():
             return
+        if not (cell.last_recovery or {}).get("pending_messages"):
+            return  # nothing was waiting in its log
         try:
             pending = await self._logged_messages(actor_id, cell.handled_seq)
             for seq, message_id in pending:
