@@ -87,7 +87,7 @@ class SPAN:
     STEP = "actorlog.step"
     TOOL_CALL = "actorlog.tool_call"
     SNAPSHOT = "actorlog.snapshot"
-    #: a change of an actor's owner seen by this runtime (one event on it, ``EVENT.LEASE``)
+    #: a change of an actor's owner seen by this runtime (one ``EVENT.LEASE_*`` on it)
     OWNERSHIP = "actorlog.ownership"
 
 
@@ -95,8 +95,11 @@ class EVENT:
     """Span event names."""
 
     #: on ``actorlog.ownership``: this runtime acquired, took over, lost or released an
-    #: actor's lease (``actorlog.lease.acquired`` / ``.taken_over`` / ``.lost`` / ``.released``)
-    LEASE = "actorlog.lease"
+    #: actor's lease
+    LEASE_ACQUIRED = "actorlog.lease.acquired"
+    LEASE_TAKEN_OVER = "actorlog.lease.taken_over"
+    LEASE_LOST = "actorlog.lease.lost"
+    LEASE_RELEASED = "actorlog.lease.released"
 
     #: on ``actorlog.recover``: a snapshot failed verification and was skipped
     SNAPSHOT_REJECTED = "actorlog.snapshot.rejected"
@@ -318,4 +321,4 @@ def ownership_changed(kind: str, actor_id: str, owner: str, token: int | None, r
     if reason:
         attributes[ATTR.REASON] = reason
     with tracer.start_as_current_span(SPAN.OWNERSHIP, attributes=attributes) as span:
-        span.add_event(f"{EVENT.LEASE}.{kind}", attributes)
+        span.add_event(f"actorlog.lease.{kind}", attributes)  # EVENT.LEASE_<KIND>
