@@ -122,7 +122,6 @@ class LeaseStore(Protocol):
     async def acquire_lease(self, actor_id: str, owner: str, ttl: float) -> int | None: ...
     async def renew_leases(self, owner: str, tokens: Mapping[str, int], ttl: float) -> set[str]: ...
     async def release_lease(self, actor_id: str, owner: str, token: int) -> None: ...
-    async def get_lease(self, actor_id: str) -> tuple[str | None, int, float] | None: ...
     async def orphans(
         self, limit: int = 100, owner: str | None = None
     ) -> list[tuple[str, str]]: ...
@@ -542,8 +541,12 @@ class Ownership:
             send.close()
 
     async def lease(self, actor_id: str) -> Lease | None:
-        """The actor's lease as the store has it now, or None if it never had one."""
-        got = await self.store.get_lease(actor_id)
+        """The actor's lease as the store has it now, or None if it never had one (or the
+        store cannot say: ``get_lease`` is optional for stores with leases)."""
+        get_lease = getattr(self.store, "get_lease", None)
+        if get_lease is None:
+            return None
+        got = await get_lease(actor_id)
         if got is None:
             return None
         return Lease(actor_id, got[0], got[1], got[2])
