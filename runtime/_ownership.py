@@ -32,14 +32,18 @@ actors idle that long and releases their leases.
 from __future__ import annotations
 
 import json
+import logging
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 import anyio.lowlevel
+import attrs
 from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from . import _codec, _records
+from . import _codec, _records, _telemetry
 from ._actor import Actor, reply_type
 from ._cell import Undecodable
 from ._errors import (
@@ -56,11 +60,59 @@ if TYPE_CHECKING:
     from ._cell import Cell, Reply
     from ._system import ActorSystem
 
-__all__ = ["LEASE_MARGIN", "LeaseStore", "Ownership", "ReplyStore"]
+__all__ = ["LEASE_MARGIN", "Lease", "LeaseStore", "Ownership", "OwnershipChange", "ReplyStore"]
+
+logger = logging.getLogger("actorlog.ownership")
 
 #: A tool starts only while at least this fraction of the lease is left: its last
 #: confirmation began less than ``(1 - LEASE_MARGIN) x lease_ttl`` ago (docs/scaling.md).
 LEASE_MARGIN = 0.25
+
+
+@attrs.frozen
+class Lease:
+    """Who owns an actor, as the store says (``system.ownership``, ``inspect.leases``).
+
+    Attributes:
+        actor_id: the actor.
+        owner: the runtime holding the lease (its ``owner=`` name), or None if released.
+        token: the fencing token of the lease (grows with every change of owner).
+        expires_in: seconds until the lease expires, on the database's clock (<= 0: expired,
+            free to take).
+    """
+
+    actor_id: str
+    owner: str | None
+    token: int
+    expires_in: float
+
+    @property
+    def live(self) -> bool:
+        """Held by a runtime right now (not released, not expired)."""
+        return self.owner is not None and self.expires_in > 0
+
+
+ChangeKind = Literal["acquired", "taken_over", "lost", "released"]
+
+
+@attrs.frozen
+class OwnershipChange:
+    """This runtime started or stopped owning an actor (``system.ownership_changes()``).
+
+    Attributes:
+        kind: ``acquired`` (placed here on use), ``taken_over`` (found with unfinished work
+            and no live lease -- a dead or paused runtime's -- and recovered here), ``lost``
+            (another runtime took it, or the lease could no longer be confirmed: the actor
+            stopped here), ``released`` (let go: passivated, stopped, or shutdown).
+        actor_id: the actor.
+        token: the fencing token of the lease acquired, lost or released.
+        reason: why, in words (for ``lost`` and ``released``).
+    """
+
+    kind: ChangeKind
+    actor_id: str
+    token: int | None
+    reason: str = ""
 
 
 class LeaseStore(Protocol):
@@ -131,6 +183,9 @@ class Ownership:
         self._registered: set[str] = set()
         #: wakes the take-over scan early: a message was queued for an actor nobody holds
         self._scan_wake = anyio.Event()
+        #: subscribers of ownership_changes()
+        self._watchers: list[MemoryObjectSendStream[OwnershipChange]] = []
+        self._taking_over = False
         #: monotonic time each owned actor was last used here (routing, inbox delivery)
         self._used: dict[str, float] = {}
         #: actors whose lease another runtime held when we last tried, and until when we
@@ -211,7 +266,10 @@ class Ownership:
                     await self.store.release_lease(actor_id, self.owner, token)
                 except Exception:
                     pass  # it expires anyway
+                self._changed(OwnershipChange("released", actor_id, token, "shutdown"))
             self.tokens.clear()
+            for watcher in self._watchers:
+                watcher.close()
 
     def _notified(self, actor_id: str) -> None:
         if actor_id in self.tokens:
@@ -269,6 +327,8 @@ class Ownership:
         self.tokens[actor_id] = token
         self.store.set_fence(actor_id, token)
         self._wake.set()  # deliver what is queued for it
+        kind: ChangeKind = "taken_over" if self._taking_over else "acquired"
+        self._changed(OwnershipChange(kind, actor_id, token))
         if self._tg is not None and self._replies is not None:
             self._tg.start_soon(self._announce_pending, actor_id, token)
         return True
@@ -284,6 +344,8 @@ class Ownership:
         await cell.ready.wait()
         if self.tokens.get(actor_id) != token or cell.done.is_set():
             return
+        if not (cell.last_recovery or {}).get("pending_messages"):
+            return  # nothing was waiting in its log
         try:
             pending = await self._logged_messages(actor_id, cell.handled_seq)
             for seq, message_id in pending:
@@ -312,6 +374,7 @@ class Ownership:
         self._used.pop(actor_id, None)
         self._renewed.pop(actor_id, None)
         self.lost.append(actor_id)
+        self._changed(OwnershipChange("lost", actor_id, token, why))
         cell = self.system._cells.get(actor_id)
         if cell is not None and not cell.done.is_set():
             err = LeaseLostError(actor_id, token, None)
@@ -397,6 +460,7 @@ class Ownership:
             except Exception:
                 pass  # it expires
             self.passivated.append(actor_id)
+            self._changed(OwnershipChange("released", actor_id, token, "passivated"))
 
     async def _release_stopped(self) -> None:
         """Let go of actors whose cell stopped here: after a rejected (fenced) append, a
@@ -414,10 +478,78 @@ class Ownership:
             self._used.pop(actor_id, None)
             if isinstance(cell.error, LeaseLostError):
                 self.lost.append(actor_id)
+                self._changed(OwnershipChange("lost", actor_id, token, str(cell.error)))
+            else:
+                why = f"stopped: {cell.error}"
+                self._changed(OwnershipChange("released", actor_id, token, why))
             try:
                 await self.store.release_lease(actor_id, self.owner, token)
             except Exception:
                 pass  # it expires
+
+    # -- observability ---------------------------------------------------------------------
+
+    def _changed(self, change: OwnershipChange) -> None:
+        """Tell subscribers, the log (stdlib ``logging``) and the tracer."""
+        for watcher in list(self._watchers):
+            try:
+                watcher.send_nowait(change)
+            except anyio.WouldBlock:
+                pass  # a subscriber that does not keep up misses changes, never blocks us
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._watchers.remove(watcher)
+        if change.kind == "lost":
+            logger.warning(
+                "runtime %s lost actor %s (fencing token %s): %s; it stopped here",
+                self.owner,
+                change.actor_id,
+                change.token,
+                change.reason,
+            )
+        else:
+            logger.debug(
+                "runtime %s: %s actor %s (fencing token %s) %s",
+                self.owner,
+                change.kind,
+                change.actor_id,
+                change.token,
+                change.reason,
+            )
+        _telemetry.ownership_changed(
+            change.kind, change.actor_id, self.owner, change.token, change.reason
+        )
+
+    def changes(self) -> AsyncIterator[OwnershipChange]:
+        """Every ownership change from now on (see ``ActorSystem.ownership_changes``):
+        subscribed at once, before the first ``__anext__``."""
+        send, receive = anyio.create_memory_object_stream[OwnershipChange](1000)
+        self._watchers.append(send)
+        return self._relay(send, receive)
+
+    async def _relay(
+        self,
+        send: MemoryObjectSendStream[OwnershipChange],
+        receive: MemoryObjectReceiveStream[OwnershipChange],
+    ) -> AsyncIterator[OwnershipChange]:
+        try:
+            async with receive:
+                async for change in receive:
+                    yield change
+        finally:
+            if send in self._watchers:
+                self._watchers.remove(send)
+            send.close()
+
+    async def lease(self, actor_id: str) -> Lease | None:
+        """The actor's lease as the store has it now, or None if it never had one (or the
+        store cannot say: ``get_lease`` is optional for stores with leases)."""
+        get_lease = getattr(self.store, "get_lease", None)
+        if get_lease is None:
+            return None
+        got = await get_lease(actor_id)
+        if got is None:
+            return None
+        return Lease(actor_id, got[0], got[1], got[2])
 
     # -- routing ---------------------------------------------------------------------------
 
@@ -615,10 +747,13 @@ class Ownership:
             cls = self.system._classes.get(actor_type)
             if cls is None or self._live(actor_id) is not None:
                 continue
+            self._taking_over = True
             try:
                 await self.route(cls, actor_id)
             except Exception:
                 pass  # quarantined or owned meanwhile: status() tells
+            finally:
+                self._taking_over = False
 
     async def _takeover_loop(self) -> None:
         while True:

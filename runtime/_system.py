@@ -29,7 +29,7 @@ from ._errors import (
     LeaseLostError,
     StoreUnavailableError,
 )
-from ._ownership import Ownership
+from ._ownership import Lease, Ownership, OwnershipChange
 from ._snapshots import RecoveryCost, SnapshotPolicy
 from .store import Store
 
@@ -620,6 +620,30 @@ class ActorSystem:
         if actor_id in self._quarantined:
             return "quarantined"
         return "unknown"
+
+    async def ownership(self, actor_id: str) -> Lease | None:
+        """Who owns the actor now, with which fencing token, and for how long: its lease as
+        the store has it (owner None or ``expires_in <= 0``: free). None if the actor never
+        had a lease, or this system does not use leases (no ``owner=``/``client=True``, or a
+        store without ``capabilities.leases``)."""
+        if self._ownership is None:
+            return None
+        return await self._ownership.lease(actor_id)
+
+    def ownership_changes(self) -> AsyncIterator[OwnershipChange]:
+        """An async iterator of this runtime's ownership changes from now on: actors
+        ``acquired``, ``taken_over``, ``lost`` or ``released`` here. It ends when the system
+        closes. A subscriber that falls 1000 changes behind misses the ones after.
+
+        Raises:
+            ConfigurationError: this system does not use leases.
+        """
+        if self._ownership is None:
+            raise ConfigurationError(
+                "ownership_changes() needs leases: ActorSystem(store, owner=...) over a store "
+                "with capabilities.leases (PostgreSQL)"
+            )
+        return self._ownership.changes()
 
     def error(self, actor_id: str) -> BaseException | None:
         """Why an actor is quarantined or stopped (None if it is not)."""

@@ -58,6 +58,7 @@ from ._errors import (
     StoreUnavailableError,
     WALError,
 )
+from ._ownership import Lease
 from .store import ActorRow, EntryRow, SnapshotInfo, SnapshotRow, Store
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "fork",
     "fork_effects",
     "history",
+    "leases",
     "list_actors",
     "opened",
     "resolve",
@@ -1595,3 +1597,15 @@ async def _export(store: Store, actor_id: str, *, raw: bool) -> AsyncIterator[di
         }
     for e in await _events(store, actor_id):
         yield {"type": "event", "at": e.at, "kind": e.kind, "detail": e.detail}
+
+
+# -- ownership (PostgreSQL leases; docs/scaling.md) -----------------------------------------
+
+
+async def leases(store: Store) -> list[Lease]:
+    """Every actor's lease -- owner, fencing token, seconds to expiry -- by actor id, for a
+    store shared by several runtimes (``capabilities.leases``); empty for other stores."""
+    list_leases = getattr(store, "list_leases", None)
+    if not store.capabilities.leases or list_leases is None:
+        return []
+    return [Lease(a, o, t, e) for a, o, t, e in await list_leases()]

@@ -1089,6 +1089,15 @@ class PostgresStore:
             return None
         return rows[0][0], int(rows[0][1]), float(rows[0][2])
 
+    async def list_leases(self) -> list[tuple[str, str | None, int, float]]:
+        """Every lease: ``(actor_id, owner, token, seconds until expiry)`` by actor id
+        (owner None or seconds <= 0: free)."""
+        rows = await self._fetch(
+            "SELECT actor_id, owner, token, EXTRACT(EPOCH FROM expires_at - now())::float8 "
+            "FROM leases ORDER BY actor_id"
+        )
+        return [(r[0], r[1], int(r[2]), float(r[3])) for r in rows]
+
     async def orphans(self, limit: int = 100, owner: str | None = None) -> list[tuple[str, str]]:
         """``(actor_id, actor_type)`` of actors with unfinished work (unhandled messages or
         inbox messages) and no live lease: a dead runtime's actors, or never placed. With

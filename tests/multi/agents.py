@@ -100,3 +100,28 @@ class Remote(Actor[Balance]):
         token = await ctx.call(remote_write, msg.n)
         self.state.steps += 1
         return token
+
+
+@attrs.define
+class Op:
+    """One operation of the history test: add ``n`` (ids are the message ids)."""
+
+    n: int
+
+
+@attrs.define
+class Tally:
+    total: int = 0
+    count: int = 0
+
+
+class Ledgered(Actor[Tally]):
+    """Applies each ``Op`` through the fencing-aware service; replies ``[count, total]``."""
+
+    snapshot_every = 5
+
+    async def receive(self, ctx: Context, msg: Op) -> list[int]:
+        await ctx.call(remote_write, msg.n)
+        self.state.total += msg.n
+        self.state.count += 1
+        return [self.state.count, self.state.total]

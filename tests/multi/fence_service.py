@@ -29,8 +29,16 @@ class FenceService:
     #: every request in arrival order
     log: list[Request] = attrs.Factory(list)
     highest: dict[str, int] = attrs.Factory(dict)
+    #: idempotency key -> how many times its effect was applied (accepted and new)
+    applied: dict[str, int] = attrs.Factory(dict)
 
     async def handle(self, stream: SocketStream) -> None:
+        try:
+            await self._handle(stream)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
+            pass  # the caller died (SIGKILL) mid-request: as if it had never called
+
+    async def _handle(self, stream: SocketStream) -> None:
         async with stream:
             line = b""
             while not line.endswith(b"\n"):
@@ -39,6 +47,8 @@ class FenceService:
             accepted = token >= self.highest.get(resource, 0)
             if accepted:
                 self.highest[resource] = token
+                if key not in self.applied:  # idempotent: a key is applied once
+                    self.applied[key] = 1
             self.log.append(Request(owner, resource, key, token, accepted))
             await stream.send(b"ok\n" if accepted else b"stale\n")
 

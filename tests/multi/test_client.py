@@ -109,3 +109,15 @@ async def test_answers_after_a_takeover_are_announced(pg_url: str, pg_schema: st
         await anyio.to_thread.run_sync(functools.partial(proc.wait, timeout=30))
         proc.stdout.close()
         proc.stdin.close()
+
+
+async def test_client_mode_example_runs(pg_url: str, pg_schema: str) -> None:
+    example = ROOT / "examples" / "client_mode.py"
+    done = await anyio.run_process(
+        [sys.executable, str(example), "demo", pg_url, "--schema", pg_schema]
+    )
+    assert done.stdout.decode().splitlines() == [
+        "/deposit/acct-1/5?request_id=r-1 -> {'total': 5}",
+        "/deposit/acct-1/7?request_id=r-2 -> {'total': 12}",
+        "/deposit/acct-1/7?request_id=r-2 -> {'total': 12}",
+    ]

@@ -30,6 +30,7 @@ from .agents import (
     SERVICE,
     Account,
     Deposit,
+    Ledgered,
     Nap,
     Remote,
     Sleeper,
@@ -93,16 +94,13 @@ async def main(dsn: str, schema: str, owner: str, ttl: float, clients: int) -> N
                 )
 
         async def report_lost() -> None:
-            own = system._ownership
-            assert own is not None
-            reported = 0
-            while True:
-                await anyio.sleep(0.2)
-                for actor_id in own.lost[reported:]:
+            async for change in system.ownership_changes():
+                if change.kind == "lost":
                     await pool.execute(
-                        "INSERT INTO lost (owner, actor_id) VALUES ($1, $2)", owner, actor_id
+                        "INSERT INTO lost (owner, actor_id) VALUES ($1, $2)",
+                        owner,
+                        change.actor_id,
                     )
-                reported = len(own.lost)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(report_lost)
@@ -169,8 +167,21 @@ async def fenced(dsn: str, schema: str, ttl: float, port: int, pause_at: str) ->
         await anyio.to_thread.run_sync(sys.stdin.readline)
 
 
+async def history(dsn: str, schema: str, owner: str, ttl: float, port: int) -> None:
+    """One runtime of the history test: runs ``Ledgered`` actors until stdin closes."""
+    SERVICE[:] = [port]
+    OWNER[0] = owner
+    store = PostgresStore(dsn, schema=schema, max_size=4)
+    async with ActorSystem(store, actors=[Ledgered], owner=owner, lease_ttl=ttl):
+        print("ready", flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.readline)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "fenced":
+    if sys.argv[1] == "history":
+        dsn, schema, owner, ttl, port = sys.argv[2:7]
+        anyio.run(history, dsn, schema, owner, float(ttl), int(port), backend="asyncio")
+    elif sys.argv[1] == "fenced":
         dsn, schema, ttl, port, pause_at = sys.argv[2:7]
         anyio.run(fenced, dsn, schema, float(ttl), int(port), pause_at, backend="asyncio")
     elif sys.argv[1] == "zombie":
