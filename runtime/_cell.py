@@ -709,7 +709,11 @@ class Cell:
             slot = self.waiters.get(env.seq)
             # the caller gets the decoded form of what was logged: what a re-ask gets, and
             # never a reference to the actor's state
-            outcome = self._outcome(env.seq, self.journal.last_payload()) if slot else None
+            outcome = None
+            if slot is not None:
+                scalar = error is None and _codec.is_scalar(reply_plain)
+                logged = {"ok": True, "reply": reply_plain} if scalar else None
+                outcome = self._outcome(env.seq, logged or self.journal.last_payload())
         self.handled_seq = env.seq
         if env.message_id is not None:
             self.inflight_ids.pop(env.message_id, None)

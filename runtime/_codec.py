@@ -179,6 +179,15 @@ def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
     return plain
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def is_scalar(plain: Any) -> bool:
+    """A plain value that decodes from its JSON exactly as it is (a str, an int, a finite
+    float, a bool, None): its decoded form need not be computed."""
+    return type(plain) in _SCALARS
+
+
 def decode_json(data: bytes) -> Any:
     """Decode a payload. Raises ``ValueError`` on malformed bytes."""
     return json.loads(data)

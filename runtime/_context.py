@@ -351,10 +351,11 @@ class Context:
         if rec is not None:
             self.effects_from_log += 1
             return rec.payload["value"]
+        value = make()
         self._cell.journal.write(
-            "effect", tag, self.step_seq, _records.effect_payload(index=index, value=make())
+            "effect", tag, self.step_seq, _records.effect_payload(index=index, value=value)
         )
-        return self._logged("value")
+        return self._logged("value", value)
 
     def _expect(
         self, index: int, kind: str, tag: str, args: Any, kwargs: Any = None
@@ -426,10 +427,13 @@ class Context:
             rec = self._recorded[self._index]
             self._nondeterminism(self._index, self._describe_rec(rec), "the end of the step")
 
-    def _logged(self, key: str) -> Any:
-        """Field ``key`` of the entry just written, decoded from its bytes: the live path
-        hands out exactly what replay will read (DESIGN.md section 10, live equals replay),
-        and nothing that aliases the value given to the log."""
+    def _logged(self, key: str, plain: Any) -> Any:
+        """Field ``key`` (given as ``plain``) of the entry just written, decoded from its
+        bytes: the live path hands out exactly what replay will read (DESIGN.md section 10,
+        live equals replay), and nothing that aliases the value given to the log. A scalar
+        decodes to itself: no decode for it."""
+        if _codec.is_scalar(plain):
+            return plain
         return self._cell.journal.last_payload()[key]
 
     def _value(self, t: Tool[Any, Any], plain: Any) -> Any:
@@ -497,7 +501,7 @@ class Context:
                     failure = EncodeError(f"result of tool {t.name}", type(value), exc.reason)
                 else:
                     del self._open[intent_seq]
-                    return self._value(t, self._logged("value"))
+                    return self._value(t, self._logged("value", plain))
             info = _records.error_info(failure)  # always loggable: sanitized, truncated
             span.set_status(Status(StatusCode.ERROR, f"{info['type']}: {info['message']}"))
             cell.journal.write(
@@ -619,7 +623,7 @@ class Context:
                         ),
                     )
                     raise ToolCallError(t.name, info["type"], info["message"]) from err
-                return self._value(t, self._logged("value"))
+                return self._value(t, self._logged("value", plain))
             if isinstance(answer, NotHappened):
                 _telemetry.settled(rec.seq, t.name, policy, "reconcile.not_happened")
                 return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)

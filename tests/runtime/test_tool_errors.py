@@ -298,3 +298,67 @@ async def test_a_call_the_handler_cancels_is_settled_before_its_step_completes(
             assert await ref.ask(Call(policy, "a"), message_id="m1") == "gave up"
             assert system.status("i") != "quarantined"
     assert RUNS == ["a", "after"]
+
+
+STAGE: dict[str, Any] = {"crash": True, "started": anyio.Event()}
+
+
+async def _crash_then_stray(arg: str) -> str:
+    RUNS.append(arg)
+    if STAGE["crash"]:
+        STAGE["started"].set()
+        await anyio.sleep_forever()
+    raise await _captured_cancellation()
+
+
+ON_RESTART = {
+    "read": tool(effect="read", name="restart.read")(_crash_then_stray),
+    "reconcile": tool(
+        effect="write",
+        name="restart.reconcile",
+        reconcile=lambda key, args: _captured_cancellation_raised(),
+    )(_crash_then_stray),
+}
+
+
+async def _captured_cancellation_raised() -> None:
+    raise await _captured_cancellation()
+
+
+class Restarted(Actor[Log]):
+    snapshot_every = None
+
+    async def receive(self, ctx: Context, msg: Call) -> str:
+        try:
+            await ctx.call(ON_RESTART[msg.tool], msg.arg)
+        except ToolCallError as exc:
+            return exc.error_type
+        return "ok"
+
+
+@pytest.mark.parametrize("policy", ["read", "reconcile"])
+async def test_a_stray_cancellation_when_recovery_settles_an_in_doubt_call_is_no_poison_pill(
+    make_store: StoreFactory, policy: str
+) -> None:
+    """Issue 11.5: recovery re-runs an in-doubt read (or asks a reconcile function) at
+    start, and it raises a cancellation nobody asked for: that was the system's crash at
+    every start. Now it is that call's error (read) or "don't know" (reconcile: escalate)."""
+    STAGE["crash"], STAGE["started"] = True, anyio.Event()
+    async with ActorSystem(make_store(), actors=[Restarted], shutdown_grace=0) as system:
+        ref = await system.spawn(Restarted, "r")
+        await ref.send(Call(policy, "a"), message_id="m1")
+        with anyio.fail_after(10):
+            await STAGE["started"].wait()
+    STAGE["crash"] = False
+    for start in range(2):  # and again: nothing is left to poison the next start
+        async with ActorSystem(make_store(), actors=[Restarted]) as system:
+            with anyio.fail_after(10):
+                ref = await system.spawn(Restarted, "r")
+                if policy == "read":
+                    assert await ref.ask(Call(policy, "a"), message_id="m1") in ERROR_TYPES
+                    continue
+                if start == 0:
+                    [seq] = await system.wait_in_doubt("r")
+                    await system.resolve("r", seq, fail="checked: it did not happen")
+                assert await ref.ask(Call(policy, "a"), message_id="m1") == "OperatorFailed"
+    assert unsettled_intents(await rows(make_store, "r")) == []
