@@ -46,8 +46,10 @@ import anyio
 import asyncpg
 import attrs
 import pytest
-from actorlog import ActorSystem, HandlerError, _records, inspect
+from actorlog import ActorlogError, ActorSystem, HandlerError, _records, inspect
 from actorlog.stores import PostgresStore
+
+from tests._pgserver import CrashableServer
 
 from . import agents
 from .agents import Ledgered, Op
@@ -76,7 +78,7 @@ class Event:
 
 @attrs.define
 class Fault:
-    kind: str  # kill | pause
+    kind: str  # kill | pause | crash
     victim: str
     at: float
     held: list[str]  # actors whose live lease the victim held
@@ -135,14 +137,44 @@ class Runtimes:
                     stream.close()
 
 
-async def _held(conn: Any, owner: str) -> list[str]:
-    rows = await conn.fetch(
-        "SELECT actor_id FROM leases WHERE owner = $1 AND expires_at > now()", owner
-    )
+async def _connect(url: str, schema: str) -> Any:
+    return await asyncpg.connect(url, server_settings={"search_path": f'"{schema}"'})
+
+
+async def _held(url: str, schema: str, owner: str) -> list[str]:
+    try:
+        conn = await _connect(url, schema)
+    except (OSError, asyncpg.PostgresError):
+        return []  # the server is down (the server-crash variant)
+    try:
+        rows = await conn.fetch(
+            "SELECT actor_id FROM leases WHERE owner = $1 AND expires_at > now()", owner
+        )
+    finally:
+        await conn.close()
     return [r[0] for r in rows]
 
 
 async def test_history_under_kills_and_pauses(pg_url: str, pg_schema: str) -> None:
+    await _history(pg_url, pg_schema, None)
+
+
+@pytest.mark.skipif(
+    not (SOAK or os.environ.get("ACTORLOG_HISTORY_SERVER_CRASH")),
+    reason="the server-crash variant runs with ACTORLOG_SOAK=1 or ACTORLOG_HISTORY_SERVER_CRASH=1",
+)
+async def test_history_with_server_crashes_too() -> None:
+    """The same, and the nemesis also crashes PostgreSQL itself (SIGKILL of every server
+    process; a durable server of the test's own) and starts it again."""
+    server = CrashableServer()
+    try:
+        await anyio.to_thread.run_sync(server.start)
+        await _history(server.url, "actorlog_history", server)
+    finally:
+        await anyio.to_thread.run_sync(server.destroy)
+
+
+async def _history(pg_url: str, pg_schema: str, server: CrashableServer | None) -> None:
     rng = random.Random(SEED)
     service = FenceService()
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
@@ -150,7 +182,7 @@ async def test_history_under_kills_and_pauses(pg_url: str, pg_schema: str) -> No
     agents.SERVICE[:] = [port]
     store = PostgresStore(pg_url, schema=pg_schema)
     await store.open()  # the schema, before the workers start
-    conn = await asyncpg.connect(pg_url, server_settings={"search_path": f'"{pg_schema}"'})
+    await store.close()  # (the server may crash meanwhile: the checker opens its own)
     runtimes = Runtimes(pg_url, pg_schema, port)
     history: list[Event] = []
     faults: list[Fault] = []
@@ -186,6 +218,10 @@ async def test_history_under_kills_and_pauses(pg_url: str, pg_schema: str) -> No
                                     Event("fail", op, actor, n, time.monotonic(), str(exc))
                                 )
                                 break
+                            except ActorlogError:  # the server is down: indeterminate
+                                history.append(Event("timeout", op, actor, n, time.monotonic()))
+                                await anyio.sleep(0.2)
+                                continue
                             history.append(Event("ok", op, actor, n, time.monotonic(), value))
                             break
 
@@ -195,9 +231,15 @@ async def test_history_under_kills_and_pauses(pg_url: str, pg_schema: str) -> No
                         alive = sorted(runtimes.procs)
                         victim = rng.choice(alive)
                         proc = runtimes.procs[victim]
-                        action = rng.choice(["kill", "pause", "pause", "none"])
-                        if action == "kill":
-                            held = await _held(conn, victim)
+                        actions = ["kill", "pause", "pause", "none"]
+                        action = rng.choice([*actions, "crash"] if server else actions)
+                        if action == "crash" and server is not None:
+                            await anyio.to_thread.run_sync(server.crash)
+                            faults.append(Fault("crash", "postgres", time.monotonic(), actors))
+                            await anyio.sleep(rng.uniform(0.2, 1.0))
+                            await anyio.to_thread.run_sync(server.start)
+                        elif action == "kill":
+                            held = await _held(pg_url, pg_schema, victim)
                             proc.send_signal(signal.SIGKILL)
                             await anyio.to_thread.run_sync(proc.wait)
                             faults.append(Fault("kill", victim, time.monotonic(), held))
@@ -207,7 +249,7 @@ async def test_history_under_kills_and_pauses(pg_url: str, pg_schema: str) -> No
                             proc.stdout.close()
                             await runtimes.start()
                         elif action == "pause":
-                            held = await _held(conn, victim)
+                            held = await _held(pg_url, pg_schema, victim)
                             seconds = rng.uniform(0.3, 2.5) * TTL
                             proc.send_signal(signal.SIGSTOP)
                             faults.append(Fault("pause", victim, time.monotonic(), held, seconds))
@@ -221,13 +263,18 @@ async def test_history_under_kills_and_pauses(pg_url: str, pg_schema: str) -> No
             await anyio.sleep(TTL)  # resumed runtimes notice their losses
             await runtimes.stop_all()
             service_tg.cancel_scope.cancel()
-        report = await _check(store, conn, history, service, actors)
+        conn = await _connect(pg_url, pg_schema)
+        store = PostgresStore(pg_url, schema=pg_schema)
+        await store.open()
+        try:
+            report = await _check(store, conn, history, service, actors)
+        finally:
+            await conn.close()
+            await store.close()
         report.update(_failovers(history, faults))
         print(f"\nhistory seed={SEED} seconds={SECONDS} actors={N_ACTORS} lease={TTL}s: {report}")
     finally:
         runtimes.kill_all()
-        await conn.close()
-        await store.close()
 
 
 async def _check(
