@@ -246,7 +246,8 @@ async def test_no_log_value_reaches_the_terminal_raw(tmp_path: Path) -> None:
             assert _raw_controls(out) == [], (args, color)
             assert _raw_controls(r.err) == [], (args, color)
     r = cli("--color", "never", "show", db, "bill-1", str(message_seq))
-    assert "\\x1b]0;pwned\\x07" in r.out  # shown, escaped
+    assert "\\x1b]0;pwned\\x07" in r.out or "\\u001b]0;pwned\\u0007" in r.out  # escaped
+    assert "\\u000a" not in r.out and '\n      "name": ' in r.out  # pretty JSON, as before
 
 
 async def test_json_output_escapes_c1_controls(tmp_path: Path) -> None:
@@ -505,3 +506,39 @@ async def test_fork_history_shows_the_key_the_fork_ran_a_copied_call_with() -> N
     call = (await inspect.history(store, "r-2")).steps[0].calls[0]
     assert call.key == "r-2:1:0"
     assert call.recorded_key == "r-1:1:0"
+
+
+# -- 18.21: history --since reads what it shows, and only that --------------------------------
+
+
+async def test_history_since_with_messages_logged_ahead_reports_no_false_damage() -> None:
+    """Messages logged far ahead of their steps (a backlog): --since used to read every entry
+    between the oldest step in progress and SEQ, and reported the steps of messages it had not
+    read as 'reference' damage."""
+    store = MemoryStore()
+    async with ActorSystem(store, actors=[Biller, Auditor]) as system:
+        ref = await system.spawn(Biller, "b")
+
+        async def send(i: int) -> None:
+            await ref.send(Job(f"j{i}"), message_id=f"m{i}")
+
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(send, i)
+        with anyio.fail_after(10):
+            await ref.ask(Job("last"), message_id="last")
+    await store.open()
+    full = await inspect.history(store, "b")
+    assert full.damage == [] and len(full.steps) == 21
+    tenth = sorted(s.step_seq or 0 for s in full.steps)[9]
+    h = await inspect.history(store, "b", since=tenth)
+    assert h.damage == []
+    assert all(s.status == "ok" for s in h.steps)
+    shown = {s.message_seq for s in h.steps}
+    expected = {s.message_seq for s in full.steps if (s.step_seq or 0) > tenth}
+    assert shown == expected
+    r_all = [x async for x in inspect.iter_history(store, "b")]
+    assert isinstance(r_all[0], inspect.ActorStatus)
+    assert [x.message_seq for x in r_all if isinstance(x, inspect.Step)] == sorted(
+        s.message_seq for s in full.steps
+    )
