@@ -517,14 +517,35 @@ def _run_key(
 
 def _failure(events: Sequence[Event]) -> str | None:
     """Why the last runtime stopped the actor, unless it has recovered since."""
-    for e in reversed(events):
+    for i in range(len(events) - 1, -1, -1):
+        e = events[i]
         if e.kind == "recovered":
             return None
         if e.kind in ("quarantined", "stopped"):
             err = e.detail.get("error") or e.detail.get("raw") or e.kind
             etype = e.detail.get("error_type")
-            return f"{etype}: {err}" if etype else str(err)
+            text = f"{etype}: {err}" if etype else str(err)
+            if etype == "SequenceConflictError":
+                text += _conflicting_operator_write(events[:i])
+            return text
     return None
+
+
+def _conflicting_operator_write(before: Sequence[Event]) -> str:
+    """What an operator wrote offline since the runtime last recovered the actor: the likely
+    other writer of a conflict (the runtime running the actor did not see it)."""
+    for e in reversed(before):
+        if e.kind == "recovered":
+            return ""
+        d = e.detail
+        if e.kind == "resolved" and d.get("offline"):
+            return (
+                f" (the conflicting write was the offline decision seq {d.get('decision_seq')} "
+                f"by {d.get('by')} on intent seq {d.get('intent_seq')}, which the runtime "
+                "running this actor did not see; restart that runtime and its recovery "
+                "applies the decision)"
+            )
+    return ""
 
 
 async def _events(store: Store, actor_id: str) -> list[Event]:
