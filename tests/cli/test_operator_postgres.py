@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import anyio
 import asyncpg
@@ -109,3 +110,38 @@ async def test_offline_resolve_next_to_a_live_runtime_on_postgres(
     await _offline_resolve_next_to_a_live_runtime(
         lambda: PostgresStore(dsn, schema=schema), pg_store.url
     )
+
+
+async def test_nan_in_float_columns_is_named_on_postgres(pg_store: PostgresStore) -> None:
+    """PostgreSQL stores NaN in a float column (SQLite turns it into NULL): --json stays
+    valid JSON and names it, text output and verify name it, nothing dies."""
+    import json
+
+    from ._support import cli
+
+    async with ActorSystem(pg_store, actors=[Biller, Auditor]) as system:
+        ref = await system.spawn(Biller, "bill-1", snapshot_every=1)
+        await ref.ask(Job("a"), message_id="m1")
+    conn = await asyncpg.connect(pg_store.dsn)
+    try:
+        await conn.execute(f'SET search_path TO "{pg_store.schema}"')
+        await conn.execute("UPDATE actors SET created_at = 'NaN'")
+        await conn.execute("UPDATE snapshots SET created_at = 'Infinity'")
+        await conn.execute("UPDATE events SET at = 'NaN'")
+    finally:
+        await conn.close()
+
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"invalid JSON constant {name}")
+
+    url = pg_store.url
+    for args in (("actors", url, "--json"), ("history", url, "bill-1", "--json")):
+        r = await anyio.to_thread.run_sync(lambda args=args: cli(*args))
+        assert r.code in (0, 1), r.err
+        assert [json.loads(x, parse_constant=refuse) for x in r.out.splitlines()]
+        assert "not a finite number" in r.out
+    for args in (("history", url, "bill-1"), ("verify", url)):
+        r = await anyio.to_thread.run_sync(lambda args=args: cli(*args))
+        assert r.code in (0, 1) and "internal error" not in r.err, r.err
+    r = await anyio.to_thread.run_sync(lambda: cli("verify", url))
+    assert r.code == 1 and "created_at is not a time: nan" in r.out, r.out
