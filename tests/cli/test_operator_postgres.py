@@ -117,7 +117,7 @@ async def test_nan_in_float_columns_is_named_on_postgres(pg_store: PostgresStore
     valid JSON and names it, text output and verify name it, nothing dies."""
     import json
 
-    from ._support import cli
+    from ._support import Run, cli
 
     async with ActorSystem(pg_store, actors=[Biller, Auditor]) as system:
         ref = await system.spawn(Biller, "bill-1", snapshot_every=1)
@@ -135,13 +135,17 @@ async def test_nan_in_float_columns_is_named_on_postgres(pg_store: PostgresStore
         raise AssertionError(f"invalid JSON constant {name}")
 
     url = pg_store.url
-    for args in (("actors", url, "--json"), ("history", url, "bill-1", "--json")):
-        r = await anyio.to_thread.run_sync(lambda args=args: cli(*args))
+
+    async def run(*args: str) -> Run:
+        return await anyio.to_thread.run_sync(lambda: cli(*args))
+
+    for json_args in (("actors", url, "--json"), ("history", url, "bill-1", "--json")):
+        r = await run(*json_args)
         assert r.code in (0, 1), r.err
         assert [json.loads(x, parse_constant=refuse) for x in r.out.splitlines()]
         assert "not a finite number" in r.out
-    for args in (("history", url, "bill-1"), ("verify", url)):
-        r = await anyio.to_thread.run_sync(lambda args=args: cli(*args))
+    for text_args in (("history", url, "bill-1"), ("verify", url)):
+        r = await run(*text_args)
         assert r.code in (0, 1) and "internal error" not in r.err, r.err
-    r = await anyio.to_thread.run_sync(lambda: cli("verify", url))
+    r = await run("verify", url)
     assert r.code == 1 and "created_at is not a time: nan" in r.out, r.out
