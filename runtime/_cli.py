@@ -907,7 +907,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_nonneg_int,
         default=0,
         metavar="SEQ",
-        help="only steps after this seq (and one in progress at it)",
+        help="only steps after this seq (and those in progress at it)",
     )
     fmt = sp.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="complete, as JSON lines")
