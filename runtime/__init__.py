@@ -26,7 +26,9 @@ from ._errors import (
     SequenceConflictError,
     SnapshotError,
     StoreClosedError,
+    StoreCorruptError,
     StoreError,
+    StoreLockedError,
     StoreUnavailableError,
     StoreURLError,
     ToolCallError,
@@ -34,6 +36,7 @@ from ._errors import (
     UnsupportedFormatError,
     WALError,
 )
+from ._ownership import Lease, OwnershipChange
 from ._system import ActorRef, ActorSystem
 from ._tools import Happened, NotHappened, Tool, tool
 
@@ -52,18 +55,22 @@ __all__ = [
     "Happened",
     "HandlerError",
     "InDoubtError",
+    "Lease",
     "LeaseLostError",
     "LogCompactedError",
     "MemoryStore",
     "NonDeterminismError",
     "NotHappened",
+    "OwnershipChange",
     "PostgresStore",
     "RecoveryError",
     "SequenceConflictError",
     "SnapshotError",
     "SqliteStore",
     "StoreClosedError",
+    "StoreCorruptError",
     "StoreError",
+    "StoreLockedError",
     "StoreURLError",
     "StoreUnavailableError",
     "Tool",

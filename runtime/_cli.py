@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
+import attrs
 
 from . import inspect
 from ._errors import ActorlogError
@@ -314,6 +315,36 @@ STATUS_COLOR = {
 def _status_text(s: Style, status: str) -> str:
     color: Callable[[str], str] = getattr(s, STATUS_COLOR.get(status, "bold"))
     return color(status)
+
+
+async def cmd_leases(args: argparse.Namespace, out: Out) -> int:
+    """``actorlog leases``: the ownership view (kept apart from ``actors``)."""
+    async with inspect.opened(_store_url(args.store)) as store:
+        found = await inspect.leases(store)
+    if args.json:
+        for lease in found:
+            _json_line(out.stream, {**attrs.asdict(lease), "live": lease.live})
+        return EXIT_OK
+    if not found:
+        out.line("no leases in this store")
+        return EXIT_OK
+    header = ["ACTOR", "OWNER", "TOKEN", "EXPIRES IN"]
+    rows = [
+        [
+            lease.actor_id,
+            lease.owner or "-",
+            str(lease.token),
+            f"{lease.expires_in:.1f}s" if lease.live else "free",
+        ]
+        for lease in found
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    out.line(
+        out.s.bold("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
+    )
+    for r in rows:
+        out.line("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return EXIT_OK
 
 
 async def cmd_actors(args: argparse.Namespace, out: Out) -> int:
@@ -680,6 +711,7 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
                 "entries": report.entries,
                 "snapshots": report.snapshots,
                 "findings": inspect.to_json(report.findings),
+                "limits": report.limits,
             },
         )
         return EXIT_OK if report.ok else EXIT_FOUND
@@ -690,6 +722,8 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
     )
     if report.ok:
         out.line(s.green("ok") + f": {summary}; no damage found")
+        for limit in report.limits:  # what no check of the rows can see (SQLite's own files)
+            out.line(s.dim(f"note: {limit}"))
         return EXIT_OK
     out.line(s.red(f"DAMAGE: {len(report.findings)} problem(s)") + f" ({summary})")
     for f in report.findings:
@@ -705,6 +739,8 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
             "automatically. See docs/operators.md."
         )
     )
+    for limit in report.limits:
+        out.line(s.dim(f"note: {limit}"))
     return EXIT_FOUND
 
 
@@ -978,6 +1014,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="fork even though external effects after SEQ already happened",
     )
     sp.add_argument("--by", metavar="WHO", help="who forks (default: user@host)")
+
+    # -- ownership (docs/scaling.md) ----------------------------------------------------
+    sp = add(
+        "leases",
+        "who owns each actor: owner, fencing token, lease expiry (PostgreSQL)",
+        cmd_leases,
+        "List every actor's lease in a store shared by several runtimes: the runtime that "
+        "owns it (its owner= name), the fencing token, and the seconds until the lease "
+        "expires (negative: expired, free to take). Stores without leases have none.",
+    )
+    sp.add_argument("--json", action="store_true", help="one JSON object per line")
 
     sp = add("export", "an actor's whole log, snapshots and history as JSON lines", cmd_export)
     sp.add_argument("actor", metavar="ACTOR", help="actor id")

@@ -24,6 +24,9 @@
         StoreUnavailableError       transient: the store could not be reached
         StoreClosedError            the store is closed
         SequenceConflictError       another writer appended to this actor's log
+        StoreCorruptError           the store's file is damaged below the log (the database
+                                    engine cannot read it); names the file
+        StoreLockedError            a SQLite file already has a runtime (names pid, host, since)
 
 Errors carry their fields as attributes and build their message in ``__init__``.
 """
@@ -46,7 +49,9 @@ __all__ = [
     "SequenceConflictError",
     "SnapshotError",
     "StoreClosedError",
+    "StoreCorruptError",
     "StoreError",
+    "StoreLockedError",
     "StoreURLError",
     "StoreUnavailableError",
     "ToolCallError",
@@ -243,6 +248,36 @@ class StoreUnavailableError(StoreError):
 
 class StoreClosedError(StoreError):
     """The store is closed."""
+
+
+class StoreCorruptError(StoreError):
+    """The database engine reports the store's file as damaged ("database disk image is
+    malformed", "file is not a database", a foreign text encoding): the damage is below the
+    rows, where the log's own checks cannot see. Nothing was changed."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"the store file {path} is damaged below the log ({reason}); actorlog cannot read "
+            "it as it is and changed nothing. Keep a copy of the file, then restore the last "
+            "backup (docs/recovery.md, 'Backups and the SQLite files')"
+        )
+
+
+class StoreLockedError(StoreError):
+    """Another runtime (or an offline writer such as ``actorlog resolve``) holds the SQLite
+    file's writer lock: one writer per SQLite file (DESIGN.md section 10)."""
+
+    def __init__(self, path: str, holder: str) -> None:
+        self.path = path
+        self.holder = holder
+        super().__init__(
+            f"SQLite store {path} is in use by another writer ({holder}); one runtime per "
+            "SQLite file. Stop that runtime first, or do this through it (for an in-doubt "
+            "call: system.resolve(...) in that process). Read-only tools (actorlog actors, "
+            "history, verify) work meanwhile."
+        )
 
 
 class SequenceConflictError(StoreError):

@@ -18,6 +18,12 @@ Contract (every store; ``tests/stores/test_contract.py`` checks it):
 * **Message ids are unique per actor** (``append`` raises ``SequenceConflictError`` on a
   duplicate); ``find_message`` looks one up through an index.
 * **Reads return rows as stored**, damage included: verification is the runtime's job.
+  A store does check the *type* of every column it reads (a bit flipped in a SQLite record
+  header turns a BLOB into TEXT, an INTEGER into a REAL): build rows with
+  :func:`entry_row`, :func:`actor_row`, :func:`snapshot_info` and :func:`event_row`, which
+  raise :class:`~actorlog.CorruptEntryError` (check ``"column type"``) for an entry or a
+  single actor row, and mark rows of listings (``damage``) so that one damaged row does not
+  hide the others.
 * **Failure vs rejection.** An I/O failure raises ``StoreUnavailableError`` (nothing may be
   assumed written unless a later read shows it); a rejection (conflict) raises
   ``SequenceConflictError`` and certainly wrote nothing.
@@ -34,21 +40,53 @@ re-reads an actor's summary after scanning its log before it calls a difference 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import attrs
 
+# The errors a store raises, re-exported so that stores import only this module.
+from ._errors import (
+    ConfigurationError,
+    CorruptEntryError,
+    LeaseLostError,
+    SequenceConflictError,
+    StoreClosedError,
+    StoreCorruptError,
+    StoreError,
+    StoreLockedError,
+    StoreUnavailableError,
+    StoreURLError,
+    UnsupportedFormatError,
+)
+
 __all__ = [
+    "FORMAT_VERSION",
+    "KINDS",
     "ActorRow",
+    "ConfigurationError",
+    "CorruptEntryError",
     "EntryRow",
     "EventRow",
+    "LeaseLostError",
+    "SequenceConflictError",
     "SnapshotInfo",
     "SnapshotRow",
     "Store",
     "StoreCapabilities",
-    "FORMAT_VERSION",
-    "KINDS",
+    "StoreClosedError",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreLockedError",
+    "StoreURLError",
+    "StoreUnavailableError",
+    "UnsupportedFormatError",
+    "actor_row",
+    "entry_row",
+    "event_row",
+    "snapshot_data",
+    "snapshot_info",
 ]
 
 #: The on-disk format version stores write into their metadata (FORMAT.md [F1]). A store
@@ -99,6 +137,10 @@ class SnapshotInfo:
         digest: SHA-256 of ``data`` (32 bytes).
         size: ``len(data)``.
         created_at: Unix time in seconds when it was written.
+        damage: None, or why a column of the stored row failed its type check
+            (:func:`snapshot_info`): the damaged fields then hold placeholders (``-1``,
+            ``""``, ``b""``) that fail the snapshot's digest check, so recovery rejects it
+            and falls back to an older one.
     """
 
     actor_id: str
@@ -109,6 +151,7 @@ class SnapshotInfo:
     digest: bytes
     size: int
     created_at: float
+    damage: str | None = None
 
 
 @attrs.frozen(slots=True)
@@ -131,6 +174,10 @@ class ActorRow:
         handled_seq: the highest ``ref`` of its ``step`` entries: the last message handled.
         first_seq: the first seq still stored (1 unless compacted; 0 if empty).
         created_at: Unix time of registration.
+        damage: None, or why a column of the stored row failed its type check (only in
+            :meth:`Store.list_actors`, which goes on with the other actors; ``get_actor``
+            raises instead). The damaged fields then hold placeholders (``0``, ``""``):
+            trust none of them.
     """
 
     actor_id: str
@@ -140,17 +187,22 @@ class ActorRow:
     handled_seq: int
     first_seq: int
     created_at: float
+    damage: str | None = None
 
 
 @attrs.frozen(slots=True)
 class EventRow:
     """An operator-history event (recoveries, corruption found, quarantines). Not part of
-    the checksummed log: it is an audit trail about the log."""
+    the checksummed log: it is an audit trail about the log.
+
+    A stored event whose columns fail their type check is returned with ``kind``
+    ``"damaged"``, ``damage`` set and ``detail`` ``{"error": <why>}`` (:func:`event_row`)."""
 
     actor_id: str
     at: float
     kind: str
     detail: str  # JSON object
+    damage: str | None = None
 
 
 @attrs.frozen(slots=True)
@@ -160,7 +212,9 @@ class StoreCapabilities:
     Attributes:
         torn_writes: True if a crash can leave a partially written last entry (plain files).
             Transactional stores are False: every damaged entry is corruption.
-        multi_process: True if several processes may open the store at once.
+        multi_process: True if several processes may write the store at once (and so run
+            runtimes on it). ``SqliteStore`` is False: one writer per file, enforced by a
+            lock; other processes may still open it ``read_only``.
         durable: True if an acknowledged append survives a process crash.
         leases: True if the store arbitrates ownership of actors between runtimes: it
             offers ``acquire_lease(actor_id, owner, ttl) -> token | None``,
@@ -264,3 +318,216 @@ class Store(Protocol):
     async def read_events(self, actor_id: str) -> list[EventRow]:
         """The actor's operator-history events, oldest first."""
         ...
+
+
+# -- type-checked rows ---------------------------------------------------------------------
+#
+# Every column a store reads is type-checked here, once for every store. A wrong type is
+# damage (a bit flipped in a SQLite record header turns a BLOB into TEXT or an INTEGER into
+# a REAL without changing the record's length), never an internal TypeError later on.
+
+_ENTRY_COLUMNS = ("actor_id", "seq", "kind", "type_tag", "ref", "message_id", "payload", "checksum")
+_ACTOR_COLUMNS = (
+    "actor_id",
+    "actor_type",
+    "last_seq",
+    "last_message_seq",
+    "handled_seq",
+    "first_seq",
+    "created_at",
+)
+_SNAPSHOT_COLUMNS = (
+    "actor_id",
+    "seq",
+    "handled_seq",
+    "type_tag",
+    "schema_version",
+    "digest",
+    "size",
+    "created_at",
+)
+
+
+def _describe(value: object) -> str:
+    return "NULL" if value is None else type(value).__name__
+
+
+def _int(value: object) -> int | None:
+    return value if type(value) is int else None
+
+
+def _str(value: object) -> str | None:
+    return value if type(value) is str else None
+
+
+def _float(value: object) -> float | None:
+    if type(value) is float:
+        return value
+    if type(value) is int:
+        return float(value)
+    return None
+
+
+def _bytes(value: object) -> bytes | None:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    return None
+
+
+def _problems(table: str, names: Sequence[str], values: Sequence[object], want: str) -> list[str]:
+    out = []
+    if len(values) < len(names):
+        return [f"{table} row has {len(values)} columns, not {len(names)}"]
+    checks = {"i": _int, "s": _str, "f": _float, "b": _bytes}
+    for name, value, w in zip(names, values, want, strict=False):
+        if w == "S":  # text or NULL
+            ok = value is None or _str(value) is not None
+            expected = "str or NULL"
+        else:
+            ok = checks[w](value) is not None
+            expected = {"i": "int", "s": "str", "f": "float", "b": "bytes"}[w]
+        if not ok:
+            out.append(f"{table}.{name} holds {_describe(value)}, not {expected}")
+    return out
+
+
+def entry_row(values: Sequence[object], *, actor_id: str, seq: int = 0) -> EntryRow:
+    """An :class:`EntryRow` from its column values (in the order of its fields), each
+    type-checked.
+
+    Args:
+        values: ``actor_id, seq, kind, type_tag, ref, message_id, payload, checksum``.
+        actor_id: the actor the read asked for (named in the error).
+        seq: the seq this row should have (named in the error if its own ``seq`` column is
+            damaged; for a read in seq order, the previous row's seq + 1).
+
+    Raises:
+        CorruptEntryError: a column has the wrong type (check ``"column type"``).
+    """
+    problems = _problems("entries", _ENTRY_COLUMNS, values, "sissiSbi")
+    if problems:
+        got = values[1] if len(values) > 1 else None
+        if type(got) is int:
+            seq = got
+        elif type(got) is float and got.is_integer():
+            seq = int(got)
+        raise CorruptEntryError(actor_id, seq, "column type", "; ".join(problems))
+    v = values
+    return EntryRow(
+        cast(str, v[0]),
+        cast(int, v[1]),
+        cast(str, v[2]),
+        cast(str, v[3]),
+        cast(int, v[4]),
+        cast("str | None", v[5]),
+        _bytes(v[6]) or b"",
+        cast(int, v[7]),
+    )
+
+
+def actor_row(values: Sequence[object], *, lenient: bool = False) -> ActorRow:
+    """An :class:`ActorRow` from its column values (in the order of its fields), each
+    type-checked.
+
+    Raises:
+        CorruptEntryError: a column has the wrong type (seq 0, check ``"column type"``;
+            the detail names the column). With ``lenient`` (listings) nothing is raised: the
+            row comes back with ``damage`` set and placeholders in the damaged fields.
+    """
+    problems = _problems("actors", _ACTOR_COLUMNS, values, "ssiiiif")
+    v = list(values) + [None] * (len(_ACTOR_COLUMNS) - len(values))
+    if not problems:
+        return ActorRow(
+            cast(str, v[0]),
+            cast(str, v[1]),
+            cast(int, v[2]),
+            cast(int, v[3]),
+            cast(int, v[4]),
+            cast(int, v[5]),
+            _float(v[6]) or 0.0,
+        )
+    actor_id = _name(v[0])
+    err = CorruptEntryError(
+        actor_id, 0, "column type", "the actor's summary row: " + "; ".join(problems)
+    )
+    if not lenient:
+        raise err
+    return ActorRow(
+        actor_id,
+        _str(v[1]) or "",
+        _int(v[2]) or 0,
+        _int(v[3]) or 0,
+        _int(v[4]) or 0,
+        _int(v[5]) or 0,
+        _float(v[6]) or 0.0,
+        damage=str(err),
+    )
+
+
+def snapshot_info(values: Sequence[object], *, actor_id: str) -> SnapshotInfo:
+    """A :class:`SnapshotInfo` from its column values (in the order of its fields), each
+    type-checked. Never raises: a damaged row comes back with ``damage`` set and placeholders
+    that fail the digest check (so recovery falls back to an older snapshot)."""
+    problems = _problems("snapshots", _SNAPSHOT_COLUMNS, values, "siisibif")
+    v = list(values) + [None] * (len(_SNAPSHOT_COLUMNS) - len(values))
+    if not problems:
+        return SnapshotInfo(
+            cast(str, v[0]),
+            cast(int, v[1]),
+            cast(int, v[2]),
+            cast(str, v[3]),
+            cast(int, v[4]),
+            _bytes(v[5]) or b"",
+            cast(int, v[6]),
+            _float(v[7]) or 0.0,
+        )
+    seq = _int(v[1])
+    err = CorruptEntryError(
+        actor_id, seq if seq is not None else -1, "column type", "snapshot: " + "; ".join(problems)
+    )
+    handled = _int(v[2])
+    version = _int(v[4])
+    size = _int(v[6])
+    return SnapshotInfo(
+        _str(v[0]) or actor_id,
+        seq if seq is not None else -1,
+        handled if handled is not None else -1,
+        _str(v[3]) or "",
+        version if version is not None else -1,
+        _bytes(v[5]) or b"",
+        size if size is not None else -1,
+        _float(v[7]) or 0.0,
+        damage=str(err),
+    )
+
+
+def snapshot_data(info: SnapshotInfo, value: object) -> SnapshotRow:
+    """A :class:`SnapshotRow` from checked metadata and the ``data`` column: data of the
+    wrong type is marked as damage (empty data fails the size and digest checks)."""
+    data = _bytes(value)
+    if data is not None:
+        return SnapshotRow(info=info, data=data)
+    why = f"snapshots.data holds {_describe(value)}, not bytes"
+    damage = f"{info.damage}; {why}" if info.damage else why
+    return SnapshotRow(info=attrs.evolve(info, damage=damage), data=b"")
+
+
+def event_row(values: Sequence[object], *, actor_id: str) -> EventRow:
+    """An :class:`EventRow` from ``actor_id, at, kind, detail``, each type-checked. Never
+    raises: a damaged event comes back as kind ``"damaged"`` with ``damage`` set."""
+    problems = _problems("events", ("actor_id", "at", "kind", "detail"), values, "sfss")
+    v = list(values)
+    if not problems:
+        return EventRow(cast(str, v[0]), _float(v[1]) or 0.0, cast(str, v[2]), cast(str, v[3]))
+    why = "; ".join(problems)
+    at = _float(v[1]) if len(v) > 1 else None
+    return EventRow(actor_id, at or 0.0, "damaged", json.dumps({"error": why}), damage=why)
+
+
+def _name(value: object) -> str:
+    """An actor id for an error message, whatever the damaged column holds."""
+    if type(value) is str:
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    return repr(value)

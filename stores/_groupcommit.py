@@ -14,13 +14,33 @@ durable"), which the store contract allows.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
 import anyio
 from actorlog import _telemetry
+from actorlog.store import ConfigurationError
 
-__all__ = ["GroupCommitter", "Request"]
+__all__ = ["GroupCommitter", "Request", "require_asyncio"]
+
+
+def require_asyncio(what: str) -> None:
+    """The SQL stores' drivers (aiosqlite, asyncpg) hand results to asyncio futures: under
+    trio they fail deep inside trio ("unrecognized yield message"). Say so at open instead.
+
+    Raises:
+        ConfigurationError: no asyncio event loop is running in this thread.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise ConfigurationError(
+            f"{what} needs the asyncio event loop (its driver runs on asyncio only), but no "
+            "asyncio loop is running here (trio?). Run under asyncio, e.g. "
+            "anyio.run(main, backend='asyncio'), or use MemoryStore on trio."
+        ) from None
+
 
 T = TypeVar("T")
 

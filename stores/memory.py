@@ -8,14 +8,15 @@ import time
 from collections.abc import AsyncIterator, Sequence
 
 import attrs
-from actorlog._errors import SequenceConflictError, StoreClosedError
 from actorlog.store import (
     ActorRow,
     EntryRow,
     EventRow,
+    SequenceConflictError,
     SnapshotInfo,
     SnapshotRow,
     StoreCapabilities,
+    StoreClosedError,
 )
 
 __all__ = ["MemoryStore"]

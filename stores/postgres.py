@@ -71,14 +71,20 @@ from actorlog._errors import (
 from actorlog.store import (
     FORMAT_VERSION,
     ActorRow,
+    CorruptEntryError,
     EntryRow,
     EventRow,
     SnapshotInfo,
     SnapshotRow,
     StoreCapabilities,
+    actor_row,
+    entry_row,
+    event_row,
+    snapshot_data,
+    snapshot_info,
 )
 
-from ._groupcommit import GroupCommitter, Request
+from ._groupcommit import GroupCommitter, Request, require_asyncio
 
 __all__ = ["PostgresStore"]
 
@@ -241,6 +247,14 @@ DROP INDEX IF EXISTS entries_ref;
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 _SCHEMA_VERSION = max(_MIGRATIONS)
 
+#: The WHERE clause of a fenced ``INSERT ... SELECT``: true if the statement's fencing
+#: token (parameter ``$n``; NULL: unfenced) is the actor's current one (``$1``), with the
+#: lease row share-locked so that a take-over waits for the statement; none otherwise.
+_FENCE_WHERE = (
+    "WHERE (${n}::bigint IS NULL OR EXISTS (SELECT 1 FROM leases "
+    "WHERE actor_id = $1 AND token = ${n} FOR SHARE))"
+)
+
 #: SQLSTATE of a fenced append rejected by the trigger (class 23: a rejection).
 _FENCED_SQLSTATE = "23AL1"
 #: NOTIFY channel that wakes the owner of an actor with new inbox messages (payload: id).
@@ -286,6 +300,16 @@ _DRIVER_ERRORS: tuple[type[BaseException], ...] = (
 _Append = tuple[str, int, Sequence[EntryRow], int | None]  # actor, expected, rows, fence
 
 
+def _is_bad_input(exc: BaseException) -> bool:
+    """True for a value the driver refused to send: asyncpg raises its DataError (a server
+    error class) from the encoding error, before anything reaches the server."""
+    if isinstance(exc, asyncpg.InterfaceError) and isinstance(exc, ValueError):
+        return True
+    return isinstance(exc, asyncpg.DataError) and isinstance(
+        exc.__cause__, (ValueError, OverflowError, TypeError)
+    )
+
+
 def _is_rejection(exc: BaseException) -> bool:
     """True for a conflict the database enforced (SQLSTATE class 23)."""
     sqlstate = getattr(exc, "sqlstate", None)
@@ -318,16 +342,44 @@ async def _keep_session(conn: Any) -> None:
     """
 
 
-def _entry(r: Any) -> EntryRow:
-    return EntryRow(r[0], r[1], r[2], r[3], r[4], r[5], bytes(r[6]), r[7])
+# Rows are built by actorlog.store's checked constructors (every column type-checked, as in
+# every store): the server enforces its column types, but a wrong one must never become an
+# internal TypeError.
 
 
-def _actor(r: Any) -> ActorRow:
-    return ActorRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+def _entries(rows: Sequence[Any], actor_id: str, after_seq: int = 0) -> list[EntryRow]:
+    out: list[EntryRow] = []
+    for r in rows:
+        seq = (out[-1].seq if out else after_seq) + 1
+        out.append(entry_row(tuple(r), actor_id=actor_id, seq=seq))
+    return out
 
 
-def _info(r: Any) -> SnapshotInfo:
-    return SnapshotInfo(r[0], r[1], r[2], r[3], r[4], bytes(r[5]), r[6], r[7])
+#: PostgreSQL truncates identifiers to 63 bytes (NAMEDATALEN - 1): two longer schema names
+#: with the same first 63 bytes would silently share one store.
+_MAX_IDENTIFIER_BYTES = 63
+
+
+def _schema_from_url(dsn: str, schema: str | None) -> tuple[str, str | None]:
+    """Take ``?schema=NAME`` out of a URL (the server would reject it as an unknown
+    setting): ``(dsn without it, schema)``."""
+    if "?" not in dsn or "schema=" not in dsn:
+        return dsn, schema
+    try:
+        parts = urlsplit(dsn)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return dsn, schema
+    names = {v for k, v in query if k == "schema"}
+    if not names:
+        return dsn, schema
+    if len(names) > 1 or (schema is not None and names != {schema}):
+        raise ConfigurationError(
+            f"conflicting PostgreSQL schemas: {sorted(n for n in names | {schema} if n)!r} "
+            "(give one, as ?schema= or as schema=)"
+        )
+    rest = urlencode([kv for kv in query if kv[0] != "schema"])
+    return urlunsplit(parts._replace(query=rest)), names.pop()
 
 
 class PostgresStore:
@@ -343,7 +395,11 @@ class PostgresStore:
         read_only: open for reading only (operators' tools): sessions are read-only and
             writes raise ``StoreClosedError``; the schema must already exist.
         schema: keep actorlog's tables in this PostgreSQL schema (created on open if
-            missing) instead of the first schema of the connection's ``search_path``.
+            missing) instead of the first schema of the connection's ``search_path``; the
+            URL may give it as ``?schema=NAME`` instead (taken out of the connection
+            parameters). It replaces any ``search_path`` of the URL for the store's
+            sessions. At most 63 bytes (PostgreSQL cuts longer identifiers, so two long
+            names could share one store): longer raises ``ConfigurationError``.
             :attr:`url` then carries it as ``search_path``.
         min_size: connections the pool keeps open.
         max_size: most connections the pool opens (one is used by a commit at a time;
@@ -369,8 +425,15 @@ class PostgresStore:
     ) -> None:
         if not isinstance(url_or_dsn, str) or not url_or_dsn:
             raise StoreURLError(str(url_or_dsn), "the URL is empty")
+        url_or_dsn, schema = _schema_from_url(url_or_dsn, schema)
         if schema is not None and (not schema or "\x00" in schema):
             raise ConfigurationError(f"invalid PostgreSQL schema name {schema!r}")
+        if schema is not None and len(schema.encode("utf-8", "replace")) > _MAX_IDENTIFIER_BYTES:
+            raise ConfigurationError(
+                f"PostgreSQL schema name {schema!r} is {len(schema.encode('utf-8', 'replace'))} "
+                f"bytes long; PostgreSQL cuts identifiers to {_MAX_IDENTIFIER_BYTES} bytes, so "
+                "two such names could share one store. Use a shorter name."
+            )
         if not 0 <= min_size <= max_size or max_size < 1:
             raise ConfigurationError(
                 f"need 0 <= min_size <= max_size and max_size >= 1, got {min_size}, {max_size}"
@@ -419,9 +482,11 @@ class PostgresStore:
             StoreUnavailableError: the server cannot be reached, or (read-only) holds no
                 actorlog store.
             StoreURLError: the DSN does not parse.
+            ConfigurationError: not running on asyncio (asyncpg needs it).
         """
         if self._pool is not None:
             return
+        require_asyncio("PostgresStore")
         settings: dict[str, str] = {}
         if self.schema is not None:
             settings["search_path"] = _quote_ident(self.schema)
@@ -537,10 +602,14 @@ class PostgresStore:
             raise StoreClosedError(f"PostgreSQL store {_redact(self.url)} is open read-only")
         return pool
 
-    def _failure(self, what: str, exc: BaseException) -> StoreError:
-        """Translate a driver error: closed if the store was closed meanwhile."""
+    def _failure(self, what: str, exc: BaseException) -> StoreError | ConfigurationError:
+        """Translate a driver error: closed if the store was closed meanwhile; a value the
+        driver cannot send (text with a lone surrogate, an integer beyond 64 bits) is the
+        caller's ``ConfigurationError``, not a transient failure."""
         if self._pool is None:
             return StoreClosedError(f"PostgreSQL store {_redact(self.url)} is closed")
+        if _is_bad_input(exc):
+            return ConfigurationError(f"PostgreSQL cannot take a value of this {what}: {exc}")
         return StoreUnavailableError(f"PostgreSQL {what} failed: {type(exc).__name__}: {exc}")
 
     async def _fetch(self, sql: str, *args: Any) -> list[Any]:
@@ -549,6 +618,15 @@ class PostgresStore:
             return list(await pool.fetch(sql, *args))
         except _DRIVER_ERRORS as exc:
             raise self._failure("read", exc) from exc
+
+    async def _execute_count(self, sql: str, *args: Any) -> int:
+        """Execute a write; return how many rows it affected."""
+        pool = self._writable_pool()
+        try:
+            status = await pool.execute(sql, *args)
+        except _DRIVER_ERRORS as exc:
+            raise self._failure("write", exc) from exc
+        return int(str(status).rsplit(" ", 1)[-1])
 
     async def _execute(self, sql: str, *args: Any) -> None:
         pool = self._writable_pool()
@@ -573,11 +651,11 @@ class PostgresStore:
 
     async def get_actor(self, actor_id: str) -> ActorRow | None:
         rows = await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors WHERE actor_id = $1", actor_id)
-        return _actor(rows[0]) if rows else None
+        return actor_row(tuple(rows[0])) if rows else None
 
     async def list_actors(self) -> list[ActorRow]:
         rows = await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors ORDER BY actor_id")
-        return [_actor(r) for r in rows]
+        return [actor_row(tuple(r), lenient=True) for r in rows]
 
     # -- the log ---------------------------------------------------------------------------
 
@@ -661,8 +739,8 @@ class PostgresStore:
                 await self._insert_entries(conn, rows)
                 return
             except _DRIVER_ERRORS as exc:
-                if _is_rejection(exc):
-                    await self._isolate(conn, chunk, exc)
+                if _is_rejection(exc) or (_is_bad_input(exc) and len(chunk) > 1):
+                    await self._isolate(conn, chunk, exc)  # bad input: only its own append fails
                     return
                 # A writer that locks in another order can still deadlock with us; the
                 # statement was rolled back as a whole, so trying again is safe.
@@ -680,13 +758,14 @@ class PostgresStore:
         """The database rejected ``chunk``: fail the conflicting requests, commit the rest."""
         if len(chunk) == 1:
             actor_id, expected, _, fence = chunk[0].item
-            conflict: SequenceConflictError
+            conflict: SequenceConflictError | CorruptEntryError
             if getattr(exc, "sqlstate", None) == _FENCED_SQLSTATE:
                 conflict = LeaseLostError(actor_id, fence, await self._token(conn, actor_id))
+            elif _is_bad_input(exc):
+                chunk[0].error = self._failure("append", exc)
+                return
             else:
-                conflict = SequenceConflictError(
-                    actor_id, expected, await self._last_seq(conn, actor_id)
-                )
+                conflict = await self._conflict(conn, actor_id, expected)
             conflict.__cause__ = exc
             chunk[0].error = conflict
             return
@@ -720,6 +799,34 @@ class PostgresStore:
         return None if value is None else int(value)
 
     @staticmethod
+    async def _conflict(
+        conn: Any, actor_id: str, expected: int
+    ) -> SequenceConflictError | CorruptEntryError:
+        """A conflict, unless the actor's summary (``actors.last_seq``, which the trigger
+        checks) disagrees with its log: that is damage, not another runtime (one statement,
+        so both are read at one moment)."""
+        try:
+            row = await conn.fetchrow(
+                "SELECT a.last_seq, (SELECT max(e.seq) FROM entries e WHERE e.actor_id = $1) "
+                "FROM actors a WHERE a.actor_id = $1",
+                actor_id,
+            )
+        except _DRIVER_ERRORS:
+            row = None
+        if row is None:
+            return SequenceConflictError(actor_id, expected, None)
+        found, real = row[0], row[1] or 0
+        if found != real:
+            return CorruptEntryError(
+                actor_id,
+                found,
+                "seq chain",
+                f"the actor's summary (actors.last_seq) says {found} but the log ends at seq "
+                f"{real}; nothing was written",
+            )
+        return SequenceConflictError(actor_id, expected, found)
+
+    @staticmethod
     async def _last_seq(conn: Any, actor_id: str) -> int | None:
         try:
             value = await conn.fetchval("SELECT last_seq FROM actors WHERE actor_id = $1", actor_id)
@@ -748,7 +855,7 @@ class PostgresStore:
         if limit is not None:
             args.append(limit)
             sql += f" LIMIT ${len(args)}"
-        return [_entry(r) for r in await self._fetch(sql, *args)]
+        return _entries(await self._fetch(sql, *args), actor_id, after_seq)
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
         rows = await self._fetch(
@@ -756,7 +863,7 @@ class PostgresStore:
             actor_id,
             message_id,
         )
-        return _entry(rows[0]) if rows else None
+        return entry_row(tuple(rows[0]), actor_id=actor_id) if rows else None
 
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         if kind == "step":  # a literal, so the partial index applies to every plan
@@ -774,15 +881,21 @@ class PostgresStore:
                 ref,
                 kind,
             )
-        return [_entry(r) for r in rows]
+        return _entries(rows, actor_id, ref)
 
     # -- snapshots -------------------------------------------------------------------------
 
     async def save_snapshot(self, snapshot: SnapshotRow) -> None:
+        """Write (or replace) a snapshot. Fenced like appends (see :meth:`record_event`):
+        raises :class:`~actorlog.LeaseLostError` if this store's token for the actor is
+        no longer the current one, and writes nothing."""
         i = snapshot.info
-        await self._execute(
+        fence = self._fences.get(i.actor_id)
+        written = await self._execute_count(
             f"INSERT INTO snapshots ({_SNAP_INFO_COLS}, data) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+            "SELECT $1::text, $2::bigint, $3::bigint, $4::text, $5::integer, $6::bytea, "
+            "$7::bigint, $8::float8, $9::bytea "
+            f"{_FENCE_WHERE.format(n=10)} "
             "ON CONFLICT (actor_id, seq) DO UPDATE SET "
             "handled_seq = EXCLUDED.handled_seq, type_tag = EXCLUDED.type_tag, "
             "schema_version = EXCLUDED.schema_version, digest = EXCLUDED.digest, "
@@ -796,14 +909,17 @@ class PostgresStore:
             i.size,
             i.created_at,
             snapshot.data,
+            fence,
         )
+        if not written:
+            raise LeaseLostError(i.actor_id, fence, None)
 
     async def list_snapshots(self, actor_id: str) -> list[SnapshotInfo]:
         rows = await self._fetch(
             f"SELECT {_SNAP_INFO_COLS} FROM snapshots WHERE actor_id = $1 ORDER BY seq DESC",
             actor_id,
         )
-        return [_info(r) for r in rows]
+        return [snapshot_info(tuple(r), actor_id=actor_id) for r in rows]
 
     async def load_snapshot(self, actor_id: str, seq: int) -> SnapshotRow | None:
         rows = await self._fetch(
@@ -813,14 +929,17 @@ class PostgresStore:
         )
         if not rows:
             return None
-        return SnapshotRow(info=_info(rows[0]), data=bytes(rows[0][8]))
+        return snapshot_data(snapshot_info(tuple(rows[0])[:8], actor_id=actor_id), rows[0][8])
 
     async def delete_snapshots(self, actor_id: str, seqs: Sequence[int]) -> None:
+        """Delete snapshots; fenced (see :meth:`record_event`): a stale token deletes none."""
         if seqs:
             await self._execute(
-                "DELETE FROM snapshots WHERE actor_id = $1 AND seq = ANY($2::bigint[])",
+                "DELETE FROM snapshots WHERE actor_id = $1 AND seq = ANY($2::bigint[]) "
+                f"AND {_FENCE_WHERE.format(n=3)[6:]}",
                 actor_id,
                 list(seqs),
+                self._fences.get(actor_id),
             )
 
     # -- consistent reads (optional store method, see actorlog.store) ----------------------
@@ -863,12 +982,20 @@ class PostgresStore:
     # -- operator history ------------------------------------------------------------------
 
     async def record_event(self, actor_id: str, kind: str, detail: str) -> None:
+        """Add an operator-history event. Fenced like appends: with a token registered for
+        the actor (:meth:`set_fence`), the event is recorded only if that token is still the
+        actor's current one, under a share lock of the lease row (a take-over waits for it,
+        so an accepted event precedes everything the new owner records). A runtime that lost
+        the actor adds nothing to its history; a refused event is dropped without error
+        (history is best effort)."""
         await self._execute(
-            "INSERT INTO events (actor_id, at, kind, detail) VALUES ($1, $2, $3, $4)",
+            "INSERT INTO events (actor_id, at, kind, detail) "
+            f"SELECT $1::text, $2::float8, $3::text, $4::text {_FENCE_WHERE.format(n=5)}",
             actor_id,
             time.time(),
             kind,
             detail,
+            self._fences.get(actor_id),
         )
 
     async def read_events(self, actor_id: str) -> list[EventRow]:
@@ -876,7 +1003,7 @@ class PostgresStore:
             "SELECT actor_id, at, kind, detail FROM events WHERE actor_id = $1 ORDER BY id",
             actor_id,
         )
-        return [EventRow(r[0], r[1], r[2], r[3]) for r in rows]
+        return [event_row(tuple(r), actor_id=actor_id) for r in rows]
 
     # -- ownership: leases, fencing tokens, the inbox (docs/scaling.md) -------------------
 
@@ -961,6 +1088,15 @@ class PostgresStore:
         if not rows:
             return None
         return rows[0][0], int(rows[0][1]), float(rows[0][2])
+
+    async def list_leases(self) -> list[tuple[str, str | None, int, float]]:
+        """Every lease: ``(actor_id, owner, token, seconds until expiry)`` by actor id
+        (owner None or seconds <= 0: free)."""
+        rows = await self._fetch(
+            "SELECT actor_id, owner, token, EXTRACT(EPOCH FROM expires_at - now())::float8 "
+            "FROM leases ORDER BY actor_id"
+        )
+        return [(r[0], r[1], int(r[2]), float(r[3])) for r in rows]
 
     async def orphans(self, limit: int = 100, owner: str | None = None) -> list[tuple[str, str]]:
         """``(actor_id, actor_type)`` of actors with unfinished work (unhandled messages or

@@ -13,38 +13,66 @@ Schema and guarantees are in ``docs/FORMAT.md`` ("SQLite schema"). Highlights:
   acknowledged append survives the process being killed, but the last transactions may be
   lost if the machine loses power or the OS crashes.
 
-aiosqlite runs on asyncio only.
+One runtime per file: a writable store holds an exclusive OS lock (``flock``) on
+``<file>-actorlog.lock`` from ``open`` to ``close`` (the kernel drops it when the process
+dies); a second writer gets :class:`~actorlog.StoreLockedError` naming the holder (pid,
+host, since). ``read_only`` openers take no lock. Windows has no ``fcntl``: there the lock is
+not taken (documented in docs/recovery.md).
+
+Every column read is type-checked (``actorlog.store.entry_row`` and friends), text that is
+not valid UTF-8 included; SQLite's own "database disk image is malformed" is
+:class:`~actorlog.StoreCorruptError` naming the file.
+
+aiosqlite runs on asyncio only: ``open`` under another event loop (trio) raises
+:class:`~actorlog.ConfigurationError`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import datetime
+import json
 import os
+import socket
 import sqlite3
+import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
 
 import aiosqlite
 import anyio
-from actorlog._errors import (
-    SequenceConflictError,
-    StoreClosedError,
-    StoreUnavailableError,
-    UnsupportedFormatError,
-)
 from actorlog.store import (
     FORMAT_VERSION,
     ActorRow,
+    ConfigurationError,
+    CorruptEntryError,
     EntryRow,
     EventRow,
+    SequenceConflictError,
     SnapshotInfo,
     SnapshotRow,
     StoreCapabilities,
+    StoreClosedError,
+    StoreCorruptError,
+    StoreError,
+    StoreLockedError,
+    StoreUnavailableError,
+    UnsupportedFormatError,
+    actor_row,
+    entry_row,
+    event_row,
+    snapshot_data,
+    snapshot_info,
 )
 
-from ._groupcommit import GroupCommitter, Request
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; the one-writer lock is not taken (documented)
+    fcntl = None  # type: ignore[assignment]
+
+from ._groupcommit import GroupCommitter, Request, require_asyncio
 
 __all__ = ["SqliteStore"]
 
@@ -125,16 +153,41 @@ _MAX_ROWS_PER_STATEMENT = 4000
 _Append = tuple[str, int, Sequence[EntryRow]]
 
 
-def _entry(r: Any) -> EntryRow:
-    return EntryRow(r[0], r[1], r[2], r[3], r[4], r[5], bytes(r[6]), r[7])
+def _entries(rows: Sequence[Any], actor_id: str, after_seq: int = 0) -> list[EntryRow]:
+    """Type-checked entries; a damaged ``seq`` column is named by its position."""
+    out: list[EntryRow] = []
+    for r in rows:
+        out.append(entry_row(r, actor_id=actor_id, seq=(out[-1].seq if out else after_seq) + 1))
+    return out
 
 
-def _actor(r: Any) -> ActorRow:
-    return ActorRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+class UndecodableText:
+    """A TEXT value that is not valid UTF-8 (damage): the connection's ``text_factory``
+    returns this instead of raising, so the column check names it."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
 
 
-def _info(r: Any) -> SnapshotInfo:
-    return SnapshotInfo(r[0], r[1], r[2], r[3], r[4], bytes(r[5]), r[6], r[7])
+def _text(raw: bytes) -> str | UndecodableText:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return UndecodableText(raw)
+
+
+#: SQLite's primary result codes for a file it cannot read as a database.
+_CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+
+def _is_corrupt(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in _CORRUPT_CODES
+    text = str(exc)
+    return "malformed" in text or "not a database" in text
 
 
 class SqliteStore:
@@ -158,8 +211,6 @@ class SqliteStore:
         busy_timeout: float = 5.0,
     ) -> None:
         if durability not in ("fsync", "survive-process-crash"):
-            from actorlog._errors import ConfigurationError
-
             raise ConfigurationError(
                 f"durability must be 'fsync' or 'survive-process-crash', not {durability!r}"
             )
@@ -172,10 +223,25 @@ class SqliteStore:
         self._committer: GroupCommitter[_Append] = GroupCommitter(self._commit)
         self._registrar: GroupCommitter[tuple[str, str, float]] = GroupCommitter(self._register)
         self.batch_sizes: list[int] = []  # recent commit batch sizes (bounded), for telemetry
+        self._lock_fd: int | None = None
 
     @property
     def capabilities(self) -> StoreCapabilities:
-        return StoreCapabilities(torn_writes=False, multi_process=True, durable=True)
+        # one writing process per file (the lock); readers in other processes are welcome
+        return StoreCapabilities(torn_writes=False, multi_process=False, durable=True)
+
+    #: What ``actorlog verify`` cannot see in this store (it prints these lines).
+    verify_limits: tuple[str, ...] = (
+        "verify reads the rows SQLite returns; it cannot see transactions SQLite itself "
+        "dropped (a damaged or deleted -wal file loses committed writes without a trace). "
+        "Back up a live store with VACUUM INTO or sqlite3 .backup, never by copying the "
+        "file alone (docs/recovery.md, 'Backups and the SQLite files').",
+    )
+
+    @property
+    def lock_path(self) -> str:
+        """The file whose ``flock`` a writable store holds while open (one runtime per file)."""
+        return os.path.abspath(self.path) + "-actorlog.lock"
 
     @property
     def url(self) -> str:
@@ -184,22 +250,35 @@ class SqliteStore:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def open(self) -> None:
+        """Open (creating the file and schema unless ``read_only``).
+
+        Raises:
+            ConfigurationError: not running on asyncio (aiosqlite needs it).
+            StoreLockedError: another writer (a runtime, ``actorlog resolve``) has the file.
+            StoreCorruptError: SQLite cannot read the file as a database.
+            UnsupportedFormatError: the file holds a newer format; nothing was changed.
+            StoreUnavailableError: the file cannot be opened.
+        """
         if self._r is not None:
             return
+        require_asyncio("SqliteStore")
         try:
             if self.read_only:
                 if not os.path.exists(self.path):
                     raise StoreUnavailableError(f"no SQLite store at {self.path}")
                 uri = "file:" + os.path.abspath(self.path) + "?mode=ro"
                 self._r = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+                self._r.text_factory = _text
                 await self._r.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
                 await self._check_version(self._r)
                 return
+            self._take_lock()
             # shielded: a cancelled connect would leave aiosqlite's thread finishing it
             # for an event loop that may be gone, and a connection nobody closes
             with anyio.CancelScope(shield=True):
                 w = await aiosqlite.connect(self.path, isolation_level=None)
             self._w = w
+            w.text_factory = _text
             await w.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
             await self._when_not_busy(w, "PRAGMA journal_mode=WAL")
             sync = "FULL" if self.durability == "fsync" else "NORMAL"
@@ -213,13 +292,48 @@ class SqliteStore:
             with anyio.CancelScope(shield=True):
                 r = await aiosqlite.connect(self.path, isolation_level=None)
             self._r = r
+            r.text_factory = _text
             await r.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
         except sqlite3.Error as exc:
             await self.close()
+            if _is_corrupt(exc):
+                raise StoreCorruptError(self.path, f"SQLite: {exc}") from exc
             raise StoreUnavailableError(f"cannot open SQLite store {self.path}: {exc}") from exc
         except BaseException:
             await self.close()
             raise
+
+    def _take_lock(self) -> None:
+        """Take the one-writer lock, or raise ``StoreLockedError`` naming its holder."""
+        if fcntl is None or self.path == ":memory:" or self._lock_fd is not None:
+            return
+        path = self.lock_path
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreUnavailableError(f"cannot create the lock file {path}: {exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                holder = _describe_holder(os.pread(fd, 4096, 0))
+            finally:
+                os.close(fd)
+            raise StoreLockedError(os.path.abspath(self.path), holder) from None
+        me = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "argv": " ".join(sys.argv)[:200],
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(me).encode(), 0)
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)  # closing the only descriptor drops the flock
 
     async def _when_not_busy(self, conn: aiosqlite.Connection, sql: str) -> None:
         """Run ``sql``, retrying SQLITE_BUSY for up to ``busy_timeout``. Switching a new
@@ -245,14 +359,31 @@ class SqliteStore:
         )
         if not list(rows):
             return
+        # actorlog writes UTF-8 files; a flipped header byte makes SQLite read every text
+        # as UTF-16, and no key would match any more (a store that looks empty)
+        ((encoding,),) = list(await conn.execute_fetchall("PRAGMA encoding"))
+        if encoding != "UTF-8":
+            raise StoreCorruptError(
+                self.path, f"the file header says text encoding {encoding}, actorlog writes UTF-8"
+            )
         rows = await conn.execute_fetchall(
             "SELECT value FROM actorlog_meta WHERE key='format_version'"
         )
         for (value,) in rows:
+            if type(value) is not str or not value.isdigit():
+                raise StoreCorruptError(
+                    self.path, f"actorlog_meta.format_version holds {value!r}, not a number"
+                )
             if int(value) > FORMAT_VERSION:
                 raise UnsupportedFormatError(int(value), FORMAT_VERSION)
 
     async def close(self) -> None:
+        try:
+            await self._close_connections()
+        finally:
+            self._release_lock()
+
+    async def _close_connections(self) -> None:
         for name in ("_w", "_r"):
             conn = getattr(self, name)
             setattr(self, name, None)
@@ -277,21 +408,34 @@ class SqliteStore:
             raise StoreClosedError(f"SQLite store {self.path} is not open")
         return self._w
 
+    def _error(self, what: str, exc: Exception) -> Exception:
+        """Translate a driver error. Only a closed connection is ``StoreClosedError``: a
+        value SQLite cannot take (text with a lone surrogate, an integer beyond 64 bits) is
+        the caller's ``ConfigurationError``; a damaged file is ``StoreCorruptError``."""
+        if isinstance(exc, sqlite3.Error):
+            if _is_corrupt(exc):
+                return StoreCorruptError(self.path, f"SQLite: {exc}")
+            return StoreUnavailableError(f"SQLite {what} failed: {exc}")
+        if isinstance(exc, (UnicodeError, OverflowError)):
+            return ConfigurationError(
+                f"SQLite cannot store a value of this {what}: {type(exc).__name__}: {exc} "
+                "(text must be valid Unicode without lone surrogates, integers within 64 bits)"
+            )
+        if self._r is None or str(exc) in ("Connection closed", "no active connection"):
+            return StoreClosedError(f"SQLite store {self.path} is closed ({exc})")
+        return StoreUnavailableError(f"SQLite {what} failed: {type(exc).__name__}: {exc}")
+
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
             return list(await self._reader().execute_fetchall(sql, params))
-        except sqlite3.Error as exc:
-            raise StoreUnavailableError(f"SQLite read failed: {exc}") from exc
-        except ValueError as exc:  # aiosqlite: "no active connection"
-            raise StoreClosedError(str(exc)) from exc
+        except (sqlite3.Error, ValueError, OverflowError) as exc:
+            raise self._error("read", exc) from exc
 
     async def _write(self, sql: str, params: Sequence[Any] = ()) -> None:
         try:
             await self._writer().execute_fetchall(sql, params)
-        except sqlite3.Error as exc:
-            raise StoreUnavailableError(f"SQLite write failed: {exc}") from exc
-        except ValueError as exc:
-            raise StoreClosedError(str(exc)) from exc
+        except (sqlite3.Error, ValueError, OverflowError) as exc:
+            raise self._error("write", exc) from exc
 
     # -- actors ----------------------------------------------------------------------------
 
@@ -320,11 +464,11 @@ class SqliteStore:
         rows = await self._fetch(
             f"SELECT {_ACTOR_COLS} FROM actors WHERE actor_id = ?", (actor_id,)
         )
-        return _actor(rows[0]) if rows else None
+        return actor_row(rows[0]) if rows else None
 
     async def list_actors(self) -> list[ActorRow]:
         return [
-            _actor(r)
+            actor_row(r, lenient=True)
             for r in await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors ORDER BY actor_id")
         ]
 
@@ -380,18 +524,44 @@ class SqliteStore:
         except sqlite3.IntegrityError:
             if len(chunk) == 1:
                 actor_id, expected, _ = chunk[0].item
-                chunk[0].error = SequenceConflictError(
-                    actor_id, expected, await self._last_seq(actor_id)
-                )
+                chunk[0].error = await self._conflict(actor_id, expected)
                 return
             # Someone in the batch lost a race; find out who by committing one by one.
             for req in chunk:
                 await self._commit_chunk([req])
-        except sqlite3.Error as exc:
-            err = StoreUnavailableError(f"SQLite commit failed: {exc}")
+        except (sqlite3.Error, ValueError, OverflowError) as exc:
+            if len(chunk) > 1 and not isinstance(exc, sqlite3.Error):
+                for req in chunk:  # one request's bad value must not fail the others
+                    await self._commit_chunk([req])
+                return
+            err = self._error("commit", exc)
             err.__cause__ = exc
             for req in chunk:
                 req.error = err
+
+    async def _conflict(self, actor_id: str, expected: int) -> StoreError | CorruptEntryError:
+        """The error for a rejected append: a conflict, unless the actor's summary row
+        (``actors.last_seq``, which the append trigger checks) disagrees with the log itself,
+        which is damage (one runtime per file: nobody else writes)."""
+        found = await self._last_seq(actor_id)
+        try:
+            rows = list(
+                await self._writer().execute_fetchall(
+                    "SELECT max(seq) FROM entries WHERE actor_id = ?", (actor_id,)
+                )
+            )
+            real = rows[0][0] if rows else None
+        except (sqlite3.Error, ValueError):
+            real = None
+        if found is not None and type(real) in (int, type(None)) and found != (real or 0):
+            return CorruptEntryError(
+                actor_id,
+                found,
+                "seq chain",
+                f"the actor's summary (actors.last_seq) says {found} but the log ends at seq "
+                f"{real or 0}; nothing was written",
+            )
+        return SequenceConflictError(actor_id, expected, found)
 
     async def _last_seq(self, actor_id: str) -> int | None:
         try:
@@ -401,7 +571,7 @@ class SqliteStore:
         except sqlite3.Error:
             return None
         rows = list(rows)
-        return int(rows[0][0]) if rows else None
+        return rows[0][0] if rows and type(rows[0][0]) is int else None
 
     async def read(
         self,
@@ -424,14 +594,14 @@ class SqliteStore:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [_entry(r) for r in await self._fetch(sql, params)]
+        return _entries(await self._fetch(sql, params), actor_id, after_seq)
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
         rows = await self._fetch(
             f"SELECT {_ENTRY_COLS} FROM entries WHERE actor_id = ? AND message_id = ?",
             (actor_id, message_id),
         )
-        return _entry(rows[0]) if rows else None
+        return entry_row(rows[0], actor_id=actor_id) if rows else None
 
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         if kind == "step":  # the runtime's lookup (a repeated ask): the partial index
@@ -439,14 +609,15 @@ class SqliteStore:
                 f"SELECT {_ENTRY_COLS} FROM entries "
                 "WHERE actor_id = ? AND kind = 'step' AND ref = ?"
             )
-            rows = sorted(await self._fetch(sql, (actor_id, ref)), key=lambda r: int(r[1]))
+            steps = _entries(await self._fetch(sql, (actor_id, ref)), actor_id, ref)
+            return sorted(steps, key=lambda r: r.seq)
         else:  # operators' tools: a ref always points back, so scan the log after it
             sql = (
                 f"SELECT {_ENTRY_COLS} FROM entries "
                 "WHERE actor_id = ? AND seq > ? AND kind = ? AND ref = ? ORDER BY seq"
             )
             rows = await self._fetch(sql, (actor_id, ref, kind, ref))
-        return [_entry(r) for r in rows]
+        return [entry_row(r, actor_id=actor_id, seq=ref + 1) for r in rows]
 
     # -- snapshots -------------------------------------------------------------------------
 
@@ -473,7 +644,7 @@ class SqliteStore:
             f"SELECT {_SNAP_INFO_COLS} FROM snapshots WHERE actor_id = ? ORDER BY seq DESC",
             (actor_id,),
         )
-        return [_info(r) for r in rows]
+        return [snapshot_info(r, actor_id=actor_id) for r in rows]
 
     async def load_snapshot(self, actor_id: str, seq: int) -> SnapshotRow | None:
         rows = await self._fetch(
@@ -482,7 +653,7 @@ class SqliteStore:
         )
         if not rows:
             return None
-        return SnapshotRow(info=_info(rows[0]), data=bytes(rows[0][8]))
+        return snapshot_data(snapshot_info(rows[0][:8], actor_id=actor_id), rows[0][8])
 
     async def delete_snapshots(self, actor_id: str, seqs: Sequence[int]) -> None:
         if seqs:
@@ -543,7 +714,16 @@ class SqliteStore:
             "SELECT actor_id, at, kind, detail FROM events WHERE actor_id = ? ORDER BY id",
             (actor_id,),
         )
-        return [EventRow(r[0], r[1], r[2], r[3]) for r in rows]
+        return [event_row(r, actor_id=actor_id) for r in rows]
+
+
+def _describe_holder(raw: bytes) -> str:
+    """``pid P on host H since T`` from a lock file's contents (best effort)."""
+    try:
+        info = json.loads(raw.decode("utf-8"))
+        return f"pid {info['pid']} on host {info['host']} since {info['since']} ({info['argv']})"
+    except (ValueError, KeyError, TypeError):
+        return "holder unknown: it is starting, or wrote no details"
 
 
 def _row_params(row: EntryRow) -> tuple[Any, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
-from actorlog._errors import StoreURLError
+from actorlog.store import StoreURLError
 
 if TYPE_CHECKING:
     from actorlog.store import Store

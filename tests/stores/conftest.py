@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 #: at collection, so a run never reports skips for cases that cannot apply.
 KIND_LACKS: dict[str, frozenset[str]] = {
     "memory": frozenset({"multi_process", "durable", "group_commit"}),
-    "sqlite": frozenset(),
+    "sqlite": frozenset({"multi_process"}),  # one writer per file (the lock)
     "postgres": frozenset(),
 }
 

@@ -1,0 +1,135 @@
+"""Reading a SQLite file's pages, to damage it below the rows (https://sqlite.org/fileformat2.html).
+
+Tests use it to flip bits where SQL cannot reach: the serial types in record headers (a BLOB
+turned TEXT, an INTEGER turned REAL, without changing the record's length), index pages and
+free pages. Only what those tests need: table and index b-tree pages, the freelist, records
+without overflow pages.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import attrs
+
+LEAF_TABLE, INTERIOR_TABLE, LEAF_INDEX, INTERIOR_INDEX = 0x0D, 0x05, 0x0A, 0x02
+
+
+def varint(buf: bytes, i: int) -> tuple[int, int]:
+    """SQLite's big-endian varint at ``buf[i]``: ``(value, next offset)``."""
+    v = 0
+    for k in range(8):
+        b = buf[i + k]
+        v = (v << 7) | (b & 0x7F)
+        if not b & 0x80:
+            return v, i + k + 1
+    return (v << 8) | buf[i + 8], i + 9
+
+
+@attrs.frozen
+class Record:
+    """One table row's record: where each column's serial type byte sits in the file."""
+
+    table: str
+    rowid: int
+    types: tuple[int, ...]  # serial types, by column
+    type_offsets: tuple[int, ...]  # file offset of each serial type's last byte
+
+
+@attrs.define
+class SqliteFile:
+    path: Path
+    data: bytes
+    page_size: int
+    roots: dict[str, int]  # table or index name -> root page
+    kinds: dict[str, str]  # name -> "table" | "index"
+
+    @classmethod
+    def read(cls, path: Path) -> SqliteFile:
+        db = sqlite3.connect(path)
+        try:
+            rows = db.execute("SELECT name, type, rootpage FROM sqlite_master").fetchall()
+        finally:
+            db.close()
+        data = path.read_bytes()
+        size = int.from_bytes(data[16:18], "big")
+        return cls(
+            path,
+            data,
+            65536 if size == 1 else size,
+            {n: r for n, t, r in rows if r},
+            {n: t for n, t, r in rows if r},
+        )
+
+    def page(self, n: int) -> tuple[int, bytes]:
+        """``(file offset of the b-tree header, page bytes)`` of page ``n`` (1-based)."""
+        start = (n - 1) * self.page_size
+        return (start + (100 if n == 1 else 0)), self.data[start : start + self.page_size]
+
+    def pages_of(self, name: str) -> list[int]:
+        """Every page of a table's or index's b-tree (interior and leaf)."""
+        out: list[int] = []
+        todo = [self.roots[name]]
+        while todo:
+            n = todo.pop()
+            out.append(n)
+            hdr, page = self.page(n)
+            h = hdr - (n - 1) * self.page_size
+            kind = page[h]
+            if kind in (INTERIOR_TABLE, INTERIOR_INDEX):
+                count = int.from_bytes(page[h + 3 : h + 5], "big")
+                todo.append(int.from_bytes(page[h + 8 : h + 12], "big"))
+                for c in range(count):
+                    ptr = int.from_bytes(page[h + 12 + 2 * c : h + 14 + 2 * c], "big")
+                    todo.append(int.from_bytes(page[ptr : ptr + 4], "big"))
+        return sorted(out)
+
+    def free_pages(self) -> list[int]:
+        """The freelist's trunk and leaf pages."""
+        out: list[int] = []
+        trunk = int.from_bytes(self.data[32:36], "big")
+        while trunk:
+            out.append(trunk)
+            _, page = self.page(trunk)
+            count = int.from_bytes(page[4:8], "big")
+            out.extend(int.from_bytes(page[8 + 4 * i : 12 + 4 * i], "big") for i in range(count))
+            trunk = int.from_bytes(page[0:4], "big")
+        return sorted(out)
+
+    def records(self, table: str) -> list[Record]:
+        """The records of a table's leaf pages (those without overflow)."""
+        out = []
+        usable = self.page_size - self.data[20]
+        for n in self.pages_of(table):
+            hdr, page = self.page(n)
+            base = (n - 1) * self.page_size
+            h = hdr - base
+            if page[h] != LEAF_TABLE:
+                continue
+            count = int.from_bytes(page[h + 3 : h + 5], "big")
+            for c in range(count):
+                ptr = int.from_bytes(page[h + 8 + 2 * c : h + 10 + 2 * c], "big")
+                size, i = varint(page, ptr)
+                rowid, i = varint(page, i)
+                if size > usable - 35:
+                    continue  # spills to overflow pages
+                header_len, j = varint(page, i)
+                types: list[int] = []
+                offsets: list[int] = []
+                while j < i + header_len:
+                    t, k = varint(page, j)
+                    types.append(t)
+                    offsets.append(base + k - 1)
+                    j = k
+                out.append(Record(table, rowid, tuple(types), tuple(offsets)))
+        return out
+
+
+def flip(path: Path, offset: int, bit: int) -> None:
+    """Flip one bit of the file in place."""
+    with path.open("r+b") as f:
+        f.seek(offset)
+        b = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([b ^ (1 << bit)]))
