@@ -684,6 +684,7 @@ class SqliteStore:
                 conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreUnavailableError(f"cannot read SQLite store {self.path}: {exc}") from exc
+        conn.text_factory = _text  # decode TEXT as the store's own connections do
         view = copy.copy(self)
         view._w = None
         view._r = conn

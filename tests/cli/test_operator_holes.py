@@ -542,3 +542,21 @@ async def test_history_since_with_messages_logged_ahead_reports_no_false_damage(
     assert [x.message_seq for x in r_all if isinstance(x, inspect.Step)] == sorted(
         s.message_seq for s in full.steps
     )
+
+
+async def test_verify_names_undecodable_text_read_through_a_consistent_read(
+    tmp_path: Path,
+) -> None:
+    """reading() opens a connection of its own: it must decode TEXT columns like the store's
+    own connections do, so damage there is a named finding, not 'store unreadable'."""
+    db = tmp_path / "bad-text.db"
+    async with ActorSystem(SqliteStore(db), actors=[Biller, Auditor]) as system:
+        ref = await system.spawn(Biller, "bill-1")
+        await ref.ask(Job("a"), message_id="m1")
+    raw = sqlite3.connect(db)
+    with raw:
+        raw.execute("UPDATE entries SET message_id = CAST(X'6dff' AS TEXT) WHERE seq = 1")
+    raw.close()
+    r = cli("verify", db)
+    assert r.code == 1, r
+    assert "bill-1 seq 1:" in r.out, r.out
