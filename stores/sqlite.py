@@ -262,6 +262,10 @@ class SqliteStore:
         if self._r is not None:
             return
         require_asyncio("SqliteStore")
+        if os.path.isdir(self.path):
+            # before SQLite sees it: a failed connect leaves aiosqlite's thread finishing
+            # after the event loop may be gone ('Event loop is closed' on stderr)
+            raise StoreUnavailableError(f"{self.path} is a directory, not a SQLite store")
         try:
             if self.read_only:
                 if not os.path.exists(self.path):

@@ -560,3 +560,25 @@ async def test_verify_names_undecodable_text_read_through_a_consistent_read(
     r = cli("verify", db)
     assert r.code == 1, r
     assert "bill-1 seq 1:" in r.out, r.out
+
+
+def test_a_directory_as_a_library_store_is_one_clean_error(tmp_path: Path) -> None:
+    """The same for a library user: ActorSystem(SqliteStore(a directory))."""
+    script = (
+        "import anyio\n"
+        "from actorlog import ActorSystem\n"
+        "from actorlog.stores import SqliteStore\n"
+        "async def main():\n"
+        "    try:\n"
+        f"        async with ActorSystem(SqliteStore({str(tmp_path)!r}), actors=[]):\n"
+        "            pass\n"
+        "    except Exception as exc:\n"
+        "        print(type(exc).__name__, exc)\n"
+        "anyio.run(main)\n"
+    )
+    for _ in range(5):  # the late traceback was intermittent
+        p = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+        )
+        assert p.returncode == 0 and p.stderr == "", p.stderr
+        assert p.stdout.startswith("StoreUnavailableError") and "directory" in p.stdout
