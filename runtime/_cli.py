@@ -581,6 +581,8 @@ def _print_step(st: inspect.Step, t: _Timeline, url: str, actor_id: str) -> None
                 "attempt": "retry started",
             }.get(d.action, d.action)
             reason = f" - {clean(d.reason)}" if d.reason else ""
+            if d.ignored:
+                reason += " (ignored: the intent was already settled)"
             t.row(
                 d.seq,
                 d.at,

@@ -183,6 +183,8 @@ def _decision_row(d: inspect.Decision) -> str:
         "attempt": "retry started",
     }.get(d.action, d.action)
     reason = f" — {d.reason}" if d.reason else ""
+    if d.ignored:
+        reason += " (ignored: the intent was already settled)"
     return (
         f'<tr class="decision"><td class="num">{d.seq}</td><td>decision</td>'
         f'<td colspan="5">{_e(what)} by <b>{_e(d.by)}</b> at {_e(_when(d.at))}{_e(reason)}'

@@ -178,6 +178,9 @@ class Decision:
     at: float | None
     value: Any = None
     error: dict[str, Any] | None = None
+    #: a decision logged after the intent was already settled (only a store written before
+    #: the one-decision rule holds one): replay ignores it
+    ignored: bool = False
 
 
 @attrs.define
@@ -803,10 +806,11 @@ class _Builder:
                         row.seq,
                         row.type_tag,
                         str(p.get("by", "")),
-                        "ignored: " + str(p.get("reason", "")),
+                        str(p.get("reason", "")),
                         at,
                         p.get("value"),
                         p.get("error"),
+                        ignored=True,
                     )
                 )
             return

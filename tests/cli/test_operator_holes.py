@@ -180,6 +180,7 @@ async def test_replay_serves_the_first_decision_of_a_log_that_holds_two(second: 
     h = await inspect.history(store, "bill-1")
     call = h.steps[1].calls[0]
     assert (call.status, call.value) == ("resolved", "by hand")
+    assert [(d.action, d.ignored) for d in call.decisions] == [("result", False), (second, True)]
 
 
 # -- 18.18: terminal escape injection -------------------------------------------------------
