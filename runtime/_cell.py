@@ -293,6 +293,10 @@ class Cell:
             pass  # already stopped
 
     def quarantine(self, exc: BaseException, *, status: str = "quarantined") -> None:
+        if self.error is not None and self.status in ("quarantined", "stopped"):
+            # already stopped: what follows (a step waiting in doubt woken by the stop with
+            # ActorStoppedError) is a consequence, not a second cause to record
+            return
         self.status = status
         self.error = exc
         err = self.failure()

@@ -11,6 +11,7 @@ intent not in doubt). Errors go to stderr as one line; ``--debug`` shows the tra
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import math
@@ -136,10 +137,15 @@ def _clean_line(text: str, keep_style: bool) -> str:
     return "".join(p if i % 2 else clean(p) for i, p in enumerate(parts))
 
 
+#: What json.dumps leaves raw inside strings (it escapes C0 there; a raw newline in its
+#: output is indentation, outside any string).
+_JSON_RAW = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
 def _json_safe_text(text: str) -> str:
     """JSON text with the characters JSON leaves raw (DEL, C1, bidi controls) escaped as
     ``\\uXXXX``: still the same JSON value, and safe to print."""
-    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _cut_ansi(text: str, n: int) -> str:
@@ -472,22 +478,33 @@ class _Timeline:
 
 
 def print_history(h: inspect.History, out: Out, url: str) -> None:
-    s = out.s
-    a = h.actor
-    snap = "none"
-    if a.last_snapshot_seq is not None:
-        snap = f"seq {a.last_snapshot_seq}, {ago(a.last_snapshot_at)}"
-    out.line(
-        f"{s.bold(clean(a.actor_id))} ({clean(a.actor_type)})  status {_status_text(s, a.status)}  "
-        f"last seq {a.last_seq}  snapshot {snap}  pending {a.pending_messages}"
-    )
-    if a.problem:
-        out.line(s.red(f"  {clean(a.problem)}"))
-    out.line()
-    t = _Timeline(out)
-    for item in h.timeline():
+    """Print a materialized history (:class:`HistoryPrinter` prints a stream)."""
+    p = HistoryPrinter(out, url, since=h.since)
+    for item in [h.actor, *h.timeline()]:
+        p.item(item)
+    p.end()
+
+
+class HistoryPrinter:
+    """Prints a history as it comes: the actor's status first, then the timeline."""
+
+    def __init__(self, out: Out, url: str, *, since: int = 0) -> None:
+        self.out = out
+        self.url = url
+        self.since = since
+        self.t = _Timeline(out)
+        self.actor_id = ""
+        self.shown = 0
+
+    def item(self, item: inspect.HistoryItem) -> None:
+        s, t = self.out.s, self.t
+        if isinstance(item, inspect.ActorStatus):
+            self.actor_id = item.actor_id
+            _print_header(item, self.out)
+            return
+        self.shown += 1
         if isinstance(item, inspect.Step):
-            _print_step(item, t, url, a.actor_id)
+            _print_step(item, t, self.url, self.actor_id)
         elif isinstance(item, inspect.SnapshotView):
             text = s.dim(
                 f"snapshot seq {item.seq} (handled up to {item.handled_seq}, {item.size:,} B)"
@@ -504,8 +521,28 @@ def print_history(h: inspect.History, out: Out, url: str) -> None:
                 None,
                 s.red(clean(f"DAMAGE seq {item.seq}: {item.check} check failed: {item.detail}")),
             )
-    if not h.steps and not h.snapshots and not h.events and not h.damage:
-        out.line(s.dim(f"(nothing after seq {h.since})" if h.since else "(empty log)"))
+
+    def end(self) -> None:
+        if not self.shown:
+            since = self.since
+            self.out.line(
+                self.out.s.dim(f"(nothing after seq {since})" if since else "(empty log)")
+            )
+
+
+def _print_header(a: inspect.ActorStatus, out: Out) -> None:
+    s = out.s
+    snap = "none"
+    if a.last_snapshot_seq is not None:
+        snap = f"seq {a.last_snapshot_seq}, {ago(a.last_snapshot_at)}"
+    out.line(
+        f"{s.bold(clean(a.actor_id))} ({clean(a.actor_type)})  status "
+        f"{_status_text(s, a.status)}  last seq {a.last_seq}  snapshot {snap}  "
+        f"pending {a.pending_messages}"
+    )
+    if a.problem:
+        out.line(s.red(f"  {clean(a.problem)}"))
+    out.line()
 
 
 _STEP_MARK = {
@@ -544,6 +581,8 @@ def _print_step(st: inspect.Step, t: _Timeline, url: str, actor_id: str) -> None
                 "attempt": "retry started",
             }.get(d.action, d.action)
             reason = f" - {clean(d.reason)}" if d.reason else ""
+            if d.ignored:
+                reason += " (ignored: the intent was already settled)"
             t.row(
                 d.seq,
                 d.at,
@@ -598,29 +637,35 @@ def _call_line(s: Style, c: inspect.Call) -> str:
     return f"{kind} {call}  {outcome}" + s.dim(extra)
 
 
-async def cmd_history(args: argparse.Namespace, out: Out) -> int:
-    async with inspect.opened(_store_url(args.store)) as store:
-        h = await inspect.history(store, args.actor, since=args.since)
-    if args.html:
-        from ._html import render_history
+_ITEM_TYPE: dict[type, str] = {
+    inspect.ActorStatus: "actor",
+    inspect.Step: "step",
+    inspect.SnapshotView: "snapshot",
+    inspect.Event: "event",
+    inspect.Finding: "damage",
+}
 
-        await anyio.Path(args.html).write_text(
-            render_history(h, source=shown_url(args.store)), "utf-8"
-        )
-        print(f"wrote {args.html}", file=sys.stderr)
-        return EXIT_OK
-    if args.json:
-        _json_line(out.stream, {"type": "actor", **inspect.to_json(h.actor)})
-        for item in h.timeline():
-            kind = {
-                inspect.Step: "step",
-                inspect.SnapshotView: "snapshot",
-                inspect.Event: "event",
-                inspect.Finding: "damage",
-            }[type(item)]
-            _json_line(out.stream, {"type": kind, **inspect.to_json(item)})
-        return EXIT_OK
-    print_history(h, out, shown_url(args.store))
+
+async def cmd_history(args: argparse.Namespace, out: Out) -> int:
+    """Streams: the log is read in pages and each step is printed once it is complete."""
+    async with (
+        inspect.opened(_store_url(args.store)) as store,
+        contextlib.aclosing(inspect.iter_history(store, args.actor, since=args.since)) as items,
+    ):
+        if args.html:
+            from ._html import write_history
+
+            await write_history(items, args.html, source=shown_url(args.store), since=args.since)
+            print(f"wrote {clean(args.html)}", file=sys.stderr)
+            return EXIT_OK
+        if args.json:
+            async for item in items:
+                _json_line(out.stream, {"type": _ITEM_TYPE[type(item)], **inspect.to_json(item)})
+            return EXIT_OK
+        printer = HistoryPrinter(out, shown_url(args.store), since=args.since)
+        async for item in items:
+            printer.item(item)
+        printer.end()
     return EXIT_OK
 
 
@@ -794,8 +839,11 @@ async def cmd_export(args: argparse.Namespace, out: Out) -> int:
         f = open(args.output, "w", encoding="utf-8")  # noqa: ASYNC230,SIM115  # local file, closed below
         stream = f
     try:
-        async with inspect.opened(_store_url(args.store)) as store:
-            async for item in inspect.export(store, args.actor, raw=args.raw):
+        async with (
+            inspect.opened(_store_url(args.store)) as store,
+            contextlib.aclosing(inspect.export(store, args.actor, raw=args.raw)) as items,
+        ):
+            async for item in items:
                 _json_line(stream, item)
     finally:
         if f is not None:
@@ -897,7 +945,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_nonneg_int,
         default=0,
         metavar="SEQ",
-        help="only steps after this seq (and one in progress at it)",
+        help="only steps after this seq (and those in progress at it)",
     )
     fmt = sp.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="complete, as JSON lines")

@@ -7,12 +7,16 @@ incident ticket and opened anywhere. Built from :class:`actorlog.inspect.History
 from __future__ import annotations
 
 import html
+import tempfile
 import time
+from collections.abc import AsyncIterator
 from typing import Any
+
+import anyio
 
 from . import inspect
 
-__all__ = ["render_history"]
+__all__ = ["render_history", "write_history"]
 
 _CSS = """
 :root { --ok:#1a7f37; --err:#cf222e; --warn:#9a6700; --info:#0969da; --dim:#6e7781;
@@ -179,6 +183,8 @@ def _decision_row(d: inspect.Decision) -> str:
         "attempt": "retry started",
     }.get(d.action, d.action)
     reason = f" — {d.reason}" if d.reason else ""
+    if d.ignored:
+        reason += " (ignored: the intent was already settled)"
     return (
         f'<tr class="decision"><td class="num">{d.seq}</td><td>decision</td>'
         f'<td colspan="5">{_e(what)} by <b>{_e(d.by)}</b> at {_e(_when(d.at))}{_e(reason)}'
@@ -246,35 +252,75 @@ def _step(st: inspect.Step, resolve_hint: str) -> str:
 
 def render_history(h: inspect.History, *, source: str = "") -> str:
     """The HTML page for one actor's history."""
-    from . import _cli
+    hint = _resolve_hint(h.actor, source)
+    parts = [_item(item, hint) for item in h.timeline()]
+    return _page(h.actor, source, h.since, "".join(parts), len(h.steps), len(h.damage))
 
-    a = h.actor
-    parts: list[str] = []
-    resolve_hint = (
+
+async def write_history(
+    items: AsyncIterator[inspect.HistoryItem], path: str, *, source: str = "", since: int = 0
+) -> None:
+    """Write the HTML page for a streamed history (:func:`actorlog.inspect.iter_history`)
+    to ``path``. The timeline goes to a temporary file as it comes (the counts at the top of
+    the page are known only at the end), so memory stays small for a long log."""
+    actor: inspect.ActorStatus | None = None
+    steps = damage = 0
+    hint = ""
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as body:
+        async for item in items:
+            if isinstance(item, inspect.ActorStatus):
+                actor, hint = item, _resolve_hint(item, source)
+                continue
+            steps += isinstance(item, inspect.Step)
+            damage += isinstance(item, inspect.Finding)
+            body.write(_item(item, hint))
+        assert actor is not None
+        head, tail = _page(actor, source, since, "\0", steps, damage).split("\0")
+        body.seek(0)
+        async with await anyio.open_file(path, "w", encoding="utf-8") as f:
+            await f.write(head)
+            while chunk := body.read(1 << 20):
+                await f.write(chunk)
+            await f.write(tail)
+
+
+def _resolve_hint(a: inspect.ActorStatus, source: str) -> str:
+    return (
         f"actorlog resolve {source or 'STORE'} {a.actor_id} {{seq}} "  # .replace, not .format
         "--result JSON | --retry | --fail MESSAGE"
     )
-    for item in h.timeline():
-        if isinstance(item, inspect.Step):
-            parts.append(_step(item, resolve_hint))
-        elif isinstance(item, inspect.SnapshotView):
-            bad = "" if item.valid else f" — INVALID: {_e(item.problem)}"
-            parts.append(
-                f'<div class="item marker snapshot" data-seq="{item.seq}">'
-                f"snapshot at seq {item.seq} (handled up to {item.handled_seq}, "
-                f"{item.size:,} bytes) · {_e(_when(item.created_at))}{bad}</div>"
-            )
-        elif isinstance(item, inspect.Event):
-            parts.append(
-                f'<div class="item event e-{_e(item.kind)}" data-kind="{_e(item.kind)}">'
-                f'<b>{_e(item.kind.replace("_", " "))}</b> · <span class="time">'
-                f"{_e(_when(item.at))}</span><br>{_e(_cli._event_text(item))}</div>"
-            )
-        else:
-            parts.append(
-                f'<div class="item damage" data-seq="{item.seq}">damaged entry at seq '
-                f"{item.seq}: {_e(item.check)} check failed ({_e(item.detail)})</div>"
-            )
+
+
+def _item(
+    item: inspect.Step | inspect.SnapshotView | inspect.Event | inspect.Finding, resolve_hint: str
+) -> str:
+    from . import _cli
+
+    if isinstance(item, inspect.Step):
+        return _step(item, resolve_hint)
+    if isinstance(item, inspect.SnapshotView):
+        bad = "" if item.valid else f" — INVALID: {_e(item.problem)}"
+        return (
+            f'<div class="item marker snapshot" data-seq="{item.seq}">'
+            f"snapshot at seq {item.seq} (handled up to {item.handled_seq}, "
+            f"{item.size:,} bytes) · {_e(_when(item.created_at))}{bad}</div>"
+        )
+    if isinstance(item, inspect.Event):
+        return (
+            f'<div class="item event e-{_e(item.kind)}" data-kind="{_e(item.kind)}">'
+            f'<b>{_e(item.kind.replace("_", " "))}</b> · <span class="time">'
+            f"{_e(_when(item.at))}</span><br>{_e(_cli._event_text(item))}</div>"
+        )
+    return (
+        f'<div class="item damage" data-seq="{item.seq}">damaged entry at seq '
+        f"{item.seq}: {_e(item.check)} check failed ({_e(item.detail)})</div>"
+    )
+
+
+def _page(
+    a: inspect.ActorStatus, source: str, since_seq: int, timeline: str, steps: int, damage: int
+) -> str:
+    resolve_hint = _resolve_hint(a, source)
     callouts = ""
     waiting = [i for i in a.in_doubt if i.needs_operator]
     if waiting:
@@ -290,16 +336,16 @@ def render_history(h: inspect.History, *, source: str = "") -> str:
         )
     if a.problem:
         callouts += f'<div class="callout bad"><b>{_e(a.status)}</b>: {_e(a.problem)}</div>'
-    if h.damage:
+    if damage:
         callouts += (
-            f'<div class="callout bad"><b>{len(h.damage)} damaged entr'
-            f"{'y' if len(h.damage) == 1 else 'ies'}</b> in this history; "
+            f'<div class="callout bad"><b>{damage} damaged entr'
+            f"{'y' if damage == 1 else 'ies'}</b> in this history; "
             "run <code>actorlog verify</code>.</div>"
         )
     snap = "none"
     if a.last_snapshot_seq is not None:
         snap = f"seq {a.last_snapshot_seq} ({_when(a.last_snapshot_at)})"
-    since = f" · since seq {h.since}" if h.since else ""
+    since = f" · since seq {since_seq}" if since_seq else ""
     facts = "".join(
         f"<div><span>{_e(k)}</span>{v}</div>"
         for k, v in [
@@ -308,7 +354,7 @@ def render_history(h: inspect.History, *, source: str = "") -> str:
             ("handled up to", str(a.handled_seq)),
             ("pending messages", str(a.pending_messages)),
             ("last snapshot", _e(snap)),
-            ("steps shown", str(len(h.steps))),
+            ("steps shown", str(steps)),
         ]
     )
     return (
@@ -317,7 +363,7 @@ def render_history(h: inspect.History, *, source: str = "") -> str:
         f"<title>actorlog · {_e(a.actor_id)}</title><style>{_CSS}</style></head><body>"
         f'<h1>{_e(a.actor_id)}</h1><div class="sub">{_e(a.actor_type)} · '
         f'{_e(source)}{since}</div><div class="facts">{facts}</div>{callouts}'
-        f'<main class="timeline">{"".join(parts)}</main>'
+        f'<main class="timeline">{timeline}</main>'
         f"<footer>Generated by actorlog at {_e(_when(time.time()))}. Times are local. "
         "Self-contained: no scripts, no network resources.</footer></body></html>\n"
     )

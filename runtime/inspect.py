@@ -41,7 +41,7 @@ import math
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -82,6 +82,7 @@ __all__ = [
     "fork",
     "fork_effects",
     "history",
+    "iter_history",
     "leases",
     "list_actors",
     "opened",
@@ -177,6 +178,9 @@ class Decision:
     at: float | None
     value: Any = None
     error: dict[str, Any] | None = None
+    #: a decision logged after the intent was already settled (only a store written before
+    #: the one-decision rule holds one): replay ignores it
+    ignored: bool = False
 
 
 @attrs.define
@@ -520,14 +524,35 @@ def _run_key(
 
 def _failure(events: Sequence[Event]) -> str | None:
     """Why the last runtime stopped the actor, unless it has recovered since."""
-    for e in reversed(events):
+    for i in range(len(events) - 1, -1, -1):
+        e = events[i]
         if e.kind == "recovered":
             return None
         if e.kind in ("quarantined", "stopped"):
             err = e.detail.get("error") or e.detail.get("raw") or e.kind
             etype = e.detail.get("error_type")
-            return f"{etype}: {err}" if etype else str(err)
+            text = f"{etype}: {err}" if etype else str(err)
+            if etype == "SequenceConflictError":
+                text += _conflicting_operator_write(events[:i])
+            return text
     return None
+
+
+def _conflicting_operator_write(before: Sequence[Event]) -> str:
+    """What an operator wrote offline since the runtime last recovered the actor: the likely
+    other writer of a conflict (the runtime running the actor did not see it)."""
+    for e in reversed(before):
+        if e.kind == "recovered":
+            return ""
+        d = e.detail
+        if e.kind == "resolved" and d.get("offline"):
+            return (
+                f" (the conflicting write was the offline decision seq {d.get('decision_seq')} "
+                f"by {d.get('by')} on intent seq {d.get('intent_seq')}, which the runtime "
+                "running this actor did not see; restart that runtime and its recovery "
+                "applies the decision)"
+            )
+    return ""
 
 
 async def _events(store: Store, actor_id: str) -> list[Event]:
@@ -681,7 +706,21 @@ class _Builder:
         self.damaged: set[int] = set()
         self.last_at: float | None = None
 
-    def add(self, row: EntryRow) -> None:
+    def add(self, row: EntryRow) -> list[Step]:
+        """Fold one entry in; return the steps it finished (handed over and forgotten)."""
+        self._add(row)
+        if row.kind != "step" or row.ref not in self.steps:
+            return []
+        step = self.steps[row.ref]
+        if step.step_seq != row.seq:
+            return []
+        self.finish_keys(step)
+        del self.steps[row.ref]
+        for c in step.calls:
+            self.calls.pop(c.intent_seq, None)
+        return [step]
+
+    def _add(self, row: EntryRow) -> None:
         p, err = _check(row, self.actor_id)
         if err is not None or p is None:
             assert err is not None
@@ -767,10 +806,11 @@ class _Builder:
                         row.seq,
                         row.type_tag,
                         str(p.get("by", "")),
-                        "ignored: " + str(p.get("reason", "")),
+                        str(p.get("reason", "")),
                         at,
                         p.get("value"),
                         p.get("error"),
+                        ignored=True,
                     )
                 )
             return
@@ -809,21 +849,27 @@ class _Builder:
                 owner.status = "retry_interrupted"
                 owner.attempts += 1
 
-    def finish(self, status: ActorStatus) -> None:
-        """Unfinished steps: in doubt, running or pending. Keys a fork ran copied calls with."""
-        doubt = {i.intent_seq: i.state for i in status.in_doubt}
-        for call in self.calls.values() if self.fork_at is not None else ():
-            step_seq = next((st.message_seq for st in self.steps.values() if call in st.calls), 0)
+    def finish_keys(self, step: Step) -> None:
+        """In a fork: the keys its runtime ran copied calls with."""
+        if self.fork_at is None:
+            return
+        for call in step.calls:
             key = _run_key(
                 self.actor_id,
                 self.fork_at,
                 call.intent_seq,
-                step_seq,
+                step.message_seq,
                 {"key": call.key, "index": call.index},
                 call.result_seq,
             )
             if key != call.key:
                 call.key, call.recorded_key = key, call.key
+
+    def finish(self, status: ActorStatus) -> None:
+        """Unfinished steps: in doubt, running or pending."""
+        doubt = {i.intent_seq: i.state for i in status.in_doubt}
+        for step in self.steps.values():
+            self.finish_keys(step)
         for step in self.steps.values():
             if step.step_seq is not None:
                 continue
@@ -836,42 +882,136 @@ class _Builder:
                 step.status = "running"
 
 
+#: What :func:`iter_history` yields: the actor's status first, then the timeline.
+HistoryItem = ActorStatus | Step | SnapshotView | Event | Finding
+
+
 async def history(store: Store, actor_id: str, *, since: int = 0) -> History:
     """An actor's timeline. Damaged entries are reported (and skipped), not raised. Read in
-    one consistent read (see :func:`verify`).
+    one consistent read (see :func:`verify`). Holds the whole timeline in memory: for a long
+    log, :func:`iter_history` streams the same.
 
-    With ``since``, only steps whose message was logged after seq ``since``, plus a step that
-    was in progress at ``since`` (read from its message).
+    With ``since``, only steps whose message was logged after seq ``since``, plus the steps
+    still in progress at ``since`` (those with entries after it, read from their message).
 
     Raises:
         ActorNotFoundError: no such actor.
     """
+    h: History | None = None
+    async for item in iter_history(store, actor_id, since=since):
+        if isinstance(item, ActorStatus):
+            h = History(actor=item, steps=[], snapshots=[], events=[], damage=[], since=since)
+        elif h is None:  # pragma: no cover - the status always comes first
+            raise AssertionError("iter_history yields the status first")
+        elif isinstance(item, Step):
+            h.steps.append(item)
+        elif isinstance(item, SnapshotView):
+            h.snapshots.append(item)
+        elif isinstance(item, Event):
+            h.events.append(item)
+        else:
+            h.damage.append(item)
+    assert h is not None
+    h.steps.sort(key=lambda st: st.message_seq)
+    return h
+
+
+async def iter_history(
+    store: Store, actor_id: str, *, since: int = 0
+) -> AsyncGenerator[HistoryItem, None]:
+    """:func:`history` as a stream: the :class:`ActorStatus` first, then steps, snapshots,
+    events and damage in timeline order. Reads the log in pages by seq and holds only the
+    steps still open, so a long log takes little memory; with ``since`` it reads only the
+    entries after ``since`` and those of the steps in progress at it.
+
+    Raises:
+        ActorNotFoundError: no such actor (before anything is yielded).
+    """
     async with _reading(store) as (view, _):
-        return await _history(view, actor_id, since=since)
+        async for item in _history_stream(view, actor_id, since):
+            yield item
 
 
-async def _history(store: Store, actor_id: str, *, since: int = 0) -> History:
+class _Side:
+    """Snapshots and events (few) merged by time into the stream of steps."""
+
+    def __init__(self, snapshots: list[SnapshotView], events: list[Event], since: int) -> None:
+        items: list[SnapshotView | Event] = [*snapshots, *events]
+        self.items = sorted(items, key=lambda i: (_sort_time(_at(i)), isinstance(i, Event)))
+        self.since = since
+        #: with ``since``: events before the first step shown are left out
+        self.first: float | None = None
+
+    def before(self, t: float) -> list[SnapshotView | Event]:
+        out: list[SnapshotView | Event] = []
+        while self.items and _sort_time(_at(self.items[0])) < t:
+            item = self.items.pop(0)
+            if self._shown(item):
+                out.append(item)
+        return out
+
+    def rest(self) -> list[SnapshotView | Event]:
+        out = [i for i in self.items if self._shown(i)]
+        self.items = []
+        return out
+
+    def _shown(self, item: SnapshotView | Event) -> bool:
+        if self.since == 0 or isinstance(item, SnapshotView):
+            return True
+        return self.first is not None and _sort_time(item.at) >= self.first
+
+
+def _at(item: SnapshotView | Event) -> float | None:
+    return item.created_at if isinstance(item, SnapshotView) else item.at
+
+
+async def _history_stream(store: Store, actor_id: str, since: int) -> AsyncIterator[HistoryItem]:
     row = await _actor_row(store, actor_id)
     status = await _status(store, row)
-    rows = [r async for r in _scan(store, actor_id, after=since)]
-    keep: set[int] | None = None
+    yield status
+    events = await _events(store, actor_id)
+    snapshots = [s for s in await _snapshot_views(store, actor_id, row.last_seq) if s.seq > since]
+    side = _Side(snapshots, events, since)
+    b = _Builder(actor_id, _fork_point(events))
+
+    def emit(done: list[Step]) -> list[HistoryItem]:
+        out: list[HistoryItem] = list(b.damage)
+        b.damage.clear()
+        for st in done:
+            t = _sort_time(st.started_at)
+            if side.first is None:
+                side.first = t
+            out += side.before(t)
+            out.append(st)
+        return out
+
     if since > 0:
+        # the steps in progress at ``since``: their messages, and what refers to them
         need: set[int] = set()
-        for r in rows:
+        intents: set[int] = set()
+        async for r in _scan(store, actor_id, after=since):
             if r.kind in ("intent", "effect", "step") and r.ref <= since:
                 need.add(r.ref)
             elif r.kind in ("result", "decision") and r.ref <= since:
-                intent = await _row_at(store, actor_id, r.ref)
-                if intent is not None and intent.kind == "intent":
-                    need.add(intent.ref)
-        keep = need | {r.seq for r in rows if r.kind == "message"}
+                intents.add(r.ref)
+        for seq in sorted(intents):
+            intent = await _row_at(store, actor_id, seq)
+            if intent is not None and intent.kind == "intent" and intent.ref <= since:
+                need.add(intent.ref)
         if need:
-            earlier = [r async for r in _scan(store, actor_id, after=min(need) - 1, upto=since)]
-            rows = earlier + rows
-    events = await _events(store, actor_id)
-    b = _Builder(actor_id, _fork_point(events))
+            async for r in _scan(store, actor_id, after=min(need) - 1, upto=since):
+                if r.kind == "message":
+                    wanted = r.seq in need
+                elif r.kind in ("intent", "effect", "step"):
+                    wanted = r.ref in need
+                else:
+                    wanted = r.ref in b.calls
+                if wanted and ((done := b.add(r)) or b.damage):
+                    for item in emit(done):
+                        yield item
     expected: int | None = None
-    for r in rows:
+    last = since
+    async for r in _scan(store, actor_id, after=since):
         if expected is not None and r.seq > expected:
             b.damage.append(
                 Finding(
@@ -885,39 +1025,37 @@ async def _history(store: Store, actor_id: str, *, since: int = 0) -> History:
             )
             b.damaged.update(range(expected, r.seq))
         expected = r.seq + 1
-        b.add(r)
-    if rows and rows[-1].seq < row.last_seq:
+        last = r.seq
+        if (done := b.add(r)) or b.damage:
+            for item in emit(done):
+                yield item
+    if expected is not None and last < row.last_seq:
         b.damage.append(
             Finding(
                 actor_id,
                 "entry",
-                rows[-1].seq + 1,
+                last + 1,
                 "seq chain",
-                f"log ends at seq {rows[-1].seq}, the actor's summary says {row.last_seq}",
+                f"log ends at seq {last}, the actor's summary says {row.last_seq}",
                 b.last_at,
             )
         )
     b.finish(status)
-    steps = sorted(b.steps.values(), key=lambda s: s.message_seq)
-    if keep is not None:
-        steps = [s for s in steps if s.message_seq in keep]
-    snapshots = [s for s in await _snapshot_views(store, actor_id, row.last_seq) if s.seq > since]
-    if since > 0:  # events since the first step shown, else since entry ``since`` was written
-        if steps:
-            first = min((s.started_at or s.received_at or 0.0) for s in steps)
-        else:
-            at_row = await _row_at(store, actor_id, since)
-            p, _ = (None, None) if at_row is None else _check(at_row, actor_id)
-            first = float((p or {}).get("at") or 0.0) if at_row is not None else float("inf")
-        events = [e for e in events if e.at >= first]
-    return History(
-        actor=status,
-        steps=steps,
-        snapshots=snapshots,
-        events=events,
-        damage=b.damage,
-        since=since,
-    )
+    for item in emit(sorted(b.steps.values(), key=lambda st: st.message_seq)):
+        yield item
+    if side.first is None and since > 0:  # no step shown: events since entry ``since``
+        at_row = await _row_at(store, actor_id, since)
+        p, _ = (None, None) if at_row is None else _check(at_row, actor_id)
+        side.first = float((p or {}).get("at") or 0.0) if at_row is not None else float("inf")
+    for item in side.rest():
+        yield item
+
+
+def _sort_time(t: float | None) -> float:
+    """A time to order by; damage (None, NaN) sorts first."""
+    if t is None or not isinstance(t, int | float) or t != t:
+        return 0.0
+    return float(t)
 
 
 async def _snapshot_views(store: Store, actor_id: str, last_seq: int) -> list[SnapshotView]:
@@ -1523,7 +1661,7 @@ async def fork(
 
 async def export(
     store: Store, actor_id: str, *, raw: bool = False
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncGenerator[dict[str, Any], None]:
     """The actor's whole log, snapshots and operator history as JSON-ready dicts, for audit.
 
     Yields one ``{"type": "actor"}`` header, then every ``entry`` in seq order (``valid``

@@ -262,6 +262,10 @@ class SqliteStore:
         if self._r is not None:
             return
         require_asyncio("SqliteStore")
+        if os.path.isdir(self.path):
+            # before SQLite sees it: a failed connect leaves aiosqlite's thread finishing
+            # after the event loop may be gone ('Event loop is closed' on stderr)
+            raise StoreUnavailableError(f"{self.path} is a directory, not a SQLite store")
         try:
             if self.read_only:
                 if not os.path.exists(self.path):
@@ -684,6 +688,7 @@ class SqliteStore:
                 conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreUnavailableError(f"cannot read SQLite store {self.path}: {exc}") from exc
+        conn.text_factory = _text  # decode TEXT as the store's own connections do
         view = copy.copy(self)
         view._w = None
         view._r = conn

@@ -180,6 +180,7 @@ async def test_replay_serves_the_first_decision_of_a_log_that_holds_two(second: 
     h = await inspect.history(store, "bill-1")
     call = h.steps[1].calls[0]
     assert (call.status, call.value) == ("resolved", "by hand")
+    assert [(d.action, d.ignored) for d in call.decisions] == [("result", False), (second, True)]
 
 
 # -- 18.18: terminal escape injection -------------------------------------------------------
@@ -246,7 +247,8 @@ async def test_no_log_value_reaches_the_terminal_raw(tmp_path: Path) -> None:
             assert _raw_controls(out) == [], (args, color)
             assert _raw_controls(r.err) == [], (args, color)
     r = cli("--color", "never", "show", db, "bill-1", str(message_seq))
-    assert "\\x1b]0;pwned\\x07" in r.out  # shown, escaped
+    assert "\\x1b]0;pwned\\x07" in r.out or "\\u001b]0;pwned\\u0007" in r.out  # escaped
+    assert "\\u000a" not in r.out and '\n      "name": ' in r.out  # pretty JSON, as before
 
 
 async def test_json_output_escapes_c1_controls(tmp_path: Path) -> None:
@@ -505,3 +507,79 @@ async def test_fork_history_shows_the_key_the_fork_ran_a_copied_call_with() -> N
     call = (await inspect.history(store, "r-2")).steps[0].calls[0]
     assert call.key == "r-2:1:0"
     assert call.recorded_key == "r-1:1:0"
+
+
+# -- 18.21: history --since reads what it shows, and only that --------------------------------
+
+
+async def test_history_since_with_messages_logged_ahead_reports_no_false_damage() -> None:
+    """Messages logged far ahead of their steps (a backlog): --since used to read every entry
+    between the oldest step in progress and SEQ, and reported the steps of messages it had not
+    read as 'reference' damage."""
+    store = MemoryStore()
+    async with ActorSystem(store, actors=[Biller, Auditor]) as system:
+        ref = await system.spawn(Biller, "b")
+
+        async def send(i: int) -> None:
+            await ref.send(Job(f"j{i}"), message_id=f"m{i}")
+
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(send, i)
+        with anyio.fail_after(10):
+            await ref.ask(Job("last"), message_id="last")
+    await store.open()
+    full = await inspect.history(store, "b")
+    assert full.damage == [] and len(full.steps) == 21
+    tenth = sorted(s.step_seq or 0 for s in full.steps)[9]
+    h = await inspect.history(store, "b", since=tenth)
+    assert h.damage == []
+    assert all(s.status == "ok" for s in h.steps)
+    shown = {s.message_seq for s in h.steps}
+    expected = {s.message_seq for s in full.steps if (s.step_seq or 0) > tenth}
+    assert shown == expected
+    r_all = [x async for x in inspect.iter_history(store, "b")]
+    assert isinstance(r_all[0], inspect.ActorStatus)
+    assert [x.message_seq for x in r_all if isinstance(x, inspect.Step)] == sorted(
+        s.message_seq for s in full.steps
+    )
+
+
+async def test_verify_names_undecodable_text_read_through_a_consistent_read(
+    tmp_path: Path,
+) -> None:
+    """reading() opens a connection of its own: it must decode TEXT columns like the store's
+    own connections do, so damage there is a named finding, not 'store unreadable'."""
+    db = tmp_path / "bad-text.db"
+    async with ActorSystem(SqliteStore(db), actors=[Biller, Auditor]) as system:
+        ref = await system.spawn(Biller, "bill-1")
+        await ref.ask(Job("a"), message_id="m1")
+    raw = sqlite3.connect(db)
+    with raw:
+        raw.execute("UPDATE entries SET message_id = CAST(X'6dff' AS TEXT) WHERE seq = 1")
+    raw.close()
+    r = cli("verify", db)
+    assert r.code == 1, r
+    assert "bill-1 seq 1:" in r.out, r.out
+
+
+def test_a_directory_as_a_library_store_is_one_clean_error(tmp_path: Path) -> None:
+    """The same for a library user: ActorSystem(SqliteStore(a directory))."""
+    script = (
+        "import anyio\n"
+        "from actorlog import ActorSystem\n"
+        "from actorlog.stores import SqliteStore\n"
+        "async def main():\n"
+        "    try:\n"
+        f"        async with ActorSystem(SqliteStore({str(tmp_path)!r}), actors=[]):\n"
+        "            pass\n"
+        "    except Exception as exc:\n"
+        "        print(type(exc).__name__, exc)\n"
+        "anyio.run(main)\n"
+    )
+    for _ in range(5):  # the late traceback was intermittent
+        p = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+        )
+        assert p.returncode == 0 and p.stderr == "", p.stderr
+        assert p.stdout.startswith("StoreUnavailableError") and "directory" in p.stdout
