@@ -410,6 +410,7 @@ async def opened(url: str, *, read_only: bool = True) -> AsyncIterator[Store]:
         StoreURLError: the URL does not parse.
         StoreUnavailableError: the store cannot be opened (for a read-only SQLite store: the
             file does not exist).
+        StoreLockedError: ``read_only=False`` on a SQLite file a runtime holds.
     """
     from actorlog.stores import open_store
 
