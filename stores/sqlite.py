@@ -297,6 +297,9 @@ class SqliteStore:
             if _is_corrupt(exc):
                 raise StoreCorruptError(self.path, f"SQLite: {exc}") from exc
             raise StoreUnavailableError(f"cannot open SQLite store {self.path}: {exc}") from exc
+        except UnicodeDecodeError as exc:  # an error message quoting damaged schema text
+            await self.close()
+            raise StoreCorruptError(self.path, f"SQLite reports damaged text: {exc}") from exc
         except BaseException:
             await self.close()
             raise
@@ -414,6 +417,9 @@ class SqliteStore:
             if _is_corrupt(exc):
                 return StoreCorruptError(self.path, f"SQLite: {exc}")
             return StoreUnavailableError(f"SQLite {what} failed: {exc}")
+        if isinstance(exc, UnicodeDecodeError):
+            # SQLite's own error message quotes damaged schema text (sqlite_master)
+            return StoreCorruptError(self.path, f"SQLite reports damaged text: {exc}")
         if isinstance(exc, (UnicodeError, OverflowError)):
             return ConfigurationError(
                 f"SQLite cannot store a value of this {what}: {type(exc).__name__}: {exc} "

@@ -341,3 +341,19 @@ async def test_verify_says_what_it_cannot_see_in_a_sqlite_store(tmp_path: Path) 
     assert "note:" in done.stdout and "-wal" in done.stdout and "VACUUM INTO" in done.stdout
     done = cli("verify", "--json", f"sqlite:///{path}")
     assert "-wal" in done.stdout and '"limits"' in done.stdout
+
+
+async def test_damaged_schema_text_is_store_corruption(tmp_path: Path) -> None:
+    """A flipped high bit in sqlite_master's SQL text: SQLite's error message quotes the
+    damaged text, which is not UTF-8 (found by the file-damage torture test: "internal
+    error: UnicodeDecodeError")."""
+    path = tmp_path / "agents.db"
+    await build(path)
+    data = path.read_bytes()
+    at = data.index(b"CREATE TRIGGER entries_contiguous") + len(b"CRE")
+    flip(path, at, 7)  # CREATE -> CRE\xc1TE: a syntax error quoting invalid UTF-8
+    done = cli("verify", f"sqlite:///{path}")
+    assert "internal error" not in done.stderr, done.stderr
+    with pytest.raises(StoreCorruptError) as info:
+        await recover_victim(path)
+    assert str(path) in str(info.value)
