@@ -569,10 +569,10 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
         f"checked {report.actors} actor(s), {report.entries:,} entries, "
         f"{report.snapshots} snapshot(s)"
     )
-    for limit in report.limits:  # what no check of the rows can see (SQLite's own files)
-        out.line(f"note: {limit}")
     if report.ok:
         out.line(s.green("ok") + f": {summary}; no damage found")
+        for limit in report.limits:  # what no check of the rows can see (SQLite's own files)
+            out.line(f"note: {limit}")
         return EXIT_OK
     out.line(s.red(f"DAMAGE: {len(report.findings)} problem(s)") + f" ({summary})")
     for f in report.findings:
@@ -588,6 +588,8 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
             "automatically. See docs/operators.md."
         )
     )
+    for limit in report.limits:
+        out.line(f"note: {limit}")
     return EXIT_FOUND
 
 
