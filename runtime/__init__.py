@@ -36,6 +36,7 @@ from ._errors import (
     UnsupportedFormatError,
     WALError,
 )
+from ._ownership import Lease, OwnershipChange
 from ._system import ActorRef, ActorSystem
 from ._tools import Happened, NotHappened, Tool, tool
 
@@ -54,11 +55,13 @@ __all__ = [
     "Happened",
     "HandlerError",
     "InDoubtError",
+    "Lease",
     "LeaseLostError",
     "LogCompactedError",
     "MemoryStore",
     "NonDeterminismError",
     "NotHappened",
+    "OwnershipChange",
     "PostgresStore",
     "RecoveryError",
     "SequenceConflictError",

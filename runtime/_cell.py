@@ -14,7 +14,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _records, _recovery, _telemetry
 from ._actor import Actor, accepted_messages, reply_type
-from ._context import Context, Recorded
+from ._context import Context, Recorded, is_call_error
 from ._errors import (
     ActorlogError,
     ActorQuarantinedError,
@@ -22,6 +22,7 @@ from ._errors import (
     ConfigurationError,
     EncodeError,
     HandlerError,
+    LeaseLostError,
     RecoveryError,
     SequenceConflictError,
     StoreUnavailableError,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
     from ._system import ActorSystem
 
-__all__ = ["Cell", "Reply"]
+__all__ = ["Cell", "Reply", "Undecodable"]
 
 
 class Moved(Exception):  # internal signal, never escapes the system
@@ -122,12 +123,34 @@ class _Envelope:
     parent: OtelContext | None = None
 
 
+@attrs.frozen
+class Undecodable:
+    """A message from the store's inbox that this runtime cannot decode (a type it does not
+    know yet, as in a rolling deploy): posted as it came, its step fails with ``error``."""
+
+    type_tag: str
+    body: Any
+    error: BaseException
+
+
+def _decode_failed(p: dict[str, Any]) -> bool:
+    """A recorded step whose message could not be decoded: its handler never ran."""
+    err = p.get("error") or {}
+    return (
+        not p.get("ok")
+        and err.get("type") == "ConfigurationError"
+        and str(err.get("message", "")).startswith(("unknown message type", "cannot decode"))
+    )
+
+
 @attrs.define
 class _InDoubt:
     tool: str
     key: str
     event: anyio.Event = attrs.Factory(anyio.Event)
     decision: dict[str, Any] | None = None
+    #: the decision being written: a second resolve is refused from the first one's start
+    claimed: dict[str, Any] | None = None
 
 
 class Cell:
@@ -163,6 +186,17 @@ class Cell:
         self.replay_cpu = 0.0  # handler time of the steps since the last snapshot
         self.snapshot_bytes = 0
         self.snapshot_seq = 0
+        own = system._ownership
+        #: the fencing token of the lease this cell runs under (0 without leases)
+        self.fencing_token = 0 if own is None else own.tokens.get(actor_id, 0)
+
+    def check_lease(self) -> int:
+        """Before a tool starts: the fencing token, if this runtime's lease of the actor is
+        certain. Raises ``LeaseLostError`` if not (see ``Ownership.check_lease``)."""
+        own = self.system._ownership
+        if own is not None:
+            own.check_lease(self.actor_id, self.fencing_token)
+        return self.fencing_token
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -172,17 +206,17 @@ class Cell:
             try:
                 await self._recover()
             except ActorlogError as exc:
-                self.quarantine(exc, status=self._stop_status(exc))
+                error, status = self._stopping(exc)
+                self.quarantine(error, status=status)
                 return
             except Exception as exc:
                 self.quarantine(RecoveryError(self.actor_id, self.handled_seq, repr(exc)))
                 return
             try:
                 await self._loop()
-            except SequenceConflictError as exc:
-                self.quarantine(exc, status="stopped")
             except ActorlogError as exc:
-                self.quarantine(exc, status=self._stop_status(exc))
+                error, status = self._stopping(exc)
+                self.quarantine(error, status=status)
             except Exception as exc:
                 self.quarantine(RecoveryError(self.actor_id, self.handled_seq, repr(exc)))
         finally:
@@ -195,6 +229,16 @@ class Cell:
             self.ready.set()
             self.done.set()
             self._mailbox.close()
+
+    def _stopping(self, exc: BaseException) -> tuple[BaseException, str]:
+        """Why the actor ends, and as what. A rejected append (a conflict, or a lease lost
+        to another runtime) stops it, also when what surfaces is a later failure of the
+        journal that rejection broke: another writer owns the log, which is not damaged."""
+        if isinstance(exc, SequenceConflictError):
+            return exc, "stopped"
+        if isinstance(self.journal.broken, SequenceConflictError):
+            return self.journal.broken, "stopped"
+        return exc, self._stop_status(exc)
 
     def _stop_status(self, exc: BaseException) -> str:
         """A store failure stops the actor (spawning it again retries); anything else
@@ -258,7 +302,10 @@ class Cell:
         for w in self.in_doubt.values():
             w.event.set()
         self.ready.set()
-        self.note_event(status, {"error_type": type(exc).__qualname__, "error": str(exc)})
+        if not isinstance(exc, LeaseLostError):
+            # A runtime that lost the actor writes nothing for it, not even history: the
+            # owner's history says how it is (the loss is logged and traced by Ownership).
+            self.note_event(status, {"error_type": type(exc).__qualname__, "error": str(exc)})
 
     def failure(self) -> BaseException:
         """What a caller of this stopped or quarantined actor gets: the conflict itself for
@@ -409,7 +456,13 @@ class Cell:
         return env
 
     async def _replay(self, m: _recovery.PendingMessage) -> None:
-        msg = self.system._decode_message(m.type_tag, m.body)
+        try:
+            msg = self.system._decode_message(m.type_tag, m.body)
+        except ActorlogError:
+            if m.step is not None and _decode_failed(m.step):
+                self.handled_seq = m.seq  # live, the handler never ran either
+                return
+            raise
         ctx = Context(self, m.seq, m.recorded, complete=True)
         step = m.step or {}
         with tracer.start_as_current_span(
@@ -427,8 +480,10 @@ class Cell:
         ) as span:
             try:
                 await self.actor.receive(ctx, msg)
-            except Exception:
-                pass  # the recorded outcome stands; only effects must match
+            except BaseException as exc:
+                if not is_call_error(exc):
+                    raise
+                # the recorded outcome stands; only effects must match
             if ctx.fatal is None:
                 try:
                     ctx.check_consumed()
@@ -455,16 +510,19 @@ class Cell:
         With a ``message_id`` already in the log, nothing is written: ``ask`` gets the
         recorded (or pending) reply of that message.
         """
-        _codec.check_attrs_instance(msg, "message")
-        tag = _codec.type_tag(type(msg))
-        body = _codec.to_plain(msg, "message", check=False)
+        if isinstance(msg, Undecodable):
+            tag, body = msg.type_tag, msg.body
+        else:
+            _codec.check_attrs_instance(msg, "message")
+            tag = _codec.type_tag(type(msg))
+            body = _codec.to_plain(msg, "message", check=False)
         if not self.ready.is_set():
             await self.ready.wait()
         self.check_usable()
-        self.system._learn_message_type(type(msg))
+        if not isinstance(msg, Undecodable):
+            self.system._learn_message_type(type(msg))
         if message_id is not None:
-            if not isinstance(message_id, str) or not message_id:
-                raise ConfigurationError("message_id must be a non-empty str")
+            _codec.validate_message_id(message_id)
             existing = await self._find_message(message_id)
             if existing is not None:
                 return await self.reply_for(existing) if want_reply else None
@@ -482,9 +540,19 @@ class Cell:
         slot = None
         if want_reply:
             slot = self.waiters[seq] = Reply()
-        # The handler may start before the commit completes: nothing it does escapes
-        # before the journal is flushed, and every flush covers this entry.
-        self._mailbox.put(_Envelope(seq, tag, msg, message_id, payload["trace"]))
+        # The handler gets the message decoded from the bytes just logged, as replay will
+        # (live equals replay; the caller's object is not shared with the handler). The
+        # handler may start before the commit completes: nothing it does escapes before the
+        # journal is flushed, and every flush covers this entry.
+        env = _Envelope(seq, tag, None, message_id, payload["trace"])
+        if isinstance(msg, Undecodable):
+            env.decode_error = msg.error
+        else:
+            try:
+                env.message = self.system._decode_message(tag, self.journal.last_payload()["body"])
+            except ActorlogError as exc:
+                env.decode_error = exc
+        self._mailbox.put(env)
         if want_reply:
             # ``ask`` returns only with the reply, which waits for the step's commit; that
             # commit (or the first intent's, earlier) covers this message: one fsync fewer.
@@ -592,7 +660,9 @@ class Cell:
                 if ctx.fatal is None and resumed:
                     ctx.check_consumed()
                 reply_plain = _codec.to_plain(reply, "reply", check=False)
-            except Exception as exc:
+            except BaseException as exc:
+                if not is_call_error(exc):
+                    raise  # a cancellation the runtime asked for, KeyboardInterrupt, ...
                 if ctx.fatal is not None:
                     span.set_status(Status(StatusCode.ERROR, str(ctx.fatal)))
                     raise ctx.fatal from None
@@ -600,9 +670,10 @@ class Cell:
                     raise
                 error = exc
                 reply_plain = None
-                span.set_status(Status(StatusCode.ERROR, str(exc)))
+                span.set_status(Status(StatusCode.ERROR, _records.error_info(exc)["message"]))
             if ctx.fatal is not None:
                 raise ctx.fatal
+            ctx.settle_abandoned()
             span.set_attribute(ATTR.OUTCOME, "ok" if error is None else "error")
             if resumed:
                 span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
@@ -635,10 +706,13 @@ class Cell:
                         duration=time.perf_counter() - t0,
                     ),
                 )
+            slot = self.waiters.get(env.seq)
+            # the caller gets the decoded form of what was logged: what a re-ask gets, and
+            # never a reference to the actor's state
+            outcome = self._outcome(env.seq, self.journal.last_payload()) if slot else None
         self.handled_seq = env.seq
         if env.message_id is not None:
             self.inflight_ids.pop(env.message_id, None)
-        slot = self.waiters.get(env.seq)
         self.steps_since_snapshot += 1
         self.replay_cpu += max(time.perf_counter() - t0 - ctx.awaited, 0.0)
         due = self.policy.due(
@@ -649,14 +723,12 @@ class Cell:
         if slot is not None or due:
             # If this commit fails, the slot stays registered and quarantine() fails it.
             await self.journal.flush()
-        if slot is not None:
+        if slot is not None and outcome is not None:
             self.waiters.pop(env.seq, None)
-            if error is None:
-                slot.set(reply)
-            else:
-                herr = HandlerError(self.actor_id, env.seq, type(error).__qualname__, str(error))
+            value, herr = outcome
+            if herr is not None:
                 herr.__cause__ = error
-                slot.set(error=herr)
+            slot.set(value, herr)
         if due:
             await self.snapshot(step_seq)
 
@@ -729,15 +801,31 @@ class Cell:
         by: str,
         reason: str,
     ) -> None:
-        w = self.in_doubt.get(intent_seq)
-        if w is None:
-            raise ConfigurationError(
+        from . import _decisions  # local: the rule both resolve paths share
+
+        def unless_taken() -> _InDoubt | None:
+            # one decision per intent: what this runtime is writing or wrote, then the log
+            w = self.in_doubt.get(intent_seq)
+            taken = None if w is None else (w.claimed or w.decision)
+            if taken is not None:
+                raise _decisions.already_decided(self.actor_id, intent_seq, taken)
+            return w
+
+        def head() -> str:
+            return (
                 f"actor {self.actor_id!r} has no in-doubt intent at seq {intent_seq} "
                 f"(in doubt: {sorted(self.in_doubt) or 'none'})"
             )
+
+        unless_taken()
+        await _decisions.check_decidable(self.store, self.actor_id, intent_seq, head=head())
+        w = unless_taken()
+        if w is None:
+            raise ConfigurationError(head() + ": no step of this runtime waits for it")
         payload = _records.decision_payload(
             action=action, value=value, error=error, by=by, reason=reason
         )
+        w.claimed = payload
         self.journal.write("decision", action, intent_seq, payload)
         await self.journal.flush()
         w.decision = payload

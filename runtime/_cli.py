@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import re
 import shutil
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
+import attrs
 
 from . import inspect
 from ._errors import ActorlogError
@@ -98,12 +100,46 @@ class Out:
         )
 
     def line(self, text: str = "") -> None:
+        text = _clean_line(text, self.s.enabled)
         if self.width is not None and len(_ANSI.sub("", text)) > self.width:
             text = _cut_ansi(text, self.width - 1) + "…" + ("\x1b[0m" if self.s.enabled else "")
         self.stream.write(text + "\n")
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+#: Characters a terminal may act on: C0 controls (newline included: a value never spans
+#: lines), DEL, C1 controls (0x9b is CSI on some terminals), bidi overrides and isolates
+#: (they reorder what the operator reads), line and paragraph separators.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+#: The only escape sequences this command writes itself (Style): SGR colors.
+_OWN_SGR = re.compile(r"(\x1b\[(?:0|1|2|3[1-5])m)")
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def clean(value: object) -> str:
+    """``value`` as text that is safe on a terminal: every control character escaped
+    (``\\x1b``, ``\\x07``, ``\\u202e``). Every value read from a store goes through it."""
+    return _CONTROL.sub(_escape_char, str(value))
+
+
+def _clean_line(text: str, keep_style: bool) -> str:
+    """A whole output line, safe: with colors on, only this command's own SGR sequences
+    survive; everything else that a terminal could act on is escaped."""
+    if not keep_style:
+        return clean(text)
+    parts = _OWN_SGR.split(text)
+    return "".join(p if i % 2 else clean(p) for i, p in enumerate(parts))
+
+
+def _json_safe_text(text: str) -> str:
+    """JSON text with the characters JSON leaves raw (DEL, C1, bidi controls) escaped as
+    ``\\uXXXX``: still the same JSON value, and safe to print."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _cut_ansi(text: str, n: int) -> str:
@@ -122,12 +158,12 @@ def _cut_ansi(text: str, n: int) -> str:
 
 
 def short(value: Any, limit: int = 80) -> str:
-    """A value as compact JSON, shortened with an ellipsis."""
+    """A value as compact JSON, shortened with an ellipsis (terminal-safe)."""
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
-        text = repr(value)
-    text = text.replace("\n", "\\n")
+        text = repr(_finite(value))
+    text = clean(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -136,18 +172,23 @@ def _call_text(tool: str, args: Sequence[Any], kwargs: dict[str, Any], limit: in
     inner = ", ".join(parts)
     if len(inner) > limit:
         inner = inner[: limit - 1] + "…"
-    return f"{tool}({inner})"
+    return f"{clean(tool)}({inner})"
 
 
 def when(ts: float | None) -> str:
     if ts is None:
         return "-"
-    return datetime.datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError, TypeError):  # damage: NaN, inf, out of range
+        return f"DAMAGED time {clean(ts)}"
 
 
 def ago(ts: float | None, now: float | None = None) -> str:
     if ts is None:
         return "-"
+    if not isinstance(ts, int | float) or not math.isfinite(ts):
+        return f"DAMAGED time {clean(ts)}"
     d = max(0.0, (now or time.time()) - ts)
     if d < 60:
         return f"{d:.0f}s ago"
@@ -160,9 +201,14 @@ def ago(ts: float | None, now: float | None = None) -> str:
 
 def effect_value(e: inspect.Effect) -> str:
     if e.name == "now" and isinstance(e.value, int | float):
-        return (
-            datetime.datetime.fromtimestamp(e.value).astimezone().isoformat(timespec="milliseconds")
-        )
+        try:
+            return (
+                datetime.datetime.fromtimestamp(e.value)
+                .astimezone()
+                .isoformat(timespec="milliseconds")
+            )
+        except (OverflowError, OSError, ValueError):
+            return f"DAMAGED time {e.value}"
     return short(e.value, 70)
 
 
@@ -193,7 +239,9 @@ class Progress:
         if total:
             filled = 24 * min(done, total) // total
             bar = "[" + "#" * filled + "-" * (24 - filled) + "] "
-        self.stream.write(f"\r\x1b[Kverifying {bar}{done:,}/{total:,} entries{pct}  {actor_id}")
+        self.stream.write(
+            f"\r\x1b[Kverifying {bar}{done:,}/{total:,} entries{pct}  {clean(actor_id)}"
+        )
         self.stream.flush()
         self.shown = True
 
@@ -222,8 +270,29 @@ def shown_url(arg: str) -> str:
         return arg
 
 
+def _finite(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float (only damage puts one in a store) replaced by
+    a string naming it, so that JSON output stays valid JSON."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return f"damaged: not a finite number ({obj})"
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _json_text(obj: Any, **kwargs: Any) -> str:
+    """Strict JSON (never NaN or Infinity), safe to print on a terminal."""
+    try:
+        text = json.dumps(obj, ensure_ascii=False, allow_nan=False, default=str, **kwargs)
+    except ValueError:
+        text = json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False, default=str, **kwargs)
+    return _json_safe_text(text)
+
+
 def _json_line(stream: TextIO, obj: Any) -> None:
-    stream.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n")
+    stream.write(_json_text(obj, separators=(",", ":")) + "\n")
 
 
 # -- commands ----------------------------------------------------------------------------
@@ -240,6 +309,36 @@ STATUS_COLOR = {
 def _status_text(s: Style, status: str) -> str:
     color: Callable[[str], str] = getattr(s, STATUS_COLOR.get(status, "bold"))
     return color(status)
+
+
+async def cmd_leases(args: argparse.Namespace, out: Out) -> int:
+    """``actorlog leases``: the ownership view (kept apart from ``actors``)."""
+    async with inspect.opened(_store_url(args.store)) as store:
+        found = await inspect.leases(store)
+    if args.json:
+        for lease in found:
+            _json_line(out.stream, {**attrs.asdict(lease), "live": lease.live})
+        return EXIT_OK
+    if not found:
+        out.line("no leases in this store")
+        return EXIT_OK
+    header = ["ACTOR", "OWNER", "TOKEN", "EXPIRES IN"]
+    rows = [
+        [
+            lease.actor_id,
+            lease.owner or "-",
+            str(lease.token),
+            f"{lease.expires_in:.1f}s" if lease.live else "free",
+        ]
+        for lease in found
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    out.line(
+        out.s.bold("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
+    )
+    for r in rows:
+        out.line("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return EXIT_OK
 
 
 async def cmd_actors(args: argparse.Namespace, out: Out) -> int:
@@ -264,15 +363,15 @@ async def cmd_actors(args: argparse.Namespace, out: Out) -> int:
         )
         doubt = (
             ", ".join(
-                f"{i.intent_seq} {i.tool}" + ("" if i.needs_operator else f" ({i.state})")
+                f"{i.intent_seq} {clean(i.tool)}" + ("" if i.needs_operator else f" ({i.state})")
                 for i in a.in_doubt
             )
             or "-"
         )
         rows.append(
             [
-                a.actor_id,
-                a.actor_type,
+                clean(a.actor_id),
+                clean(a.actor_type),
                 a.status,
                 str(a.last_seq),
                 snap,
@@ -291,19 +390,20 @@ async def cmd_actors(args: argparse.Namespace, out: Out) -> int:
         out.line("  ".join(cells).rstrip())
     for a in actors:
         if a.problem:
-            out.line(s.red(f"{a.actor_id}: {a.problem}"))
+            out.line(s.red(clean(f"{a.actor_id}: {a.problem}")))
     waiting = [(a, i) for a in actors for i in a.in_doubt if i.needs_operator]
     if waiting:
         out.line()
         out.line(s.yellow(f"{len(waiting)} tool call(s) may or may not have happened:"))
         for a, i in waiting:
             out.line(
-                f"  {a.actor_id} intent {i.intent_seq}: "
-                f"{_call_text(i.tool, i.args, i.kwargs)} key {i.key}"
+                f"  {clean(a.actor_id)} intent {i.intent_seq}: "
+                f"{_call_text(i.tool, i.args, i.kwargs)} key {clean(i.key)}"
             )
             out.line(
                 s.dim(
-                    f"    actorlog resolve {shown_url(args.store)} {a.actor_id} {i.intent_seq} "
+                    f"    actorlog resolve {shown_url(args.store)} {clean(a.actor_id)} "
+                    f"{i.intent_seq} "
                     "--result JSON | --retry | --fail MESSAGE"
                 )
             )
@@ -378,11 +478,11 @@ def print_history(h: inspect.History, out: Out, url: str) -> None:
     if a.last_snapshot_seq is not None:
         snap = f"seq {a.last_snapshot_seq}, {ago(a.last_snapshot_at)}"
     out.line(
-        f"{s.bold(a.actor_id)} ({a.actor_type})  status {_status_text(s, a.status)}  "
+        f"{s.bold(clean(a.actor_id))} ({clean(a.actor_type)})  status {_status_text(s, a.status)}  "
         f"last seq {a.last_seq}  snapshot {snap}  pending {a.pending_messages}"
     )
     if a.problem:
-        out.line(s.red(f"  {a.problem}"))
+        out.line(s.red(f"  {clean(a.problem)}"))
     out.line()
     t = _Timeline(out)
     for item in h.timeline():
@@ -393,16 +493,16 @@ def print_history(h: inspect.History, out: Out, url: str) -> None:
                 f"snapshot seq {item.seq} (handled up to {item.handled_seq}, {item.size:,} B)"
             )
             if not item.valid:
-                text += s.red(f" INVALID: {item.problem}")
+                text += s.red(clean(f" INVALID: {item.problem}"))
             t.row(item.seq, item.created_at, text)
         elif isinstance(item, inspect.Event):
             color: Callable[[str], str] = getattr(s, _EVENT_COLOR.get(item.kind, "bold"))
-            t.row("", item.at, color(f"[{item.kind}] " + _event_text(item)))
+            t.row("", item.at, color(clean(f"[{item.kind}] " + _event_text(item))))
         else:
             t.row(
                 item.seq,
                 None,
-                s.red(f"DAMAGE seq {item.seq}: {item.check} check failed: {item.detail}"),
+                s.red(clean(f"DAMAGE seq {item.seq}: {item.check} check failed: {item.detail}")),
             )
     if not h.steps and not h.snapshots and not h.events and not h.damage:
         out.line(s.dim(f"(nothing after seq {h.since})" if h.since else "(empty log)"))
@@ -421,19 +521,19 @@ def _print_step(st: inspect.Step, t: _Timeline, url: str, actor_id: str) -> None
     s = t.out.s
     mark, color = _STEP_MARK.get(st.status, (st.status, "bold"))
     paint: Callable[[str], str] = getattr(s, color)
-    sender = s.dim(f" from {st.sender}") if st.sender else ""
-    label = s.bold(f"message {st.message_id or '-'}")
+    sender = s.dim(f" from {clean(st.sender)}") if st.sender else ""
+    label = s.bold(f"message {clean(st.message_id or '-')}")
     t.row(
         st.message_seq,
         st.received_at,
-        f"{paint(f'{mark:8}')} {label} {st.message_type} {short(st.body, 70)}{sender}",
+        f"{paint(f'{mark:8}')} {label} {clean(st.message_type)} {short(st.body, 70)}{sender}",
     )
     indent = " " * 11
     items: list[tuple[int, inspect.Call | inspect.Effect]] = [(c.intent_seq, c) for c in st.calls]
     items += [(e.seq, e) for e in st.effects]
     for seq, item in sorted(items, key=lambda x: x[0]):
         if isinstance(item, inspect.Effect):
-            t.row(seq, None, s.dim(f"{indent}{item.name:5} {effect_value(item)}"))
+            t.row(seq, None, s.dim(f"{indent}{clean(item.name):5} {effect_value(item)}"))
             continue
         t.row(seq, None, indent + _call_line(s, item))
         for d in item.decisions:
@@ -443,8 +543,12 @@ def _print_step(st: inspect.Step, t: _Timeline, url: str, actor_id: str) -> None
                 "retry": "retry",
                 "attempt": "retry started",
             }.get(d.action, d.action)
-            reason = f" - {d.reason}" if d.reason else ""
-            t.row(d.seq, d.at, f"{indent}  " + s.yellow(f"decision by {d.by}: {what}{reason}"))
+            reason = f" - {clean(d.reason)}" if d.reason else ""
+            t.row(
+                d.seq,
+                d.at,
+                f"{indent}  " + s.yellow(f"decision by {clean(d.by)}: {clean(what)}{reason}"),
+            )
         if item.status in inspect.NEEDS_OPERATOR:
             t.row(
                 "",
@@ -486,7 +590,9 @@ def _call_line(s: Style, c: inspect.Call) -> str:
         outcome = s.yellow("retry authorized")
     else:
         outcome = c.status
-    extra = f"  key {c.key}" if c.effect == "write" else ""
+    extra = f"  key {clean(c.key)}" if c.effect == "write" else ""
+    if c.recorded_key is not None:
+        extra += f" (the copied intent says {clean(c.recorded_key)})"
     if c.attempts > 1:
         extra += f"  attempt {c.attempts}"
     return f"{kind} {call}  {outcome}" + s.dim(extra)
@@ -525,22 +631,24 @@ async def cmd_show(args: argparse.Namespace, out: Out) -> int:
         _json_line(out.stream, inspect.to_json(v))
         return EXIT_OK
     s = out.s
-    out.line(s.bold(f"{v.actor_id} seq {v.seq}: {v.kind} {v.type_tag}"))
+    out.line(s.bold(clean(f"{v.actor_id} seq {v.seq}: {v.kind} {v.type_tag}")))
     out.line(f"  ref         {v.ref}")
-    out.line(f"  message id  {v.message_id if v.message_id is not None else '-'}")
-    check = s.green("ok") if v.valid else s.red(f"DAMAGED: {v.problem}")
+    out.line(f"  message id  {clean(v.message_id) if v.message_id is not None else '-'}")
+    check = s.green("ok") if v.valid else s.red(clean(f"DAMAGED: {v.problem}"))
     out.line(f"  checksum    {v.checksum:#010x} (computed {v.computed_checksum:#010x}) {check}")
     out.line(f"  size        {v.size:,} bytes")
     at = v.payload.get("at") if isinstance(v.payload, dict) else None
     if isinstance(at, int | float):
         out.line(f"  time        {when(at)}")
     out.line("payload:")
-    for line in json.dumps(v.payload, indent=2, ensure_ascii=False).splitlines():
+    for line in _json_text(v.payload, indent=2).splitlines():
         out.stream.write("  " + line + "\n")  # in full, never cut
     if v.related:
         out.line("related:")
         for r in v.related:
-            out.line(f"  {r['seq']:>6}  {r['kind']:8} {r['type_tag']}  " + s.dim(r["relation"]))
+            out.line(
+                clean(f"  {r['seq']:>6}  {r['kind']:8} {r['type_tag']}  ") + s.dim(r["relation"])
+            )
     return EXIT_OK
 
 
@@ -572,7 +680,7 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
     if report.ok:
         out.line(s.green("ok") + f": {summary}; no damage found")
         for limit in report.limits:  # what no check of the rows can see (SQLite's own files)
-            out.line(f"note: {limit}")
+            out.line(s.dim(f"note: {limit}"))
         return EXIT_OK
     out.line(s.red(f"DAMAGE: {len(report.findings)} problem(s)") + f" ({summary})")
     for f in report.findings:
@@ -581,7 +689,7 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
             "snapshot": f"snapshot seq {f.seq}",
             "actor": "summary row",
         }[f.where]
-        out.line(f"  {f.actor_id} {where}: {f.check} check failed: {f.detail}")
+        out.line(clean(f"  {f.actor_id} {where}: {f.check} check failed: {f.detail}"))
     out.line(
         s.dim(
             "Damaged actors are quarantined by the runtime; nothing is cut or rewritten "
@@ -589,7 +697,7 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
         )
     )
     for limit in report.limits:
-        out.line(f"note: {limit}")
+        out.line(s.dim(f"note: {limit}"))
     return EXIT_FOUND
 
 
@@ -861,6 +969,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--by", metavar="WHO", help="who forks (default: user@host)")
 
+    # -- ownership (docs/scaling.md) ----------------------------------------------------
+    sp = add(
+        "leases",
+        "who owns each actor: owner, fencing token, lease expiry (PostgreSQL)",
+        cmd_leases,
+        "List every actor's lease in a store shared by several runtimes: the runtime that "
+        "owns it (its owner= name), the fencing token, and the seconds until the lease "
+        "expires (negative: expired, free to take). Stores without leases have none.",
+    )
+    sp.add_argument("--json", action="store_true", help="one JSON object per line")
+
     sp = add("export", "an actor's whole log, snapshots and history as JSON lines", cmd_export)
     sp.add_argument("actor", metavar="ACTOR", help="actor id")
     sp.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
@@ -895,13 +1014,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ActorlogError, UsageError, OSError) as exc:
         if args.debug:
             raise
-        print(f"actorlog: error: {_message(exc)}", file=sys.stderr)
+        print(f"actorlog: error: {clean(_message(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:
         if args.debug:
             raise
         print(
-            f"actorlog: internal error: {type(exc).__name__}: {exc} (run with --debug for the "
+            f"actorlog: internal error: {type(exc).__name__}: {clean(exc)} (run with --debug "
+            "for the "
             "traceback, and please report it)",
             file=sys.stderr,
         )

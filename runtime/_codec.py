@@ -32,6 +32,7 @@ __all__ = [
     "snapshot_digest",
     "type_tag",
     "validate_actor_id",
+    "validate_message_id",
     "verify_row",
 ]
 
@@ -91,7 +92,36 @@ def validate_actor_id(actor_id: object) -> str:
         )
     if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in actor_id):
         raise ConfigurationError(f"actor id {actor_id!r} contains control characters")
+    if not _is_utf8(actor_id):
+        raise ConfigurationError(
+            f"actor id {actor_id!r} contains lone surrogates (text decoded with "
+            "'surrogateescape'?); ids are stored as UTF-8: decode them properly first"
+        )
     return actor_id
+
+
+def validate_message_id(message_id: object) -> str | None:
+    """Return ``message_id`` if it is ``None`` or a valid message id, else raise
+    ``ConfigurationError`` (nothing has been written)."""
+    if message_id is None:
+        return None
+    if not isinstance(message_id, str) or not message_id:
+        raise ConfigurationError("message_id must be a non-empty str")
+    if not _is_utf8(message_id):
+        raise ConfigurationError(
+            f"message_id {message_id!r} contains lone surrogates; it is stored as UTF-8"
+        )
+    if len(message_id.encode()) >= _NO_MESSAGE_ID:
+        raise ConfigurationError(f"message_id is too long (limit {_NO_MESSAGE_ID - 1} bytes)")
+    return message_id
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> bytes:
@@ -126,19 +156,26 @@ def encode_plain(obj: dict[str, Any], what: str) -> bytes:
 
 
 def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
-    """Unstructure ``value`` and (with ``check``) prove it is JSON-encodable.
+    """Unstructure ``value`` and (with ``check``) prove it encodes to UTF-8 JSON within the
+    payload limit.
 
     Callers that encode the result into an entry right away pass ``check=False`` and turn
     the entry's ``EncodeError`` into theirs, so the value is encoded once, not twice.
     """
+    size = 0
     try:
-        if type(value) in _PRIMITIVES:
+        if type(value) in _PRIMITIVES and not (check and type(value) is str):
             return value
         plain = converter.unstructure(value)
         if check:
-            _encode(plain)
+            # to bytes too: a lone surrogate only fails there
+            size = len(_encode(plain).encode())
     except (TypeError, ValueError, cattrs.BaseValidationError, RecursionError) as exc:
         raise EncodeError(what, type(value), str(exc)) from exc
+    if check and size > MAX_PAYLOAD_BYTES:
+        raise EncodeError(
+            what, type(value), f"encoded size {size} bytes exceeds {MAX_PAYLOAD_BYTES}"
+        )
     return plain
 
 
@@ -212,11 +249,12 @@ def make_row(
     message_id: str | None,
     payload: bytes,
 ) -> EntryRow:
-    """Build a checksummed row."""
+    """Build a checksummed row. Raises ``ConfigurationError`` for a field no entry can hold."""
+    if not _is_utf8(type_tag):
+        raise ConfigurationError(f"type tag {type_tag!r} contains lone surrogates")
     if len(type_tag.encode()) > _MAX_TAG_BYTES:
         raise ConfigurationError(f"type tag longer than {_MAX_TAG_BYTES} bytes: {type_tag[:80]}...")
-    if message_id is not None and len(message_id.encode()) >= _NO_MESSAGE_ID:
-        raise ConfigurationError("message_id is too long")
+    validate_message_id(message_id)
     return EntryRow(
         actor_id=actor_id,
         seq=seq,

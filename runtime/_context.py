@@ -8,28 +8,31 @@ non-determinism and stops the actor without calling anything.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
+import math
 import random as _random
 import time
 import uuid as _uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+import anyio
 import attrs
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _records, _telemetry
+from . import _codec, _decisions, _records, _telemetry
 from ._errors import ActorlogError, EncodeError, NonDeterminismError, ToolCallError
 from ._telemetry import ATTR, SPAN, tracer
-from ._tools import Happened, NotHappened, Tool, as_tool
+from ._tools import Happened, NotHappened, Tool, as_tool, unwrap_partial
 
 if TYPE_CHECKING:
     from ._actor import Actor
     from ._cell import Cell
     from ._system import ActorRef
 
-__all__ = ["Context", "Recorded", "idempotency_key"]
+__all__ = ["Context", "Recorded", "idempotency_key", "is_call_error"]
 
 R = TypeVar("R")
 A = TypeVar("A", bound="Actor[Any]")
@@ -51,6 +54,39 @@ class Recorded:
     payload: dict[str, Any]
     #: for intents: the result/decision payloads that refer to it, in log order
     outcomes: list[tuple[str, str, dict[str, Any]]] = attrs.Factory(list)
+
+
+def cancel_requested() -> bool:
+    """True if a cancel scope around the current task (the runtime's, or the handler's own
+    timeout) has been cancelled, or (asyncio) someone cancelled the task itself."""
+    deadline = anyio.current_effective_deadline()
+    if deadline == -math.inf or deadline <= anyio.current_time():
+        return True
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # not running on asyncio
+        return False
+    return task is not None and task.cancelling() > 0
+
+
+def is_call_error(exc: BaseException) -> bool:
+    """Is ``exc``, raised by a tool or a handler, that call's own error (to be recorded)?
+
+    Every ``Exception`` is. So is a ``BaseException`` nobody asked for: ``GeneratorExit``,
+    or a cancellation exception (``asyncio.CancelledError``, ``trio.Cancelled``) while no
+    scope around the call is cancelled (a tool awaiting a future another task cancelled).
+    A cancellation that was asked for, ``KeyboardInterrupt`` and ``SystemExit`` are not:
+    they propagate. Call it in the ``except`` clause, before any checkpoint.
+    """
+    if isinstance(exc, Exception):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return all(is_call_error(e) for e in exc.exceptions)
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        return False
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return not cancel_requested()
+    return True
 
 
 def _normalize(value: Any) -> Any:
@@ -87,12 +123,23 @@ class Context:
         self.fatal: BaseException | None = None
         self.effects_from_log = 0
         self.awaited = 0.0
+        #: intents of this step running (or waiting for an operator) now: seq -> tool name
+        self._open: dict[int, str] = {}
 
     # -- public surface --------------------------------------------------------------------
 
     @property
     def actor_id(self) -> str:
         return self._cell.actor_id
+
+    @property
+    def fencing_token(self) -> int:
+        """The fencing token of this actor's lease on this runtime: it grows every time the
+        actor changes owner, so an external system that remembers the highest token it has
+        seen per actor and refuses lower ones refuses a runtime that lost the actor (a tool
+        that declares a ``fencing_token`` keyword gets it too). ``0`` without leases (SQLite,
+        memory, or no ``owner=``): one writer only, lower than any PostgreSQL token."""
+        return self._cell.fencing_token
 
     @property
     def replaying(self) -> bool:
@@ -107,7 +154,9 @@ class Context:
     async def call(self, tool: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Run a tool durably: the intent is logged (and fsynced) before it runs, the result
         after. On replay the recorded result is returned (or the recorded error raised as
-        ``ToolCallError``) without running the tool.
+        ``ToolCallError``) without running the tool. ``tool`` may be a
+        ``functools.partial`` of a tool: it is logged as that tool, with the frozen arguments
+        in front of the given ones.
 
         Raises:
             ToolCallError: the tool raised (now, or when it was recorded).
@@ -124,6 +173,7 @@ class Context:
             self.awaited += time.perf_counter() - t0
 
     async def _call(self, tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        tool, args, kwargs = unwrap_partial(tool, args, kwargs)
         t = as_tool(tool)
         bound = t.bind(args, kwargs)
         what = f"arguments of tool {t.name}"
@@ -186,18 +236,26 @@ class Context:
             "message_type": _codec.type_tag(type(msg)),
             "message_id": mid,
         }
+        recorded = self._recorded[index] if index < len(self._recorded) else None
+        if recorded is not None and recorded.kind == "effect" and recorded.type_tag == "send":
+            # A recorded send keeps its recorded message id: in a fork's copied history it
+            # is the original's, and re-delivering it must deduplicate against that one.
+            logged_mid = (recorded.payload.get("value") or {}).get("message_id")
+            if isinstance(logged_mid, str):
+                value["message_id"] = mid = logged_mid
         rec = self._expect(index, "effect", "send", value)
         if rec is not None:
             self.effects_from_log += 1
-            if self._complete:
-                return  # a completed step's sends were delivered before it completed
+            self._recorded_failure("send")
+            if self._complete or self._index < len(self._recorded):
+                return  # delivered: the step went on (or completed) after it
         else:
             self._cell.journal.write(
                 "effect", "send", self.step_seq, _records.effect_payload(index=index, value=value)
             )
             await self._guard(self._cell.journal.flush())
-        await self._guard(
-            self._cell.system._deliver(ref, msg, message_id=mid, sender=self.actor_id)
+        await self._delivery(
+            "send", self._cell.system._deliver(ref, msg, message_id=mid, sender=self.actor_id)
         )
 
     async def spawn(self, cls: type[A], actor_id: str, /, **options: Any) -> ActorRef[A]:
@@ -210,6 +268,7 @@ class Context:
         system = self._cell.system
         if rec is not None:
             self.effects_from_log += 1
+            self._recorded_failure("spawn")
             if self._complete:
                 return system.ref(cls, actor_id)
         else:
@@ -217,9 +276,20 @@ class Context:
                 "effect", "spawn", self.step_seq, _records.effect_payload(index=index, value=value)
             )
             await self._guard(self._cell.journal.flush())
-        return await self._guard(system.spawn(cls, actor_id, **options))
+        return await self._delivery("spawn", system.spawn(cls, actor_id, **options))
 
     # -- internals -------------------------------------------------------------------------
+
+    def _next_recorded_args(self) -> list[Any] | None:
+        """The arguments of the intent recorded at the next effect position, or None (live,
+        or another kind of effect there). For integrations whose logged arguments changed
+        between versions: they match the shape the log holds."""
+        if self._index < len(self._recorded):
+            rec = self._recorded[self._index]
+            args = rec.payload.get("args")
+            if rec.kind == "intent" and isinstance(args, list):
+                return args
+        return None
 
     async def _guard(self, aw: Awaitable[R]) -> R:
         """Await infrastructure work; its failure stops the actor even if the handler
@@ -231,6 +301,49 @@ class Context:
                 self.fatal = self.fatal or exc
             raise
 
+    async def _delivery(self, tag: str, aw: Awaitable[R]) -> R:
+        """Await a send's delivery or a spawn. Its failure (the target is quarantined, the id
+        exists with another class, ...) is that effect's error: recorded in this actor's log
+        as a ``<tag>.failed`` effect and raised as ``ToolCallError`` (tool ``ctx.<tag>``),
+        the same on replay; this actor's own log is intact, so it goes on. Only this actor's
+        journal failing, or the system closing, stops it."""
+        try:
+            return await aw
+        except ActorlogError as exc:
+            if self._cell.journal.broken is not None or self._cell.system._closed:
+                self.fatal = self.fatal or exc
+                raise
+            index = self._index
+            self._index += 1
+            info = _records.error_info(exc)
+            self._cell.journal.write(
+                "effect",
+                f"{tag}.failed",
+                self.step_seq,
+                _records.effect_payload(index=index, value=info),
+            )
+            raise ToolCallError(f"ctx.{tag}", info["type"], info["message"]) from exc
+
+    def _recorded_failure(self, tag: str) -> None:
+        """On replay: raise the recorded failure of the send/spawn just served, if any."""
+        index = self._index
+        if index < len(self._recorded):
+            rec = self._recorded[index]
+            if rec.kind == "effect" and rec.type_tag == f"{tag}.failed":
+                self._index += 1
+                self.effects_from_log += 1
+                err = rec.payload.get("value")
+                err = err if isinstance(err, dict) else {}
+                raise ToolCallError(f"ctx.{tag}", str(err.get("type")), str(err.get("message")))
+
+    def _guard_now(self, check: Callable[[], R]) -> R:
+        """``_guard`` for a synchronous check."""
+        try:
+            return check()
+        except ActorlogError as exc:
+            self.fatal = self.fatal or exc
+            raise
+
     def _effect(self, tag: str, make: Callable[[], Any]) -> Any:
         index = self._index
         self._index += 1
@@ -238,11 +351,10 @@ class Context:
         if rec is not None:
             self.effects_from_log += 1
             return rec.payload["value"]
-        value = make()
         self._cell.journal.write(
-            "effect", tag, self.step_seq, _records.effect_payload(index=index, value=value)
+            "effect", tag, self.step_seq, _records.effect_payload(index=index, value=make())
         )
-        return value
+        return self._logged("value")
 
     def _expect(
         self, index: int, kind: str, tag: str, args: Any, kwargs: Any = None
@@ -288,11 +400,37 @@ class Context:
         self.fatal = self.fatal or exc
         raise exc
 
+    def settle_abandoned(self) -> None:
+        """Before the step entry: settle every call of this step the handler cancelled with
+        its own scope (a timeout) and went on without. A completed step never holds an
+        unsettled intent; replay takes the same path (see ``_settle``)."""
+        for intent_seq, name in sorted(self._open.items()):
+            self._cell.journal.write(
+                "result",
+                name,
+                intent_seq,
+                _records.result_payload(
+                    error={
+                        "type": "Cancelled",
+                        "message": "the handler's own cancel scope cancelled this call before "
+                        "it returned, and the step went on; it may or may not have taken effect",
+                    },
+                    settled_by="cancelled",
+                ),
+            )
+        self._open.clear()
+
     def check_consumed(self) -> None:
         """After a replayed handler returns: every recorded effect must have been asked for."""
         if self.fatal is None and self._index < len(self._recorded):
             rec = self._recorded[self._index]
             self._nondeterminism(self._index, self._describe_rec(rec), "the end of the step")
+
+    def _logged(self, key: str) -> Any:
+        """Field ``key`` of the entry just written, decoded from its bytes: the live path
+        hands out exactly what replay will read (DESIGN.md section 10, live equals replay),
+        and nothing that aliases the value given to the log."""
+        return self._cell.journal.last_payload()[key]
 
     def _value(self, t: Tool[Any, Any], plain: Any) -> Any:
         rt = t.return_type
@@ -315,6 +453,7 @@ class Context:
     ) -> Any:
         """Run the tool now (its intent is durable) and log the result."""
         cell = self._cell
+        self._open[intent_seq] = t.name  # until its result is written (settle_abandoned)
         attributes: dict[str, Any] = {
             ATTR.ACTOR_ID: self.actor_id,
             ATTR.SEQ: self.step_seq,
@@ -327,35 +466,50 @@ class Context:
             ATTR.SERVED_FROM_LOG: False,
         }
         with tracer.start_as_current_span(SPAN.TOOL_CALL, attributes=attributes) as span:
+            # Start no tool on a lease that may have expired (LeaseLostError stops the actor).
+            token = self._guard_now(cell.check_lease)
+            extra: dict[str, Any] = {"idempotency_key": key} if t.idempotent else {}
+            if t.wants_fencing_token:
+                extra["fencing_token"] = token
             t0 = time.perf_counter()
-            extra = {"idempotency_key": key} if t.idempotent else {}
+            failure: BaseException | None = None
             try:
                 value = await t.fn(*args, **kwargs, **extra)
-                plain = _codec.to_plain(value, f"result of tool {t.name}")
-                # Inside the try: a result too large to log must still settle the intent
-                # (as an error), or replaying the completed step would run the tool again.
-                cell.journal.write(
-                    "result",
-                    t.name,
-                    intent_seq,
-                    _records.result_payload(
-                        value=plain, attempt=attempt, duration=time.perf_counter() - t0
-                    ),
-                )
-            except Exception as exc:
-                span.set_status(Status(StatusCode.ERROR, str(exc)))
-                cell.journal.write(
-                    "result",
-                    t.name,
-                    intent_seq,
-                    _records.result_payload(
-                        error=_records.error_info(exc),
-                        attempt=attempt,
-                        duration=time.perf_counter() - t0,
-                    ),
-                )
-                raise ToolCallError(t.name, type(exc).__qualname__, str(exc)) from exc
-        return self._value(t, plain)
+            except BaseException as exc:
+                if not is_call_error(exc):
+                    raise  # a cancellation the runtime (or the handler) asked for
+                failure = exc
+            else:
+                try:
+                    plain = _codec.to_plain(value, "result", check=False)
+                    # The entry's encode is the check (the result is encoded once). A
+                    # result that cannot be logged settles the intent as an error, or
+                    # replaying the completed step would run the tool again.
+                    cell.journal.write(
+                        "result",
+                        t.name,
+                        intent_seq,
+                        _records.result_payload(
+                            value=plain, attempt=attempt, duration=time.perf_counter() - t0
+                        ),
+                    )
+                except EncodeError as exc:
+                    failure = EncodeError(f"result of tool {t.name}", type(value), exc.reason)
+                else:
+                    del self._open[intent_seq]
+                    return self._value(t, self._logged("value"))
+            info = _records.error_info(failure)  # always loggable: sanitized, truncated
+            span.set_status(Status(StatusCode.ERROR, f"{info['type']}: {info['message']}"))
+            cell.journal.write(
+                "result",
+                t.name,
+                intent_seq,
+                _records.result_payload(
+                    error=info, attempt=attempt, duration=time.perf_counter() - t0
+                ),
+            )
+            del self._open[intent_seq]
+            raise ToolCallError(t.name, info["type"], info["message"]) from failure
 
     def _served(self, t: Tool[Any, Any], kind: str, action: str, payload: dict[str, Any]) -> Any:
         """Return (or raise) a recorded outcome."""
@@ -387,8 +541,15 @@ class Context:
         # attempts so far: the original run plus each authorized retry that started
         attempts = 1 + sum(1 for k, a, _ in rec.outcomes if k == "decision" and a == "attempt")
         if rec.outcomes:
-            kind, action, payload = rec.outcomes[-1]
-            if kind == "result" or action in ("result", "fail"):
+            # the outcome that settled it is the one the live step used; a later decision
+            # (only a store from before the one-decision rule holds one) is ignored
+            settled = _decisions.settling(rec.outcomes)
+            kind, action, payload = settled or rec.outcomes[-1]
+            if kind == "result" and payload.get("settled_by") == "cancelled":
+                # Live, the handler's own scope cancelled this call and the step went on
+                # without its result: take the same path, waiting for the same scope.
+                await anyio.sleep_forever()
+            if settled is not None:
                 with tracer.start_as_current_span(
                     SPAN.TOOL_CALL,
                     attributes={
@@ -418,24 +579,47 @@ class Context:
             return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)
         if policy == "reconcile":
             assert t.reconcile is not None
-            args_for = {k: v for k, v in arguments.items() if k != "idempotency_key"}
+            args_for = {
+                k: v for k, v in arguments.items() if k not in ("idempotency_key", "fencing_token")
+            }
             try:
                 answer = await t.reconcile(key, args_for)
-            except Exception as exc:
+            except BaseException as exc:
+                if not is_call_error(exc):
+                    raise
                 answer = None
                 self._cell.note_event(
-                    "reconcile_failed", {"intent_seq": rec.seq, "error": str(exc)}
+                    "reconcile_failed",
+                    {"intent_seq": rec.seq, "error": _records.error_info(exc)["message"]},
                 )
             if isinstance(answer, Happened):
-                plain = _codec.to_plain(answer.result, f"reconciled result of tool {t.name}")
-                self._cell.journal.write(
-                    "result",
-                    t.name,
-                    rec.seq,
-                    _records.result_payload(value=plain, attempt=attempts, settled_by="reconcile"),
-                )
                 _telemetry.settled(rec.seq, t.name, policy, "reconcile.happened")
-                return self._value(t, plain)
+                try:
+                    plain = _codec.to_plain(answer.result, "result", check=False)
+                    self._cell.journal.write(
+                        "result",
+                        t.name,
+                        rec.seq,
+                        _records.result_payload(
+                            value=plain, attempt=attempts, settled_by="reconcile"
+                        ),
+                    )
+                except EncodeError as exc:
+                    # it happened, but its result cannot be logged: settle it as that error
+                    err = EncodeError(
+                        f"reconciled result of tool {t.name}", type(answer.result), exc.reason
+                    )
+                    info = _records.error_info(err)
+                    self._cell.journal.write(
+                        "result",
+                        t.name,
+                        rec.seq,
+                        _records.result_payload(
+                            error=info, attempt=attempts, settled_by="reconcile"
+                        ),
+                    )
+                    raise ToolCallError(t.name, info["type"], info["message"]) from err
+                return self._value(t, self._logged("value"))
             if isinstance(answer, NotHappened):
                 _telemetry.settled(rec.seq, t.name, policy, "reconcile.not_happened")
                 return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)
@@ -470,7 +654,11 @@ class Context:
         key: str,
         attempts: int,
     ) -> Any:
+        self._open[rec.seq] = t.name
         decision = await self._guard(self._cell.wait_in_doubt(rec.seq, t.name, key))
+        del self._open[rec.seq]
+        # the decision as its entry was logged (and as replay will read it)
+        decision = _codec.decode_json(_codec.encode_plain(decision, "decision"))
         action = decision["action"]
         _telemetry.settled(rec.seq, t.name, t.policy, f"operator.{action}", _by(decision))
         if action == "retry":

@@ -6,9 +6,7 @@ incident ticket and opened anywhere. Built from :class:`actorlog.inspect.History
 
 from __future__ import annotations
 
-import datetime
 import html
-import json
 import time
 from typing import Any
 
@@ -85,17 +83,24 @@ footer { color: var(--dim); margin-top: 28px; font-size: 12px; }
 
 
 def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    """Every text that goes into the page: HTML-escaped, control characters made visible."""
+    from ._cli import clean
+
+    return html.escape(clean(text), quote=True)
 
 
 def _when(ts: float | None) -> str:
     if ts is None:
         return ""
-    return datetime.datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    from ._cli import when
+
+    return when(ts)
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    from ._cli import _json_text
+
+    return _json_text(value, separators=(",", ":"))
 
 
 def _short(value: Any, limit: int = 90) -> str:
@@ -108,11 +113,18 @@ def _value(value: Any, limit: int = 90) -> str:
     text = _json(value)
     if len(text) <= limit:
         return f'<code class="val">{_e(text)}</code>'
-    pretty = json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    from ._cli import _json_text
+
+    pretty = _json_text(value, indent=2)
     return (
         f"<details><summary><code>{_e(_short(value, limit))}</code></summary>"
         f"<pre>{_e(pretty)}</pre></details>"
     )
+
+
+def _hint(resolve_hint: str, seq: int) -> str:
+    """The resolve command for one intent (``replace``: an actor id may hold braces)."""
+    return resolve_hint.replace("{seq}", str(seq))
 
 
 def _badge(status: str, text: str | None = None) -> str:
@@ -126,12 +138,10 @@ def _duration(seconds: float | None) -> str:
 
 
 def _effect_value(ef: inspect.Effect) -> str:
-    if ef.name == "now" and isinstance(ef.value, int | float):
-        return (
-            datetime.datetime.fromtimestamp(ef.value)
-            .astimezone()
-            .isoformat(timespec="milliseconds")
-        )
+    if ef.name == "now":
+        from ._cli import effect_value
+
+        return effect_value(ef)
     return _short(ef.value, 120)
 
 
@@ -217,7 +227,7 @@ def _step(st: inspect.Step, resolve_hint: str) -> str:
     hint = ""
     if st.status == "in_doubt":
         cmds = "".join(
-            f"<div><code>{_e(resolve_hint.format(seq=c.intent_seq))}</code></div>"
+            f"<div><code>{_e(resolve_hint.replace('{seq}', str(c.intent_seq)))}</code></div>"
             for c in st.calls
             if c.status in inspect.NEEDS_OPERATOR
         )
@@ -241,7 +251,7 @@ def render_history(h: inspect.History, *, source: str = "") -> str:
     a = h.actor
     parts: list[str] = []
     resolve_hint = (
-        f"actorlog resolve {source or 'STORE'} {a.actor_id} {{seq}} "
+        f"actorlog resolve {source or 'STORE'} {a.actor_id} {{seq}} "  # .replace, not .format
         "--result JSON | --retry | --fail MESSAGE"
     )
     for item in h.timeline():
@@ -270,7 +280,7 @@ def render_history(h: inspect.History, *, source: str = "") -> str:
     if waiting:
         items = "".join(
             f"<li>intent seq {i.intent_seq}: <code>{_e(i.tool)}</code>, key "
-            f"<code>{_e(i.key)}</code> — <code>{_e(resolve_hint.format(seq=i.intent_seq))}</code>"
+            f"<code>{_e(i.key)}</code> — <code>{_e(_hint(resolve_hint, i.intent_seq))}</code>"
             "</li>"
             for i in waiting
         )

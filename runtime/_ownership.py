@@ -32,14 +32,20 @@ actors idle that long and releases their leases.
 from __future__ import annotations
 
 import json
+import logging
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
+import anyio.lowlevel
+import attrs
 from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from . import _codec, _records
+from . import _codec, _records, _telemetry
 from ._actor import Actor, reply_type
+from ._cell import Undecodable
 from ._errors import (
     ActorlogError,
     ConfigurationError,
@@ -54,7 +60,59 @@ if TYPE_CHECKING:
     from ._cell import Cell, Reply
     from ._system import ActorSystem
 
-__all__ = ["LeaseStore", "Ownership", "ReplyStore"]
+__all__ = ["LEASE_MARGIN", "Lease", "LeaseStore", "Ownership", "OwnershipChange", "ReplyStore"]
+
+logger = logging.getLogger("actorlog.ownership")
+
+#: A tool starts only while at least this fraction of the lease is left: its last
+#: confirmation began less than ``(1 - LEASE_MARGIN) x lease_ttl`` ago (docs/scaling.md).
+LEASE_MARGIN = 0.25
+
+
+@attrs.frozen
+class Lease:
+    """Who owns an actor, as the store says (``system.ownership``, ``inspect.leases``).
+
+    Attributes:
+        actor_id: the actor.
+        owner: the runtime holding the lease (its ``owner=`` name), or None if released.
+        token: the fencing token of the lease (grows with every change of owner).
+        expires_in: seconds until the lease expires, on the database's clock (<= 0: expired,
+            free to take).
+    """
+
+    actor_id: str
+    owner: str | None
+    token: int
+    expires_in: float
+
+    @property
+    def live(self) -> bool:
+        """Held by a runtime right now (not released, not expired)."""
+        return self.owner is not None and self.expires_in > 0
+
+
+ChangeKind = Literal["acquired", "taken_over", "lost", "released"]
+
+
+@attrs.frozen
+class OwnershipChange:
+    """This runtime started or stopped owning an actor (``system.ownership_changes()``).
+
+    Attributes:
+        kind: ``acquired`` (placed here on use), ``taken_over`` (found with unfinished work
+            and no live lease -- a dead or paused runtime's -- and recovered here), ``lost``
+            (another runtime took it, or the lease could no longer be confirmed: the actor
+            stopped here), ``released`` (let go: passivated, stopped, or shutdown).
+        actor_id: the actor.
+        token: the fencing token of the lease acquired, lost or released.
+        reason: why, in words (for ``lost`` and ``released``).
+    """
+
+    kind: ChangeKind
+    actor_id: str
+    token: int | None
+    reason: str = ""
 
 
 class LeaseStore(Protocol):
@@ -109,6 +167,7 @@ class Ownership:
         reply_poll_interval: float | None = None,
         max_actors: int | None = None,
         passivate_after: float | None = None,
+        client: bool = False,
     ) -> None:
         if not lease_ttl > 0:
             raise ConfigurationError(f"lease_ttl must be > 0, got {lease_ttl!r}")
@@ -118,6 +177,15 @@ class Ownership:
             raise ConfigurationError(f"passivate_after must be > 0, got {passivate_after!r}")
         self.max_actors = max_actors
         self.passivate_after = passivate_after
+        #: client mode: own no actor, place none, take none over; only send and ask
+        self.client = client
+        #: (client mode) actors whose row this client has registered, so owners place them
+        self._registered: set[str] = set()
+        #: wakes the take-over scan early: a message was queued for an actor nobody holds
+        self._scan_wake = anyio.Event()
+        #: subscribers of ownership_changes()
+        self._watchers: list[MemoryObjectSendStream[OwnershipChange]] = []
+        self._taking_over = False
         #: monotonic time each owned actor was last used here (routing, inbox delivery)
         self._used: dict[str, float] = {}
         #: actors whose lease another runtime held when we last tried, and until when we
@@ -155,23 +223,28 @@ class Ownership:
         self._wake = anyio.Event()
         self._stop_listening: Callable[[], Awaitable[None]] | None = None
         self._last_renewed = time.monotonic()
+        #: monotonic time each held lease was last confirmed (acquire or renew started)
+        self._renewed: dict[str, float] = {}
         #: actor ids stopped because their lease was lost (for tests and operators)
         self.lost: list[str] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self, tg: TaskGroup) -> None:
-        try:
-            self._stop_listening = await self.store.listen_inbox(self._notified)
-        except ActorlogError:
-            self._stop_listening = None  # polling still delivers
         if self._replies is not None:
             try:
                 self._stop_replies = await self._replies.listen_replies(self._reply_notified)
             except ActorlogError:
                 self._stop_replies = None  # asks poll
-            tg.start_soon(self._announce_loop, name=f"actorlog:replies:{self.owner}")
         self._tg = tg
+        if self.client:
+            return  # no leases, no inbox, no take-over: asks wait for replies only
+        try:
+            self._stop_listening = await self.store.listen_inbox(self._notified)
+        except ActorlogError:
+            self._stop_listening = None  # polling still delivers
+        if self._replies is not None:
+            tg.start_soon(self._announce_loop, name=f"actorlog:replies:{self.owner}")
         tg.start_soon(self._renew_loop, name=f"actorlog:leases:{self.owner}")
         tg.start_soon(self._inbox_loop, name=f"actorlog:inbox:{self.owner}")
         tg.start_soon(self._takeover_loop, name=f"actorlog:takeover:{self.owner}")
@@ -193,11 +266,18 @@ class Ownership:
                     await self.store.release_lease(actor_id, self.owner, token)
                 except Exception:
                     pass  # it expires anyway
+                self._changed(OwnershipChange("released", actor_id, token, "shutdown"))
             self.tokens.clear()
+            for watcher in self._watchers:
+                watcher.close()
 
     def _notified(self, actor_id: str) -> None:
         if actor_id in self.tokens:
             self._wake.set()
+        elif self._foreign.get(actor_id, 0.0) <= time.monotonic():
+            # Perhaps nobody holds it (a client's first message to it): place it now
+            # rather than at the next periodic scan.
+            self._scan_wake.set()
 
     def _reply_notified(self, actor_id: str | None, message_id: str | None) -> None:
         """A reply notification: wake the asks waiting on it (all of the actor's without a
@@ -224,7 +304,10 @@ class Ownership:
     # -- leases ----------------------------------------------------------------------------
 
     async def claim(self, actor_id: str) -> bool:
-        """Take the actor's lease (before recovering it here). False: another runtime owns it."""
+        """Take the actor's lease (before recovering it here). False: another runtime owns it
+        (or this is a client, which owns nothing)."""
+        if self.client:
+            return False
         if self.max_actors is None:
             return await self._claim(actor_id)
         async with self._claim_lock:  # count and take together: never above max_actors
@@ -233,16 +316,49 @@ class Ownership:
             return await self._claim(actor_id)
 
     async def _claim(self, actor_id: str) -> bool:
+        t0 = time.monotonic()
         token = await self.store.acquire_lease(actor_id, self.owner, self.ttl)
         if token is None:
             self._remember_foreign(actor_id)
             return False
         self._foreign.pop(actor_id, None)
         self._used[actor_id] = time.monotonic()
+        self._renewed[actor_id] = t0
         self.tokens[actor_id] = token
         self.store.set_fence(actor_id, token)
         self._wake.set()  # deliver what is queued for it
+        kind: ChangeKind = "taken_over" if self._taking_over else "acquired"
+        self._changed(OwnershipChange(kind, actor_id, token))
+        if self._tg is not None and self._replies is not None:
+            self._tg.start_soon(self._announce_pending, actor_id, token)
         return True
+
+    async def _announce_pending(self, actor_id: str, token: int) -> None:
+        """After taking an actor (over): announce the replies of the messages already in
+        its log and not yet handled, like those of inbox messages. Their askers may wait on
+        other runtimes (the previous owner took them out of the inbox before it died)."""
+        await anyio.lowlevel.checkpoint()  # the caller starts the cell right after claiming
+        cell = self.system._cells.get(actor_id)
+        if cell is None:
+            return
+        await cell.ready.wait()
+        if self.tokens.get(actor_id) != token or cell.done.is_set():
+            return
+        if not (cell.last_recovery or {}).get("pending_messages"):
+            return  # nothing was waiting in its log
+        try:
+            pending = await self._logged_messages(actor_id, cell.handled_seq)
+            for seq, message_id in pending:
+                slot = await cell.reply_for(seq)
+                if self._tg is not None:
+                    self._tg.start_soon(self._announce_when_done, actor_id, message_id, slot)
+        except Exception:
+            return  # the asks find their replies by polling
+
+    async def _logged_messages(self, actor_id: str, after: int) -> list[tuple[int, str]]:
+        """``(seq, message_id)`` of the actor's logged messages after seq ``after``."""
+        rows = await self.system.store.read(actor_id, after_seq=after, kinds=("message",))
+        return [(r.seq, r.message_id) for r in rows if r.message_id is not None]
 
     def _remember_foreign(self, actor_id: str) -> None:
         """Another runtime holds the lease: do not ask again for a while (a third of the
@@ -256,7 +372,9 @@ class Ownership:
     def _lose(self, actor_id: str, why: str) -> None:
         token = self.tokens.pop(actor_id, None)
         self._used.pop(actor_id, None)
+        self._renewed.pop(actor_id, None)
         self.lost.append(actor_id)
+        self._changed(OwnershipChange("lost", actor_id, token, why))
         cell = self.system._cells.get(actor_id)
         if cell is not None and not cell.done.is_set():
             err = LeaseLostError(actor_id, token, None)
@@ -268,7 +386,7 @@ class Ownership:
     async def _renew_loop(self) -> None:
         while True:
             await anyio.sleep(self.ttl / 3)
-            self._forget_dead_cells()
+            await self._release_stopped()
             held = dict(self.tokens)
             if not held:
                 self._last_renewed = time.monotonic()
@@ -283,8 +401,30 @@ class Ownership:
                 continue
             self._last_renewed = t0
             for actor_id in held:
-                if actor_id not in renewed and self.tokens.get(actor_id) == held[actor_id]:
+                if self.tokens.get(actor_id) != held[actor_id]:
+                    continue  # let go (or taken again) meanwhile
+                if actor_id in renewed:
+                    self._renewed[actor_id] = t0
+                else:
                     self._lose(actor_id, "another runtime took the lease over")
+
+    def check_lease(self, actor_id: str, token: int) -> None:
+        """Raise ``LeaseLostError`` unless this runtime holds the actor's lease with ``token``
+        and last confirmed it (the start of the acquire or renew statement that did, on the
+        monotonic clock) less than ``lease_ttl - lease_ttl / 4`` ago: then at least a quarter
+        of the lease is left, whatever happened since. Called before every tool starts."""
+        current = self.tokens.get(actor_id)
+        if current != token:
+            raise LeaseLostError(actor_id, token, current)
+        age = time.monotonic() - self._renewed.get(actor_id, float("-inf"))
+        if age >= self.ttl * (1 - LEASE_MARGIN):
+            err = LeaseLostError(actor_id, token, None)
+            err.args = (
+                f"lease of actor {actor_id!r} not confirmed for {age:.2f} s "
+                f"(lease_ttl {self.ttl:g} s): it may have expired, so no tool is started "
+                "and the actor stops here",
+            )
+            raise err
 
     async def _passivate_loop(self, idle_for: float) -> None:
         while True:
@@ -320,14 +460,96 @@ class Ownership:
             except Exception:
                 pass  # it expires
             self.passivated.append(actor_id)
+            self._changed(OwnershipChange("released", actor_id, token, "passivated"))
 
-    def _forget_dead_cells(self) -> None:
-        """Forget actors whose cell stopped after a rejected (fenced) append."""
+    async def _release_stopped(self) -> None:
+        """Let go of actors whose cell stopped here: after a rejected (fenced) append, a
+        sequence conflict, a store failure or a lease that was no longer certain. Their
+        leases are released (a no-op if another runtime holds them by now) instead of being
+        renewed forever, so another runtime -- or this one, on next use -- takes them over
+        and answers what waits in their inbox. A quarantined actor keeps its lease: its log
+        needs an operator, and another runtime would only quarantine it too."""
         for actor_id in list(self.tokens):
             cell = self.system._cells.get(actor_id)
-            if cell is not None and cell.done.is_set() and isinstance(cell.error, LeaseLostError):
-                self.tokens.pop(actor_id, None)
+            if cell is None or not cell.done.is_set() or cell.status != "stopped":
+                continue
+            token = self.tokens.pop(actor_id)
+            self._renewed.pop(actor_id, None)
+            self._used.pop(actor_id, None)
+            if isinstance(cell.error, LeaseLostError):
                 self.lost.append(actor_id)
+                self._changed(OwnershipChange("lost", actor_id, token, str(cell.error)))
+            else:
+                why = f"stopped: {cell.error}"
+                self._changed(OwnershipChange("released", actor_id, token, why))
+            try:
+                await self.store.release_lease(actor_id, self.owner, token)
+            except Exception:
+                pass  # it expires
+
+    # -- observability ---------------------------------------------------------------------
+
+    def _changed(self, change: OwnershipChange) -> None:
+        """Tell subscribers, the log (stdlib ``logging``) and the tracer."""
+        for watcher in list(self._watchers):
+            try:
+                watcher.send_nowait(change)
+            except anyio.WouldBlock:
+                pass  # a subscriber that does not keep up misses changes, never blocks us
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._watchers.remove(watcher)
+        if change.kind == "lost":
+            logger.warning(
+                "runtime %s lost actor %s (fencing token %s): %s; it stopped here",
+                self.owner,
+                change.actor_id,
+                change.token,
+                change.reason,
+            )
+        else:
+            logger.debug(
+                "runtime %s: %s actor %s (fencing token %s) %s",
+                self.owner,
+                change.kind,
+                change.actor_id,
+                change.token,
+                change.reason,
+            )
+        _telemetry.ownership_changed(
+            change.kind, change.actor_id, self.owner, change.token, change.reason
+        )
+
+    def changes(self) -> AsyncIterator[OwnershipChange]:
+        """Every ownership change from now on (see ``ActorSystem.ownership_changes``):
+        subscribed at once, before the first ``__anext__``."""
+        send, receive = anyio.create_memory_object_stream[OwnershipChange](1000)
+        self._watchers.append(send)
+        return self._relay(send, receive)
+
+    async def _relay(
+        self,
+        send: MemoryObjectSendStream[OwnershipChange],
+        receive: MemoryObjectReceiveStream[OwnershipChange],
+    ) -> AsyncIterator[OwnershipChange]:
+        try:
+            async with receive:
+                async for change in receive:
+                    yield change
+        finally:
+            if send in self._watchers:
+                self._watchers.remove(send)
+            send.close()
+
+    async def lease(self, actor_id: str) -> Lease | None:
+        """The actor's lease as the store has it now, or None if it never had one (or the
+        store cannot say: ``get_lease`` is optional for stores with leases)."""
+        get_lease = getattr(self.store, "get_lease", None)
+        if get_lease is None:
+            return None
+        got = await get_lease(actor_id)
+        if got is None:
+            return None
+        return Lease(actor_id, got[0], got[1], got[2])
 
     # -- routing ---------------------------------------------------------------------------
 
@@ -339,6 +561,8 @@ class Ownership:
 
     async def route(self, cls: type[Actor[Any]], actor_id: str) -> bool:
         """True if the actor runs here (started here now if its lease was free)."""
+        if self.client:
+            return False
         if self._live(actor_id) is not None:
             self._used[actor_id] = time.monotonic()
             return True
@@ -370,6 +594,12 @@ class Ownership:
             raise ConfigurationError("message_id must be a non-empty str")
         body = json.dumps(_codec.to_plain(msg, "message"))
         tag = _codec.type_tag(type(msg))
+        if self.client and actor_id not in self._registered:
+            # A runtime places an actor it finds with inbox messages and no live lease; it
+            # needs the actor's row (and class) for that. Idempotent.
+            _codec.validate_actor_id(actor_id)
+            await self.system.store.register_actor(actor_id, _codec.type_tag(cls))
+            self._registered.add(actor_id)
         if not want_reply:
             with anyio.fail_after(timeout):
                 await self.store.inbox_put(actor_id, message_id, tag, body, sender)
@@ -445,7 +675,14 @@ class Ownership:
                 return
             self._used[actor_id] = time.monotonic()
             try:
-                msg = self.system._decode_message(tag, json.loads(body))
+                plain = json.loads(body)
+                try:
+                    msg: Any = self.system._decode_message(tag, plain)
+                except ConfigurationError as exc:
+                    # A type this runtime does not know (yet): logged as it came, its step
+                    # fails with the decode error (as for a local message) and the inbox
+                    # moves on instead of retrying it forever in front of the others.
+                    msg = Undecodable(tag, plain, exc)
                 if self._replies is None:
                     await cell.post(msg, message_id=message_id, sender=sender, want_reply=False)
                     slot = None
@@ -498,6 +735,8 @@ class Ownership:
 
     async def recover(self) -> None:
         """Take over and recover actors with unfinished work and no live lease."""
+        if self.client:
+            return
         try:
             found = await self.store.orphans(owner=self.owner)
         except Exception:
@@ -508,15 +747,21 @@ class Ownership:
             cls = self.system._classes.get(actor_type)
             if cls is None or self._live(actor_id) is not None:
                 continue
+            self._taking_over = True
             try:
                 await self.route(cls, actor_id)
             except Exception:
                 pass  # quarantined or owned meanwhile: status() tells
+            finally:
+                self._taking_over = False
 
     async def _takeover_loop(self) -> None:
         while True:
-            await anyio.sleep(self.ttl / 2)
+            with anyio.move_on_after(self.ttl / 2):
+                await self._scan_wake.wait()
+            self._scan_wake = anyio.Event()
             await self.recover()
+            await anyio.sleep(max(self.poll_interval, self.ttl / 10))  # at most this often
 
 
 def _outcome(cls: type[Actor[Any]], actor_id: str, seq: int, p: dict[str, Any]) -> Any:

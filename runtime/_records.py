@@ -20,8 +20,36 @@ __all__ = [
 ]
 
 
+#: [F5] Longest error message (in characters) an entry keeps; a longer one is cut, with a
+#: marker saying how long it was.
+MAX_ERROR_CHARS = 16 * 1024
+_MAX_ERROR_TYPE_CHARS = 256
+
+
+def loggable_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` as it can always be logged: lone surrogates (a body decoded with
+    ``surrogateescape``, say) written as ``\\udcff`` escapes, and cut to ``limit``
+    characters with a marker naming the full length."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode()
+    if len(text) > limit:
+        text = f"{text[:limit]}... [truncated: {len(text)} characters in all]"
+    return text
+
+
 def error_info(exc: BaseException) -> dict[str, str]:
-    return {"type": type(exc).__qualname__, "message": str(exc)}
+    """[F5] An error as a step or result records it: its type's qualified name and its
+    message, always loggable (see :func:`loggable_text`), also when ``str(exc)`` raises."""
+    try:
+        message = str(exc)
+    except Exception as broken:  # a broken __str__ must not leave the outcome unlogged
+        message = f"<str() of the error raised {type(broken).__qualname__}>"
+    return {
+        "type": loggable_text(type(exc).__qualname__, _MAX_ERROR_TYPE_CHARS),
+        "message": loggable_text(message),
+    }
 
 
 def message_payload(
@@ -62,7 +90,8 @@ def result_payload(
 ) -> dict[str, Any]:
     """``result`` (type_tag = tool name, ref = intent seq).
 
-    ``settled_by`` is ``run`` (the tool ran), ``reconcile`` (its reconcile fn answered).
+    ``settled_by`` is ``run`` (the tool ran), ``reconcile`` (its reconcile fn answered), or
+    ``cancelled`` (the handler's own cancel scope cancelled the call and the step went on).
     """
     p: dict[str, Any] = {
         "ok": error is None,

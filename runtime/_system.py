@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import os
+import socket
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -26,7 +29,7 @@ from ._errors import (
     LeaseLostError,
     StoreUnavailableError,
 )
-from ._ownership import Ownership
+from ._ownership import Lease, Ownership, OwnershipChange
 from ._snapshots import RecoveryCost, SnapshotPolicy
 from .store import Store
 
@@ -52,7 +55,12 @@ class ActorRef(Generic[A]):
         With a ``message_id`` already used for this actor, nothing is written (exactly once).
         A cancellation point: if cancelled, the message may or may not have been logged;
         send again with the same ``message_id`` to be sure.
+
+        Raises:
+            ConfigurationError: ``message_id`` is not a non-empty str that UTF-8 can encode
+                (no lone surrogates), or is too long; nothing was written.
         """
+        _codec.validate_message_id(message_id)
         own = self.system._ownership
         if own is not None and not await own.route(self.cls, self.actor_id):
             await own.post_remote(
@@ -72,6 +80,7 @@ class ActorRef(Generic[A]):
         re-raises the recorded ``HandlerError``, without running the step again.
 
         Raises:
+            ConfigurationError: a bad ``message_id`` (see ``send``); nothing was written.
             HandlerError: the handler raised (carries the original type and message).
             ActorQuarantinedError: the actor's log is damaged or it hit non-determinism.
             StoreUnavailableError: the store failed (disk full, I/O error, the database went
@@ -80,6 +89,7 @@ class ActorRef(Generic[A]):
             TimeoutError: no reply within ``timeout`` (the message stays logged and will be
                 handled; ask again with the same ``message_id`` to get the reply).
         """
+        _codec.validate_message_id(message_id)
         own = self.system._ownership
         if own is not None and not await own.route(self.cls, self.actor_id):
             return await own.post_remote(
@@ -169,6 +179,11 @@ class ActorSystem:
         reply_poll_interval: with ``owner`` and leases, seconds between looks for the reply
             of an ``ask`` sent to an actor on another runtime when no notification came
             (default ``4 x poll_interval``).
+        client: run no actors here, only send to and ask actors run by the runtimes that
+            share the store (a web server in front of them): no placement, no take-over,
+            no leases; every ``send``/``ask`` goes through the store's inbox and is answered
+            by the actor's owner. Needs a store with ``capabilities.leases`` (PostgreSQL);
+            ``owner`` defaults to a unique name. See ``docs/scaling.md``.
     """
 
     def __init__(
@@ -185,6 +200,7 @@ class ActorSystem:
         passivate_after: float | None = None,
         poll_interval: float = 0.25,
         reply_poll_interval: float | None = None,
+        client: bool = False,
     ) -> None:
         if isinstance(store, str):
             from actorlog.stores import open_store
@@ -229,6 +245,14 @@ class ActorSystem:
         self.passivate_after = passivate_after
         self._over_limit: anyio.Event | None = None  # wakes the passivator (made by it)
         self._ownership: Ownership | None = None
+        if client:
+            if not self.store.capabilities.leases:
+                raise ConfigurationError(
+                    "client=True needs a store shared by runtimes with leases (PostgreSQL): "
+                    "with this store there is no owner to deliver to; drop client=True to "
+                    "run the actors here"
+                )
+            owner = owner or _client_name()
         if owner is not None and self.store.capabilities.leases:
             self._ownership = Ownership(
                 self,
@@ -238,6 +262,7 @@ class ActorSystem:
                 passivate_after=passivate_after,
                 poll_interval=poll_interval,
                 reply_poll_interval=reply_poll_interval,
+                client=client,
             )
 
     # -- registration ----------------------------------------------------------------------
@@ -596,6 +621,30 @@ class ActorSystem:
             return "quarantined"
         return "unknown"
 
+    async def ownership(self, actor_id: str) -> Lease | None:
+        """Who owns the actor now, with which fencing token, and for how long: its lease as
+        the store has it (owner None or ``expires_in <= 0``: free). None if the actor never
+        had a lease, or this system does not use leases (no ``owner=``/``client=True``, or a
+        store without ``capabilities.leases``)."""
+        if self._ownership is None:
+            return None
+        return await self._ownership.lease(actor_id)
+
+    def ownership_changes(self) -> AsyncIterator[OwnershipChange]:
+        """An async iterator of this runtime's ownership changes from now on: actors
+        ``acquired``, ``taken_over``, ``lost`` or ``released`` here. It ends when the system
+        closes. A subscriber that falls 1000 changes behind misses the ones after.
+
+        Raises:
+            ConfigurationError: this system does not use leases.
+        """
+        if self._ownership is None:
+            raise ConfigurationError(
+                "ownership_changes() needs leases: ActorSystem(store, owner=...) over a store "
+                "with capabilities.leases (PostgreSQL)"
+            )
+        return self._ownership.changes()
+
     def error(self, actor_id: str) -> BaseException | None:
         """Why an actor is quarantined or stopped (None if it is not)."""
         cell = self._cells.get(actor_id)
@@ -682,6 +731,11 @@ def _restartable(cell: Cell) -> bool:
         or isinstance(cell.error, (StoreUnavailableError, LeaseLostError))
         or isinstance(cell.journal.broken, StoreUnavailableError)
     )
+
+
+def _client_name() -> str:
+    """A unique owner name for a client (it holds no lease; the name labels its asks)."""
+    return f"client-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def _whoami() -> str:

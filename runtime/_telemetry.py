@@ -87,10 +87,19 @@ class SPAN:
     STEP = "actorlog.step"
     TOOL_CALL = "actorlog.tool_call"
     SNAPSHOT = "actorlog.snapshot"
+    #: a change of an actor's owner seen by this runtime (one ``EVENT.LEASE_*`` on it)
+    OWNERSHIP = "actorlog.ownership"
 
 
 class EVENT:
     """Span event names."""
+
+    #: on ``actorlog.ownership``: this runtime acquired, took over, lost or released an
+    #: actor's lease
+    LEASE_ACQUIRED = "actorlog.lease.acquired"
+    LEASE_TAKEN_OVER = "actorlog.lease.taken_over"
+    LEASE_LOST = "actorlog.lease.lost"
+    LEASE_RELEASED = "actorlog.lease.released"
 
     #: on ``actorlog.recover``: a snapshot failed verification and was skipped
     SNAPSHOT_REJECTED = "actorlog.snapshot.rejected"
@@ -108,6 +117,9 @@ class ATTR:
     """Attribute keys (span attributes, event attributes, metric attributes)."""
 
     ACTOR_ID = "actorlog.actor.id"
+    OWNER = "actorlog.lease.owner"
+    FENCING_TOKEN = "actorlog.lease.token"
+    REASON = "actorlog.lease.reason"
     ACTOR_TYPE = "actorlog.actor.type"
     SEQ = "actorlog.seq"
     MESSAGE_TYPE = "actorlog.message.type"
@@ -299,3 +311,14 @@ def settled(
     }
     attributes.update(extra or {})
     span.add_event(EVENT.SETTLED, attributes)
+
+
+def ownership_changed(kind: str, actor_id: str, owner: str, token: int | None, reason: str) -> None:
+    """One short ``actorlog.ownership`` span with an ``actorlog.lease.<kind>`` event."""
+    attributes: dict[str, str | int] = {ATTR.ACTOR_ID: actor_id, ATTR.OWNER: owner}
+    if token is not None:
+        attributes[ATTR.FENCING_TOKEN] = token
+    if reason:
+        attributes[ATTR.REASON] = reason
+    with tracer.start_as_current_span(SPAN.OWNERSHIP, attributes=attributes) as span:
+        span.add_event(f"actorlog.lease.{kind}", attributes)  # EVENT.LEASE_<KIND>

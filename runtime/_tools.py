@@ -66,8 +66,25 @@ class Tool(Generic[P, R]):
             raise ConfigurationError(f"effect must be 'read' or 'write', not {effect!r}")
         if reconcile is not None and not callable(reconcile):
             raise ConfigurationError("reconcile must be an async callable (key, arguments)")
+        if name is None:
+            module = getattr(fn, "__module__", None)
+            qualname = getattr(fn, "__qualname__", None)
+            if not isinstance(module, str) or not isinstance(qualname, str):
+                raise ConfigurationError(
+                    f"cannot name tool {fn!r} (it has no __module__/__qualname__): "
+                    "declare it with @tool(name=...)"
+                )
+            name = f"{module}.{qualname}"
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError(f"a tool name must be a non-empty str, not {name!r}")
+        try:
+            size = len(name.encode())
+        except UnicodeEncodeError:
+            raise ConfigurationError(f"tool name {name!r} contains lone surrogates") from None
+        if size > 1024:
+            raise ConfigurationError(f"tool name is {size} bytes; the limit is 1024")
         self.fn = fn
-        self.name = name or f"{fn.__module__}.{fn.__qualname__}"
+        self.name = name
         self.effect: Effect = effect
         self.idempotent = idempotent
         self.reconcile = reconcile
@@ -82,6 +99,9 @@ class Tool(Generic[P, R]):
                     f"tool {self.name!r} is idempotent=True, so it must accept an "
                     "'idempotency_key' keyword argument"
                 )
+        #: the function takes a ``fencing_token`` keyword: ``ctx.call`` passes the actor's
+        #: current fencing token (docs/scaling.md, "Fencing tokens for the outside world")
+        self.wants_fencing_token = _takes_keyword(self.signature, "fencing_token")
         functools.update_wrapper(self, fn)
 
     @property
@@ -106,11 +126,15 @@ class Tool(Generic[P, R]):
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
         """Check the call against the signature. Raises ``ConfigurationError`` on mismatch."""
         try:
+            supplied: dict[str, Any] = {}
             if self.idempotent:
-                if "idempotency_key" in kwargs:
-                    raise TypeError("idempotency_key is supplied by actorlog; do not pass it")
-                return self.signature.bind(*args, **kwargs, idempotency_key="")
-            return self.signature.bind(*args, **kwargs)
+                supplied["idempotency_key"] = ""
+            if self.wants_fencing_token:
+                supplied["fencing_token"] = 0
+            for name in supplied:
+                if name in kwargs:
+                    raise TypeError(f"{name} is supplied by actorlog; do not pass it")
+            return self.signature.bind(*args, **kwargs, **supplied)
         except TypeError as exc:
             raise ConfigurationError(f"bad call of tool {self.name!r}: {exc}") from exc
 
@@ -119,6 +143,14 @@ class Tool(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"<tool {self.name} effect={self.effect} policy={self.policy}>"
+
+
+def _takes_keyword(signature: inspect.Signature, name: str) -> bool:
+    p = signature.parameters.get(name)
+    return p is not None and p.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
 
 
 @overload
@@ -158,6 +190,18 @@ def tool(
     if fn is not None:
         return wrap(fn)
     return wrap
+
+
+def unwrap_partial(
+    fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """``ctx.call(functools.partial(f, *a, **k), *args, **kwargs)`` is
+    ``ctx.call(f, *a, *args, **k, **kwargs)``: the frozen arguments are logged like others."""
+    while isinstance(fn, functools.partial):
+        args = (*fn.args, *args)
+        kwargs = {**fn.keywords, **kwargs}
+        fn = fn.func
+    return fn, args, kwargs
 
 
 def as_tool(fn: Any) -> Tool[Any, Any]:

@@ -55,6 +55,11 @@ class Journal:
         self.last_seq = seq
         return seq
 
+    def last_payload(self) -> Any:
+        """The decoded payload of the entry ``write`` just buffered (call it right after
+        ``write``, with no await between): the value exactly as replay will read it."""
+        return _codec.decode_json(self._buffer[-1].payload)
+
     async def flush(self) -> None:
         """Make every written entry durable. A cancellation point; if cancelled, the
         entries may or may not be durable (the journal stays consistent either way)."""

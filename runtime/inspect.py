@@ -37,6 +37,8 @@ import base64
 import contextlib
 import getpass
 import json
+import math
+import os
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -45,7 +47,8 @@ from typing import Any
 import anyio
 import attrs
 
-from . import _codec, _records, _recovery
+from . import _codec, _decisions, _records, _recovery
+from ._context import idempotency_key
 from ._errors import (
     ActorlogError,
     ActorNotFoundError,
@@ -55,6 +58,7 @@ from ._errors import (
     StoreUnavailableError,
     WALError,
 )
+from ._ownership import Lease
 from .store import ActorRow, EntryRow, SnapshotInfo, SnapshotRow, Store
 
 __all__ = [
@@ -78,6 +82,7 @@ __all__ = [
     "fork",
     "fork_effects",
     "history",
+    "leases",
     "list_actors",
     "opened",
     "resolve",
@@ -202,6 +207,9 @@ class Call:
     attempts: int = 1
     settled_by: str | None = None
     decisions: list[Decision] = attrs.Factory(list)
+    #: the key in the intent entry when the call ran with another: a fork settling a copied
+    #: intent runs it with a key derived from its own id (``key``)
+    recorded_key: str | None = None
 
 
 @attrs.define
@@ -404,26 +412,67 @@ _DERIVED: dict[type, tuple[str, ...]] = {
 async def opened(url: str, *, read_only: bool = True) -> AsyncIterator[Store]:
     """Open the store a URL names (read-only by default) and close it afterwards.
 
-    A read-only SQLite store is safe to read while a runtime writes it (WAL readers).
+    A read-only SQLite store is safe to read while a runtime writes it (WAL readers). With
+    ``read_only=False`` the URL must name an existing actorlog store of a supported format
+    (checked read-only first); nothing is ever created.
 
     Raises:
         StoreURLError: the URL does not parse.
-        StoreUnavailableError: the store cannot be opened (for a read-only SQLite store: the
-            file does not exist).
+        StoreUnavailableError: the store cannot be opened (a SQLite file that does not exist,
+            is a directory or cannot be read), or, for writing, is not an actorlog store.
+        UnsupportedFormatError: the store has a newer format; nothing was changed.
         StoreLockedError: ``read_only=False`` on a SQLite file a runtime holds.
     """
     from actorlog.stores import open_store
 
     store = open_store(url, read_only=read_only)
     path = getattr(store, "path", None)
-    # a writable SqliteStore would create an empty store where a typo points
-    if isinstance(path, str) and not read_only and not await anyio.Path(path).exists():
-        raise StoreUnavailableError(f"no SQLite store at {path}")
+    if isinstance(path, str):
+        # Checked before SQLite sees it: a writable SqliteStore would create an empty store
+        # where a typo points; and a connect that fails (a directory, an unreadable file)
+        # leaves aiosqlite's thread finishing after the event loop closed (a traceback).
+        p = anyio.Path(path)
+        if not await p.exists():
+            raise StoreUnavailableError(f"no SQLite store at {path}")
+        if not await p.is_file():
+            raise StoreUnavailableError(f"{path} is not a file, so not a SQLite store")
+        if not os.access(path, os.R_OK if read_only else os.R_OK | os.W_OK):
+            what = "read" if read_only else "read and write"
+            raise StoreUnavailableError(f"cannot open SQLite store {path}: no permission to {what}")
+    if not read_only:
+        await _must_be_a_store(url)
     await store.open()
     try:
         yield store
     finally:
         await store.close()
+
+
+async def _must_be_a_store(url: str) -> None:
+    """Refuse an operator's write into anything but an existing actorlog store of a supported
+    version. Checked through a read-only open, which changes nothing: opening for writing
+    would create actorlog's tables (and switch SQLite to WAL) in an empty file or another
+    application's database, and switch the journal mode of a newer-format store before
+    finding out.
+
+    Raises:
+        UnsupportedFormatError: a store of a newer format.
+        StoreUnavailableError: not an actorlog store.
+    """
+    from actorlog.stores import open_store
+
+    probe = open_store(url, read_only=True)
+    try:
+        await probe.open()
+        try:
+            await probe.list_actors()
+        except StoreUnavailableError as exc:
+            where = getattr(probe, "path", None) or "the store"
+            raise StoreUnavailableError(
+                f"{where} is not an actorlog store ({exc}); nothing was changed"
+            ) from None
+    finally:
+        await probe.close()
 
 
 # -- status ------------------------------------------------------------------------------
@@ -438,12 +487,36 @@ async def _actor_row(store: Store, actor_id: str) -> ActorRow:
 
 def _intent_state(rec: Any) -> str | None:
     """The in-doubt state of a recorded intent, or None if its outcome is settled."""
-    if not rec.outcomes:
-        return "in_doubt" if rec.payload.get("policy") == "escalate" else "auto"
-    kind, action, _ = rec.outcomes[-1]
-    if kind == "result" or action in ("result", "fail"):
-        return None
-    return "retry_authorized" if action == "retry" else "retry_interrupted"
+    return _decisions.state(rec.outcomes, rec.payload.get("policy"))
+
+
+def _fork_point(events: Sequence[Event]) -> int | None:
+    """The seq this actor was forked at (its log up to it is a copy), or None."""
+    for e in events:
+        if e.kind == "forked":
+            at = e.detail.get("at")
+            return at if isinstance(at, int) and not isinstance(at, bool) else None
+    return None
+
+
+def _run_key(
+    actor_id: str,
+    fork_at: int | None,
+    intent_seq: int,
+    step_seq: int,
+    payload: dict[str, Any],
+    outcome_seq: int | None,
+) -> str:
+    """The idempotency key a call ran (or will run) with. The runtime derives it from the
+    running actor's id, so a fork that settles a copied intent (one at or before the fork
+    point, without an outcome in the copy) runs it with the fork's key, not the recorded one."""
+    if (
+        fork_at is not None
+        and intent_seq <= fork_at
+        and (outcome_seq is None or outcome_seq > fork_at)
+    ):
+        return idempotency_key(actor_id, step_seq, int(payload.get("index", 0)))
+    return str(payload.get("key"))
 
 
 def _failure(events: Sequence[Event]) -> str | None:
@@ -494,6 +567,8 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
                     await store.read(row.actor_id, after_seq=row.handled_seq, kinds=("message",))
                 )
     else:
+        events = await _events(store, row.actor_id)
+        fork_at = _fork_point(events)
         unfinished = [m for m in p.messages if m.step is None]
         pending = len(unfinished)
         if unfinished:
@@ -512,14 +587,14 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
                         tool=rec.type_tag,
                         effect=str(pl.get("effect")),
                         policy=str(pl.get("policy")),
-                        key=str(pl.get("key")),
+                        key=_run_key(row.actor_id, fork_at, rec.seq, m.seq, pl, None),
                         args=list(pl.get("args") or []),
                         kwargs=dict(pl.get("kwargs") or {}),
                         at=pl.get("at"),
                         state=state,
                     )
                 )
-        failure = _failure(await _events(store, row.actor_id))
+        failure = _failure(events)
         if failure is not None:
             status, problem = "failed", failure
         elif any(i.needs_operator for i in in_doubt):
@@ -545,13 +620,21 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
 
 
 async def list_actors(store: Store) -> list[ActorStatus]:
-    """Every actor with its status, by id. Reads what recovery would read for each."""
-    return [await _status(store, row) for row in await store.list_actors()]
+    """Every actor with its status, by id. Reads what recovery would read for each, each in
+    one consistent read (see :func:`verify`)."""
+    out = []
+    for listed in await store.list_actors():
+        if listed.damage is not None:  # its summary row is damaged: status from what is left
+            out.append(await _status(store, listed))
+        else:
+            out.append(await actor_status(store, listed.actor_id))
+    return out
 
 
 async def actor_status(store: Store, actor_id: str) -> ActorStatus:
     """One actor's status. Raises ``ActorNotFoundError``."""
-    return await _status(store, await _actor_row(store, actor_id))
+    async with _reading(store) as (view, _):
+        return await _status(view, await _actor_row(view, actor_id))
 
 
 # -- reading entries ---------------------------------------------------------------------
@@ -590,8 +673,9 @@ async def _row_at(store: Store, actor_id: str, seq: int) -> EntryRow | None:
 class _Builder:
     """Folds verified entries into steps and calls."""
 
-    def __init__(self, actor_id: str) -> None:
+    def __init__(self, actor_id: str, fork_at: int | None = None) -> None:
         self.actor_id = actor_id
+        self.fork_at = fork_at
         self.steps: dict[int, Step] = {}
         self.calls: dict[int, Call] = {}
         self.damage: list[Finding] = []
@@ -677,6 +761,20 @@ class _Builder:
                 )
             )
             return
+        if owner.result_seq is not None:  # settled: replay ignores later outcomes too
+            if kind == "decision":
+                owner.decisions.append(
+                    Decision(
+                        row.seq,
+                        row.type_tag,
+                        str(p.get("by", "")),
+                        "ignored: " + str(p.get("reason", "")),
+                        at,
+                        p.get("value"),
+                        p.get("error"),
+                    )
+                )
+            return
         if kind == "result":
             owner.result_seq = row.seq
             owner.status = "ok" if p.get("ok") else "error"
@@ -713,8 +811,20 @@ class _Builder:
                 owner.attempts += 1
 
     def finish(self, status: ActorStatus) -> None:
-        """Unfinished steps: in doubt, running or pending."""
+        """Unfinished steps: in doubt, running or pending. Keys a fork ran copied calls with."""
         doubt = {i.intent_seq: i.state for i in status.in_doubt}
+        for call in self.calls.values() if self.fork_at is not None else ():
+            step_seq = next((st.message_seq for st in self.steps.values() if call in st.calls), 0)
+            key = _run_key(
+                self.actor_id,
+                self.fork_at,
+                call.intent_seq,
+                step_seq,
+                {"key": call.key, "index": call.index},
+                call.result_seq,
+            )
+            if key != call.key:
+                call.key, call.recorded_key = key, call.key
         for step in self.steps.values():
             if step.step_seq is not None:
                 continue
@@ -728,7 +838,8 @@ class _Builder:
 
 
 async def history(store: Store, actor_id: str, *, since: int = 0) -> History:
-    """An actor's timeline. Damaged entries are reported (and skipped), not raised.
+    """An actor's timeline. Damaged entries are reported (and skipped), not raised. Read in
+    one consistent read (see :func:`verify`).
 
     With ``since``, only steps whose message was logged after seq ``since``, plus a step that
     was in progress at ``since`` (read from its message).
@@ -736,6 +847,11 @@ async def history(store: Store, actor_id: str, *, since: int = 0) -> History:
     Raises:
         ActorNotFoundError: no such actor.
     """
+    async with _reading(store) as (view, _):
+        return await _history(view, actor_id, since=since)
+
+
+async def _history(store: Store, actor_id: str, *, since: int = 0) -> History:
     row = await _actor_row(store, actor_id)
     status = await _status(store, row)
     rows = [r async for r in _scan(store, actor_id, after=since)]
@@ -753,7 +869,8 @@ async def history(store: Store, actor_id: str, *, since: int = 0) -> History:
         if need:
             earlier = [r async for r in _scan(store, actor_id, after=min(need) - 1, upto=since)]
             rows = earlier + rows
-    b = _Builder(actor_id)
+    events = await _events(store, actor_id)
+    b = _Builder(actor_id, _fork_point(events))
     expected: int | None = None
     for r in rows:
         if expected is not None and r.seq > expected:
@@ -786,7 +903,6 @@ async def history(store: Store, actor_id: str, *, since: int = 0) -> History:
     if keep is not None:
         steps = [s for s in steps if s.message_seq in keep]
     snapshots = [s for s in await _snapshot_views(store, actor_id, row.last_seq) if s.seq > since]
-    events = await _events(store, actor_id)
     if since > 0:  # events since the first step shown, else since entry ``since`` was written
         if steps:
             first = min((s.started_at or s.received_at or 0.0) for s in steps)
@@ -855,6 +971,11 @@ async def show(store: Store, actor_id: str, seq: int) -> EntryView:
     Raises:
         ActorNotFoundError: no such actor, or no entry at ``seq``.
     """
+    async with _reading(store) as (view, _):
+        return await _show(view, actor_id, seq)
+
+
+async def _show(store: Store, actor_id: str, seq: int) -> EntryView:
     await _actor_row(store, actor_id)
     row = await _row_at(store, actor_id, seq)
     if row is None:
@@ -921,6 +1042,10 @@ async def verify(
     """Check every entry's checksum, the seq chain, references between entries, each actor's
     summary row and every snapshot's digest. Damage is returned as findings, not raised.
 
+    Safe on a live store: each actor is read in one consistent read (the store's optional
+    ``reading()``: one SQLite read transaction, one PostgreSQL REPEATABLE READ transaction),
+    so a runtime appending meanwhile is never reported as damage.
+
     Args:
         actor_id: check only this actor.
         progress: called as ``progress(actor_id, entries_done, entries_total)`` every chunk.
@@ -929,126 +1054,177 @@ async def verify(
         ActorNotFoundError: ``actor_id`` does not exist.
         StoreUnavailableError: the store could not be read.
     """
+    actors = await store.list_actors()  # lenient: a damaged summary row is a finding
     if actor_id is not None:
-        actors = [await _actor_row(store, actor_id)]
-    else:
-        actors = await store.list_actors()
+        actors = [a for a in actors if a.actor_id == actor_id]
+        if not actors:
+            raise ActorNotFoundError(f"no actor {actor_id!r} in {store.url}")
     total = sum(max(0, a.last_seq - a.first_seq + 1) for a in actors if a.last_seq)
     report = VerifyReport(limits=[str(x) for x in getattr(store, "verify_limits", ())])
     done = 0
-    for a in actors:
-        report.actors += 1
-        aid = a.actor_id
-        messages: set[int] = set()
-        intents: set[int] = set()
-        damaged: set[int] = set()  # no reference findings for what refers to these
-        last_message = 0
-        handled = 0
-        expected = a.first_seq or 1
-        after = 0
-        if a.damage is not None:  # its summary row cannot be read: nothing to compare
-            report.findings.append(Finding(aid, "actor", 0, "column type", a.damage))
-        while True:
-            bad: CorruptEntryError | None = None
-            try:
-                rows = await store.read(aid, after_seq=after, limit=_CHUNK)
-            except CorruptEntryError as exc:  # a row the store could not even build
-                bad, rows = exc, []
-                if exc.seq > after + 1:  # the rows before it, then go on after it
-                    try:
-                        rows = await store.read(aid, after_seq=after, upto_seq=exc.seq - 1)
-                    except CorruptEntryError:
-                        rows = []
-            for r in rows:
-                report.entries += 1
-                if r.seq != expected:
-                    report.findings.append(
-                        Finding(
-                            aid,
-                            "entry",
-                            expected,
-                            "seq chain",
-                            f"seqs {expected}..{r.seq - 1} are missing"
-                            if r.seq > expected
-                            else f"seq {r.seq} out of order",
-                        )
-                    )
-                    damaged.update(range(expected, r.seq))
-                expected = r.seq + 1
-                _, err = _check(r, aid)
-                if err is not None:
-                    report.findings.append(Finding(aid, "entry", r.seq, err.check, err.detail))
-                    damaged.add(r.seq)
-                    continue
-                if r.ref in damaged:
-                    continue
-                problem = None
-                if r.kind == "message":
-                    messages.add(r.seq)
-                    last_message = r.seq
-                elif r.kind in ("intent", "effect", "step"):
-                    if r.ref not in messages and r.ref >= (a.first_seq or 1):
-                        problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier message"
-                    if r.kind == "intent":
-                        intents.add(r.seq)
-                    if r.kind == "step":
-                        handled = max(handled, r.ref)
-                elif r.ref not in intents and r.ref >= (a.first_seq or 1):
-                    problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier intent"
-                if problem is not None:
-                    report.findings.append(Finding(aid, "entry", r.seq, "reference", problem))
-            done += len(rows)
-            if progress is not None:
-                progress(aid, done, total)
-            if bad is not None:
-                report.findings.append(Finding(aid, "entry", bad.seq, bad.check, bad.detail))
-                damaged.add(bad.seq)
-                if bad.seq <= max(after, expected - 1):
-                    break
-                after, expected = bad.seq, bad.seq + 1
+
+    def tick(aid: str, n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(aid, done, max(total, done))
+
+    for listed in actors:
+        async with _reading(store) as (view, consistent):
+            # the row again inside the consistent read (the listing may be older)
+            a = listed if listed.damage is not None else await view.get_actor(listed.actor_id)
+            if a is None:  # pragma: no cover - actors are never deleted
                 continue
-            if len(rows) < _CHUNK:
-                break
-            after = rows[-1].seq
-        if a.damage is not None:
-            pass
-        elif expected - 1 != a.last_seq:
-            report.findings.append(
-                Finding(
-                    aid,
-                    "actor",
-                    a.last_seq,
-                    "seq chain",
-                    f"the log ends at seq {expected - 1} but the actor's summary says {a.last_seq}",
-                )
-            )
-        elif (a.last_message_seq, a.handled_seq) != (last_message, handled):
-            report.findings.append(
-                Finding(
-                    aid,
-                    "actor",
-                    0,
-                    "summary",
-                    f"summary says last message {a.last_message_seq}, handled "
-                    f"{a.handled_seq}; the log says {last_message}, {handled}",
-                )
-            )
-        for info in await store.list_snapshots(aid):
-            report.snapshots += 1
-            snap_problem = await _snapshot_problem(store, info, a.last_seq)
-            if snap_problem is not None:
+            await _verify_actor(view, a, consistent, report, tick)
+    return report
+
+
+async def _verify_actor(
+    store: Store,
+    a: ActorRow,
+    consistent: bool,
+    report: VerifyReport,
+    tick: Callable[[str, int], None],
+) -> None:
+    report.actors += 1
+    aid = a.actor_id
+    if not _is_time(a.created_at):
+        report.findings.append(
+            Finding(aid, "actor", 0, "summary", f"created_at is not a time: {a.created_at!r}")
+        )
+    messages: set[int] = set()
+    intents: set[int] = set()
+    damaged: set[int] = set()  # no reference findings for what refers to these
+    last_message = 0
+    handled = 0
+    expected = a.first_seq or 1
+    after = 0
+    if a.damage is not None:  # its summary row cannot be read: nothing to compare
+        report.findings.append(Finding(aid, "actor", 0, "column type", a.damage))
+    while True:
+        bad: CorruptEntryError | None = None
+        try:
+            rows = await store.read(aid, after_seq=after, limit=_CHUNK)
+        except CorruptEntryError as exc:  # a row the store could not even build
+            bad, rows = exc, []
+            if exc.seq > after + 1:  # the rows before it, then go on after it
+                try:
+                    rows = await store.read(aid, after_seq=after, upto_seq=exc.seq - 1)
+                except CorruptEntryError:
+                    rows = []
+        for r in rows:
+            report.entries += 1
+            if r.seq != expected:
                 report.findings.append(
                     Finding(
                         aid,
-                        "snapshot",
-                        info.seq,
-                        "digest"
-                        if "digest" in snap_problem or "size" in snap_problem
-                        else "snapshot",
-                        snap_problem,
+                        "entry",
+                        expected,
+                        "seq chain",
+                        f"seqs {expected}..{r.seq - 1} are missing"
+                        if r.seq > expected
+                        else f"seq {r.seq} out of order",
                     )
                 )
-    return report
+                damaged.update(range(expected, r.seq))
+            expected = r.seq + 1
+            _, err = _check(r, aid)
+            if err is not None:
+                report.findings.append(Finding(aid, "entry", r.seq, err.check, err.detail))
+                damaged.add(r.seq)
+                continue
+            if r.ref in damaged:
+                continue
+            problem = None
+            if r.kind == "message":
+                messages.add(r.seq)
+                last_message = r.seq
+            elif r.kind in ("intent", "effect", "step"):
+                if r.ref not in messages and r.ref >= (a.first_seq or 1):
+                    problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier message"
+                if r.kind == "intent":
+                    intents.add(r.seq)
+                if r.kind == "step":
+                    handled = max(handled, r.ref)
+            elif r.ref not in intents and r.ref >= (a.first_seq or 1):
+                problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier intent"
+            if problem is not None:
+                report.findings.append(Finding(aid, "entry", r.seq, "reference", problem))
+        tick(aid, len(rows))
+        if bad is not None:
+            report.findings.append(Finding(aid, "entry", bad.seq, bad.check, bad.detail))
+            damaged.add(bad.seq)
+            if bad.seq <= max(after, expected - 1):
+                break
+            after, expected = bad.seq, bad.seq + 1
+            continue
+        if len(rows) < _CHUNK:
+            break
+        after = rows[-1].seq
+    log_end = expected - 1
+    summary: ActorRow | None = a
+    if not consistent and log_end != a.last_seq:
+        # no consistent read: a runtime may have appended while the log was scanned; only a
+        # summary that still disagrees when read again after the scan is damage
+        again = await store.get_actor(aid)
+        if again is not None and a.last_seq <= log_end <= again.last_seq:
+            summary = again if again.last_seq == log_end else None
+    if a.damage is not None or summary is None:
+        pass  # damaged, or still being written: the summary cannot be compared
+    elif log_end != summary.last_seq:
+        report.findings.append(
+            Finding(
+                aid,
+                "actor",
+                summary.last_seq,
+                "seq chain",
+                f"the log ends at seq {log_end} but the actor's summary says {summary.last_seq}",
+            )
+        )
+    elif (summary.last_message_seq, summary.handled_seq) != (last_message, handled):
+        report.findings.append(
+            Finding(
+                aid,
+                "actor",
+                0,
+                "summary",
+                f"summary says last message {summary.last_message_seq}, handled "
+                f"{summary.handled_seq}; the log says {last_message}, {handled}",
+            )
+        )
+    for info in await store.list_snapshots(aid):
+        report.snapshots += 1
+        snap_problem = await _snapshot_problem(store, info, max(a.last_seq, log_end))
+        if snap_problem == "missing" and not consistent:
+            continue  # deleted by the runtime between listing and loading
+        if snap_problem is None and not _is_time(info.created_at):
+            snap_problem = f"created_at is not a time: {info.created_at!r}"
+        if snap_problem is not None:
+            report.findings.append(
+                Finding(
+                    aid,
+                    "snapshot",
+                    info.seq,
+                    "digest" if "digest" in snap_problem or "size" in snap_problem else "snapshot",
+                    snap_problem,
+                )
+            )
+
+
+@contextlib.asynccontextmanager
+async def _reading(store: Store) -> AsyncIterator[tuple[Store, bool]]:
+    """The store as one consistent read (its optional ``reading()``), and whether it is."""
+    reading = getattr(store, "reading", None)
+    if reading is None:
+        yield store, False
+        return
+    async with reading() as view:
+        yield view, True
+
+
+def _is_time(value: object) -> bool:
+    """A stored Unix time that damage has not made NaN or infinite."""
+    return isinstance(value, int | float) and math.isfinite(value)
 
 
 # -- resolve -----------------------------------------------------------------------------
@@ -1098,13 +1274,15 @@ async def resolve(
             f"actor {actor_id!r} cannot recover, so a decision would not help: "
             f"{status.problem}. Run 'actorlog verify' and deal with the damage first"
         )
+    listed = ", ".join(f"{i.intent_seq} ({i.tool}, {i.state})" for i in status.in_doubt)
+    head = (
+        f"actor {actor_id!r} has no unsettled intent at seq {intent_seq} "
+        f"(unsettled: {listed or 'none'})"
+    )
+    await _decisions.check_decidable(store, actor_id, intent_seq, head=head)
     target = next((i for i in status.in_doubt if i.intent_seq == intent_seq), None)
     if target is None:
-        listed = ", ".join(f"{i.intent_seq} ({i.tool}, {i.state})" for i in status.in_doubt)
-        raise ConfigurationError(
-            f"actor {actor_id!r} has no unsettled intent at seq {intent_seq} "
-            f"(unsettled: {listed or 'none'})"
-        )
+        raise ConfigurationError(head + ": its step is finished or not the one in progress")
     if target.state == "retry_authorized":
         raise ConfigurationError(
             f"intent seq {intent_seq} already has a retry authorized; the runtime runs it on "
@@ -1352,8 +1530,14 @@ async def export(
     Yields one ``{"type": "actor"}`` header, then every ``entry`` in seq order (``valid``
     says whether it passed its checks; ``payload`` is the decoded body, with the exact bytes
     in ``payload_b64`` when ``raw`` or when they are not valid JSON), then every ``snapshot``
-    (with its decoded ``state``), then every ``event``.
+    (with its decoded ``state``), then every ``event``. All of it from one consistent read.
     """
+    async with _reading(store) as (view, _):
+        async for item in _export(view, actor_id, raw=raw):
+            yield item
+
+
+async def _export(store: Store, actor_id: str, *, raw: bool) -> AsyncIterator[dict[str, Any]]:
     row = await _actor_row(store, actor_id)
     yield {
         "type": "actor",
@@ -1414,3 +1598,15 @@ async def export(
         }
     for e in await _events(store, actor_id):
         yield {"type": "event", "at": e.at, "kind": e.kind, "detail": e.detail}
+
+
+# -- ownership (PostgreSQL leases; docs/scaling.md) -----------------------------------------
+
+
+async def leases(store: Store) -> list[Lease]:
+    """Every actor's lease -- owner, fencing token, seconds to expiry -- by actor id, for a
+    store shared by several runtimes (``capabilities.leases``); empty for other stores."""
+    list_leases = getattr(store, "list_leases", None)
+    if not store.capabilities.leases or list_leases is None:
+        return []
+    return [Lease(a, o, t, e) for a, o, t, e in await list_leases()]

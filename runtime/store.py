@@ -34,6 +34,15 @@ Contract (every store; ``tests/stores/test_contract.py`` checks it):
 * **Failure vs rejection.** An I/O failure raises ``StoreUnavailableError`` (nothing may be
   assumed written unless a later read shows it); a rejection (conflict) raises
   ``SequenceConflictError`` and certainly wrote nothing.
+
+Optional: **consistent reads.** A store may offer ``reading()``, an async context manager
+yielding a read-only view of itself (same read methods) whose reads all see one consistent
+state of the store, e.g. one read transaction (SQLite: a connection of its own in one
+``BEGIN``; PostgreSQL: ``REPEATABLE READ, READ ONLY``). Operators' tools (``actorlog verify``,
+``actors``, ``history``, ...) read each actor through it, so that a runtime writing meanwhile
+is never mistaken for damage (a log ending past its summary row, a snapshot beyond the log).
+A store without it is read directly: fine when nothing writes it, and ``verify`` then
+re-reads an actor's summary after scanning its log before it calls a difference damage.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import attrs
 from actorlog.store import (
@@ -198,6 +199,26 @@ class MemoryStore:
         return [] if a is None else list(a.events)
 
     # -- test helpers ---------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[MemoryStore]:
+        """A read-only copy of the store as it is now (see ``actorlog.store``: consistent
+        reads for operators' tools). Operators' tools never write to it; anything written
+        to the copy would not reach this store."""
+        self._check()
+        view = MemoryStore()
+        view.actors = {
+            k: attrs.evolve(
+                a,
+                entries=list(a.entries),
+                seqs=list(a.seqs),
+                message_ids=dict(a.message_ids),
+                snapshots=dict(a.snapshots),
+                events=list(a.events),
+            )
+            for k, a in self.actors.items()
+        }
+        yield view
 
     def replace_row(self, actor_id: str, seq: int, row: EntryRow) -> None:
         """Overwrite a stored entry in place (tests use it to inject damage)."""

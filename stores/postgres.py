@@ -49,9 +49,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -245,6 +246,14 @@ DROP INDEX IF EXISTS entries_ref;
 #: version 3 narrows the ref index to step rows.
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 _SCHEMA_VERSION = max(_MIGRATIONS)
+
+#: The WHERE clause of a fenced ``INSERT ... SELECT``: true if the statement's fencing
+#: token (parameter ``$n``; NULL: unfenced) is the actor's current one (``$1``), with the
+#: lease row share-locked so that a take-over waits for the statement; none otherwise.
+_FENCE_WHERE = (
+    "WHERE (${n}::bigint IS NULL OR EXISTS (SELECT 1 FROM leases "
+    "WHERE actor_id = $1 AND token = ${n} FOR SHARE))"
+)
 
 #: SQLSTATE of a fenced append rejected by the trigger (class 23: a rejection).
 _FENCED_SQLSTATE = "23AL1"
@@ -610,6 +619,15 @@ class PostgresStore:
         except _DRIVER_ERRORS as exc:
             raise self._failure("read", exc) from exc
 
+    async def _execute_count(self, sql: str, *args: Any) -> int:
+        """Execute a write; return how many rows it affected."""
+        pool = self._writable_pool()
+        try:
+            status = await pool.execute(sql, *args)
+        except _DRIVER_ERRORS as exc:
+            raise self._failure("write", exc) from exc
+        return int(str(status).rsplit(" ", 1)[-1])
+
     async def _execute(self, sql: str, *args: Any) -> None:
         pool = self._writable_pool()
         try:
@@ -868,10 +886,16 @@ class PostgresStore:
     # -- snapshots -------------------------------------------------------------------------
 
     async def save_snapshot(self, snapshot: SnapshotRow) -> None:
+        """Write (or replace) a snapshot. Fenced like appends (see :meth:`record_event`):
+        raises :class:`~actorlog.LeaseLostError` if this store's token for the actor is
+        no longer the current one, and writes nothing."""
         i = snapshot.info
-        await self._execute(
+        fence = self._fences.get(i.actor_id)
+        written = await self._execute_count(
             f"INSERT INTO snapshots ({_SNAP_INFO_COLS}, data) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+            "SELECT $1::text, $2::bigint, $3::bigint, $4::text, $5::integer, $6::bytea, "
+            "$7::bigint, $8::float8, $9::bytea "
+            f"{_FENCE_WHERE.format(n=10)} "
             "ON CONFLICT (actor_id, seq) DO UPDATE SET "
             "handled_seq = EXCLUDED.handled_seq, type_tag = EXCLUDED.type_tag, "
             "schema_version = EXCLUDED.schema_version, digest = EXCLUDED.digest, "
@@ -885,7 +909,10 @@ class PostgresStore:
             i.size,
             i.created_at,
             snapshot.data,
+            fence,
         )
+        if not written:
+            raise LeaseLostError(i.actor_id, fence, None)
 
     async def list_snapshots(self, actor_id: str) -> list[SnapshotInfo]:
         rows = await self._fetch(
@@ -905,22 +932,70 @@ class PostgresStore:
         return snapshot_data(snapshot_info(tuple(rows[0])[:8], actor_id=actor_id), rows[0][8])
 
     async def delete_snapshots(self, actor_id: str, seqs: Sequence[int]) -> None:
+        """Delete snapshots; fenced (see :meth:`record_event`): a stale token deletes none."""
         if seqs:
             await self._execute(
-                "DELETE FROM snapshots WHERE actor_id = $1 AND seq = ANY($2::bigint[])",
+                "DELETE FROM snapshots WHERE actor_id = $1 AND seq = ANY($2::bigint[]) "
+                f"AND {_FENCE_WHERE.format(n=3)[6:]}",
                 actor_id,
                 list(seqs),
+                self._fences.get(actor_id),
             )
+
+    # -- consistent reads (optional store method, see actorlog.store) ----------------------
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[PostgresStore]:
+        """A read-only view of this store whose reads all see one snapshot: one pooled
+        connection in a REPEATABLE READ, READ ONLY transaction, rolled back at the end. For
+        operators' tools that must not mistake a runtime's progress for damage.
+
+        Raises:
+            StoreClosedError: the store is not open.
+            StoreUnavailableError: the server could not be reached.
+        """
+        pool = self._open_pool()
+        try:
+            conn = await pool.acquire()
+        except _DRIVER_ERRORS as exc:
+            raise self._failure("read", exc) from exc
+        try:
+            tr = conn.transaction(isolation="repeatable_read", readonly=True)
+            try:
+                await tr.start()
+            except _DRIVER_ERRORS as exc:
+                raise self._failure("read", exc) from exc
+            view = copy.copy(self)
+            view._pool = conn  # asyncpg: a connection fetches like a pool
+            view._listener = None
+            view.read_only = True
+            try:
+                yield view
+            finally:
+                view._pool = None
+                with anyio.CancelScope(shield=True), contextlib.suppress(*_DRIVER_ERRORS):
+                    await tr.rollback()
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(*_DRIVER_ERRORS):
+                await pool.release(conn)
 
     # -- operator history ------------------------------------------------------------------
 
     async def record_event(self, actor_id: str, kind: str, detail: str) -> None:
+        """Add an operator-history event. Fenced like appends: with a token registered for
+        the actor (:meth:`set_fence`), the event is recorded only if that token is still the
+        actor's current one, under a share lock of the lease row (a take-over waits for it,
+        so an accepted event precedes everything the new owner records). A runtime that lost
+        the actor adds nothing to its history; a refused event is dropped without error
+        (history is best effort)."""
         await self._execute(
-            "INSERT INTO events (actor_id, at, kind, detail) VALUES ($1, $2, $3, $4)",
+            "INSERT INTO events (actor_id, at, kind, detail) "
+            f"SELECT $1::text, $2::float8, $3::text, $4::text {_FENCE_WHERE.format(n=5)}",
             actor_id,
             time.time(),
             kind,
             detail,
+            self._fences.get(actor_id),
         )
 
     async def read_events(self, actor_id: str) -> list[EventRow]:
@@ -1013,6 +1088,15 @@ class PostgresStore:
         if not rows:
             return None
         return rows[0][0], int(rows[0][1]), float(rows[0][2])
+
+    async def list_leases(self) -> list[tuple[str, str | None, int, float]]:
+        """Every lease: ``(actor_id, owner, token, seconds until expiry)`` by actor id
+        (owner None or seconds <= 0: free)."""
+        rows = await self._fetch(
+            "SELECT actor_id, owner, token, EXTRACT(EPOCH FROM expires_at - now())::float8 "
+            "FROM leases ORDER BY actor_id"
+        )
+        return [(r[0], r[1], int(r[2]), float(r[3])) for r in rows]
 
     async def orphans(self, limit: int = 100, owner: str | None = None) -> list[tuple[str, str]]:
         """``(actor_id, actor_type)`` of actors with unfinished work (unhandled messages or

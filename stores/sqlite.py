@@ -29,6 +29,8 @@ aiosqlite runs on asyncio only: ``open`` under another event loop (trio) raises
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import datetime
 import json
 import os
@@ -36,7 +38,7 @@ import socket
 import sqlite3
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
 
 import aiosqlite
@@ -677,6 +679,43 @@ class SqliteStore:
                 + ")",
                 (actor_id, *seqs),
             )
+
+    # -- consistent reads (optional store method, see actorlog.store) ----------------------
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[SqliteStore]:
+        """A read-only view of this store whose reads all see one snapshot of the database:
+        a connection of its own, in one read transaction (WAL: it does not block the
+        writer, and sees none of its commits after the first read). For operators' tools
+        that must not mistake a runtime's progress for damage.
+
+        Raises:
+            StoreClosedError: the store is not open.
+            StoreUnavailableError: the connection could not be opened.
+        """
+        self._reader()
+        uri = "file:" + os.path.abspath(self.path) + "?mode=ro"
+        try:
+            with anyio.CancelScope(shield=True):
+                conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreUnavailableError(f"cannot read SQLite store {self.path}: {exc}") from exc
+        view = copy.copy(self)
+        view._w = None
+        view._r = conn
+        view.read_only = True
+        try:
+            await conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+            await conn.execute("BEGIN")
+            yield view
+        except sqlite3.Error as exc:
+            raise StoreUnavailableError(f"SQLite read failed: {exc}") from exc
+        finally:
+            view._r = None
+            with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error, ValueError):
+                await conn.execute("ROLLBACK")
+            with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error):
+                await conn.close()
 
     # -- operator history ------------------------------------------------------------------
 

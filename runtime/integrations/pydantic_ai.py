@@ -351,7 +351,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
             )
         base = self.model if self.model is not None else self.agent.model
         assert base is not None  # checked in __init__
-        model = _JournaledModel(base, ctx)
+        model = _JournaledModel(base, ctx, self)
         toolsets: list[AbstractToolset[DepsT]] = [
             _JournaledToolset(ts, self, ctx) for ts in self.agent.toolsets
         ]
@@ -408,6 +408,55 @@ def fingerprint(messages: Sequence[ModelMessage]) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
+#: Put the tools' fingerprint into each logged model request (since issue 18.22). False
+#: logs what earlier versions did (model name and messages fingerprint only): for tests of
+#: logs recorded by them.
+_FINGERPRINT_TOOLS = True
+
+
+def tools_fingerprint(
+    params: ModelRequestParameters, durable: DurableAgent[Any, Any] | None = None
+) -> str:
+    """What a model request offers the model: every tool definition (name, description,
+    parameter schema, strictness, kind) and, for function tools, the effect actorlog
+    journals it with (``durable.effect_of``), plus the output mode. A change to any of these
+    makes a recorded request differ from a replayed one."""
+
+    def effect(name: str, metadata: Mapping[str, Any] | None) -> Any:
+        if durable is None:
+            return None
+        try:
+            e = durable.effect_of(name, metadata)
+        except ConfigurationError as exc:  # raised again when the tool is called
+            return f"invalid: {exc}"
+        return {
+            "effect": e.effect,
+            "idempotent": e.idempotent,
+            "reconcile": e.reconcile is not None,
+        }
+
+    tools = [
+        {
+            "name": td.name,
+            "description": td.description,
+            "parameters": td.parameters_json_schema,
+            "strict": td.strict,
+            "kind": td.kind,
+            "actorlog": effect(td.name, td.metadata) if group == "function" else None,
+            "group": group,
+        }
+        for group, defs in (("function", params.function_tools), ("output", params.output_tools))
+        for td in defs
+    ]
+    plain = {
+        "tools": tools,
+        "output_mode": params.output_mode,
+        "allow_text_output": params.allow_text_output,
+    }
+    blob = json.dumps(plain, sort_keys=True, separators=(",", ":"), default=repr).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
 def _dump_response(response: ModelResponse) -> Any:
     return ModelMessagesTypeAdapter.dump_python([response], mode="json")[0]
 
@@ -422,14 +471,23 @@ def _load_response(plain: Any) -> ModelResponse:
 class _JournaledModel(WrapperModel):
     """Each request is ``ctx.call`` of a read effect whose result is the ModelResponse."""
 
-    def __init__(self, wrapped: Model | KnownModelName | str, ctx: Context) -> None:
+    def __init__(
+        self,
+        wrapped: Model | KnownModelName | str,
+        ctx: Context,
+        durable: DurableAgent[Any, Any] | None = None,
+    ) -> None:
         super().__init__(wrapped)
         self._actor_ctx = ctx
+        self._durable = durable
 
     async def _journaled(
-        self, messages: list[ModelMessage], call: Callable[[], Awaitable[ModelResponse]]
+        self,
+        messages: list[ModelMessage],
+        params: ModelRequestParameters,
+        call: Callable[[], Awaitable[ModelResponse]],
     ) -> ModelResponse:
-        async def model_request(model: str, request: str) -> Any:
+        async def model_request(model: str, request: str, tools: str | None = None) -> Any:
             response = await call()
             span = trace.get_current_span()
             span.set_attribute("gen_ai.request.model", model)
@@ -440,7 +498,14 @@ class _JournaledModel(WrapperModel):
             return _dump_response(response)
 
         t = Tool(model_request, name=MODEL_REQUEST, effect="read", idempotent=False, reconcile=None)
-        plain = await self._actor_ctx.call(t, self.wrapped.model_name, fingerprint(messages))
+        ctx = self._actor_ctx
+        args: list[Any] = [self.wrapped.model_name, fingerprint(messages)]
+        # A request logged by a version before the tools were fingerprinted holds two
+        # arguments: it is checked as it was logged (against the messages only).
+        recorded = ctx._next_recorded_args()
+        if _FINGERPRINT_TOOLS and (recorded is None or len(recorded) != 2):
+            args.append(tools_fingerprint(params, self._durable))
+        plain = await ctx.call(t, *args)
         return _load_response(plain)
 
     async def request(
@@ -451,6 +516,7 @@ class _JournaledModel(WrapperModel):
     ) -> ModelResponse:
         return await self._journaled(
             messages,
+            model_request_parameters,
             lambda: self.wrapped.request(messages, model_settings, model_request_parameters),
         )
 
@@ -466,6 +532,7 @@ class _JournaledModel(WrapperModel):
         # stream below is rebuilt from it, so live and replayed runs give the same events.
         response = await self._journaled(
             messages,
+            model_request_parameters,
             lambda: self.wrapped.request(messages, model_settings, model_request_parameters),
         )
         # The handler sees each response as a whole (part start + one delta per part), built

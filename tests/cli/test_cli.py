@@ -417,7 +417,7 @@ def test_resolve_refuses_what_is_not_in_doubt(crashed: Path) -> None:
     assert cli("resolve", crashed, ACTOR, "19", "--retry").code == 0
     r = cli("resolve", crashed, ACTOR, "19", "--result", "1")
     assert r.code == 2
-    assert "already has a retry authorized" in r.err
+    assert "already has a decision: retry (authorized" in r.err
 
 
 # -- fork --------------------------------------------------------------------------------

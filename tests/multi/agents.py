@@ -8,6 +8,8 @@ import anyio
 import attrs
 from actorlog import Actor, Context, tool
 
+from . import fence_service
+
 
 @attrs.define
 class Deposit:
@@ -73,3 +75,53 @@ class Sleeper(Actor[Balance]):
         out = await ctx.call(nap, msg.seconds)
         self.state.steps += 1
         return out
+
+
+#: The fake fencing-aware service (``tests/multi/fence_service.py``): its port, this
+#: process's owner name, and hooks run when ``remote_write`` starts (before its request).
+SERVICE: list[int] = []
+OWNER: list[str] = ["test"]
+BEFORE_REMOTE: list[Callable[[], None]] = []
+
+
+@tool(effect="write", idempotent=True)
+async def remote_write(amount: int, *, idempotency_key: str, fencing_token: int) -> int:
+    for hook in BEFORE_REMOTE:
+        hook()
+    resource = idempotency_key.rsplit(":", 2)[0]  # the actor id
+    await fence_service.call(SERVICE[0], OWNER[0], resource, idempotency_key, fencing_token)
+    return fencing_token
+
+
+class Remote(Actor[Balance]):
+    snapshot_every = None
+
+    async def receive(self, ctx: Context, msg: Deposit) -> int:
+        token = await ctx.call(remote_write, msg.n)
+        self.state.steps += 1
+        return token
+
+
+@attrs.define
+class Op:
+    """One operation of the history test: add ``n`` (ids are the message ids)."""
+
+    n: int
+
+
+@attrs.define
+class Tally:
+    total: int = 0
+    count: int = 0
+
+
+class Ledgered(Actor[Tally]):
+    """Applies each ``Op`` through the fencing-aware service; replies ``[count, total]``."""
+
+    snapshot_every = 5
+
+    async def receive(self, ctx: Context, msg: Op) -> list[int]:
+        await ctx.call(remote_write, msg.n)
+        self.state.total += msg.n
+        self.state.count += 1
+        return [self.state.count, self.state.total]

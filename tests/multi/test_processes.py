@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import asyncpg
 import pytest
-from actorlog import ActorSystem
+from actorlog import ActorSystem, inspect
 from actorlog.stores import PostgresStore
 
 from .agents import Sleeper
@@ -218,6 +218,11 @@ async def test_paused_runtime_cannot_write_after_a_takeover(pg_url: str, pg_sche
             assert after == before  # nothing from the zombie
             assert [k for _, k in after].count("step") == 1
             assert system.status("z") in ("running", "idle")
+            # The zombie recorded no history either: the operator sees the new owner's view.
+            await anyio.sleep(0.5)
+            kinds = [e.kind for e in await store.read_events("z")]
+            assert "stopped" not in kinds and "quarantined" not in kinds, kinds
+            assert (await inspect.actor_status(store, "z")).status in ("idle", "running")
         proc.stdin.write("\n")
         proc.stdin.flush()
         assert await anyio.to_thread.run_sync(functools.partial(proc.wait, timeout=30)) == 0

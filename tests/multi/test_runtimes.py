@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from actorlog import ActorSystem, HandlerError, LeaseLostError
+from actorlog import ActorSystem, ConfigurationError, HandlerError, LeaseLostError
 from actorlog.stores import PostgresStore, SqliteStore
 
 from .agents import LEDGER, Account, Deposit
@@ -56,8 +56,6 @@ async def test_lost_lease_stops_the_actor_and_the_zombie_cannot_write(
     async with _system(pg_url, pg_schema, "a", ttl=30) as a:
         ra = await a.spawn(Account, "acct")
         assert await ra.ask(Deposit(1)) == 1
-        own = a._ownership
-        assert own is not None
         # Another runtime takes the lease over (as if a's lease had expired during a pause).
         other = PostgresStore(pg_url, schema=pg_schema)
         await other.open()
@@ -147,13 +145,14 @@ async def test_idle_actors_are_passivated_and_come_back(pg_url: str, pg_schema: 
         passivate_after=0.3,
     )
     async with system as a:
+        changes = a.ownership_changes()
         ref = await a.spawn(Account, "acct")
         assert await ref.ask(Deposit(2)) == 2
-        own = a._ownership
-        assert own is not None
         with anyio.fail_after(5):
-            while "acct" not in own.passivated:
-                await anyio.sleep(0.02)
+            async for change in changes:
+                if change.kind == "released":
+                    assert (change.actor_id, change.reason) == ("acct", "passivated")
+                    break
         assert a.status("acct") == "unknown"
         lease = await a.store.get_lease("acct")  # type: ignore[attr-defined]
         assert lease is not None and lease[0] is None  # released
@@ -177,5 +176,6 @@ async def test_owner_is_ignored_without_the_leases_capability(tmp_path: object) 
 
     assert isinstance(tmp_path, pathlib.Path)
     async with ActorSystem(SqliteStore(tmp_path / "a.db"), actors=[Account], owner="a") as s:
-        assert s._ownership is None
+        with pytest.raises(ConfigurationError):
+            s.ownership_changes()  # no leases here
         assert await (await s.spawn(Account, "x")).ask(Deposit(2)) == 2

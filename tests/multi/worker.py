@@ -11,14 +11,30 @@ actors it lost to ``lost``.
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 import asyncpg
 from actorlog import ActorSystem
+from actorlog.store import EntryRow
 from actorlog.stores import PostgresStore
 
-from .agents import LEDGER_WRITER, NAPPING, ON_NAP, Account, Deposit, Nap, Sleeper
+from .agents import (
+    BEFORE_REMOTE,
+    LEDGER_WRITER,
+    NAPPING,
+    ON_NAP,
+    OWNER,
+    SERVICE,
+    Account,
+    Deposit,
+    Ledgered,
+    Nap,
+    Remote,
+    Sleeper,
+)
 
 CLAIM = """
 UPDATE work SET taken_by = $1, taken_at = now() WHERE message_id = (
@@ -78,16 +94,13 @@ async def main(dsn: str, schema: str, owner: str, ttl: float, clients: int) -> N
                 )
 
         async def report_lost() -> None:
-            own = system._ownership
-            assert own is not None
-            reported = 0
-            while True:
-                await anyio.sleep(0.2)
-                for actor_id in own.lost[reported:]:
+            async for change in system.ownership_changes():
+                if change.kind == "lost":
                     await pool.execute(
-                        "INSERT INTO lost (owner, actor_id) VALUES ($1, $2)", owner, actor_id
+                        "INSERT INTO lost (owner, actor_id) VALUES ($1, $2)",
+                        owner,
+                        change.actor_id,
                     )
-                reported = len(own.lost)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(report_lost)
@@ -115,8 +128,63 @@ async def zombie(dsn: str, schema: str, ttl: float) -> None:
         await anyio.to_thread.run_sync(sys.stdin.readline)
 
 
+async def fenced(dsn: str, schema: str, ttl: float, port: int, pause_at: str) -> None:
+    """Own actor ``r`` and send it one message whose step calls ``remote_write`` (the fake
+    fencing-aware service on ``port``). Print ``paused-here`` where the test SIGSTOPs us:
+    right after the tool's intent commits (``pause_at=intent``) or inside the tool, after
+    the lease check, before its request (``pause_at=tool``); a blocking sleep keeps us there
+    until the signal lands. Print how the actor ended."""
+    SERVICE[:] = [port]
+    OWNER[0] = "zombie"
+
+    def pause_here() -> None:
+        print("paused-here", flush=True)
+        time.sleep(0.5)  # the test's SIGSTOP lands here
+
+    class Store(PostgresStore):
+        async def append(
+            self,
+            actor_id: str,
+            expected_last_seq: int,
+            rows: Sequence[EntryRow],
+            *,
+            fence: int | None = None,
+        ) -> None:
+            await super().append(actor_id, expected_last_seq, rows, fence=fence)
+            if pause_at == "intent" and any(r.kind == "intent" for r in rows):
+                pause_here()
+
+    if pause_at == "tool":
+        BEFORE_REMOTE.append(pause_here)
+    store = Store(dsn, schema=schema)
+    async with ActorSystem(store, actors=[Remote], owner="zombie", lease_ttl=ttl) as system:
+        ref = await system.spawn(Remote, "r")
+        await ref.send(Deposit(1), message_id="w-1")
+        with anyio.fail_after(ttl * 20):
+            while system.status("r") != "stopped":
+                await anyio.sleep(0.05)
+        print(f"stopped {type(system.error('r')).__name__}", flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.readline)
+
+
+async def history(dsn: str, schema: str, owner: str, ttl: float, port: int) -> None:
+    """One runtime of the history test: runs ``Ledgered`` actors until stdin closes."""
+    SERVICE[:] = [port]
+    OWNER[0] = owner
+    store = PostgresStore(dsn, schema=schema, max_size=4)
+    async with ActorSystem(store, actors=[Ledgered], owner=owner, lease_ttl=ttl):
+        print("ready", flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.readline)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "zombie":
+    if sys.argv[1] == "history":
+        dsn, schema, owner, ttl, port = sys.argv[2:7]
+        anyio.run(history, dsn, schema, owner, float(ttl), int(port), backend="asyncio")
+    elif sys.argv[1] == "fenced":
+        dsn, schema, ttl, port, pause_at = sys.argv[2:7]
+        anyio.run(fenced, dsn, schema, float(ttl), int(port), pause_at, backend="asyncio")
+    elif sys.argv[1] == "zombie":
         anyio.run(zombie, sys.argv[2], sys.argv[3], float(sys.argv[4]), backend="asyncio")
     else:
         dsn, schema, owner, ttl, clients = sys.argv[1:6]

@@ -1,0 +1,884 @@
+"""A stateful model test of the runtime's promises (issue 11 "make the suite find this class
+of defect by itself", issue 18 "passivation and spawn options").
+
+Hypothesis drives rules synchronously; the :class:`ActorSystem` lives in a background event
+loop (``anyio.from_thread.start_blocking_portal``) and every rule is one ``portal.call``. The
+model is small on purpose: which messages were acknowledged (and their first reply), which are
+uncertain (their caller was cancelled), which actors are blocked in a tool or wait for an
+operator. The checks after every rule are the invariants of DESIGN.md section 10, read through
+the public API and the operator API (``actorlog.inspect``); the one exception, marked, is the
+check that no reply slot or waiter is left behind, for which there is no public API.
+
+Rules and checks that find a defect on current ``main`` are switched off in
+:data:`BROKEN_ON_MAIN` (name -> the issue item it waits for). Enabling one is deleting its
+line; ``ACTORLOG_MODEL_ENABLE=all`` (or a comma-separated list of names) enables them for one
+run without editing anything.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import copy
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager
+from functools import partial
+from typing import Any, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from actorlog import (
+    ActorlogError,
+    ActorSystem,
+    EncodeError,
+    HandlerError,
+    StoreClosedError,
+    inspect,
+)
+from actorlog.store import Store
+from actorlog.stores import MemoryStore, SqliteStore
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from .agent import OVERSIZE, WORLD, Agent, Op, Peek
+
+T = TypeVar("T")
+
+#: Rules (and rule variants, and checks) that find a defect on current main, with the item of
+#: issue 11 or 18 each waits for. The lead deletes a line when its fix is merged.
+BROKEN_ON_MAIN: dict[str, str] = {
+    "double_resolve": "11.1",
+    "unloggable_tool_error": "11.2",
+    "cancel_reask": "11.3",
+    "foreign_cancel": "11.5",
+    "live_replay_values": "11.10",
+    "reply_alias": "11.10",
+    "bad_message_id": "11.11",
+    "spawn_options": "18.4",
+}
+
+#: Every switch, on unless listed in BROKEN_ON_MAIN (or ACTORLOG_MODEL_DISABLE).
+SWITCHES = (
+    # rules and variants
+    "spawn",
+    "send",
+    "ask",
+    "reask_answered",
+    "handler_error",
+    "tool_error",
+    "unloggable_tool_error",
+    "foreign_cancel",
+    "live_replay_values",
+    "reply_alias",
+    "actor_to_actor",
+    "concurrent",
+    "cancel_ask",
+    "cancel_reask",
+    "hang_then_restart",
+    "resolve",
+    "double_resolve",
+    "resolve_wrong_seq",
+    "bad_message",
+    "bad_message_id",
+    "restart",
+    "passivation",
+    "spawn_options",
+    # checks
+    "check_log",
+    "check_settled",
+    "check_state",
+    "check_replay",
+    "check_no_waiters",
+    "check_verify",
+)
+
+#: what a fresh message asks the actor to do (see agent.Agent.receive)
+MESSAGE_KINDS = (
+    *("plain", "read", "write", "boom", "raise:plain", "value", "send", "alias"),
+    *("raise:surrogate", "raise:oversize", "raise:cancel", "raise:genexit"),
+)
+
+TIMEOUT = 5.0  # seconds for any one rule's awaits: longer means a hang (a defect)
+
+
+def _enabled() -> frozenset[str]:
+    on = set(SWITCHES) - set(BROKEN_ON_MAIN)
+    extra = os.environ.get("ACTORLOG_MODEL_ENABLE", "")
+    if extra == "all":
+        on = set(SWITCHES)
+    elif extra:
+        on |= {s.strip() for s in extra.split(",") if s.strip()}
+    off = os.environ.get("ACTORLOG_MODEL_DISABLE", "")
+    on -= {s.strip() for s in off.split(",") if s.strip()}
+    unknown = on - set(SWITCHES)
+    assert not unknown, f"unknown model switches: {sorted(unknown)}"
+    return frozenset(on)
+
+
+ENABLED = _enabled()
+
+#: how many times each kind of operation ran (this process): printed by the tests
+STATS: Counter[str] = Counter()
+
+
+def on(name: str) -> bool:
+    return name in ENABLED
+
+
+class Hang(AssertionError):
+    """A rule's awaits did not finish within TIMEOUT: the runtime hangs."""
+
+
+@contextlib.contextmanager
+def crashes_fail() -> Iterator[None]:
+    """A BaseException out of the runtime (a CancelledError, a GeneratorExit, an exception
+    group from the system's task group) becomes an assertion: Hypothesis shrinks only
+    Exceptions."""
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except concurrent.futures.CancelledError as exc:
+        raise AssertionError("the system crashed (the portal cancelled the call)") from exc
+    except Exception:
+        raise
+    except BaseException as exc:
+        raise AssertionError("the system crashed") from exc
+
+
+class ActorModel:
+    """What the model knows about one actor."""
+
+    def __init__(self, actor_id: str, snapshot_every: int | None) -> None:
+        self.actor_id = actor_id
+        self.snapshot_every = snapshot_every
+        #: acknowledged message id -> the Op (its tag is the message id)
+        self.acked: dict[str, Op] = {}
+        #: message ids whose first reply we saw: the reply, or the HandlerError's message
+        self.replies: dict[str, tuple[bool, Any]] = {}
+        #: message ids whose caller was cancelled: logged or not, we do not know
+        self.uncertain: dict[str, Op] = {}
+        #: tags that must appear in the state exactly once (once handled)
+        self.expected_tags: set[str] = set()
+        #: messages other actors' steps send here (ctx.send): tag -> the sender's id
+        self.forwards: dict[str, str] = {}
+        #: a step blocked in a hanging tool: its tag and kind (hang_read, ...)
+        self.blocked: tuple[str, str] | None = None
+        #: the blocked step waits for an operator (escalated after a restart)
+        self.in_doubt = False
+
+    @property
+    def busy(self) -> bool:
+        return self.blocked is not None
+
+
+class ModelMachine(RuleBasedStateMachine):
+    """Set :attr:`store_kind` (``memory`` or ``sqlite``) in a subclass."""
+
+    store_kind = "memory"
+    base_dir: str | None = None  # where SQLite files go (the test's tmp_path)
+
+    def __init__(self) -> None:
+        super().__init__()
+        WORLD.reset()
+        self.tmp = tempfile.mkdtemp(prefix="actorlog-model-", dir=self.base_dir)
+        self.path = os.path.join(self.tmp, "agents.db")
+        self.memory = MemoryStore()
+        self._portal_cm = anyio.from_thread.start_blocking_portal("asyncio")
+        self.portal = self._portal_cm.__enter__()
+        self._system_cm: AbstractContextManager[ActorSystem] | None = None
+        self.system: ActorSystem | None = None
+        self.reader: Store | None = None
+        self.actors: dict[str, ActorModel] = {}
+        self.passivate_after: float | None = None
+        self.counter = 0
+        self.restarts = 0
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def run(self, fn: Callable[[], Awaitable[T]], what: str) -> T:
+        STATS[what.split(" ")[0]] += 1
+
+        async def bounded() -> T:
+            try:
+                with anyio.fail_after(TIMEOUT):
+                    return await fn()
+            except TimeoutError as exc:
+                raise Hang(f"{what}: no answer in {TIMEOUT} s (a hang)") from exc
+
+        try:
+            with crashes_fail():
+                return self.portal.call(bounded)
+        except Exception as exc:
+            if self._crashed():
+                # one assertion, whatever the call that met the dead system saw: Hypothesis
+                # then shrinks to the rule that killed it instead of calling it flaky
+                raise AssertionError("the system stopped by itself (it crashed)") from exc
+            raise
+
+    def _crashed(self) -> bool:
+        """INTERNAL (no public API): the system we did not close is closed."""
+        system = self.system
+        return system is not None and (system._tg is None or system._closed)
+
+    def fresh(self, prefix: str = "m") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def make_store(self) -> Store:
+        if self.store_kind == "memory":
+            return self.memory
+        return SqliteStore(self.path)
+
+    def start(self) -> None:
+        system = ActorSystem(
+            self.make_store(),
+            actors=[Agent],
+            shutdown_grace=0,
+            passivate_after=self.passivate_after,
+        )
+        self._system_cm = self.portal.wrap_async_context_manager(system)
+        with crashes_fail():
+            self.system = self._system_cm.__enter__()
+
+    def stop(self) -> None:
+        cm, self._system_cm, self.system = self._system_cm, None, None
+        if cm is not None:
+            with crashes_fail():
+                cm.__exit__(None, None, None)
+
+    def teardown(self) -> None:
+        try:
+            with crashes_fail():
+                try:
+                    self.stop()
+                    if self.reader is not None and self.reader is not self.memory:
+                        self.portal.call(self.reader.close)
+                except RuntimeError as exc:
+                    if "portal is not running" not in str(exc):
+                        raise
+                    raise AssertionError("the system crashed its event loop") from exc
+        finally:
+            try:
+                with crashes_fail():
+                    self._portal_cm.__exit__(None, None, None)
+            finally:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    @property
+    def sys(self) -> ActorSystem:
+        assert self.system is not None
+        return self.system
+
+    def pick(self, i: int) -> ActorModel:
+        ids = sorted(self.actors)
+        return self.actors[ids[i % len(ids)]]
+
+    def pick_free(self, i: int) -> ActorModel | None:
+        free = [a for _, a in sorted(self.actors.items()) if not a.busy]
+        return free[i % len(free)] if free else None
+
+    def has_actors(self) -> bool:
+        return bool(self.actors)
+
+    def ask(self, a: ActorModel, op: Op | Peek, message_id: str) -> tuple[bool, Any]:
+        """Ask and return (ok, reply) or (False, the HandlerError's message)."""
+
+        async def go() -> tuple[bool, Any]:
+            ref = self.sys.ref(Agent, a.actor_id)
+            try:
+                return True, await ref.ask(op, message_id=message_id)
+            except HandlerError as exc:
+                return False, exc.message
+
+        return self.run(go, f"ask {a.actor_id} {message_id} {op}")
+
+    def acknowledge(self, a: ActorModel, op: Op, answer: tuple[bool, Any] | None) -> None:
+        a.acked[op.tag] = op
+        a.uncertain.pop(op.tag, None)
+        if op.kind != "boom":
+            a.expected_tags.add(op.tag)
+        if answer is None:
+            return
+        first = a.replies.setdefault(op.tag, answer)
+        assert answer == first, f"{op.tag}: a repeated ask got {answer!r}, first {first!r}"
+
+    # -- setup -----------------------------------------------------------------------------
+
+    @initialize(passivate=st.booleans())
+    def setup(self, passivate: bool) -> None:
+        if passivate and on("passivation"):
+            self.passivate_after = 0.05
+        self.start()
+        if self.store_kind == "sqlite":
+            self.reader = SqliteStore(self.path, read_only=True)
+            self.portal.call(self.reader.open)
+        else:
+            self.reader = self.memory
+
+    # -- rules -----------------------------------------------------------------------------
+
+    @precondition(lambda self: len(self.actors) < 3)
+    @rule(every=st.sampled_from([None, None, 1]))
+    def spawn(self, every: int | None) -> None:
+        if not on("spawn_options"):
+            every = None
+        actor_id = f"a{len(self.actors)}"
+        model = ActorModel(actor_id, every)
+
+        async def go() -> None:
+            if every is None:
+                await self.sys.spawn(Agent, actor_id)
+            else:
+                await self.sys.spawn(Agent, actor_id, snapshot_every=every, snapshot_keep=5)
+
+        self.run(go, f"spawn {actor_id}")
+        self.actors[actor_id] = model
+
+    @precondition(lambda self: self.has_actors())
+    @rule(
+        i=st.integers(0, 5),
+        kind=st.sampled_from(MESSAGE_KINDS),
+        detail=st.sampled_from(["int_keys", "tuple", "nested", "plain"]),
+        escalate=st.booleans(),
+        use_ask=st.booleans(),
+        to=st.integers(0, 5),
+    )
+    def message(
+        self, i: int, kind: str, detail: str, escalate: bool, use_ask: bool, to: int
+    ) -> None:
+        """A fresh message (send or ask) of one kind of step."""
+        a = self.pick_free(i) if use_ask else self.pick(i)
+        if a is None:
+            return
+        op = self._op(kind, detail, escalate, to)
+        if op is None:
+            return
+        if use_ask and on("ask"):
+            self.acknowledge(a, op, self.ask(a, op, op.tag))
+            if op.kind == "alias" and on("reply_alias"):
+                self._mutate_reply(a, op)
+        elif on("send"):
+            self.run(lambda: self.sys.ref(Agent, a.actor_id).send(op, message_id=op.tag), "send")
+            self.acknowledge(a, op, None)
+        if op.kind == "send":
+            self.actors[op.arg].forwards[f"{op.tag}>"] = a.actor_id
+
+    def _op(self, kind: str, detail: str, escalate: bool, target: int) -> Op | None:
+        tag = self.fresh()
+        if kind.startswith("raise:"):
+            how = kind.split(":")[1]
+            if how != "plain" and not on(
+                "foreign_cancel" if how in ("cancel", "genexit") else "unloggable_tool_error"
+            ):
+                return None
+            if not on("tool_error"):
+                return None
+            return Op(tag, "raise_escalate" if escalate else "raise_read", how)
+        if kind == "boom" and not on("handler_error"):
+            return None
+        if kind == "value":
+            if detail != "plain" and not on("live_replay_values"):
+                return None
+            return Op(tag, "value", detail)
+        if kind == "send":
+            if not on("actor_to_actor"):
+                return None
+            return Op(tag, "send", self.pick(target).actor_id)
+        if kind == "alias" and not on("reply_alias"):
+            return None
+        return Op(tag, kind)
+
+    def _mutate_reply(self, a: ActorModel, op: Op) -> None:
+        """The caller changes what ask gave it: the actor's state must not change."""
+        ok, reply = a.replies[op.tag]
+        assert ok and isinstance(reply, list)
+        reply.append("MUTATED-BY-CALLER")
+        _, state = self.ask(a, Peek(), self.fresh("p"))
+        assert "MUTATED-BY-CALLER" not in state, f"ask's reply aliases {a.actor_id}'s state"
+        reply.pop()
+
+    @precondition(lambda self: self.has_actors())
+    @rule(i=st.integers(0, 5), which=st.integers(0, 50), as_send=st.booleans())
+    def repeat(self, i: int, which: int, as_send: bool) -> None:
+        """Send or ask again an acknowledged message id: nothing new is logged, an ask gets
+        the recorded reply."""
+        if not on("reask_answered"):
+            return
+        a = self.pick(i)
+        if not a.acked or (a.busy and not as_send):
+            return
+        tag = sorted(a.acked)[which % len(a.acked)]
+        op = a.acked[tag]
+        if as_send:
+            self.run(lambda: self.sys.ref(Agent, a.actor_id).send(op, message_id=tag), "resend")
+        else:
+            self.acknowledge(a, op, self.ask(a, op, tag))
+
+    @precondition(lambda self: self.has_actors())
+    @rule(
+        i=st.integers(0, 5),
+        callers=st.lists(st.booleans(), min_size=2, max_size=4),
+        kind=st.sampled_from(["plain", "read", "write"]),
+        others=st.booleans(),
+    )
+    def concurrent(self, i: int, callers: list[bool], kind: str, others: bool) -> None:
+        """Several callers send (False) or ask (True) one fresh message id at once; with
+        ``others``, every other free actor is asked at the same time (passivation races).
+        Logged once; every ask gets the same reply."""
+        if not on("concurrent"):
+            return
+        a = self.pick_free(i)
+        if a is None:
+            return
+        op = Op(self.fresh(), kind)
+        extra = [(b, Op(self.fresh(), "plain")) for b in self.actors.values()]
+        extra = [(b, o) for b, o in extra if others and b is not a and not b.busy]
+
+        async def go() -> tuple[list[Any], dict[str, Any]]:
+            replies: list[Any] = []
+            side: dict[str, Any] = {}
+
+            async def one(want: bool) -> None:
+                ref = self.sys.ref(Agent, a.actor_id)
+                if want:
+                    replies.append(await ref.ask(op, message_id=op.tag))
+                else:
+                    await ref.send(op, message_id=op.tag)
+
+            async def other(b: ActorModel, o: Op) -> None:
+                side[o.tag] = await self.sys.ref(Agent, b.actor_id).ask(o, message_id=o.tag)
+
+            async with anyio.create_task_group() as tg:
+                for want in callers:
+                    tg.start_soon(one, want)
+                for b, o in extra:
+                    tg.start_soon(other, b, o)
+            return replies, side
+
+        replies, side = self.run(go, f"concurrent {op.tag}")
+        self.acknowledge(a, op, None)
+        for reply in replies:
+            self.acknowledge(a, op, (True, reply))
+        for b, o in extra:
+            self.acknowledge(b, o, (True, side[o.tag]))
+
+    @precondition(lambda self: self.has_actors())
+    @rule(
+        i=st.integers(0, 5),
+        k=st.integers(0, 12),
+        reask=st.booleans(),
+        which=st.integers(0, 50),
+        kind=st.sampled_from(["plain", "read", "write"]),
+    )
+    def cancelled_ask(self, i: int, k: int, reask: bool, which: int, kind: str) -> None:
+        """An ask whose caller is cancelled after ``k`` checkpoints of a sibling task, then
+        asked again at once. Re-asking an answered id sweeps the cancel over ``0..k``
+        checkpoints (where it lands depends on thread timing with SQLite)."""
+        if not on("cancel_ask"):
+            return
+        a = self.pick_free(i)
+        if a is None:
+            return
+        answered = [t for t in sorted(a.replies) if a.replies[t][0]]
+        if reask and answered and on("cancel_reask"):
+            op = a.acked[answered[which % len(answered)]]
+            sweep = range(k + 1)
+        else:
+            op = Op(self.fresh(), kind)
+            sweep = range(k, k + 1)
+        for after in sweep:
+            answer = self.run(partial(self._cancelled_ask, a, op, after), f"cancelled ask {op.tag}")
+            if answer is not None:
+                self.acknowledge(a, op, answer)
+            elif op.tag not in a.acked:
+                a.uncertain[op.tag] = op
+            # a cancelled caller leaves nothing behind: the same id can be asked again at once
+            self._retry_uncertain(a)
+
+    async def _cancelled_ask(self, a: ActorModel, op: Op, after: int) -> tuple[bool, Any] | None:
+        result: list[tuple[bool, Any]] = []
+        async with anyio.create_task_group() as tg:
+
+            async def canceller() -> None:
+                for _ in range(after):
+                    await anyio.lowlevel.checkpoint()
+                tg.cancel_scope.cancel()
+
+            async def asker() -> None:
+                try:
+                    reply = await self.sys.ref(Agent, a.actor_id).ask(op, message_id=op.tag)
+                    result.append((True, reply))
+                except HandlerError as exc:
+                    result.append((False, exc.message))
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(asker)
+            tg.start_soon(canceller)
+        return result[0] if result else None
+
+    def _retry_uncertain(self, a: ActorModel) -> None:
+        for tag, op in sorted(a.uncertain.items()):
+            self.acknowledge(a, op, self.ask(a, op, tag))
+        for tag in sorted(a.replies):
+            if tag in a.acked and a.replies[tag][0]:
+                self.acknowledge(a, a.acked[tag], self.ask(a, a.acked[tag], tag))
+                break
+
+    @precondition(lambda self: self.has_actors())
+    @rule(i=st.integers(0, 5), kind=st.sampled_from(["hang_read", "hang_idem", "hang_escalate"]))
+    def hang(self, i: int, kind: str) -> None:
+        """A step blocks in a tool; the next restart finds its intent logged, not settled."""
+        if not on("hang_then_restart"):
+            return
+        a = self.pick_free(i)
+        if a is None:
+            return
+        op = Op(self.fresh(), kind)
+        WORLD.armed.add(op.tag)
+        event = WORLD.hanging.setdefault(op.tag, anyio.Event())
+
+        async def go() -> None:
+            await self.sys.ref(Agent, a.actor_id).send(op, message_id=op.tag)
+            await event.wait()
+
+        self.run(go, f"hang {op.tag}")
+        self.acknowledge(a, op, None)
+        a.blocked = (op.tag, kind)
+
+    @precondition(lambda self: any(a.in_doubt for a in self.actors.values()))
+    @rule(
+        i=st.integers(0, 5),
+        how=st.sampled_from(["result", "retry", "fail"]),
+        again=st.sampled_from([None, "result", "retry", "fail"]),
+        later=st.booleans(),
+    )
+    def resolve(self, i: int, how: str, again: str | None, later: bool) -> None:
+        """An operator settles the in-doubt escalated write (and maybe tries a second time:
+        refused, nothing logged)."""
+        if not on("resolve"):
+            return
+        waiting = [a for _, a in sorted(self.actors.items()) if a.in_doubt]
+        a = waiting[i % len(waiting)]
+        assert a.blocked is not None
+        tag, _ = a.blocked
+        if not on("double_resolve"):
+            again = None
+
+        def decide(action: str) -> dict[str, Any]:
+            if action == "result":
+                return {"result": f"by hand:{tag}"}
+            if action == "retry":
+                return {"retry": True}
+            return {"fail": f"not sent:{tag}"}
+
+        async def go() -> tuple[int, BaseException | None]:
+            pending = await self.sys.wait_in_doubt(a.actor_id)
+            assert len(pending) == 1, pending
+            (seq,) = pending
+            await self.sys.resolve(a.actor_id, seq, **decide(how), reason="model")
+            refused: BaseException | None = None
+            if again is not None and not later:
+                try:
+                    await self.sys.resolve(a.actor_id, seq, **decide(again), reason="again")
+                except ActorlogError as exc:
+                    refused = exc
+            return seq, refused
+
+        seq, refused = self.run(go, f"resolve {a.actor_id}")
+        assert again is None or later or refused is not None, (
+            f"a second decision ({again}) on intent {seq} was accepted"
+        )
+        a.blocked, a.in_doubt = None, False
+        expected = {
+            "result": f"by hand:{tag}",
+            "retry": f"h:{tag}",
+            "fail": f"failed:not sent:{tag}",
+        }
+        self.acknowledge(a, a.acked[tag], self.ask(a, a.acked[tag], tag))
+        assert a.replies[tag] == (True, expected[how]), (a.replies[tag], how)
+        if again is not None and later:
+
+            async def twice() -> None:
+                await self.sys.resolve(a.actor_id, seq, **decide(again), reason="again")
+
+            try:
+                self.run(twice, "second resolve")
+            except ActorlogError:
+                pass
+            else:
+                raise AssertionError(f"a second decision on intent {seq} was accepted")
+        self._check_one_decision(a, seq)
+
+    def _check_one_decision(self, a: ActorModel, seq: int) -> None:
+        async def go() -> list[str]:
+            assert self.reader is not None
+            h = await inspect.history(self.reader, a.actor_id)
+            for step in h.steps:
+                for call in step.calls:
+                    if call.intent_seq == seq:
+                        return [d.action for d in call.decisions if d.action != "attempt"]
+            raise AssertionError(f"intent {seq} not in {a.actor_id}'s history")
+
+        decisions = self.run(go, "history")
+        assert len(decisions) == 1, f"intent {seq} of {a.actor_id} has decisions {decisions}"
+
+    @precondition(lambda self: self.has_actors())
+    @rule(i=st.integers(0, 5), seq=st.integers(-1, 60))
+    def resolve_wrong_seq(self, i: int, seq: int) -> None:
+        """Resolving a seq that is not an in-doubt intent is refused and writes nothing."""
+        if not on("resolve_wrong_seq"):
+            return
+        a = self.pick(i)
+
+        async def go() -> tuple[int, int]:
+            assert self.reader is not None
+            pending = self.sys.in_doubt(a.actor_id)
+            if seq in pending:
+                return 0, 0
+            before = (await inspect.actor_status(self.reader, a.actor_id)).last_seq
+            try:
+                await self.sys.resolve(a.actor_id, seq, fail="wrong")
+            except ActorlogError:
+                pass
+            else:
+                raise AssertionError(f"resolve of {a.actor_id} seq {seq} was accepted")
+            return before, (await inspect.actor_status(self.reader, a.actor_id)).last_seq
+
+        before, after = self.run(go, "wrong resolve")
+        assert before == after, f"a refused resolve wrote seqs {before + 1}..{after}"
+
+    @precondition(lambda self: self.has_actors())
+    @rule(i=st.integers(0, 5), what=st.sampled_from(["surrogate", "oversize", "bad_id"]))
+    def bad_message(self, i: int, what: str) -> None:
+        """Unloggable input fails at the call with a typed error and writes nothing."""
+        if not on("bad_message") or (what == "bad_id" and not on("bad_message_id")):
+            return
+        a = self.pick(i)
+        mid = self.fresh()
+        if what == "surrogate":
+            op = Op(mid, "plain", "bad \udcff")
+        elif what == "oversize":
+            op = Op(mid, "plain", "x" * OVERSIZE)
+        else:
+            op, mid = Op(mid, "plain"), mid + "\udcff"
+
+        async def go() -> tuple[int, int, BaseException | None]:
+            assert self.reader is not None
+            before = (await inspect.actor_status(self.reader, a.actor_id)).last_seq
+            error: BaseException | None = None
+            try:
+                await self.sys.ref(Agent, a.actor_id).send(op, message_id=mid)
+            except ActorlogError as exc:
+                error = exc
+            return before, (await inspect.actor_status(self.reader, a.actor_id)).last_seq, error
+
+        before, after, error = self.run(go, f"bad message {what}")
+        assert error is not None, f"a {what} message was accepted"
+        assert not isinstance(error, StoreClosedError), f"{what}: misleading {error!r}"
+        if what != "bad_id":
+            assert isinstance(error, EncodeError), f"{what}: {error!r}"
+        assert before == after, f"a refused {what} message wrote seqs {before + 1}..{after}"
+
+    @precondition(lambda self: self.has_actors())
+    @rule()
+    def restart(self) -> None:
+        """Close the system (cancelling blocked tools: their intents stay in doubt) and open
+        a new one on the same store; spawn every actor again, as an application would."""
+        if not on("restart"):
+            return
+        self.stop()
+        self.restarts += 1
+        self.start()
+        for a in self.actors.values():
+
+            async def go(a: ActorModel = a) -> None:
+                if a.snapshot_every is None:
+                    await self.sys.spawn(Agent, a.actor_id)
+                else:
+                    await self.sys.spawn(
+                        Agent, a.actor_id, snapshot_every=a.snapshot_every, snapshot_keep=5
+                    )
+
+            self.run(go, f"respawn {a.actor_id}")
+            if a.blocked is None:
+                continue
+            tag, kind = a.blocked
+            if kind == "hang_escalate":
+                a.in_doubt = True
+                found = self.run(partial(self.sys.wait_in_doubt, a.actor_id), "in doubt")
+                assert len(found) == 1, found
+            else:
+                a.blocked = None  # re-run by its policy: the step completes by itself
+                self.acknowledge(a, a.acked[tag], self.ask(a, a.acked[tag], tag))
+                assert a.replies[tag] == (True, f"h:{tag}"), a.replies[tag]
+
+    @precondition(lambda self: self.passivate_after is not None and self.has_actors())
+    @rule(i=st.integers(0, 5))
+    def passivate(self, i: int) -> None:
+        """An idle actor leaves memory (nothing keeps it: no slot, no waiter) and comes back
+        with its state on the next message."""
+        a = self.pick_free(i)
+        if a is None:
+            return
+        self._quiesce()
+
+        async def go() -> None:
+            while self.sys.status(a.actor_id) != "unknown":
+                await anyio.sleep(0.01)
+
+        self.run(go, f"passivation of {a.actor_id} (something keeps it loaded)")
+
+    # -- invariants ------------------------------------------------------------------------
+
+    def _quiesce(self) -> dict[str, str]:
+        """Wait until every actor not blocked on purpose has handled what it was sent, and
+        return their states. A ``Peek`` queues behind everything sent before it; two rounds,
+        because a step of one actor may send to another (``ctx.send``)."""
+        self._peek_all()
+        return self._peek_all()
+
+    @invariant()
+    def after_every_rule(self) -> None:
+        if self.system is None or not self.actors:
+            return
+        states = self._quiesce()
+        histories = self.run(self._histories, "history")
+        for a in self.actors.values():
+            h = histories[a.actor_id]
+            if on("check_log"):
+                self._check_log(a, h)
+            if on("check_settled"):
+                self._check_settled(a, h)
+            if on("check_state"):
+                self._check_state(a, states.get(a.actor_id))
+        if on("spawn_options"):
+            self._check_spawn_options()
+        if on("check_no_waiters"):
+            self._check_no_waiters()
+        if on("check_verify"):
+            report = self.run(lambda: inspect.verify(self._reader()), "verify")
+            assert report.ok, f"verify: {report.findings}"
+        if on("check_replay"):
+            self._check_replay(states)
+
+    def _reader(self) -> Store:
+        assert self.reader is not None
+        return self.reader
+
+    async def _histories(self) -> dict[str, inspect.History]:
+        return {aid: await inspect.history(self._reader(), aid) for aid in self.actors}
+
+    def _peek_all(self) -> dict[str, str]:
+        states = {}
+        for a in self.actors.values():
+            if a.busy:
+                continue
+            ok, state = self.ask(a, Peek(), self.fresh("p"))
+            assert ok and isinstance(state, str)
+            states[a.actor_id] = state
+        return states
+
+    def _check_log(self, a: ActorModel, h: inspect.History) -> None:
+        """Every acknowledged message is in the log exactly once; once the actor is not
+        blocked, every one of them was handled."""
+        ids = Counter(s.message_id for s in h.steps)
+        twice = [m for m, n in ids.items() if n > 1]
+        assert not twice, f"{a.actor_id}: message ids logged twice: {twice}"
+        missing = [m for m in a.acked if ids[m] != 1]
+        assert not missing, f"{a.actor_id}: acknowledged messages not in the log: {missing}"
+        if not a.busy:
+            open_steps = [
+                (s.message_id, s.status) for s in h.steps if s.status not in ("ok", "error")
+            ]
+            assert not open_steps, f"{a.actor_id}: unfinished steps while idle: {open_steps}"
+
+    def _check_settled(self, a: ActorModel, h: inspect.History) -> None:
+        """A completed step holds no unsettled intent."""
+        settled = ("ok", "error", "resolved", "failed_by_operator")
+        for s in h.steps:
+            if s.status in ("ok", "error"):
+                bad = [(c.intent_seq, c.tool, c.status) for c in s.calls if c.status not in settled]
+                assert not bad, f"{a.actor_id}: completed step {s.message_seq} holds {bad}"
+
+    def _check_state(self, a: ActorModel, state: str | None) -> None:
+        """The state holds each handled tag exactly once (uncertain ones at most once)."""
+        if state is None:
+            return
+        tags = Counter(entry.split("=", 1)[0] for entry in state.split("|") if entry)
+        twice = [t for t, n in tags.items() if n > 1]
+        assert not twice, f"{a.actor_id}: handled twice: {twice}"
+        due = set(a.expected_tags)
+        due |= {t for t, sender in a.forwards.items() if not self.actors[sender].busy}
+        missing = [t for t in due if tags[t] != 1]
+        assert not missing, f"{a.actor_id}: not in the state: {missing} (state {state!r})"
+        unknown = set(tags) - a.expected_tags - set(a.forwards) - set(a.uncertain)
+        assert not unknown, f"{a.actor_id}: unexpected entries {unknown}"
+
+    def _check_spawn_options(self) -> None:
+        """An actor spawned with snapshot_every=1 snapshots every step, also after it
+        passivated or restarted: its recoveries replay at most the step in progress."""
+        for a in self.actors.values():
+            if a.snapshot_every != 1:
+                continue
+            rec = self.sys.last_recovery(a.actor_id)
+            if rec is not None:
+                assert rec["steps_replayed"] <= 1, f"{a.actor_id} lost snapshot_every: {rec}"
+
+    def _check_no_waiters(self) -> None:
+        """INTERNAL (no public API says it): an idle loaded actor holds no reply slot, no
+        in-flight message id. A leftover one is what makes a later ask hang (11.3)."""
+        for aid, a in self.actors.items():
+            if a.busy:
+                continue
+            cell = self.sys._cells.get(aid)
+            if cell is None or cell.status != "idle":
+                continue
+            assert not cell.waiters, f"{aid}: reply slots left behind: {sorted(cell.waiters)}"
+            assert not cell.inflight_ids, f"{aid}: in-flight ids left: {cell.inflight_ids}"
+
+    def _check_replay(self, live: dict[str, str]) -> None:
+        """Live state == the state a fresh system recovers from a copy of the store."""
+        if not live:
+            return
+        if self.store_kind == "memory":
+            # in the loop's thread: the runtime may be writing the store (a snapshot)
+            copied: Store = self.portal.call(copy.deepcopy, self.memory)
+        else:
+            target = os.path.join(self.tmp, f"copy{self.counter}.db")
+            src = sqlite3.connect(self.path)
+            dst = sqlite3.connect(target)
+            try:
+                src.backup(dst)
+            finally:
+                src.close()
+                dst.close()
+            copied = SqliteStore(target)
+
+        async def go() -> dict[str, str]:
+            got = {}
+            async with ActorSystem(
+                copied, actors=[Agent], shutdown_grace=0, recover_on_start=False
+            ) as fresh:
+                for aid in live:
+                    ref = await fresh.spawn(Agent, aid)
+                    got[aid] = await ref.ask(Peek(), message_id=self.fresh("replay"))
+            return got
+
+        recovered = self.run(go, "replay on a copy")
+        for aid, state in live.items():
+            # the copy was taken after the live peek: both saw the same handled messages
+            assert recovered[aid] == state, (
+                f"{aid}: live state differs from the recovered one:\n"
+                f"  live      {state!r}\n  recovered {recovered[aid]!r}"
+            )
+        if self.store_kind == "sqlite":
+            for suffix in ("", "-wal", "-shm"):
+                if os.path.exists(target + suffix):
+                    os.remove(target + suffix)

@@ -1,0 +1,49 @@
+"""The stateful model test (see machine.py): MemoryStore (more examples) and a real SQLite
+file (fewer). ``ACTORLOG_SOAK=1`` runs x10 the examples, ``ACTORLOG_MODEL_EXAMPLES=N`` N."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from .machine import ModelMachine
+
+SOAK = 10 if os.environ.get("ACTORLOG_SOAK") else 1
+
+
+def _examples(default: int) -> int:
+    given = os.environ.get("ACTORLOG_MODEL_EXAMPLES")
+    return int(given) if given else default * SOAK
+
+
+def _settings(examples: int, steps: int) -> settings:
+    return settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        # each example starts an event loop and a system: slow by design
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        derandomize=False,
+        print_blob=True,
+    )
+
+
+@pytest.mark.timeout(600 * SOAK)
+def test_model_on_memory_store() -> None:
+    class OnMemory(ModelMachine):
+        store_kind = "memory"
+
+    run_state_machine_as_test(OnMemory, settings=_settings(_examples(75), 30))
+
+
+@pytest.mark.timeout(600 * SOAK)
+def test_model_on_sqlite_file(tmp_path: Path) -> None:
+    class OnSqlite(ModelMachine):
+        store_kind = "sqlite"
+        base_dir = str(tmp_path)
+
+    run_state_machine_as_test(OnSqlite, settings=_settings(_examples(20), 25))
