@@ -425,6 +425,7 @@ async def opened(url: str, *, read_only: bool = True) -> AsyncIterator[Store]:
         StoreUnavailableError: the store cannot be opened (a SQLite file that does not exist,
             is a directory or cannot be read), or, for writing, is not an actorlog store.
         UnsupportedFormatError: the store has a newer format; nothing was changed.
+        StoreLockedError: ``read_only=False`` on a SQLite file a runtime holds.
     """
     from actorlog.stores import open_store
 

@@ -24,6 +24,13 @@ Contract (every store; ``tests/stores/test_contract.py`` checks it):
   raise :class:`~actorlog.CorruptEntryError` (check ``"column type"``) for an entry or a
   single actor row, and mark rows of listings (``damage``) so that one damaged row does not
   hide the others.
+* **Writers and readers.** ``open`` without ``read_only`` opens for writing (a runtime, or an
+  offline writer such as ``actorlog resolve``); ``read_only=True`` for reading (operators'
+  read commands). A store whose database admits one writing process
+  (``capabilities.multi_process`` False, e.g. ``SqliteStore``) refuses a second writer at
+  ``open`` with :class:`~actorlog.StoreLockedError` naming the holder, and keeps admitting
+  readers. A store may also offer ``verify_limits`` (a tuple of sentences): what
+  ``actorlog verify`` cannot see in it, printed with its report.
 * **Failure vs rejection.** An I/O failure raises ``StoreUnavailableError`` (nothing may be
   assumed written unless a later read shows it); a rejection (conflict) raises
   ``SequenceConflictError`` and certainly wrote nothing.

@@ -178,6 +178,9 @@ def _text(raw: bytes) -> str | UndecodableText:
         return UndecodableText(raw)
 
 
+#: SQLite errors that, in a file holding actorlog's schema, mean the schema text is damaged.
+_SCHEMA_MISSES = ("no such column", "no such table", "no such index", "has no column named")
+
 #: SQLite's primary result codes for a file it cannot read as a database.
 _CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 
@@ -224,6 +227,7 @@ class SqliteStore:
         self._registrar: GroupCommitter[tuple[str, str, float]] = GroupCommitter(self._register)
         self.batch_sizes: list[int] = []  # recent commit batch sizes (bounded), for telemetry
         self._lock_fd: int | None = None
+        self._actorlog_schema = False  # the file holds actorlog's tables (set by open)
 
     @property
     def capabilities(self) -> StoreCapabilities:
@@ -289,6 +293,7 @@ class SqliteStore:
             await w.execute(f"PRAGMA synchronous={sync}")
             await self._check_version(w)
             await w.executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
+            self._actorlog_schema = True
             await w.execute(
                 "INSERT OR IGNORE INTO actorlog_meta VALUES ('format_version', ?)",
                 (str(FORMAT_VERSION),),
@@ -303,6 +308,9 @@ class SqliteStore:
             if _is_corrupt(exc):
                 raise StoreCorruptError(self.path, f"SQLite: {exc}") from exc
             raise StoreUnavailableError(f"cannot open SQLite store {self.path}: {exc}") from exc
+        except UnicodeDecodeError as exc:  # an error message quoting damaged schema text
+            await self.close()
+            raise StoreCorruptError(self.path, f"SQLite reports damaged text: {exc}") from exc
         except BaseException:
             await self.close()
             raise
@@ -363,6 +371,7 @@ class SqliteStore:
         )
         if not list(rows):
             return
+        self._actorlog_schema = True
         # actorlog writes UTF-8 files; a flipped header byte makes SQLite read every text
         # as UTF-16, and no key would match any more (a store that looks empty)
         ((encoding,),) = list(await conn.execute_fetchall("PRAGMA encoding"))
@@ -419,7 +428,14 @@ class SqliteStore:
         if isinstance(exc, sqlite3.Error):
             if _is_corrupt(exc):
                 return StoreCorruptError(self.path, f"SQLite: {exc}")
+            if self._actorlog_schema and any(m in str(exc) for m in _SCHEMA_MISSES):
+                # this code's SQL is fixed and matches the schema it created: a name SQLite
+                # cannot find means the schema text stored in the file was damaged
+                return StoreCorruptError(self.path, f"SQLite: {exc} (damaged schema)")
             return StoreUnavailableError(f"SQLite {what} failed: {exc}")
+        if isinstance(exc, UnicodeDecodeError):
+            # SQLite's own error message quotes damaged schema text (sqlite_master)
+            return StoreCorruptError(self.path, f"SQLite reports damaged text: {exc}")
         if isinstance(exc, (UnicodeError, OverflowError)):
             return ConfigurationError(
                 f"SQLite cannot store a value of this {what}: {type(exc).__name__}: {exc} "

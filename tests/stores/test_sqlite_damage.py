@@ -341,3 +341,40 @@ async def test_verify_says_what_it_cannot_see_in_a_sqlite_store(tmp_path: Path) 
     assert "note:" in done.stdout and "-wal" in done.stdout and "VACUUM INTO" in done.stdout
     done = cli("verify", "--json", f"sqlite:///{path}")
     assert "-wal" in done.stdout and '"limits"' in done.stdout
+
+
+async def test_damaged_schema_text_is_store_corruption(tmp_path: Path) -> None:
+    """A flipped high bit in sqlite_master's SQL text: SQLite's error message quotes the
+    damaged text, which is not UTF-8 (found by the file-damage torture test: "internal
+    error: UnicodeDecodeError")."""
+    path = tmp_path / "agents.db"
+    await build(path)
+    data = path.read_bytes()
+    at = data.index(b"CREATE TRIGGER entries_contiguous") + len(b"CRE")
+    flip(path, at, 7)  # CREATE -> CRE\xc1TE: a syntax error quoting invalid UTF-8
+    done = cli("verify", f"sqlite:///{path}")
+    assert "internal error" not in done.stderr, done.stderr
+    with pytest.raises(StoreCorruptError) as info:
+        await recover_victim(path)
+    assert str(path) in str(info.value)
+
+
+async def test_a_damaged_name_in_the_stored_schema_is_store_corruption(tmp_path: Path) -> None:
+    """A flipped bit turns ``handled_seq`` into ``handled_sgq`` in the append trigger's
+    stored SQL: every append fails with "no such column" -- not a transient failure (found
+    by the file-damage torture test, seed 416065)."""
+    path = tmp_path / "agents.db"
+    await build(path)
+    data = path.read_bytes()
+    trigger = data.index(b"CREATE TRIGGER entries_summary")
+    at = data.index(b"handled_seq", trigger) + len(b"handled_s")
+    flip(path, at, 1)  # 'e' (0x65) -> 'g' (0x67)
+    with pytest.raises(StoreCorruptError) as info:
+        async with ActorSystem(SqliteStore(path), actors=[Counter]) as system:
+            ref = await system.spawn(Counter, "victim")
+            try:
+                await ref.ask(Add(9))
+            except ActorQuarantinedError as exc:
+                assert exc.__cause__ is not None
+                raise exc.__cause__ from None
+    assert str(path) in str(info.value) and "handled_sgq" in str(info.value)

@@ -16,6 +16,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from actorlog import ActorSystem, StoreLockedError
 from actorlog import inspect as ops
@@ -24,6 +25,8 @@ from actorlog.stores import SqliteStore
 from tests.torture.helpers import Add, Counter, Get
 
 pytestmark = pytest.mark.anyio
+
+FORK_ARGS = ["--at", "1", "--as", "b", "--yes"]
 
 HOLDER = textwrap.dedent(
     """
@@ -86,6 +89,13 @@ async def test_a_second_runtime_is_refused_naming_the_holder_until_it_dies(
     with pytest.raises(StoreLockedError, match="Stop that runtime first"):
         async with ops.opened(f"sqlite:///{path}", read_only=False):
             pass
+    fork = await anyio.run_process(
+        [sys.executable, "-m", "actorlog._cli", "fork", f"sqlite:///{path}", "a", *FORK_ARGS],
+        check=False,
+    )
+    stderr = fork.stderr.decode()
+    assert fork.returncode == 2 and "Stop that runtime first" in stderr, stderr
+    assert f"pid {holder.pid}" in stderr
 
     holder.send_signal(signal.SIGKILL)
     holder.wait(timeout=60)
