@@ -4,13 +4,15 @@ file (fewer). ``ACTORLOG_SOAK=1`` runs x10 the examples, ``ACTORLOG_MODEL_EXAMPL
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from .machine import ModelMachine
+from .machine import STATS, ModelMachine
 
 SOAK = 10 if os.environ.get("ACTORLOG_SOAK") else 1
 
@@ -18,6 +20,16 @@ SOAK = 10 if os.environ.get("ACTORLOG_SOAK") else 1
 def _examples(default: int) -> int:
     given = os.environ.get("ACTORLOG_MODEL_EXAMPLES")
     return int(given) if given else default * SOAK
+
+
+@pytest.fixture(autouse=True)
+def _report_stats() -> Iterator[None]:
+    """Print how often each operation ran (seen with ``-s``; the figures in testing.md)."""
+    STATS.clear()
+    start = time.monotonic()
+    yield
+    ops = ", ".join(f"{k} {v}" for k, v in STATS.most_common())
+    print(f"\nmodel: {time.monotonic() - start:.0f} s; operations: {ops}")
 
 
 def _settings(examples: int, steps: int) -> settings:
