@@ -58,25 +58,23 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio
 import asyncpg
-from actorlog._errors import (
+from actorlog.store import (
+    FORMAT_VERSION,
+    ActorRow,
     ConfigurationError,
+    CorruptEntryError,
+    EntryRow,
+    EventRow,
     LeaseLostError,
     SequenceConflictError,
+    SnapshotInfo,
+    SnapshotRow,
+    StoreCapabilities,
     StoreClosedError,
     StoreError,
     StoreUnavailableError,
     StoreURLError,
     UnsupportedFormatError,
-)
-from actorlog.store import (
-    FORMAT_VERSION,
-    ActorRow,
-    CorruptEntryError,
-    EntryRow,
-    EventRow,
-    SnapshotInfo,
-    SnapshotRow,
-    StoreCapabilities,
     actor_row,
     entry_row,
     event_row,
