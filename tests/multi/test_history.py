@@ -159,10 +159,6 @@ async def test_history_under_kills_and_pauses(pg_url: str, pg_schema: str) -> No
     await _history(pg_url, pg_schema, None)
 
 
-@pytest.mark.skipif(
-    not (SOAK or os.environ.get("ACTORLOG_HISTORY_SERVER_CRASH")),
-    reason="the server-crash variant runs with ACTORLOG_SOAK=1 or ACTORLOG_HISTORY_SERVER_CRASH=1",
-)
 async def test_history_with_server_crashes_too() -> None:
     """The same, and the nemesis also crashes PostgreSQL itself (SIGKILL of every server
     process; a durable server of the test's own) and starts it again."""

@@ -171,8 +171,6 @@ class Keeper(Actor[Seen]):
 async def test_nothing_a_caller_receives_aliases_actor_state(
     make_store: Any, backend_and_store: tuple[str, str]
 ) -> None:
-    if backend_and_store[1] == "postgres":
-        pytest.skip("the property holds above the store; memory and SQLite show it")
     async with ActorSystem(make_store(), actors=[Keeper]) as system:
         ref = await system.spawn(Keeper, "k")
         got = await ref.ask(Carry("k", [1, 2]))
