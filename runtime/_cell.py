@@ -20,6 +20,7 @@ from ._errors import (
     ActorQuarantinedError,
     ActorStoppedError,
     ConfigurationError,
+    CorruptEntryError,
     EncodeError,
     HandlerError,
     LeaseLostError,
@@ -44,26 +45,58 @@ class Moved(Exception):  # internal signal, never escapes the system
 
 
 class Reply:
-    """Where an ``ask`` waits for its step to complete."""
+    """Where one ``ask`` waits for its step to complete.
 
-    __slots__ = ("error", "event", "value")
+    Each caller gets its own slot, registered under the message's seq in the cell's
+    ``waiters``; a caller that stops waiting (cancelled, timed out) withdraws its slot, so
+    nothing is left behind for a later ask of the same message to wait on.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_seq", "_waiters", "error", "event", "value")
+
+    def __init__(self, waiters: dict[int, list[Reply]] | None = None, seq: int = 0) -> None:
         self.event = anyio.Event()
         self.value: Any = None
         self.error: BaseException | None = None
+        self._waiters = waiters
+        self._seq = seq
+        if waiters is not None:
+            waiters.setdefault(seq, []).append(self)
 
     def set(self, value: Any = None, error: BaseException | None = None) -> None:
         if not self.event.is_set():
             self.value, self.error = value, error
             self.event.set()
 
+    def withdraw(self) -> None:
+        """Leave the cell's waiters (idempotent)."""
+        waiters, self._waiters = self._waiters, None
+        if waiters is not None:
+            slots = waiters.get(self._seq)
+            if slots is not None and self in slots:
+                slots.remove(self)
+                if not slots:
+                    del waiters[self._seq]
+
     async def wait(self) -> Any:
-        if not self.event.is_set():
-            await self.event.wait()
+        """Wait for the reply. A cancellation point: a cancelled wait withdraws the slot
+        (the message stays logged; ask again with its ``message_id`` for the reply)."""
+        try:
+            if not self.event.is_set():
+                await self.event.wait()
+        finally:
+            self.withdraw()
         if self.error is not None:
             raise self.error
         return self.value
+
+
+def _settle(
+    waiters: dict[int, list[Reply]], seq: int, value: Any, error: BaseException | None
+) -> None:
+    for slot in waiters.pop(seq, ()):
+        slot._waiters = None
+        slot.set(value, error)
 
 
 class _Mailbox:
@@ -171,8 +204,13 @@ class Cell:
         self.ready = anyio.Event()
         self.done = anyio.Event()
         self._mailbox = _Mailbox()
-        self.waiters: dict[int, Reply] = {}
-        self.inflight_ids: dict[str, int] = {}
+        #: message seq -> the slots of the asks waiting for its step
+        self.waiters: dict[int, list[Reply]] = {}
+        #: message id -> seq of messages logged here that are not yet both handled and
+        #: durable, in seq order (a retry of one finds it here, not in the store)
+        self.inflight_ids: collections.OrderedDict[str, int] = collections.OrderedDict()
+        #: posts on their way into this cell (and starts made for one): not idle meanwhile
+        self.holds = 0
         self.in_doubt: dict[int, _InDoubt] = {}
         self.handled_seq = 0
         self.steps_since_snapshot = 0
@@ -224,8 +262,10 @@ class Cell:
                 self.system._forget(self)
             elif self.status not in ("quarantined", "stopped"):
                 self.status = "stopped"
-            for slot in self.waiters.values():
-                slot.set(error=ActorStoppedError(f"actor {self.actor_id!r} stopped"))
+            for seq in list(self.waiters):
+                _settle(
+                    self.waiters, seq, None, ActorStoppedError(f"actor {self.actor_id!r} stopped")
+                )
             self.ready.set()
             self.done.set()
             self._mailbox.close()
@@ -264,6 +304,7 @@ class Cell:
             self.status == "idle"
             and not self.passivating
             and not self.done.is_set()
+            and not self.holds
             and not self.waiters
             and not self.inflight_ids
             and not self.in_doubt
@@ -300,9 +341,8 @@ class Cell:
         self.status = status
         self.error = exc
         err = self.failure()
-        for slot in list(self.waiters.values()):
-            slot.set(error=err)
-        self.waiters.clear()
+        for seq in list(self.waiters):
+            _settle(self.waiters, seq, None, err)
         for w in self.in_doubt.values():
             w.event.set()
         self.ready.set()
@@ -512,7 +552,11 @@ class Cell:
         """Log a message durably and queue it. Returns the reply slot for ``ask``.
 
         With a ``message_id`` already in the log, nothing is written: ``ask`` gets the
-        recorded (or pending) reply of that message.
+        recorded (or pending) reply of that message, and ``send`` returns once that message
+        is durable (raising the failure of the commit that should have carried it).
+
+        A cancellation point: a cancelled post leaves no slot behind; the message may or
+        may not be logged (posting again with the same ``message_id`` settles it).
         """
         if isinstance(msg, Undecodable):
             tag, body = msg.type_tag, msg.body
@@ -520,53 +564,83 @@ class Cell:
             _codec.check_attrs_instance(msg, "message")
             tag = _codec.type_tag(type(msg))
             body = _codec.to_plain(msg, "message", check=False)
-        if not self.ready.is_set():
-            await self.ready.wait()
-        self.check_usable()
-        if not isinstance(msg, Undecodable):
-            self.system._learn_message_type(type(msg))
-        if message_id is not None:
-            _codec.validate_message_id(message_id)
-            existing = await self._find_message(message_id)
-            if existing is not None:
-                return await self.reply_for(existing) if want_reply else None
-        else:
-            message_id = _codec.new_message_id()
-        payload = _records.message_payload(body, sender=sender, trace=_telemetry.inject())
-        if self.passivating or self.done.is_set():
-            raise Moved  # checked with no await before the write: no post is lost
-        self.last_active = time.monotonic()
+        self.holds += 1  # not idle while a post is on its way in
         try:
-            seq = self.journal.write("message", tag, 0, payload, message_id=message_id)
-        except EncodeError as exc:
-            raise EncodeError("message", type(msg), exc.reason) from exc
-        self.inflight_ids[message_id] = seq
-        slot = None
-        if want_reply:
-            slot = self.waiters[seq] = Reply()
-        # The handler gets the message decoded from the bytes just logged, as replay will
-        # (live equals replay; the caller's object is not shared with the handler). The
-        # handler may start before the commit completes: nothing it does escapes before the
-        # journal is flushed, and every flush covers this entry.
-        env = _Envelope(seq, tag, None, message_id, payload["trace"])
-        if isinstance(msg, Undecodable):
-            env.decode_error = msg.error
-        else:
+            if not self.ready.is_set():
+                await self.ready.wait()
+            self.check_usable()
+            if not isinstance(msg, Undecodable):
+                self.system._learn_message_type(type(msg))
+            if message_id is not None:
+                _codec.validate_message_id(message_id)
+                existing = await self._find_message(message_id)
+                if existing is not None:
+                    if want_reply:
+                        return await self.reply_for(existing)
+                    await self._durable(existing)
+                    return None
+            else:
+                message_id = _codec.new_message_id()
+            payload = _records.message_payload(body, sender=sender, trace=_telemetry.inject())
+            if self.passivating or self.done.is_set():
+                raise Moved  # checked with no await before the write: no post is lost
             try:
-                env.message = self.system._decode_message(tag, self.journal.last_payload()["body"])
-            except ActorlogError as exc:
-                env.decode_error = exc
-        self._mailbox.put(env)
-        if want_reply:
-            # ``ask`` returns only with the reply, which waits for the step's commit; that
-            # commit (or the first intent's, earlier) covers this message: one fsync fewer.
-            return slot
+                seq = self.journal.write("message", tag, 0, payload, message_id=message_id)
+            except EncodeError as exc:
+                raise EncodeError("message", type(msg), exc.reason) from exc
+            self.inflight_ids[message_id] = seq
+            slot = Reply(self.waiters, seq) if want_reply else None
+            # The handler gets the message decoded from the bytes just logged, as replay
+            # will (live equals replay; the caller's object is not shared with the handler).
+            # It may start before the commit completes: nothing it does escapes before the
+            # journal is flushed, and every flush covers this entry.
+            env = _Envelope(seq, tag, None, message_id, payload["trace"])
+            if isinstance(msg, Undecodable):
+                env.decode_error = msg.error
+            else:
+                try:
+                    body = self.journal.last_payload()["body"]
+                    env.message = self.system._decode_message(tag, body)
+                except ActorlogError as exc:
+                    env.decode_error = exc
+            self._mailbox.put(env)
+            if slot is not None:
+                # ``ask`` returns only with the reply, which waits for the step's commit;
+                # that commit (or the first intent's, earlier) covers this message.
+                return slot
+            await self._durable(seq)
+            return None
+        finally:
+            self.holds -= 1
+            self.last_active = time.monotonic()
+
+    async def _durable(self, seq: int) -> None:
+        """Wait until the entry ``seq`` of this log is committed.
+
+        Raises the failure of the commit that should have carried it: the store's
+        ``StoreUnavailableError`` (also for a caller whose entry rode on another caller's
+        commit), or ``SequenceConflictError``.
+        """
+        if self.journal.durable_seq >= seq or seq > self.journal.last_seq:
+            return  # committed already (or read back from the store)
         try:
             await self.journal.flush()
         except SequenceConflictError as exc:
             self.quarantine(exc, status="stopped")
             raise
-        return slot
+        except ActorlogError as exc:
+            if self.journal.durable_seq >= seq:
+                return  # ours committed; a later commit failed
+            raise self._commit_failure(exc) from exc.__cause__
+
+    def _commit_failure(self, exc: ActorlogError) -> ActorlogError:
+        """What a caller whose entry was in a failed commit gets: the store's error."""
+        broken = self.journal.broken
+        if isinstance(broken, StoreUnavailableError) and broken is not exc:
+            err = StoreUnavailableError(str(broken))
+            err.__cause__ = broken
+            return err
+        return exc
 
     async def _find_message(self, message_id: str) -> int | None:
         seq = self.inflight_ids.get(message_id)
@@ -580,24 +654,32 @@ class Cell:
 
     async def reply_for(self, seq: int) -> Reply:
         """The reply slot of an already-logged message: resolved from its recorded step if it
-        has completed, else when it completes."""
-        slot = self.waiters.get(seq)
-        if slot is not None:
-            return slot
-        if self.done.is_set():
-            # It stopped (quarantined, passivated) while the caller looked the message up:
-            # nothing would ever resolve a slot registered now. The caller's retry meets the
-            # quarantine error, or a fresh cell for a passivated actor.
-            raise Moved
-        slot = self.waiters[seq] = Reply()
-        await self.journal.flush()
+        was handled, else when its step completes here.
+
+        A handled message's reply is read back from the log (after the commit that carries
+        its step): nothing is registered, so a caller cancelled meanwhile leaves nothing
+        behind, and a cell that passivates meanwhile does not matter.
+        """
+        if self.handled_seq < seq <= self.journal.last_seq:
+            self.check_usable()
+            if self.done.is_set():
+                raise Moved  # stopped under the caller: the retry meets the error
+            return Reply(self.waiters, seq)
+        failure: ActorlogError | None = None
+        try:
+            await self.journal.flush()  # its step may still be buffered (no-op if not)
+        except ActorlogError as exc:
+            failure = self._commit_failure(exc)
         for row in await self.store.find_ref(self.actor_id, "step", seq):
             _codec.verify_row(row, self.actor_id, row.seq)
-            p = _records.decode(row)
-            self.waiters.pop(seq, None)
-            slot.set(*self._outcome(seq, p))
-            break
-        return slot
+            slot = Reply()
+            slot.set(*self._outcome(seq, _records.decode(row)))
+            return slot
+        if failure is not None:
+            raise failure
+        raise CorruptEntryError(
+            self.actor_id, seq, "reference", "a handled message has no step in the log"
+        )
 
     def _outcome(self, seq: int, p: dict[str, Any]) -> tuple[Any, BaseException | None]:
         if p.get("ok"):
@@ -620,6 +702,7 @@ class Cell:
             except anyio.WouldBlock:
                 self.status = "idle" if self.status == "running" else self.status
                 await self.journal.flush()  # idle: make buffered steps durable
+                self._prune_inflight()
                 env = await self._mailbox.get()
             if env is None:
                 await self.journal.flush()
@@ -710,17 +793,15 @@ class Cell:
                         duration=time.perf_counter() - t0,
                     ),
                 )
-            slot = self.waiters.get(env.seq)
-            # the caller gets the decoded form of what was logged: what a re-ask gets, and
+            wanted = env.seq in self.waiters
+            # the callers get the decoded form of what was logged: what a re-ask gets, and
             # never a reference to the actor's state
             outcome = None
-            if slot is not None:
+            if wanted:
                 scalar = error is None and _codec.is_scalar(reply_plain)
                 logged = {"ok": True, "reply": reply_plain} if scalar else None
                 outcome = self._outcome(env.seq, logged or self.journal.last_payload())
         self.handled_seq = env.seq
-        if env.message_id is not None:
-            self.inflight_ids.pop(env.message_id, None)
         self.steps_since_snapshot += 1
         self.replay_cpu += max(time.perf_counter() - t0 - ctx.awaited, 0.0)
         due = self.policy.due(
@@ -728,17 +809,28 @@ class Cell:
             time.monotonic() - self.last_snapshot_at,
             self.recovery_parts(),
         )
-        if slot is not None or due:
-            # If this commit fails, the slot stays registered and quarantine() fails it.
+        if wanted or due:
+            # If this commit fails, the slots stay registered and quarantine() fails them.
             await self.journal.flush()
-        if slot is not None and outcome is not None:
-            self.waiters.pop(env.seq, None)
+        self._prune_inflight()
+        if outcome is not None:
             value, herr = outcome
             if herr is not None:
                 herr.__cause__ = error
-            slot.set(value, herr)
+            _settle(self.waiters, env.seq, value, herr)
         if due:
             await self.snapshot(step_seq)
+
+    def _prune_inflight(self) -> None:
+        """Forget the ids of messages both handled and durable (a retry finds those in the
+        store). ``inflight_ids`` is in seq order, so this looks only at its head."""
+        bound = min(self.handled_seq, self.journal.durable_seq)
+        ids = self.inflight_ids
+        while ids:
+            message_id, seq = next(iter(ids.items()))
+            if seq > bound:
+                break
+            del ids[message_id]
 
     async def snapshot(self, seq: int | None = None) -> None:
         """Write a snapshot covering ``seq`` (default: the last durable entry). Never fatal."""

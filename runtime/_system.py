@@ -484,6 +484,18 @@ class ActorSystem:
         }
         policy = self._policy(cls, options)
         self.register(cls)
+        cell = await self._spawn_cell(cls, actor_id, policy)
+        if cell is not None:
+            cell.holds -= 1
+        return ActorRef(self, cls, actor_id)
+
+    async def _spawn_cell(
+        self, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy
+    ) -> Cell | None:
+        """Start (or find) the actor's cell and wait until it is ready; None if another
+        runtime owns it. The cell is returned with a hold taken (``cell.holds``), from the
+        moment it exists: it cannot passivate before the caller has used it. The caller
+        releases the hold."""
         tag = _codec.type_tag(cls)
         cell = self._cells.get(actor_id)
         if cell is not None and cell.passivating:
@@ -500,15 +512,20 @@ class ActorSystem:
                         f"actor {actor_id!r} exists with class {row.actor_type}, not {tag}"
                     )
                 if self._ownership is not None and not await self._ownership.claim(actor_id):
-                    return ActorRef(self, cls, actor_id)  # owned by another runtime
+                    return None  # owned by another runtime
                 cell = self._start_cell(cls, actor_id, policy)
             elif cell.cls is not cls:
                 raise ConfigurationError(
                     f"actor {actor_id!r} is running as {cell.actor_type}, not {tag}"
                 )
-        await cell.ready.wait()
-        cell.check_usable()
-        return ActorRef(self, cls, actor_id)
+            cell.holds += 1
+        try:
+            await cell.ready.wait()
+            cell.check_usable()
+        except BaseException:
+            cell.holds -= 1
+            raise
+        return cell
 
     @contextlib.asynccontextmanager
     async def _spawn_lock(self, actor_id: str) -> AsyncIterator[None]:
@@ -531,15 +548,23 @@ class ActorSystem:
         return ActorRef(self, cls, actor_id)
 
     async def _cell(self, cls: type[Actor[Any]], actor_id: str) -> Cell:
-        for _ in range(100):  # passivation can race a start: try again, boundedly
+        """The actor's live cell, started if needed, returned with a hold taken (the caller
+        releases it): a cell started for a post is not passivated before that post."""
+        for _ in range(100):  # each round waits for a passivation to finish: bounded
             self._check_open()
             cell = self._cells.get(actor_id)
             if cell is not None and cell.passivating:
                 await cell.done.wait()  # writing its last snapshot; then start it again
                 continue
             if cell is None or _restartable(cell):
-                await self.spawn(cls, actor_id)
-                continue
+                started = await self._spawn_cell(cls, actor_id, self._policy(cls, {}))
+                if started is None:
+                    continue
+                if started.passivating or started.done.is_set():
+                    started.holds -= 1
+                    continue
+                return started
+            cell.holds += 1
             return cell
         raise ActorStoppedError(f"actor {actor_id!r} could not be started here")
 
@@ -572,7 +597,10 @@ class ActorSystem:
                     msg, message_id=message_id, sender=sender, want_reply=want_reply
                 )
             except Moved:
-                continue  # it passivated under us: the next cell recovers it
+                continue  # it passivated before we held it: the next cell is held from birth
+            finally:
+                cell.holds -= 1
+                cell.last_active = time.monotonic()
 
     @property
     def active_actors(self) -> int:
