@@ -52,7 +52,8 @@ from .agent import OVERSIZE, WORLD, Agent, Op, Peek
 T = TypeVar("T")
 
 #: Rules (and rule variants, and checks) that find a defect on current main, with the item of
-#: issue 11 or 18 each waits for. The lead deletes a line when its fix is merged.
+#: issue 11 or 18 each waits for (issue 15 for InDoubtError; NEW: found by this test, with a
+#: regression test of its own). Delete a line when its fix is merged: the rule is then on.
 BROKEN_ON_MAIN: dict[str, str] = {
     "double_resolve": "11.1",
     "unloggable_tool_error": "11.2",
