@@ -209,6 +209,7 @@ class Cell:
         #: message id -> seq of messages logged here that are not yet both handled and
         #: durable, in seq order (a retry of one finds it here, not in the store)
         self.inflight_ids: collections.OrderedDict[str, int] = collections.OrderedDict()
+        self._pruned = 0  # ids forgotten from inflight_ids so far (see _find_message)
         #: posts on their way into this cell (and starts made for one): not idle meanwhile
         self.holds = 0
         self.in_doubt: dict[int, _InDoubt] = {}
@@ -643,14 +644,24 @@ class Cell:
         return exc
 
     async def _find_message(self, message_id: str) -> int | None:
-        seq = self.inflight_ids.get(message_id)
-        if seq is not None:
-            return seq
-        row = await self.store.find_message(self.actor_id, message_id)
-        if row is None:
-            return self.inflight_ids.get(message_id)
-        _codec.verify_row(row, self.actor_id, row.seq)
-        return row.seq
+        """The seq of the message logged with ``message_id``, or None.
+
+        Looks in flight first, then in the store. An id forgotten from ``inflight_ids``
+        while the store was being asked (its message became handled and durable meanwhile)
+        may be missing from that answer, which was read before the commit: ask again.
+        """
+        while True:
+            seq = self.inflight_ids.get(message_id)
+            if seq is not None:
+                return seq
+            pruned = self._pruned
+            row = await self.store.find_message(self.actor_id, message_id)
+            if row is not None:
+                _codec.verify_row(row, self.actor_id, row.seq)
+                return row.seq
+            seq = self.inflight_ids.get(message_id)
+            if seq is not None or self._pruned == pruned:
+                return seq
 
     async def reply_for(self, seq: int) -> Reply:
         """The reply slot of an already-logged message: resolved from its recorded step if it
@@ -831,6 +842,7 @@ class Cell:
             if seq > bound:
                 break
             del ids[message_id]
+            self._pruned += 1
 
     async def snapshot(self, seq: int | None = None) -> None:
         """Write a snapshot covering ``seq`` (default: the last durable entry). Never fatal."""

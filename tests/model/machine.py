@@ -55,22 +55,7 @@ T = TypeVar("T")
 #: issue 11 or 18 each waits for (issue 15 for InDoubtError; NEW: found by this test, with a
 #: regression test of its own). Delete a line when its fix is merged: the rule is then on.
 BROKEN_ON_MAIN: dict[str, str] = {
-    "double_resolve": "11.1",
-    "unloggable_tool_error": "11.2",
-    "cancel_reask": "11.3",
-    "foreign_cancel": "11.5",
-    "live_replay_values": "11.10",
-    "reply_alias": "11.10",
-    "bad_message_id": "11.11",
     "spawn_options": "18.4",
-    "verify_live": "11.7",
-    # NEW: a caller's store lookup of a message id misses the message another caller (or
-    # the same caller, before a cancel) logged, because the cell drops the id from its
-    # in-flight table when the step ends, before the step is durable: the id is logged
-    # again, the append breaks the message-id index, and the actor is stopped with a
-    # SequenceConflictError blaming "another runtime". Seen with two concurrent asks of one
-    # id, and with an ask cancelled and retried at once. test_new_duplicate_id_race.py
-    "duplicate_id_race": "NEW (duplicate-id race)",
     "in_doubt_error": "15 (InDoubtError is exported and never raised)",
 }
 
