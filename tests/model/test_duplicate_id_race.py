@@ -1,4 +1,4 @@
-"""NEW (found by the model test, not in issues 11/18): two callers asking one fresh
+"""Found by the model test (not in issues 11/18), fixed: two callers asking one fresh
 ``message_id`` at once, when the first caller's step ends before the second caller's store
 lookup answers.
 
@@ -8,11 +8,8 @@ ended and ``Cell`` has dropped the id from its in-flight table (at the end of th
 the step is durable), so the second caller logs the same message id again. The unique
 message-id index rejects the append, the store reports it as a ``SequenceConflictError``
 ("another runtime is writing this actor's log"), and the actor is stopped for the life of the
-runtime. Expected: the second caller gets the first one's reply; the message is logged once;
-the actor goes on.
-
-Off on main like the model's rules: enabled by deleting ``duplicate_id_race`` from
-``BROKEN_ON_MAIN`` in ``machine.py`` (or ``ACTORLOG_MODEL_ENABLE=duplicate_id_race``).
+runtime. Expected (and now true): the second caller gets the first one's reply; the message
+is logged once; the actor goes on.
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ from actorlog.store import EntryRow, Store
 from actorlog.stores import SqliteStore
 
 from .agent import Agent, Op
-from .machine import on
 
 pytestmark = pytest.mark.anyio
 
@@ -58,8 +54,6 @@ class SlowLookups:
 
 
 async def test_two_callers_of_one_new_message_id_get_one_step(tmp_path: Path) -> None:
-    if not on("duplicate_id_race"):
-        return  # known broken on main: see BROKEN_ON_MAIN in machine.py
     path = tmp_path / "agents.db"
     store = SlowLookups(SqliteStore(path))
     op = Op("m1", "plain")
@@ -108,8 +102,6 @@ async def test_asking_again_while_the_first_step_commits_gets_its_reply(tmp_path
     """The same race with one caller after another: the second ask of an id arrives while
     the first one's step is committing (its in-flight entry already dropped, its message not
     yet in the store). This is also what a caller cancelled mid-ask meets when it retries."""
-    if not on("duplicate_id_race"):
-        return  # known broken on main: see BROKEN_ON_MAIN in machine.py
     path = tmp_path / "agents.db"
     store = SlowCommits(SqliteStore(path))
     op = Op("m1", "plain")
