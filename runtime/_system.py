@@ -209,13 +209,13 @@ class ActorSystem:
         #: one lock per actor id being spawned: spawns of different actors run (and commit
         #: their registrations) concurrently; two spawns of one id never start two cells
         self._spawn_locks: dict[str, _IdLock] = {}
-        if max_actors is not None and (not isinstance(max_actors, int) or max_actors < 1):
+        if max_actors is not None and (
+            not isinstance(max_actors, int) or isinstance(max_actors, bool) or max_actors < 1
+        ):
             raise ConfigurationError(f"max_actors must be a positive int, not {max_actors!r}")
-        if passivate_after is not None and not passivate_after > 0:
-            raise ConfigurationError(
-                f"passivate_after must be a positive number of seconds, not {passivate_after!r}"
-            )
         for name, seconds in (
+            ("passivate_after", 1.0 if passivate_after is None else passivate_after),
+            ("lease_ttl", lease_ttl),
             ("poll_interval", poll_interval),
             ("reply_poll_interval", 1.0 if reply_poll_interval is None else reply_poll_interval),
         ):
@@ -225,6 +225,12 @@ class ActorSystem:
                 raise ConfigurationError(
                     f"{name} must be a positive number of seconds, not {seconds!r}"
                 )
+        if isinstance(shutdown_grace, bool) or not (
+            isinstance(shutdown_grace, (int, float)) and 0 <= shutdown_grace < float("inf")
+        ):
+            raise ConfigurationError(
+                f"shutdown_grace must be a number of seconds >= 0, not {shutdown_grace!r}"
+            )
         self.max_actors = max_actors
         self.passivate_after = passivate_after
         self._over_limit: anyio.Event | None = None  # wakes the passivator (made by it)
