@@ -14,7 +14,7 @@ import attrs
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _records, _recovery, _telemetry
+from . import _codec, _records, _recovery, _snapshots, _telemetry
 from ._actor import Actor, accepted_messages, reply_type
 from ._context import Context, Recorded
 from ._errors import (
@@ -29,7 +29,7 @@ from ._errors import (
     SequenceConflictError,
     StoreUnavailableError,
 )
-from ._snapshots import OFFLOAD_BYTES, SnapshotPolicy, build_snapshot
+from ._snapshots import SnapshotPolicy, build_snapshot
 from ._telemetry import ATTR, EVENT, SPAN, tracer
 from ._wal import Journal
 
@@ -780,7 +780,7 @@ class Cell:
                 )
                 # The handler is not running meanwhile (this task is), so the state does
                 # not change while a worker thread encodes it.
-                if self.snapshot_bytes >= OFFLOAD_BYTES:
+                if self.snapshot_bytes >= _snapshots.OFFLOAD_BYTES:
                     row = await anyio.to_thread.run_sync(build)
                 else:
                     row = build()
