@@ -214,3 +214,25 @@ async def test_class_attribute_nan_is_refused_at_spawn(make_store: StoreFactory)
         with pytest.raises(ConfigurationError, match="snapshot_every_seconds"):
             await system.spawn(Never, "n")
         await anyio.lowlevel.checkpoint()
+
+
+async def test_snapshot_every_seconds_counts_from_the_last_snapshot_across_restarts(
+    make_store: StoreFactory,
+) -> None:
+    """18.6: short-lived processes still snapshot by time: the clock runs from the last
+    snapshot (or the actor's registration), not from each process start."""
+
+    class Timed(Counter):
+        snapshot_every = None
+        snapshot_every_seconds = 0.3
+
+    for i in range(3):
+        async with ActorSystem(make_store(), actors=[Timed]) as system:
+            ref = await system.spawn(Timed, "t")
+            assert await ref.ask(Add(1)) == i + 1
+        await anyio.sleep(0.2)  # between processes
+    store = await opened(make_store)
+    try:
+        assert await store.list_snapshots("t") != []
+    finally:
+        await close(store)
