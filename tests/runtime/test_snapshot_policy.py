@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import attrs
@@ -53,7 +53,7 @@ class Count:
 
 
 class Counter(Actor[Count]):
-    snapshot_every = 3
+    snapshot_every: ClassVar[int | None] = 3
 
     async def receive(self, ctx: Context, msg: Add) -> int:
         self.state.n += msg.n
