@@ -217,6 +217,9 @@ class ActorSystem:
         self.shutdown_grace = shutdown_grace
         self.recover_on_start = recover_on_start
         self._cells: dict[str, Cell] = {}
+        #: snapshot options given to ``spawn`` per actor id: they hold for this system,
+        #: through passivation and restarts of the actor, not only for the first cell
+        self._spawn_options: dict[str, dict[str, Any]] = {}
         self._costs: dict[str, RecoveryCost] = {}
         self._quarantined: dict[str, BaseException] = {}
         self._tg: TaskGroup | None = None
@@ -225,13 +228,13 @@ class ActorSystem:
         #: one lock per actor id being spawned: spawns of different actors run (and commit
         #: their registrations) concurrently; two spawns of one id never start two cells
         self._spawn_locks: dict[str, _IdLock] = {}
-        if max_actors is not None and (not isinstance(max_actors, int) or max_actors < 1):
+        if max_actors is not None and (
+            not isinstance(max_actors, int) or isinstance(max_actors, bool) or max_actors < 1
+        ):
             raise ConfigurationError(f"max_actors must be a positive int, not {max_actors!r}")
-        if passivate_after is not None and not passivate_after > 0:
-            raise ConfigurationError(
-                f"passivate_after must be a positive number of seconds, not {passivate_after!r}"
-            )
         for name, seconds in (
+            ("passivate_after", 1.0 if passivate_after is None else passivate_after),
+            ("lease_ttl", lease_ttl),
             ("poll_interval", poll_interval),
             ("reply_poll_interval", 1.0 if reply_poll_interval is None else reply_poll_interval),
         ):
@@ -241,6 +244,12 @@ class ActorSystem:
                 raise ConfigurationError(
                     f"{name} must be a positive number of seconds, not {seconds!r}"
                 )
+        if isinstance(shutdown_grace, bool) or not (
+            isinstance(shutdown_grace, (int, float)) and 0 <= shutdown_grace < float("inf")
+        ):
+            raise ConfigurationError(
+                f"shutdown_grace must be a number of seconds >= 0, not {shutdown_grace!r}"
+            )
         self.max_actors = max_actors
         self.passivate_after = passivate_after
         self._over_limit: anyio.Event | None = None  # wakes the passivator (made by it)
@@ -398,7 +407,7 @@ class ActorSystem:
                 except Exception:
                     pass
                 continue
-            self._start_cell(cls, row.actor_id, self._policy(cls, {}))
+            self._start_cell(cls, row.actor_id, self._actor_policy(cls, row.actor_id))
 
     def _spawn_task(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         if self._tg is not None and not self._closed:
@@ -429,6 +438,11 @@ class ActorSystem:
             keep=options.get("snapshot_keep", cls.snapshot_keep),
             recovery_budget=options.get("recovery_budget", cls.recovery_budget),
         )
+
+    def _actor_policy(self, cls: type[Actor[Any]], actor_id: str) -> SnapshotPolicy:
+        """The policy of an actor started without options: those its last ``spawn`` in this
+        system gave, else its class attributes."""
+        return self._policy(cls, self._spawn_options.get(actor_id, {}))
 
     def _recovery_cost(self, actor_type: str) -> RecoveryCost:
         """The recovery-cost model shared by the actors of one class in this system."""
@@ -466,6 +480,12 @@ class ActorSystem:
         An id that already exists resumes from its log; recovery has rebuilt its state when
         this returns (its interrupted step and pending messages continue in the background).
 
+        The snapshot options override the class attributes for this actor in this system:
+        they hold through passivation and restarts of the actor here, and an actor already
+        running takes them at once. They are not written to the store: a new process starts
+        the actor with its class attributes until ``spawn`` passes options again (options
+        meant to hold for good belong on the class; see ``docs/tuning.md``).
+
         Raises:
             ConfigurationError: bad id or options, or the id exists with another class.
             ActorQuarantinedError: the actor's log is damaged (``__cause__`` says how).
@@ -482,10 +502,15 @@ class ActorSystem:
             )
             if v is not _MISSING
         }
-        policy = self._policy(cls, options)
+        merged = {**self._spawn_options.get(actor_id, {}), **options}
+        policy = self._policy(cls, merged)
         self.register(cls)
+        if options:
+            self._spawn_options[actor_id] = merged
         cell = await self._spawn_cell(cls, actor_id, policy)
         if cell is not None:
+            if options:
+                cell.policy = policy  # an actor already running takes the new options
             cell.holds -= 1
         return ActorRef(self, cls, actor_id)
 
@@ -557,7 +582,7 @@ class ActorSystem:
                 await cell.done.wait()  # writing its last snapshot; then start it again
                 continue
             if cell is None or _restartable(cell):
-                started = await self._spawn_cell(cls, actor_id, self._policy(cls, {}))
+                started = await self._spawn_cell(cls, actor_id, self._actor_policy(cls, actor_id))
                 if started is None:
                     continue
                 if started.passivating or started.done.is_set():
