@@ -27,6 +27,7 @@ from ._errors import (
     ActorQuarantinedError,
     ActorStoppedError,
     ConfigurationError,
+    CorruptEntryError,
     LeaseLostError,
     StoreUnavailableError,
 )
@@ -389,6 +390,13 @@ class ActorSystem:
             await self._ownership.recover()  # only actors whose lease is free
             return
         for row in await self.store.list_actors():
+            if row.damage is not None:
+                # its summary row cannot be read, so whether it has unfinished work is
+                # unknown: quarantined with the damage named (spawning it raises the same)
+                self._quarantined[row.actor_id] = CorruptEntryError(
+                    row.actor_id, 0, "column type", row.damage
+                )
+                continue
             if row.handled_seq >= row.last_message_seq:
                 continue
             cls = self._classes.get(row.actor_type)
