@@ -198,6 +198,9 @@ class Cell:
         self.actor_id = actor_id
         self.actor_type = _codec.type_tag(cls)
         self.policy = policy
+        # The spawn options in effect and those last saved in the store (an ``options``
+        # event); None until recovery has read them.
+        self.saved_options: dict[str, Any] | None = None
         self.actor: Actor[Any] = cls()
         self.actor.actor_id = actor_id
         self.journal = Journal(self.store, actor_id, 0)
@@ -391,7 +394,29 @@ class Cell:
 
     # -- recovery --------------------------------------------------------------------------
 
+    async def _load_options(self) -> None:
+        """Take the spawn options last saved for this actor (``ActorSystem.spawn``), unless
+        a ``spawn`` in this system gave some already. Damaged saved options are ignored
+        (the class attributes hold), never fatal."""
+        saved: dict[str, Any] = {}
+        for ev in await self.store.read_events(self.actor_id):
+            if ev.kind == "options" and ev.damage is None:
+                try:
+                    value = json.loads(ev.detail)
+                except ValueError:
+                    continue
+                if isinstance(value, dict):
+                    saved = value
+        self.saved_options = saved
+        if saved and self.actor_id not in self.system._spawn_options:
+            try:
+                self.policy = self.system._policy(self.cls, saved)
+            except ConfigurationError:
+                return
+            self.system._spawn_options[self.actor_id] = saved
+
     async def _recover(self) -> None:
+        await self._load_options()
         t0 = time.perf_counter()
         initial = self.actor.initial_state()
         state_type = type(initial)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import json
 import os
 import socket
 import sys
@@ -26,6 +27,7 @@ from ._errors import (
     ActorQuarantinedError,
     ActorStoppedError,
     ConfigurationError,
+    CorruptEntryError,
     LeaseLostError,
     StoreUnavailableError,
 )
@@ -388,6 +390,13 @@ class ActorSystem:
             await self._ownership.recover()  # only actors whose lease is free
             return
         for row in await self.store.list_actors():
+            if row.damage is not None:
+                # its summary row cannot be read, so whether it has unfinished work is
+                # unknown: quarantined with the damage named (spawning it raises the same)
+                self._quarantined[row.actor_id] = CorruptEntryError(
+                    row.actor_id, 0, "column type", row.damage
+                )
+                continue
             if row.handled_seq >= row.last_message_seq:
                 continue
             cls = self._classes.get(row.actor_type)
@@ -480,11 +489,11 @@ class ActorSystem:
         An id that already exists resumes from its log; recovery has rebuilt its state when
         this returns (its interrupted step and pending messages continue in the background).
 
-        The snapshot options override the class attributes for this actor in this system:
-        they hold through passivation and restarts of the actor here, and an actor already
-        running takes them at once. They are not written to the store: a new process starts
-        the actor with its class attributes until ``spawn`` passes options again (options
-        meant to hold for good belong on the class; see ``docs/tuning.md``).
+        The snapshot options override the class attributes for this actor, for good: they
+        are saved in the store (an ``options`` event in the actor's history) before this
+        returns, and hold through passivation, restarts and new processes until a later
+        ``spawn`` changes them (options not given keep their saved values). An actor already
+        running takes them at once. See ``docs/tuning.md``.
 
         Raises:
             ConfigurationError: bad id or options, or the id exists with another class.
@@ -505,13 +514,23 @@ class ActorSystem:
         merged = {**self._spawn_options.get(actor_id, {}), **options}
         policy = self._policy(cls, merged)
         self.register(cls)
-        if options:
-            self._spawn_options[actor_id] = merged
         cell = await self._spawn_cell(cls, actor_id, policy)
         if cell is not None:
-            if options:
-                cell.policy = policy  # an actor already running takes the new options
-            cell.holds -= 1
+            try:
+                if options:
+                    # over those saved by an earlier spawn (read by the cell's recovery)
+                    merged = {**(cell.saved_options or {}), **merged}
+                    cell.policy = policy = self._policy(cls, merged)
+                    self._spawn_options[actor_id] = merged
+                    if merged != cell.saved_options:
+                        # saved before spawn returns: a later process (or a recovery after
+                        # passivation) starts the actor with these options
+                        await self.store.record_event(
+                            actor_id, "options", json.dumps(merged, sort_keys=True)
+                        )
+                        cell.saved_options = merged
+            finally:
+                cell.holds -= 1
         return ActorRef(self, cls, actor_id)
 
     async def _spawn_cell(
