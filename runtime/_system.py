@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import json
+import logging
 import os
 import socket
 import sys
@@ -23,6 +24,7 @@ from . import _codec
 from ._actor import Actor, accepted_messages
 from ._cell import Cell, Moved, Reply
 from ._errors import (
+    ActorlogError,
     ActorNotFoundError,
     ActorQuarantinedError,
     ActorStoppedError,
@@ -36,6 +38,8 @@ from ._snapshots import RecoveryCost, SnapshotPolicy
 from .store import Store
 
 __all__ = ["ActorRef", "ActorSystem"]
+
+logger = logging.getLogger("actorlog")
 
 A = TypeVar("A", bound=Actor[Any])
 _MISSING: Any = object()
@@ -493,7 +497,8 @@ class ActorSystem:
         are saved in the store (an ``options`` event in the actor's history) before this
         returns, and hold through passivation, restarts and new processes until a later
         ``spawn`` changes them (options not given keep their saved values). An actor already
-        running takes them at once. See ``docs/tuning.md``.
+        running takes them at once. A store error while saving them does not fail the spawn
+        (they only tune snapshots): a warning is logged. See ``docs/tuning.md``.
 
         Raises:
             ConfigurationError: bad id or options, or the id exists with another class.
@@ -525,13 +530,28 @@ class ActorSystem:
                     if merged != cell.saved_options:
                         # saved before spawn returns: a later process (or a recovery after
                         # passivation) starts the actor with these options
-                        await self.store.record_event(
-                            actor_id, "options", json.dumps(merged, sort_keys=True)
-                        )
-                        cell.saved_options = merged
+                        await self._save_options(cell, merged)
             finally:
                 cell.holds -= 1
         return ActorRef(self, cls, actor_id)
+
+    async def _save_options(self, cell: Cell, options: dict[str, Any]) -> None:
+        """Save spawn options with the actor. They only tune snapshots (never correctness),
+        so a store failure here does not fail the spawn: the options hold in this system, a
+        warning is logged, and the next ``spawn`` with options saves them again."""
+        try:
+            await self.store.record_event(
+                cell.actor_id, "options", json.dumps(options, sort_keys=True)
+            )
+        except ActorlogError as exc:
+            logger.warning(
+                "actor %r: spawn options %s hold in this system but could not be saved: %s",
+                cell.actor_id,
+                options,
+                exc,
+            )
+            return
+        cell.saved_options = options
 
     async def _spawn_cell(
         self, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy
