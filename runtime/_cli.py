@@ -1,7 +1,7 @@
 """The ``actorlog`` command: the operator's view of a store (see docs/operators.md).
 
 Thin: parsing, printing and exit codes. Everything it knows about the log comes from
-:mod:`actorlog.inspect`, which is the same thing as a Python API.
+:mod:`actorlog.ops`, which is the same thing as a Python API.
 
 Exit codes: 0 done; 1 ``verify`` found damage, or ``fork`` refused without ``--yes``;
 2 anything that could not be done (bad arguments, store unreadable, actor or entry not found,
@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import attrs
 
-from . import inspect
+from . import ops
 from ._errors import ActorlogError
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ def ago(ts: float | None, now: float | None = None) -> str:
     return f"{d / 86400:.1f}d ago"
 
 
-def effect_value(e: inspect.Effect) -> str:
+def effect_value(e: ops.Effect) -> str:
     if e.name == "now" and isinstance(e.value, int | float):
         try:
             return (
@@ -319,8 +319,8 @@ def _status_text(s: Style, status: str) -> str:
 
 async def cmd_leases(args: argparse.Namespace, out: Out) -> int:
     """``actorlog leases``: the ownership view (kept apart from ``actors``)."""
-    async with inspect.opened(_store_url(args.store)) as store:
-        found = await inspect.leases(store)
+    async with ops.opened(_store_url(args.store)) as store:
+        found = await ops.leases(store)
     if args.json:
         for lease in found:
             _json_line(out.stream, {**attrs.asdict(lease), "live": lease.live})
@@ -348,11 +348,11 @@ async def cmd_leases(args: argparse.Namespace, out: Out) -> int:
 
 
 async def cmd_actors(args: argparse.Namespace, out: Out) -> int:
-    async with inspect.opened(_store_url(args.store)) as store:
-        actors = await inspect.list_actors(store)
+    async with ops.opened(_store_url(args.store)) as store:
+        actors = await ops.list_actors(store)
     if args.json:
         for a in actors:
-            _json_line(out.stream, inspect.to_json(a))
+            _json_line(out.stream, ops.to_json(a))
         return EXIT_OK
     s = out.s
     if not actors:
@@ -416,7 +416,7 @@ async def cmd_actors(args: argparse.Namespace, out: Out) -> int:
     return EXIT_OK
 
 
-def _event_text(e: inspect.Event) -> str:
+def _event_text(e: ops.Event) -> str:
     d = e.detail
     if e.kind == "recovered":
         snap = d.get("snapshot_seq") or 0
@@ -477,7 +477,7 @@ class _Timeline:
         self.out.line(f"{seq!s:>6}  {t:8}  {text}")
 
 
-def print_history(h: inspect.History, out: Out, url: str) -> None:
+def print_history(h: ops.History, out: Out, url: str) -> None:
     """Print a materialized history (:class:`HistoryPrinter` prints a stream)."""
     p = HistoryPrinter(out, url, since=h.since)
     for item in [h.actor, *h.timeline()]:
@@ -496,23 +496,23 @@ class HistoryPrinter:
         self.actor_id = ""
         self.shown = 0
 
-    def item(self, item: inspect.HistoryItem) -> None:
+    def item(self, item: ops.HistoryItem) -> None:
         s, t = self.out.s, self.t
-        if isinstance(item, inspect.ActorStatus):
+        if isinstance(item, ops.ActorStatus):
             self.actor_id = item.actor_id
             _print_header(item, self.out)
             return
         self.shown += 1
-        if isinstance(item, inspect.Step):
+        if isinstance(item, ops.Step):
             _print_step(item, t, self.url, self.actor_id)
-        elif isinstance(item, inspect.SnapshotView):
+        elif isinstance(item, ops.SnapshotView):
             text = s.dim(
                 f"snapshot seq {item.seq} (handled up to {item.handled_seq}, {item.size:,} B)"
             )
             if not item.valid:
                 text += s.red(clean(f" INVALID: {item.problem}"))
             t.row(item.seq, item.created_at, text)
-        elif isinstance(item, inspect.Event):
+        elif isinstance(item, ops.Event):
             color: Callable[[str], str] = getattr(s, _EVENT_COLOR.get(item.kind, "bold"))
             t.row("", item.at, color(clean(f"[{item.kind}] " + _event_text(item))))
         else:
@@ -530,7 +530,7 @@ class HistoryPrinter:
             )
 
 
-def _print_header(a: inspect.ActorStatus, out: Out) -> None:
+def _print_header(a: ops.ActorStatus, out: Out) -> None:
     s = out.s
     snap = "none"
     if a.last_snapshot_seq is not None:
@@ -554,7 +554,7 @@ _STEP_MARK = {
 }
 
 
-def _print_step(st: inspect.Step, t: _Timeline, url: str, actor_id: str) -> None:
+def _print_step(st: ops.Step, t: _Timeline, url: str, actor_id: str) -> None:
     s = t.out.s
     mark, color = _STEP_MARK.get(st.status, (st.status, "bold"))
     paint: Callable[[str], str] = getattr(s, color)
@@ -566,10 +566,10 @@ def _print_step(st: inspect.Step, t: _Timeline, url: str, actor_id: str) -> None
         f"{paint(f'{mark:8}')} {label} {clean(st.message_type)} {short(st.body, 70)}{sender}",
     )
     indent = " " * 11
-    items: list[tuple[int, inspect.Call | inspect.Effect]] = [(c.intent_seq, c) for c in st.calls]
+    items: list[tuple[int, ops.Call | ops.Effect]] = [(c.intent_seq, c) for c in st.calls]
     items += [(e.seq, e) for e in st.effects]
     for seq, item in sorted(items, key=lambda x: x[0]):
-        if isinstance(item, inspect.Effect):
+        if isinstance(item, ops.Effect):
             t.row(seq, None, s.dim(f"{indent}{clean(item.name):5} {effect_value(item)}"))
             continue
         t.row(seq, None, indent + _call_line(s, item))
@@ -588,7 +588,7 @@ def _print_step(st: inspect.Step, t: _Timeline, url: str, actor_id: str) -> None
                 d.at,
                 f"{indent}  " + s.yellow(f"decision by {clean(d.by)}: {clean(what)}{reason}"),
             )
-        if item.status in inspect.NEEDS_OPERATOR:
+        if item.status in ops.NEEDS_OPERATOR:
             t.row(
                 "",
                 None,
@@ -609,7 +609,7 @@ def _print_step(st: inspect.Step, t: _Timeline, url: str, actor_id: str) -> None
     t.row(st.step_seq, st.finished_at, indent + text)
 
 
-def _call_line(s: Style, c: inspect.Call) -> str:
+def _call_line(s: Style, c: ops.Call) -> str:
     kind = "read " if c.effect == "read" else "write"
     call = _call_text(c.tool, c.args, c.kwargs)
     if c.status == "ok":
@@ -621,7 +621,7 @@ def _call_line(s: Style, c: inspect.Call) -> str:
         outcome = s.yellow("resolved") + f" -> {short(c.value, 50)}"
     elif c.status == "failed_by_operator":
         outcome = s.yellow("failed by operator")
-    elif c.status in inspect.NEEDS_OPERATOR:
+    elif c.status in ops.NEEDS_OPERATOR:
         outcome = s.yellow(f"IN DOUBT (policy {c.policy}: waits for an operator)")
     elif c.status == "auto":
         outcome = s.blue(f"in doubt (policy {c.policy}: settled by the runtime on recovery)")
@@ -638,19 +638,19 @@ def _call_line(s: Style, c: inspect.Call) -> str:
 
 
 _ITEM_TYPE: dict[type, str] = {
-    inspect.ActorStatus: "actor",
-    inspect.Step: "step",
-    inspect.SnapshotView: "snapshot",
-    inspect.Event: "event",
-    inspect.Finding: "damage",
+    ops.ActorStatus: "actor",
+    ops.Step: "step",
+    ops.SnapshotView: "snapshot",
+    ops.Event: "event",
+    ops.Finding: "damage",
 }
 
 
 async def cmd_history(args: argparse.Namespace, out: Out) -> int:
     """Streams: the log is read in pages and each step is printed once it is complete."""
     async with (
-        inspect.opened(_store_url(args.store)) as store,
-        contextlib.aclosing(inspect.iter_history(store, args.actor, since=args.since)) as items,
+        ops.opened(_store_url(args.store)) as store,
+        contextlib.aclosing(ops.iter_history(store, args.actor, since=args.since)) as items,
     ):
         if args.html:
             from ._html import write_history
@@ -660,7 +660,7 @@ async def cmd_history(args: argparse.Namespace, out: Out) -> int:
             return EXIT_OK
         if args.json:
             async for item in items:
-                _json_line(out.stream, {"type": _ITEM_TYPE[type(item)], **inspect.to_json(item)})
+                _json_line(out.stream, {"type": _ITEM_TYPE[type(item)], **ops.to_json(item)})
             return EXIT_OK
         printer = HistoryPrinter(out, shown_url(args.store), since=args.since)
         async for item in items:
@@ -670,10 +670,10 @@ async def cmd_history(args: argparse.Namespace, out: Out) -> int:
 
 
 async def cmd_show(args: argparse.Namespace, out: Out) -> int:
-    async with inspect.opened(_store_url(args.store)) as store:
-        v = await inspect.show(store, args.actor, args.seq)
+    async with ops.opened(_store_url(args.store)) as store:
+        v = await ops.show(store, args.actor, args.seq)
     if args.json:
-        _json_line(out.stream, inspect.to_json(v))
+        _json_line(out.stream, ops.to_json(v))
         return EXIT_OK
     s = out.s
     out.line(s.bold(clean(f"{v.actor_id} seq {v.seq}: {v.kind} {v.type_tag}")))
@@ -700,8 +700,8 @@ async def cmd_show(args: argparse.Namespace, out: Out) -> int:
 async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
     progress = Progress(sys.stderr)
     try:
-        async with inspect.opened(_store_url(args.store)) as store:
-            report = await inspect.verify(store, args.actor, progress=progress)
+        async with ops.opened(_store_url(args.store)) as store:
+            report = await ops.verify(store, args.actor, progress=progress)
     finally:
         progress.clear()
     if args.json:
@@ -712,7 +712,7 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
                 "actors": report.actors,
                 "entries": report.entries,
                 "snapshots": report.snapshots,
-                "findings": inspect.to_json(report.findings),
+                "findings": ops.to_json(report.findings),
                 "limits": report.limits,
             },
         )
@@ -759,8 +759,8 @@ async def cmd_resolve(args: argparse.Namespace, out: Out) -> int:
         kwargs["retry"] = True
     else:
         kwargs["fail"] = args.fail
-    async with inspect.opened(_store_url(args.store), read_only=False) as store:
-        d = await inspect.resolve(
+    async with ops.opened(_store_url(args.store), read_only=False) as store:
+        d = await ops.resolve(
             store, args.actor, args.intent_seq, by=args.by, reason=args.reason or "", **kwargs
         )
     what = {
@@ -782,7 +782,7 @@ async def cmd_resolve(args: argparse.Namespace, out: Out) -> int:
     return EXIT_OK
 
 
-def _print_effects(out: Out, effects: Sequence[inspect.ExternalEffect], at: int) -> None:
+def _print_effects(out: Out, effects: Sequence[ops.ExternalEffect], at: int) -> None:
     s = out.s
     out.line(
         s.yellow(
@@ -805,12 +805,12 @@ def _print_effects(out: Out, effects: Sequence[inspect.ExternalEffect], at: int)
 
 
 async def cmd_fork(args: argparse.Namespace, out: Out) -> int:
-    async with inspect.opened(_store_url(args.store), read_only=False) as store:
+    async with ops.opened(_store_url(args.store), read_only=False) as store:
         try:
-            r = await inspect.fork(
+            r = await ops.fork(
                 store, args.actor, at=args.at, new_id=args.new_id, yes=args.yes, by=args.by
             )
-        except inspect.ForkRefusedError as exc:
+        except ops.ForkRefusedError as exc:
             _print_effects(out, exc.effects, exc.at)
             for w in exc.warnings:
                 out.line(out.s.red(f"  could not read: {w}"))
@@ -840,8 +840,8 @@ async def cmd_export(args: argparse.Namespace, out: Out) -> int:
         stream = f
     try:
         async with (
-            inspect.opened(_store_url(args.store)) as store,
-            contextlib.aclosing(inspect.export(store, args.actor, raw=args.raw)) as items,
+            ops.opened(_store_url(args.store)) as store,
+            contextlib.aclosing(ops.export(store, args.actor, raw=args.raw)) as items,
         ):
             async for item in items:
                 _json_line(stream, item)

@@ -1,7 +1,7 @@
 """A self-contained HTML timeline of one actor (``actorlog history --html``).
 
 One file, inline CSS, no scripts and no network resources, so it can be attached to an
-incident ticket and opened anywhere. Built from :class:`actorlog.inspect.History`.
+incident ticket and opened anywhere. Built from :class:`actorlog.ops.History`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from . import inspect
+from . import ops
 
 __all__ = ["render_history", "write_history"]
 
@@ -141,7 +141,7 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def _effect_value(ef: inspect.Effect) -> str:
+def _effect_value(ef: ops.Effect) -> str:
     if ef.name == "now":
         from ._cli import effect_value
 
@@ -149,7 +149,7 @@ def _effect_value(ef: inspect.Effect) -> str:
     return _short(ef.value, 120)
 
 
-def _call_row(c: inspect.Call) -> str:
+def _call_row(c: ops.Call) -> str:
     args = ", ".join(
         [_short(a, 60) for a in c.args] + [f"{k}={_short(v, 60)}" for k, v in c.kwargs.items()]
     )
@@ -158,7 +158,7 @@ def _call_row(c: inspect.Call) -> str:
     elif c.status in ("error", "failed_by_operator"):
         err = c.error or {}
         outcome = f'<span class="mono">{_e(err.get("type"))}: {_e(err.get("message"))}</span>'
-    elif c.status in inspect.NEEDS_OPERATOR:
+    elif c.status in ops.NEEDS_OPERATOR:
         outcome = "may or may not have happened: waits for an operator"
     elif c.status == "auto":
         outcome = f"in doubt; the runtime settles it on recovery (policy {_e(c.policy)})"
@@ -175,7 +175,7 @@ def _call_row(c: inspect.Call) -> str:
     )
 
 
-def _decision_row(d: inspect.Decision) -> str:
+def _decision_row(d: ops.Decision) -> str:
     what = {
         "result": f"result {_short(d.value, 60)}",
         "retry": "retry",
@@ -192,7 +192,7 @@ def _decision_row(d: inspect.Decision) -> str:
     )
 
 
-def _step(st: inspect.Step, resolve_hint: str) -> str:
+def _step(st: ops.Step, resolve_hint: str) -> str:
     rows: list[tuple[int, str]] = []
     for c in st.calls:
         rows.append((c.intent_seq, _call_row(c)))
@@ -235,7 +235,7 @@ def _step(st: inspect.Step, resolve_hint: str) -> str:
         cmds = "".join(
             f"<div><code>{_e(resolve_hint.replace('{seq}', str(c.intent_seq)))}</code></div>"
             for c in st.calls
-            if c.status in inspect.NEEDS_OPERATOR
+            if c.status in ops.NEEDS_OPERATOR
         )
         hint = f'<div class="callout">Settle with: {cmds}</div>'
     sender = f' from <span class="mono">{_e(st.sender)}</span>' if st.sender else ""
@@ -250,7 +250,7 @@ def _step(st: inspect.Step, resolve_hint: str) -> str:
     )
 
 
-def render_history(h: inspect.History, *, source: str = "") -> str:
+def render_history(h: ops.History, *, source: str = "") -> str:
     """The HTML page for one actor's history."""
     hint = _resolve_hint(h.actor, source)
     parts = [_item(item, hint) for item in h.timeline()]
@@ -258,21 +258,21 @@ def render_history(h: inspect.History, *, source: str = "") -> str:
 
 
 async def write_history(
-    items: AsyncIterator[inspect.HistoryItem], path: str, *, source: str = "", since: int = 0
+    items: AsyncIterator[ops.HistoryItem], path: str, *, source: str = "", since: int = 0
 ) -> None:
-    """Write the HTML page for a streamed history (:func:`actorlog.inspect.iter_history`)
+    """Write the HTML page for a streamed history (:func:`actorlog.ops.iter_history`)
     to ``path``. The timeline goes to a temporary file as it comes (the counts at the top of
     the page are known only at the end), so memory stays small for a long log."""
-    actor: inspect.ActorStatus | None = None
+    actor: ops.ActorStatus | None = None
     steps = damage = 0
     hint = ""
     with tempfile.TemporaryFile("w+", encoding="utf-8") as body:
         async for item in items:
-            if isinstance(item, inspect.ActorStatus):
+            if isinstance(item, ops.ActorStatus):
                 actor, hint = item, _resolve_hint(item, source)
                 continue
-            steps += isinstance(item, inspect.Step)
-            damage += isinstance(item, inspect.Finding)
+            steps += isinstance(item, ops.Step)
+            damage += isinstance(item, ops.Finding)
             body.write(_item(item, hint))
         assert actor is not None
         head, tail = _page(actor, source, since, "\0", steps, damage).split("\0")
@@ -284,28 +284,26 @@ async def write_history(
             await f.write(tail)
 
 
-def _resolve_hint(a: inspect.ActorStatus, source: str) -> str:
+def _resolve_hint(a: ops.ActorStatus, source: str) -> str:
     return (
         f"actorlog resolve {source or 'STORE'} {a.actor_id} {{seq}} "  # .replace, not .format
         "--result JSON | --retry | --fail MESSAGE"
     )
 
 
-def _item(
-    item: inspect.Step | inspect.SnapshotView | inspect.Event | inspect.Finding, resolve_hint: str
-) -> str:
+def _item(item: ops.Step | ops.SnapshotView | ops.Event | ops.Finding, resolve_hint: str) -> str:
     from . import _cli
 
-    if isinstance(item, inspect.Step):
+    if isinstance(item, ops.Step):
         return _step(item, resolve_hint)
-    if isinstance(item, inspect.SnapshotView):
+    if isinstance(item, ops.SnapshotView):
         bad = "" if item.valid else f" — INVALID: {_e(item.problem)}"
         return (
             f'<div class="item marker snapshot" data-seq="{item.seq}">'
             f"snapshot at seq {item.seq} (handled up to {item.handled_seq}, "
             f"{item.size:,} bytes) · {_e(_when(item.created_at))}{bad}</div>"
         )
-    if isinstance(item, inspect.Event):
+    if isinstance(item, ops.Event):
         return (
             f'<div class="item event e-{_e(item.kind)}" data-kind="{_e(item.kind)}">'
             f'<b>{_e(item.kind.replace("_", " "))}</b> · <span class="time">'
@@ -318,7 +316,7 @@ def _item(
 
 
 def _page(
-    a: inspect.ActorStatus, source: str, since_seq: int, timeline: str, steps: int, damage: int
+    a: ops.ActorStatus, source: str, since_seq: int, timeline: str, steps: int, damage: int
 ) -> str:
     resolve_hint = _resolve_hint(a, source)
     callouts = ""
