@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 
 from . import ops
+from ._term import clean, duration, effect_value, event_text, json_text, when
 
 __all__ = ["render_history", "write_history"]
 
@@ -88,23 +89,15 @@ footer { color: var(--dim); margin-top: 28px; font-size: 12px; }
 
 def _e(text: Any) -> str:
     """Every text that goes into the page: HTML-escaped, control characters made visible."""
-    from ._cli import clean
-
     return html.escape(clean(text), quote=True)
 
 
 def _when(ts: float | None) -> str:
-    if ts is None:
-        return ""
-    from ._cli import when
-
-    return when(ts)
+    return "" if ts is None else when(ts)
 
 
 def _json(value: Any) -> str:
-    from ._cli import _json_text
-
-    return _json_text(value, separators=(",", ":"))
+    return json_text(value, separators=(",", ":"))
 
 
 def _short(value: Any, limit: int = 90) -> str:
@@ -117,9 +110,7 @@ def _value(value: Any, limit: int = 90) -> str:
     text = _json(value)
     if len(text) <= limit:
         return f'<code class="val">{_e(text)}</code>'
-    from ._cli import _json_text
-
-    pretty = _json_text(value, indent=2)
+    pretty = json_text(value, indent=2)
     return (
         f"<details><summary><code>{_e(_short(value, limit))}</code></summary>"
         f"<pre>{_e(pretty)}</pre></details>"
@@ -135,16 +126,8 @@ def _badge(status: str, text: str | None = None) -> str:
     return f'<span class="badge b-{_e(status)}">{_e(text or status.replace("_", " "))}</span>'
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
-
-
 def _effect_value(ef: ops.Effect) -> str:
     if ef.name == "now":
-        from ._cli import effect_value
-
         return effect_value(ef)
     return _short(ef.value, 120)
 
@@ -171,7 +154,7 @@ def _call_row(c: ops.Call) -> str:
         f'<td class="num">{c.intent_seq}</td><td>{_e(c.effect)}</td>'
         f'<td><code class="val">{_e(c.tool)}({_e(args)})</code></td>'
         f"<td>{_badge(c.status)}{attempts}</td><td>{outcome}</td>"
-        f'<td class="mono key">{key}</td><td class="num">{_duration(c.duration)}</td></tr>'
+        f'<td class="mono key">{key}</td><td class="num">{duration(c.duration)}</td></tr>'
     )
 
 
@@ -221,7 +204,7 @@ def _step(st: ops.Step, resolve_hint: str) -> str:
     if st.step_seq is not None and st.status == "ok":
         end = (
             f'<div class="reply">reply (seq {st.step_seq}, {_when(st.finished_at)[11:]}, '
-            f"took {_duration(st.duration)}): "
+            f"took {duration(st.duration)}): "
             f"{_value(st.reply, 120)}</div>"
         )
     elif st.step_seq is not None:
@@ -292,8 +275,6 @@ def _resolve_hint(a: ops.ActorStatus, source: str) -> str:
 
 
 def _item(item: ops.Step | ops.SnapshotView | ops.Event | ops.Finding, resolve_hint: str) -> str:
-    from . import _cli
-
     if isinstance(item, ops.Step):
         return _step(item, resolve_hint)
     if isinstance(item, ops.SnapshotView):
@@ -307,7 +288,7 @@ def _item(item: ops.Step | ops.SnapshotView | ops.Event | ops.Finding, resolve_h
         return (
             f'<div class="item event e-{_e(item.kind)}" data-kind="{_e(item.kind)}">'
             f'<b>{_e(item.kind.replace("_", " "))}</b> · <span class="time">'
-            f"{_e(_when(item.at))}</span><br>{_e(_cli._event_text(item))}</div>"
+            f"{_e(_when(item.at))}</span><br>{_e(event_text(item))}</div>"
         )
     return (
         f'<div class="item damage" data-seq="{item.seq}">damaged entry at seq '
