@@ -93,3 +93,8 @@ __all__ = [
     "to_json",
     "verify",
 ]
+
+for _name in __all__:  # show the public classes as actorlog.ops.X, where users import them
+    if isinstance(_obj := globals()[_name], type):
+        _obj.__module__ = __name__
+del _name, _obj

@@ -58,13 +58,15 @@ class _Builder:
             self.calls.pop(c.intent_seq, None)
         return [step]
 
+    def report(self, seq: int, check: str, detail: str) -> None:
+        """One damaged entry, found at the time of the last readable entry."""
+        self.damage.append(Finding(self.actor_id, "entry", seq, check, detail, self.last_at))
+
     def _add(self, row: EntryRow) -> None:
         p, err = _check(row, self.actor_id)
         if err is not None or p is None:
             assert err is not None
-            self.damage.append(
-                Finding(self.actor_id, "entry", row.seq, err.check, err.detail, self.last_at)
-            )
+            self.report(row.seq, err.check, err.detail)
             self.damaged.add(row.seq)
             return
         if row.ref in self.damaged:
@@ -86,15 +88,10 @@ class _Builder:
         if kind in ("intent", "effect", "step"):
             step = self.steps.get(row.ref)
             if step is None:
-                self.damage.append(
-                    Finding(
-                        self.actor_id,
-                        "entry",
-                        row.seq,
-                        "reference",
-                        f"{kind} refers to message seq {row.ref}, which is not a message",
-                        self.last_at,
-                    )
+                self.report(
+                    row.seq,
+                    "reference",
+                    f"{kind} refers to message seq {row.ref}, which is not a message",
                 )
                 return
             if kind == "intent":
@@ -126,15 +123,10 @@ class _Builder:
             return
         owner = self.calls.get(row.ref)
         if owner is None:
-            self.damage.append(
-                Finding(
-                    self.actor_id,
-                    "entry",
-                    row.seq,
-                    "reference",
-                    f"{kind} refers to intent seq {row.ref}, which is not an intent",
-                    self.last_at,
-                )
+            self.report(
+                row.seq,
+                "reference",
+                f"{kind} refers to intent seq {row.ref}, which is not an intent",
             )
             return
         if owner.result_seq is not None:  # settled: replay ignores later outcomes too
@@ -347,16 +339,7 @@ async def _history_stream(store: Store, actor_id: str, since: int) -> AsyncItera
     last = since
     async for r in _scan(store, actor_id, after=since):
         if expected is not None and r.seq > expected:
-            b.damage.append(
-                Finding(
-                    actor_id,
-                    "entry",
-                    expected,
-                    "seq chain",
-                    f"seqs {expected}..{r.seq - 1} are missing",
-                    b.last_at,
-                )
-            )
+            b.report(expected, "seq chain", f"seqs {expected}..{r.seq - 1} are missing")
             b.damaged.update(range(expected, r.seq))
         expected = r.seq + 1
         last = r.seq
@@ -364,15 +347,10 @@ async def _history_stream(store: Store, actor_id: str, since: int) -> AsyncItera
             for item in emit(done):
                 yield item
     if expected is not None and last < row.last_seq:
-        b.damage.append(
-            Finding(
-                actor_id,
-                "entry",
-                last + 1,
-                "seq chain",
-                f"log ends at seq {last}, the actor's summary says {row.last_seq}",
-                b.last_at,
-            )
+        b.report(
+            last + 1,
+            "seq chain",
+            f"log ends at seq {last}, the actor's summary says {row.last_seq}",
         )
     b.finish(status)
     for item in emit(sorted(b.steps.values(), key=lambda st: st.message_seq)):
