@@ -2,6 +2,7 @@
 
     python -m benchmarks.snapshots [--steps 5000] [--every 10,100,1000,10000,never]
                                    [--sizes 1000,100000] [--points 3]
+    python -m benchmarks.snapshots --stall 40 [--snapshots 5]
 
 For each state size and each ``snapshot_every``, one actor (``benchmarks._agent``, one
 ``ctx.call`` per ``Step`` message, 16 concurrent senders) runs in a fresh ``SqliteStore``
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 import attrs
-from actorlog import ActorSystem
+from actorlog import Actor, ActorSystem, Context
 from actorlog.stores import SqliteStore
 
 from . import _agent
@@ -148,6 +149,73 @@ def run_setting(
     return s
 
 
+@attrs.define
+class Big:
+    rows: list[str] = attrs.Factory(list)
+
+
+class BigActor(Actor[Big]):
+    snapshot_every = 1
+
+    async def receive(self, ctx: Context, msg: _agent.Grow) -> int:
+        if not self.state.rows:
+            row = "x" * 1000
+            self.state.rows = [f"{i}:{row}" for i in range(msg.size // 1000)]
+        return len(self.state.rows)
+
+
+async def _stall_run(path: Path, size: int, snapshots: int, offload: bool) -> tuple[float, float]:
+    """(longest event-loop stall, mean snapshot duration), both in ms, while an actor with a
+    ``size``-byte state takes ``snapshots`` snapshots; ``offload`` False forces encoding on
+    the loop (the behaviour before off-loop encoding)."""
+    import actorlog._snapshots as cell_module
+
+    saved = cell_module.OFFLOAD_BYTES
+    cell_module.OFFLOAD_BYTES = saved if offload else 1 << 62
+    stall = 0.0
+    durations: list[float] = []
+    try:
+        async with ActorSystem(SqliteStore(path), actors=[BigActor]) as system:
+            ref = await system.spawn(BigActor, "big")
+            await ref.ask(_agent.Grow(size))  # builds the state; its first snapshot follows
+            await anyio.sleep(0.5)
+
+            async def ticker() -> None:
+                nonlocal stall
+                last = time.perf_counter()
+                while True:
+                    await anyio.sleep(0.001)
+                    now = time.perf_counter()
+                    stall = max(stall, now - last - 0.001)
+                    last = now
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ticker)
+                cell = system._cells["big"]
+                for _ in range(snapshots):
+                    t0 = time.perf_counter()
+                    await cell.snapshot()
+                    durations.append(time.perf_counter() - t0)
+                    await anyio.sleep(0.05)
+                tg.cancel_scope.cancel()
+    finally:
+        cell_module.OFFLOAD_BYTES = saved
+    return 1000 * stall, 1000 * _mean(durations)
+
+
+def stall_main(size_mb: float, snapshots: int, directory: str | None) -> None:
+    """Print the loop stall during snapshots of a large state, on the loop and off it."""
+    size = int(size_mb * 1_000_000)
+    table = Table(["state", "encoding", "longest loop stall (ms)", "snapshot (ms, mean)"])
+    with scratch_dir(directory) as work:
+        for offload in (False, True):
+            stall, took = anyio.run(
+                _stall_run, work / f"stall-{offload}.db", size, snapshots, offload
+            )
+            table.add(fmt_bytes(size), "worker thread" if offload else "on the loop", stall, took)
+    print(table.text())
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=5000, help="longest run, in steps")
@@ -158,7 +226,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=47)
     parser.add_argument("--dir", default=None, help="where to create the scratch databases")
     parser.add_argument("--no-write", action="store_true", help="print only; no docs/ file")
+    parser.add_argument(
+        "--stall", type=float, default=None, help="MB: measure the loop stall of snapshots only"
+    )
+    parser.add_argument("--snapshots", type=int, default=5, help="snapshots for --stall")
     args = parser.parse_args(argv)
+    if args.stall is not None:
+        stall_main(args.stall, args.snapshots, args.dir)
+        return
     everies = [None if e.strip() == "never" else int(e) for e in args.every.split(",") if e.strip()]
     sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
     rng = random.Random(args.seed)

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.to_thread
 import attrs
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _records, _recovery, _telemetry
+from . import _codec, _records, _recovery, _snapshots, _telemetry
 from ._actor import Actor, accepted_messages, reply_type
 from ._context import Context, Recorded, is_call_error
 from ._errors import (
@@ -196,6 +198,9 @@ class Cell:
         self.actor_id = actor_id
         self.actor_type = _codec.type_tag(cls)
         self.policy = policy
+        # The spawn options in effect and those last saved in the store (an ``options``
+        # event); None until recovery has read them.
+        self.saved_options: dict[str, Any] | None = None
         self.actor: Actor[Any] = cls()
         self.actor.actor_id = actor_id
         self.journal = Journal(self.store, actor_id, 0)
@@ -389,7 +394,29 @@ class Cell:
 
     # -- recovery --------------------------------------------------------------------------
 
+    async def _load_options(self) -> None:
+        """Take the spawn options last saved for this actor (``ActorSystem.spawn``), unless
+        a ``spawn`` in this system gave some already. Damaged saved options are ignored
+        (the class attributes hold), never fatal."""
+        saved: dict[str, Any] = {}
+        for ev in await self.store.read_events(self.actor_id):
+            if ev.kind == "options" and ev.damage is None:
+                try:
+                    value = json.loads(ev.detail)
+                except ValueError:
+                    continue
+                if isinstance(value, dict):
+                    saved = value
+        self.saved_options = saved
+        if saved and self.actor_id not in self.system._spawn_options:
+            try:
+                self.policy = self.system._policy(self.cls, saved)
+            except ConfigurationError:
+                return
+            self.system._spawn_options[self.actor_id] = saved
+
     async def _recover(self) -> None:
+        await self._load_options()
         t0 = time.perf_counter()
         initial = self.actor.initial_state()
         state_type = type(initial)
@@ -413,12 +440,10 @@ class Cell:
                     state_tag=state_tag,
                     schema_version=self.cls.schema_version,
                     on_reject=on_reject,
+                    decode=lambda plain: _codec.converter.structure(plain, state_type),
                 )
                 self.journal = Journal(self.store, self.actor_id, plan.last_seq)
-                if plan.state_data is None:
-                    self.actor.state = initial
-                else:
-                    self.actor.state = _codec.converter.structure(plan.state_data, state_type)
+                self.actor.state = initial if plan.state_data is None else plan.state
                 t_loaded = time.perf_counter()
                 self.handled_seq = plan.handled_seq
                 self.snapshot_seq, self.snapshot_bytes = plan.snapshot_seq, plan.snapshot_size
@@ -431,6 +456,11 @@ class Cell:
                     self.replay_cpu += time.perf_counter() - t_step
                     replayed += 1
                 pending = plan.messages[replayed:]
+                # Count toward the next snapshot from the last one, not from this start: an
+                # actor restarted more often than snapshot_every steps still snapshots.
+                self.steps_since_snapshot = replayed
+                age = max(time.time() - plan.snapshot_created_at, 0.0)
+                self.last_snapshot_at = time.monotonic() - age
                 in_doubt = 0
                 parent = trace.set_span_in_context(span)
                 for i, m in enumerate(pending):
@@ -859,13 +889,20 @@ class Cell:
             },
         ) as span:
             try:
-                row = build_snapshot(
+                build = functools.partial(
+                    build_snapshot,
                     self.actor_id,
                     self.actor.state,
                     seq=seq,
                     handled_seq=self.handled_seq,
                     schema_version=self.cls.schema_version,
                 )
+                # The handler is not running meanwhile (this task is), so the state does
+                # not change while a worker thread encodes it.
+                if self.snapshot_bytes >= _snapshots.OFFLOAD_BYTES:
+                    row = await anyio.to_thread.run_sync(build)
+                else:
+                    row = build()
                 await self.store.save_snapshot(row)
                 infos = await self.store.list_snapshots(self.actor_id)
                 old = [i.seq for i in infos[self.policy.keep :]]

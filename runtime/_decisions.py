@@ -11,15 +11,14 @@ did not finish, the call is in doubt again and takes one new decision.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Sequence
 from typing import Any
 
 from . import _codec, _records
-from ._errors import ConfigurationError
+from ._errors import AlreadyDecidedError, ConfigurationError
 from .store import EntryRow, Store
 
-__all__ = ["AlreadyDecidedError", "already_decided", "check_decidable", "settling", "state"]
+__all__ = ["already_decided", "check_decidable", "settling", "state"]
 
 #: (kind, action, payload): ``kind`` is ``result`` or ``decision``; ``action`` its type tag.
 Outcome = tuple[str, str, dict[str, Any]]
@@ -41,48 +40,6 @@ def state(outcomes: Sequence[Outcome], policy: object) -> str | None:
     if not outcomes:
         return "in_doubt" if policy == "escalate" else "auto"
     return "retry_authorized" if outcomes[-1][1] == "retry" else "retry_interrupted"
-
-
-def _when(at: object) -> str:
-    if not isinstance(at, int | float) or at != at or at in (float("inf"), float("-inf")):
-        return "an unknown time"
-    try:
-        return datetime.datetime.fromtimestamp(at).astimezone().isoformat(timespec="seconds")
-    except (OverflowError, OSError, ValueError):
-        return "an unknown time"
-
-
-class AlreadyDecidedError(ConfigurationError):
-    """The intent already has its one decision (or a result); nothing was written."""
-
-    def __init__(
-        self,
-        actor_id: str,
-        intent_seq: int,
-        *,
-        action: str,
-        by: str,
-        at: object,
-        seq: int | None,
-        pending: bool = False,
-    ) -> None:
-        self.actor_id = actor_id
-        self.intent_seq = intent_seq
-        self.action = action
-        self.by = by
-        self.at = at
-        self.seq = seq
-        where = f" (decision seq {seq})" if seq is not None else ""
-        if pending:
-            where = " (being written now)"
-        what = action
-        if action == "retry":
-            what = "retry (authorized, not started yet: the runtime runs it on recovery)"
-        super().__init__(
-            f"intent seq {intent_seq} of actor {actor_id!r} already has a decision: "
-            f"{what} by {by or 'unknown'} at {_when(at)}{where}. An intent takes one "
-            "decision; nothing was written"
-        )
 
 
 def _decode(row: EntryRow, actor_id: str) -> dict[str, Any]:

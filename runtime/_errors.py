@@ -5,6 +5,7 @@
     ActorlogError
       ConfigurationError            bad arguments to an actorlog call (nothing was written)
         EncodeError                 a message/state/argument the codec cannot encode
+        AlreadyDecidedError         an intent already has its one decision (nothing written)
         StoreURLError               a store URL that does not parse
       ActorNotFoundError            no such actor / actor class not registered
       ActorStoppedError             the actor (or the whole system) is stopped or closed
@@ -33,7 +34,10 @@ Errors carry their fields as attributes and build their message in ``__init__``.
 
 from __future__ import annotations
 
+import datetime
+
 __all__ = [
+    "AlreadyDecidedError",
     "ActorNotFoundError",
     "ActorQuarantinedError",
     "ActorStoppedError",
@@ -81,6 +85,48 @@ class EncodeError(ConfigurationError, TypeError):
             "Messages and state must be attrs classes whose fields cattrs can unstructure "
             "to JSON (str, int, float, bool, None, lists, dicts with str keys, datetimes, "
             "nested attrs classes)."
+        )
+
+
+def _when(at: object) -> str:
+    if not isinstance(at, int | float) or at != at or at in (float("inf"), float("-inf")):
+        return "an unknown time"
+    try:
+        return datetime.datetime.fromtimestamp(at).astimezone().isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):
+        return "an unknown time"
+
+
+class AlreadyDecidedError(ConfigurationError):
+    """The intent already has its one decision (or a result); nothing was written."""
+
+    def __init__(
+        self,
+        actor_id: str,
+        intent_seq: int,
+        *,
+        action: str,
+        by: str,
+        at: object,
+        seq: int | None,
+        pending: bool = False,
+    ) -> None:
+        self.actor_id = actor_id
+        self.intent_seq = intent_seq
+        self.action = action
+        self.by = by
+        self.at = at
+        self.seq = seq
+        where = f" (decision seq {seq})" if seq is not None else ""
+        if pending:
+            where = " (being written now)"
+        what = action
+        if action == "retry":
+            what = "retry (authorized, not started yet: the runtime runs it on recovery)"
+        super().__init__(
+            f"intent seq {intent_seq} of actor {actor_id!r} already has a decision: "
+            f"{what} by {by or 'unknown'} at {_when(at)}{where}. An intent takes one "
+            "decision; nothing was written"
         )
 
 

@@ -15,7 +15,13 @@ import attrs
 
 from . import _codec, _records
 from ._context import Recorded
-from ._errors import CorruptEntryError, LogCompactedError, RecoveryError
+from ._errors import (
+    CorruptEntryError,
+    LogCompactedError,
+    RecoveryError,
+    StoreClosedError,
+    StoreUnavailableError,
+)
 from .store import EntryRow, SnapshotInfo, Store
 
 __all__ = ["Plan", "PendingMessage", "plan"]
@@ -45,6 +51,10 @@ class Plan:
     messages: list[PendingMessage]  # every message after handled_seq, in seq order
     entries_read: int
     last_seq: int
+    #: the state decoded into its class (only when ``plan`` was given ``decode``)
+    state: Any = None
+    #: Unix time the snapshot used was written, or the actor registered if none was
+    snapshot_created_at: float = 0.0
 
 
 def _verify_snapshot(info: SnapshotInfo, data: bytes, state_tag: str, schema_version: int) -> Any:
@@ -70,8 +80,16 @@ async def plan(
     state_tag: str,
     schema_version: int,
     on_reject: Callable[[SnapshotInfo, str], None],
+    decode: Callable[[Any], Any] | None = None,
 ) -> Plan:
-    """Read what recovery needs. Raises ``CorruptEntryError`` or ``LogCompactedError``."""
+    """Read what recovery needs. Raises ``CorruptEntryError`` or ``LogCompactedError``.
+
+    A snapshot is used only if every check passes: its metadata (types included), its
+    digest, its JSON and, with ``decode``, decoding it into the state class. Damage of any
+    kind rejects it and the next older one is tried; with none left, the plan starts from
+    the initial state at seq 1. A store that fails (``StoreUnavailableError``, possibly
+    transient) is not damage: that error is raised, and recovering again retries.
+    """
     actor = await store.get_actor(actor_id)
     last_seq = actor.last_seq if actor else 0
     first_seq = actor.first_seq if actor else 0
@@ -81,25 +99,43 @@ async def plan(
     snap_size = 0
     handled = 0
     rejected: list[tuple[int, str]] = []
-    for info in await store.list_snapshots(actor_id):
+    state: Any = None
+    created_at = actor.created_at if actor else 0.0
+    try:
+        infos = await store.list_snapshots(actor_id)
+    except (StoreUnavailableError, StoreClosedError):
+        raise  # the store failed, possibly transiently: stop the actor; a retry recovers
+    except Exception as exc:  # damaged snapshot metadata: replay without one
+        infos = []
+        rejected.append((0, f"snapshots unreadable: {exc}"))
+        on_reject(_unreadable(actor_id), f"snapshots unreadable: {exc}")
+    for info in infos:
         reason = ""
-        if info.seq > last_seq:
-            reason = f"covers seq {info.seq} beyond the log's last seq {last_seq}"
-        else:
-            snap = await store.load_snapshot(actor_id, info.seq)
-            if snap is None:
-                reason = "missing"
+        try:
+            if not isinstance(info.seq, int) or info.seq > last_seq:
+                reason = f"covers seq {info.seq} beyond the log's last seq {last_seq}"
             else:
-                try:
+                snap = await store.load_snapshot(actor_id, info.seq)
+                if snap is None:
+                    reason = "missing"
+                else:
                     state_data = _verify_snapshot(info, snap.data, state_tag, schema_version)
-                except ValueError as exc:
-                    reason = str(exc)
+                    if decode is not None:
+                        try:
+                            state = decode(state_data)
+                        except Exception as exc:
+                            reason = f"does not decode into {state_tag}: {exc}"
+        except (StoreUnavailableError, StoreClosedError):
+            raise
+        except Exception as exc:
+            reason = f"unreadable: {exc}" if not isinstance(exc, ValueError) else str(exc)
         if reason:
             rejected.append((info.seq, reason))
             on_reject(info, reason)
-            state_data = None
+            state_data = state = None
             continue
         snap_seq, handled, snap_size = info.seq, info.handled_seq, info.size
+        created_at = info.created_at
         break
 
     if snap_seq == 0 and first_seq > 1:
@@ -208,4 +244,11 @@ async def plan(
         messages=ordered,
         entries_read=entries_read,
         last_seq=max(last_seq, expected - 1),
+        state=state,
+        snapshot_created_at=created_at if isinstance(created_at, int | float) else 0.0,
     )
+
+
+def _unreadable(actor_id: str) -> SnapshotInfo:
+    """A stand-in for metadata that could not be read (reported as snapshot seq 0)."""
+    return SnapshotInfo(actor_id, 0, 0, "", 0, b"", 0, 0.0)

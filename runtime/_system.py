@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import json
 import os
 import socket
 import sys
@@ -26,6 +27,7 @@ from ._errors import (
     ActorQuarantinedError,
     ActorStoppedError,
     ConfigurationError,
+    CorruptEntryError,
     LeaseLostError,
     StoreUnavailableError,
 )
@@ -217,6 +219,9 @@ class ActorSystem:
         self.shutdown_grace = shutdown_grace
         self.recover_on_start = recover_on_start
         self._cells: dict[str, Cell] = {}
+        #: snapshot options given to ``spawn`` per actor id: they hold for this system,
+        #: through passivation and restarts of the actor, not only for the first cell
+        self._spawn_options: dict[str, dict[str, Any]] = {}
         self._costs: dict[str, RecoveryCost] = {}
         self._quarantined: dict[str, BaseException] = {}
         self._tg: TaskGroup | None = None
@@ -225,13 +230,13 @@ class ActorSystem:
         #: one lock per actor id being spawned: spawns of different actors run (and commit
         #: their registrations) concurrently; two spawns of one id never start two cells
         self._spawn_locks: dict[str, _IdLock] = {}
-        if max_actors is not None and (not isinstance(max_actors, int) or max_actors < 1):
+        if max_actors is not None and (
+            not isinstance(max_actors, int) or isinstance(max_actors, bool) or max_actors < 1
+        ):
             raise ConfigurationError(f"max_actors must be a positive int, not {max_actors!r}")
-        if passivate_after is not None and not passivate_after > 0:
-            raise ConfigurationError(
-                f"passivate_after must be a positive number of seconds, not {passivate_after!r}"
-            )
         for name, seconds in (
+            ("passivate_after", 1.0 if passivate_after is None else passivate_after),
+            ("lease_ttl", lease_ttl),
             ("poll_interval", poll_interval),
             ("reply_poll_interval", 1.0 if reply_poll_interval is None else reply_poll_interval),
         ):
@@ -241,6 +246,12 @@ class ActorSystem:
                 raise ConfigurationError(
                     f"{name} must be a positive number of seconds, not {seconds!r}"
                 )
+        if isinstance(shutdown_grace, bool) or not (
+            isinstance(shutdown_grace, (int, float)) and 0 <= shutdown_grace < float("inf")
+        ):
+            raise ConfigurationError(
+                f"shutdown_grace must be a number of seconds >= 0, not {shutdown_grace!r}"
+            )
         self.max_actors = max_actors
         self.passivate_after = passivate_after
         self._over_limit: anyio.Event | None = None  # wakes the passivator (made by it)
@@ -379,6 +390,13 @@ class ActorSystem:
             await self._ownership.recover()  # only actors whose lease is free
             return
         for row in await self.store.list_actors():
+            if row.damage is not None:
+                # its summary row cannot be read, so whether it has unfinished work is
+                # unknown: quarantined with the damage named (spawning it raises the same)
+                self._quarantined[row.actor_id] = CorruptEntryError(
+                    row.actor_id, 0, "column type", row.damage
+                )
+                continue
             if row.handled_seq >= row.last_message_seq:
                 continue
             cls = self._classes.get(row.actor_type)
@@ -398,7 +416,7 @@ class ActorSystem:
                 except Exception:
                     pass
                 continue
-            self._start_cell(cls, row.actor_id, self._policy(cls, {}))
+            self._start_cell(cls, row.actor_id, self._actor_policy(cls, row.actor_id))
 
     def _spawn_task(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         if self._tg is not None and not self._closed:
@@ -429,6 +447,11 @@ class ActorSystem:
             keep=options.get("snapshot_keep", cls.snapshot_keep),
             recovery_budget=options.get("recovery_budget", cls.recovery_budget),
         )
+
+    def _actor_policy(self, cls: type[Actor[Any]], actor_id: str) -> SnapshotPolicy:
+        """The policy of an actor started without options: those its last ``spawn`` in this
+        system gave, else its class attributes."""
+        return self._policy(cls, self._spawn_options.get(actor_id, {}))
 
     def _recovery_cost(self, actor_type: str) -> RecoveryCost:
         """The recovery-cost model shared by the actors of one class in this system."""
@@ -466,6 +489,12 @@ class ActorSystem:
         An id that already exists resumes from its log; recovery has rebuilt its state when
         this returns (its interrupted step and pending messages continue in the background).
 
+        The snapshot options override the class attributes for this actor, for good: they
+        are saved in the store (an ``options`` event in the actor's history) before this
+        returns, and hold through passivation, restarts and new processes until a later
+        ``spawn`` changes them (options not given keep their saved values). An actor already
+        running takes them at once. See ``docs/tuning.md``.
+
         Raises:
             ConfigurationError: bad id or options, or the id exists with another class.
             ActorQuarantinedError: the actor's log is damaged (``__cause__`` says how).
@@ -482,11 +511,26 @@ class ActorSystem:
             )
             if v is not _MISSING
         }
-        policy = self._policy(cls, options)
+        merged = {**self._spawn_options.get(actor_id, {}), **options}
+        policy = self._policy(cls, merged)
         self.register(cls)
         cell = await self._spawn_cell(cls, actor_id, policy)
         if cell is not None:
-            cell.holds -= 1
+            try:
+                if options:
+                    # over those saved by an earlier spawn (read by the cell's recovery)
+                    merged = {**(cell.saved_options or {}), **merged}
+                    cell.policy = policy = self._policy(cls, merged)
+                    self._spawn_options[actor_id] = merged
+                    if merged != cell.saved_options:
+                        # saved before spawn returns: a later process (or a recovery after
+                        # passivation) starts the actor with these options
+                        await self.store.record_event(
+                            actor_id, "options", json.dumps(merged, sort_keys=True)
+                        )
+                        cell.saved_options = merged
+            finally:
+                cell.holds -= 1
         return ActorRef(self, cls, actor_id)
 
     async def _spawn_cell(
@@ -557,7 +601,7 @@ class ActorSystem:
                 await cell.done.wait()  # writing its last snapshot; then start it again
                 continue
             if cell is None or _restartable(cell):
-                started = await self._spawn_cell(cls, actor_id, self._policy(cls, {}))
+                started = await self._spawn_cell(cls, actor_id, self._actor_policy(cls, actor_id))
                 if started is None:
                     continue
                 if started.passivating or started.done.is_set():

@@ -57,6 +57,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio
+import anyio.lowlevel
 import asyncpg
 from actorlog.store import (
     FORMAT_VERSION,
@@ -610,28 +611,34 @@ class PostgresStore:
             return ConfigurationError(f"PostgreSQL cannot take a value of this {what}: {exc}")
         return StoreUnavailableError(f"PostgreSQL {what} failed: {type(exc).__name__}: {exc}")
 
+    # One statement runs to its end even when its caller is cancelled (the cancellation is
+    # delivered right after): asyncpg cancelled mid-protocol can leave a pooled connection
+    # broken ("unexpected connection_lost()" from its callbacks). A statement's time is
+    # bounded by the server (statement_timeout) and by the pool's command timeout.
+
     async def _fetch(self, sql: str, *args: Any) -> list[Any]:
         pool = self._open_pool()
         try:
-            return list(await pool.fetch(sql, *args))
+            with anyio.CancelScope(shield=True):
+                rows = list(await pool.fetch(sql, *args))
         except _DRIVER_ERRORS as exc:
             raise self._failure("read", exc) from exc
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        return rows
 
     async def _execute_count(self, sql: str, *args: Any) -> int:
         """Execute a write; return how many rows it affected."""
         pool = self._writable_pool()
         try:
-            status = await pool.execute(sql, *args)
+            with anyio.CancelScope(shield=True):
+                status = await pool.execute(sql, *args)
         except _DRIVER_ERRORS as exc:
             raise self._failure("write", exc) from exc
+        await anyio.lowlevel.checkpoint_if_cancelled()
         return int(str(status).rsplit(" ", 1)[-1])
 
     async def _execute(self, sql: str, *args: Any) -> None:
-        pool = self._writable_pool()
-        try:
-            await pool.execute(sql, *args)
-        except _DRIVER_ERRORS as exc:
-            raise self._failure("write", exc) from exc
+        await self._execute_count(sql, *args)
 
     # -- actors ----------------------------------------------------------------------------
 

@@ -55,7 +55,6 @@ T = TypeVar("T")
 #: issue 11 or 18 each waits for (issue 15 for InDoubtError; NEW: found by this test, with a
 #: regression test of its own). Delete a line when its fix is merged: the rule is then on.
 BROKEN_ON_MAIN: dict[str, str] = {
-    "spawn_options": "18.4",
     "in_doubt_error": "15 (InDoubtError is exported and never raised)",
 }
 

@@ -40,6 +40,8 @@ class GatedStore:
         self.inner = inner
         self.gates: list[Gate] = []
         self.calls: Counter[str] = Counter()
+        #: seconds every call of a method sleeps before it reaches the store
+        self.delay: dict[str, float] = {}
 
     def gate(self, method: str, **kw: Any) -> Gate:
         g = Gate(method, **kw)
@@ -53,6 +55,8 @@ class GatedStore:
 
         async def call(*args: Any, **kwargs: Any) -> Any:
             self.calls[name] += 1
+            if name in self.delay:
+                await anyio.sleep(self.delay[name])
             first = args[0] if args else None
             actor_id = first.info.actor_id if isinstance(first, SnapshotRow) else first
             kinds: set[str] = set()

@@ -221,13 +221,16 @@ async def test_cell_started_for_a_post_is_not_passivated_before_it(
 
 async def test_max_actors_one_many_clients_all_asks_succeed(make_store: StoreFactory) -> None:
     """18.3: with max_actors=1 and many actors and clients, every ask is answered."""
-    async with ActorSystem(make_store(), actors=[Researcher], max_actors=1) as system:
+    store = GatedStore(make_store())
+    store.delay = {"find_message": 0.002, "get_actor": 0.002}  # a loaded machine
+    async with ActorSystem(store, actors=[Researcher], max_actors=1) as system:
         errors: list[BaseException] = []
 
         async def client(i: int) -> None:
             for k in range(5):
                 try:
-                    await system.ref(Researcher, f"a{(i + k) % 6}").ask(Add(1))
+                    ref = system.ref(Researcher, f"a{(i + k) % 6}")
+                    await ref.ask(Add(1), message_id=f"{i}-{k}")
                 except Exception as exc:
                     errors.append(exc)
 

@@ -378,3 +378,19 @@ async def test_a_damaged_name_in_the_stored_schema_is_store_corruption(tmp_path:
                 assert exc.__cause__ is not None
                 raise exc.__cause__ from None
     assert str(path) in str(info.value) and "handled_sgq" in str(info.value)
+
+
+async def test_an_actor_whose_summary_row_is_damaged_is_quarantined_at_start(
+    tmp_path: Path,
+) -> None:
+    """Whether it has unfinished work is unknown: it is not silently skipped by the start-up
+    recovery but shown quarantined with the damage named, and the others run."""
+    path = tmp_path / "agents.db"
+    await build(path)
+    sql(path, "UPDATE actors SET handled_seq = 'x' WHERE actor_id='victim'")
+    async with ActorSystem(SqliteStore(path), actors=[Counter]) as system:
+        assert system.status("victim") == "quarantined"
+        err = system.error("victim")
+        assert isinstance(err, CorruptEntryError) and err.actor_id == "victim", err
+        assert "handled_seq" in str(err)
+        assert system.status("bystander") != "quarantined"
