@@ -1,5 +1,5 @@
 """One decision per intent: the rules that the live resolve (``ActorSystem.resolve``), the
-offline one (``actorlog resolve``, :func:`actorlog.inspect.resolve`) and replay share.
+offline one (``actorlog resolve``, :func:`actorlog.ops.resolve`) and replay share.
 
 An intent's outcomes are its ``result`` and ``decision`` entries, in log order. The first
 that settles it (a ``result``, or a ``result``/``fail`` decision) is the one the live step

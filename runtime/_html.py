@@ -1,7 +1,7 @@
 """A self-contained HTML timeline of one actor (``actorlog history --html``).
 
 One file, inline CSS, no scripts and no network resources, so it can be attached to an
-incident ticket and opened anywhere. Built from :class:`actorlog.inspect.History`.
+incident ticket and opened anywhere. Built from :class:`actorlog.ops.History`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 
 import anyio
 
-from . import inspect
+from . import ops
+from ._term import clean, duration, effect_value, event_text, json_text, when
 
 __all__ = ["render_history", "write_history"]
 
@@ -88,23 +89,15 @@ footer { color: var(--dim); margin-top: 28px; font-size: 12px; }
 
 def _e(text: Any) -> str:
     """Every text that goes into the page: HTML-escaped, control characters made visible."""
-    from ._cli import clean
-
     return html.escape(clean(text), quote=True)
 
 
 def _when(ts: float | None) -> str:
-    if ts is None:
-        return ""
-    from ._cli import when
-
-    return when(ts)
+    return "" if ts is None else when(ts)
 
 
 def _json(value: Any) -> str:
-    from ._cli import _json_text
-
-    return _json_text(value, separators=(",", ":"))
+    return json_text(value, separators=(",", ":"))
 
 
 def _short(value: Any, limit: int = 90) -> str:
@@ -117,9 +110,7 @@ def _value(value: Any, limit: int = 90) -> str:
     text = _json(value)
     if len(text) <= limit:
         return f'<code class="val">{_e(text)}</code>'
-    from ._cli import _json_text
-
-    pretty = _json_text(value, indent=2)
+    pretty = json_text(value, indent=2)
     return (
         f"<details><summary><code>{_e(_short(value, limit))}</code></summary>"
         f"<pre>{_e(pretty)}</pre></details>"
@@ -135,21 +126,13 @@ def _badge(status: str, text: str | None = None) -> str:
     return f'<span class="badge b-{_e(status)}">{_e(text or status.replace("_", " "))}</span>'
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
-
-
-def _effect_value(ef: inspect.Effect) -> str:
+def _effect_value(ef: ops.Effect) -> str:
     if ef.name == "now":
-        from ._cli import effect_value
-
         return effect_value(ef)
     return _short(ef.value, 120)
 
 
-def _call_row(c: inspect.Call) -> str:
+def _call_row(c: ops.Call) -> str:
     args = ", ".join(
         [_short(a, 60) for a in c.args] + [f"{k}={_short(v, 60)}" for k, v in c.kwargs.items()]
     )
@@ -158,7 +141,7 @@ def _call_row(c: inspect.Call) -> str:
     elif c.status in ("error", "failed_by_operator"):
         err = c.error or {}
         outcome = f'<span class="mono">{_e(err.get("type"))}: {_e(err.get("message"))}</span>'
-    elif c.status in inspect.NEEDS_OPERATOR:
+    elif c.status in ops.NEEDS_OPERATOR:
         outcome = "may or may not have happened: waits for an operator"
     elif c.status == "auto":
         outcome = f"in doubt; the runtime settles it on recovery (policy {_e(c.policy)})"
@@ -171,11 +154,11 @@ def _call_row(c: inspect.Call) -> str:
         f'<td class="num">{c.intent_seq}</td><td>{_e(c.effect)}</td>'
         f'<td><code class="val">{_e(c.tool)}({_e(args)})</code></td>'
         f"<td>{_badge(c.status)}{attempts}</td><td>{outcome}</td>"
-        f'<td class="mono key">{key}</td><td class="num">{_duration(c.duration)}</td></tr>'
+        f'<td class="mono key">{key}</td><td class="num">{duration(c.duration)}</td></tr>'
     )
 
 
-def _decision_row(d: inspect.Decision) -> str:
+def _decision_row(d: ops.Decision) -> str:
     what = {
         "result": f"result {_short(d.value, 60)}",
         "retry": "retry",
@@ -192,7 +175,7 @@ def _decision_row(d: inspect.Decision) -> str:
     )
 
 
-def _step(st: inspect.Step, resolve_hint: str) -> str:
+def _step(st: ops.Step, resolve_hint: str) -> str:
     rows: list[tuple[int, str]] = []
     for c in st.calls:
         rows.append((c.intent_seq, _call_row(c)))
@@ -221,7 +204,7 @@ def _step(st: inspect.Step, resolve_hint: str) -> str:
     if st.step_seq is not None and st.status == "ok":
         end = (
             f'<div class="reply">reply (seq {st.step_seq}, {_when(st.finished_at)[11:]}, '
-            f"took {_duration(st.duration)}): "
+            f"took {duration(st.duration)}): "
             f"{_value(st.reply, 120)}</div>"
         )
     elif st.step_seq is not None:
@@ -235,7 +218,7 @@ def _step(st: inspect.Step, resolve_hint: str) -> str:
         cmds = "".join(
             f"<div><code>{_e(resolve_hint.replace('{seq}', str(c.intent_seq)))}</code></div>"
             for c in st.calls
-            if c.status in inspect.NEEDS_OPERATOR
+            if c.status in ops.NEEDS_OPERATOR
         )
         hint = f'<div class="callout">Settle with: {cmds}</div>'
     sender = f' from <span class="mono">{_e(st.sender)}</span>' if st.sender else ""
@@ -250,7 +233,7 @@ def _step(st: inspect.Step, resolve_hint: str) -> str:
     )
 
 
-def render_history(h: inspect.History, *, source: str = "") -> str:
+def render_history(h: ops.History, *, source: str = "") -> str:
     """The HTML page for one actor's history."""
     hint = _resolve_hint(h.actor, source)
     parts = [_item(item, hint) for item in h.timeline()]
@@ -258,21 +241,21 @@ def render_history(h: inspect.History, *, source: str = "") -> str:
 
 
 async def write_history(
-    items: AsyncIterator[inspect.HistoryItem], path: str, *, source: str = "", since: int = 0
+    items: AsyncIterator[ops.HistoryItem], path: str, *, source: str = "", since: int = 0
 ) -> None:
-    """Write the HTML page for a streamed history (:func:`actorlog.inspect.iter_history`)
+    """Write the HTML page for a streamed history (:func:`actorlog.ops.iter_history`)
     to ``path``. The timeline goes to a temporary file as it comes (the counts at the top of
     the page are known only at the end), so memory stays small for a long log."""
-    actor: inspect.ActorStatus | None = None
+    actor: ops.ActorStatus | None = None
     steps = damage = 0
     hint = ""
     with tempfile.TemporaryFile("w+", encoding="utf-8") as body:
         async for item in items:
-            if isinstance(item, inspect.ActorStatus):
+            if isinstance(item, ops.ActorStatus):
                 actor, hint = item, _resolve_hint(item, source)
                 continue
-            steps += isinstance(item, inspect.Step)
-            damage += isinstance(item, inspect.Finding)
+            steps += isinstance(item, ops.Step)
+            damage += isinstance(item, ops.Finding)
             body.write(_item(item, hint))
         assert actor is not None
         head, tail = _page(actor, source, since, "\0", steps, damage).split("\0")
@@ -284,32 +267,28 @@ async def write_history(
             await f.write(tail)
 
 
-def _resolve_hint(a: inspect.ActorStatus, source: str) -> str:
+def _resolve_hint(a: ops.ActorStatus, source: str) -> str:
     return (
         f"actorlog resolve {source or 'STORE'} {a.actor_id} {{seq}} "  # .replace, not .format
         "--result JSON | --retry | --fail MESSAGE"
     )
 
 
-def _item(
-    item: inspect.Step | inspect.SnapshotView | inspect.Event | inspect.Finding, resolve_hint: str
-) -> str:
-    from . import _cli
-
-    if isinstance(item, inspect.Step):
+def _item(item: ops.Step | ops.SnapshotView | ops.Event | ops.Finding, resolve_hint: str) -> str:
+    if isinstance(item, ops.Step):
         return _step(item, resolve_hint)
-    if isinstance(item, inspect.SnapshotView):
+    if isinstance(item, ops.SnapshotView):
         bad = "" if item.valid else f" — INVALID: {_e(item.problem)}"
         return (
             f'<div class="item marker snapshot" data-seq="{item.seq}">'
             f"snapshot at seq {item.seq} (handled up to {item.handled_seq}, "
             f"{item.size:,} bytes) · {_e(_when(item.created_at))}{bad}</div>"
         )
-    if isinstance(item, inspect.Event):
+    if isinstance(item, ops.Event):
         return (
             f'<div class="item event e-{_e(item.kind)}" data-kind="{_e(item.kind)}">'
             f'<b>{_e(item.kind.replace("_", " "))}</b> · <span class="time">'
-            f"{_e(_when(item.at))}</span><br>{_e(_cli._event_text(item))}</div>"
+            f"{_e(_when(item.at))}</span><br>{_e(event_text(item))}</div>"
         )
     return (
         f'<div class="item damage" data-seq="{item.seq}">damaged entry at seq '
@@ -318,7 +297,7 @@ def _item(
 
 
 def _page(
-    a: inspect.ActorStatus, source: str, since_seq: int, timeline: str, steps: int, damage: int
+    a: ops.ActorStatus, source: str, since_seq: int, timeline: str, steps: int, damage: int
 ) -> str:
     resolve_hint = _resolve_hint(a, source)
     callouts = ""

@@ -71,7 +71,7 @@ LEASE_MARGIN = 0.25
 
 @attrs.frozen
 class Lease:
-    """Who owns an actor, as the store says (``system.ownership``, ``inspect.leases``).
+    """Who owns an actor, as the store says (``system.ownership``, ``actorlog.ops.leases``).
 
     Attributes:
         actor_id: the actor.

@@ -24,7 +24,7 @@ from actorlog import (
     Context,
     _codec,
     _records,
-    inspect,
+    ops,
     tool,
 )
 from actorlog.store import Store
@@ -49,7 +49,7 @@ async def _in_doubt_store() -> tuple[MemoryStore, int]:
     store = MemoryStore()
     await crash_mid_call(store)
     await store.open()
-    (a,) = await inspect.list_actors(store)
+    (a,) = await ops.list_actors(store)
     (doubt,) = a.in_doubt
     return store, doubt.intent_seq
 
@@ -123,21 +123,21 @@ async def test_online_resolve_after_the_step_went_on_names_the_decision() -> Non
 
 async def test_offline_second_resolve_names_the_decision_already_taken() -> None:
     store, seq = await _in_doubt_store()
-    await inspect.resolve(store, "bill-1", seq, result="x", by="carol", reason="seen")
+    await ops.resolve(store, "bill-1", seq, result="x", by="carol", reason="seen")
     last = (await store.get_actor("bill-1")).last_seq  # type: ignore[union-attr]  # exists
     choices: list[dict[str, Any]] = [{"retry": True}, {"fail": "no"}, {"result": "y"}]
     for kwargs in choices:
         with pytest.raises(ConfigurationError, match=r"already .*result.*carol"):
-            await inspect.resolve(store, "bill-1", seq, **kwargs)
+            await ops.resolve(store, "bill-1", seq, **kwargs)
     assert (await store.get_actor("bill-1")).last_seq == last  # type: ignore[union-attr]  # exists
 
 
 async def test_resolve_of_a_seq_that_is_not_an_intent_says_what_it_is() -> None:
     store, _ = await _in_doubt_store()
     with pytest.raises(ConfigurationError, match=r"seq 1 .*is a message, not an intent"):
-        await inspect.resolve(store, "bill-1", 1, result="x")
+        await ops.resolve(store, "bill-1", 1, result="x")
     with pytest.raises(ConfigurationError, match=r"no entry at seq 999"):
-        await inspect.resolve(store, "bill-1", 999, result="x")
+        await ops.resolve(store, "bill-1", 999, result="x")
     async with ActorSystem(store, actors=[Biller, Auditor]) as system:
         await system.spawn(Biller, "bill-1")
         with anyio.fail_after(5):
@@ -153,7 +153,7 @@ async def test_replay_serves_the_first_decision_of_a_log_that_holds_two(second: 
     """A store written before the one-decision rule may hold two decisions for one intent:
     replay must serve the one the live step used (the first), and never run the tool again."""
     store, seq = await _in_doubt_store()
-    await inspect.resolve(store, "bill-1", seq, result="by hand", by="carol")
+    await ops.resolve(store, "bill-1", seq, result="by hand", by="carol")
     last = (await store.get_actor("bill-1")).last_seq  # type: ignore[union-attr]  # exists
     payload = _records.decision_payload(
         action=second,
@@ -177,7 +177,7 @@ async def test_replay_serves_the_first_decision_of_a_log_that_holds_two(second: 
             assert await ref.ask(Job("hang"), message_id="m2") == "by hand"
     assert ran == ["first", "hang"]
     await store.open()
-    h = await inspect.history(store, "bill-1")
+    h = await ops.history(store, "bill-1")
     call = h.steps[1].calls[0]
     assert (call.status, call.value) == ("resolved", "by hand")
     assert [(d.action, d.ignored) for d in call.decisions] == [("result", False), (second, True)]
@@ -367,12 +367,12 @@ async def test_verify_reports_no_damage_while_a_runtime_writes(tmp_path: Path) -
     db = tmp_path / "live.db"
     proc = _start_writer(db)
     try:
-        async with inspect.opened(f"sqlite:///{db}") as store:
+        async with ops.opened(f"sqlite:///{db}") as store:
             seen = set()
             for _ in range(40):
-                report = await inspect.verify(store)
+                report = await ops.verify(store)
                 assert report.findings == [], report.findings
-                statuses = await inspect.list_actors(store)
+                statuses = await ops.list_actors(store)
                 assert all(a.status != "quarantined" for a in statuses), statuses
                 seen.add(report.entries)
             assert len(seen) > 1  # the store really was being written meanwhile
@@ -458,12 +458,12 @@ async def test_fork_of_an_actor_that_sent_replays_its_copied_sends(at_step_end: 
         await ref.ask(Job("a"), message_id="m1")
         await ref.ask(Job("notify"), message_id="m2")
     await store.open()
-    h = await inspect.history(store, "bill-3")
+    h = await ops.history(store, "bill-3")
     notify = h.steps[1]
     (send,) = [e for e in notify.effects if e.name == "send"]
     assert notify.step_seq is not None
     at = notify.step_seq if at_step_end else send.seq
-    await inspect.fork(store, "bill-3", at=at, new_id="bill-3-fork", yes=True)
+    await ops.fork(store, "bill-3", at=at, new_id="bill-3-fork", yes=True)
     async with ActorSystem(store, actors=[Biller, Auditor]) as system:
         fork = await system.spawn(Biller, "bill-3-fork")
         with anyio.fail_after(5):
@@ -471,9 +471,9 @@ async def test_fork_of_an_actor_that_sent_replays_its_copied_sends(at_step_end: 
             auditor = await system.spawn(Auditor, "auditor")
             await auditor.ask(Job("ping"), message_id="p")
     await store.open()
-    assert (await inspect.actor_status(store, "bill-3-fork")).status == "idle"
+    assert (await ops.actor_status(store, "bill-3-fork")).status == "idle"
     # the copied send was delivered once, by the original: the fork's replay re-used its id
-    steps = (await inspect.history(store, "auditor")).steps
+    steps = (await ops.history(store, "auditor")).steps
     assert [s.body["name"] for s in steps] == ["audit", "ping"]
 
 
@@ -487,24 +487,24 @@ async def test_fork_history_shows_the_key_the_fork_ran_a_copied_call_with() -> N
             while not keys_used:
                 await anyio.sleep(0.01)
     await store.open()
-    (a,) = await inspect.list_actors(store)
+    (a,) = await ops.list_actors(store)
     (doubt,) = a.in_doubt
     assert doubt.key == "r-1:1:0"
-    await inspect.fork(store, "r-1", at=doubt.intent_seq, new_id="r-2", yes=True)
-    (fork_doubt,) = (await inspect.actor_status(store, "r-2")).in_doubt
+    await ops.fork(store, "r-1", at=doubt.intent_seq, new_id="r-2", yes=True)
+    (fork_doubt,) = (await ops.actor_status(store, "r-2")).in_doubt
     assert fork_doubt.key == "r-2:1:0"  # what the fork's runtime will run it with
     keys_used.clear()
     keys_used.append("x")  # "hang" hangs only the first run
     async with ActorSystem(store, actors=[Refunder]) as system:
         fork = await system.spawn(Refunder, "r-2")
         with anyio.fail_after(5):
-            while (await inspect.actor_status(store, "r-2")).status != "idle":
+            while (await ops.actor_status(store, "r-2")).status != "idle":
                 await anyio.sleep(0.01)
         del fork
     # (the system also recovers r-1, which re-runs its own call with its own key)
     assert [k for k in keys_used if k.startswith("r-2")] == ["r-2:1:0"]
     await store.open()
-    call = (await inspect.history(store, "r-2")).steps[0].calls[0]
+    call = (await ops.history(store, "r-2")).steps[0].calls[0]
     assert call.key == "r-2:1:0"
     assert call.recorded_key == "r-1:1:0"
 
@@ -529,18 +529,18 @@ async def test_history_since_with_messages_logged_ahead_reports_no_false_damage(
         with anyio.fail_after(10):
             await ref.ask(Job("last"), message_id="last")
     await store.open()
-    full = await inspect.history(store, "b")
+    full = await ops.history(store, "b")
     assert full.damage == [] and len(full.steps) == 21
     tenth = sorted(s.step_seq or 0 for s in full.steps)[9]
-    h = await inspect.history(store, "b", since=tenth)
+    h = await ops.history(store, "b", since=tenth)
     assert h.damage == []
     assert all(s.status == "ok" for s in h.steps)
     shown = {s.message_seq for s in h.steps}
     expected = {s.message_seq for s in full.steps if (s.step_seq or 0) > tenth}
     assert shown == expected
-    r_all = [x async for x in inspect.iter_history(store, "b")]
-    assert isinstance(r_all[0], inspect.ActorStatus)
-    assert [x.message_seq for x in r_all if isinstance(x, inspect.Step)] == sorted(
+    r_all = [x async for x in ops.iter_history(store, "b")]
+    assert isinstance(r_all[0], ops.ActorStatus)
+    assert [x.message_seq for x in r_all if isinstance(x, ops.Step)] == sorted(
         s.message_seq for s in full.steps
     )
 

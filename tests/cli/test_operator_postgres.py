@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import asyncpg
 import pytest
-from actorlog import ActorSystem, SequenceConflictError, inspect
+from actorlog import ActorSystem, SequenceConflictError, ops
 from actorlog.store import Store
 from actorlog.stores import PostgresStore
 
@@ -57,12 +57,12 @@ async def test_verify_reports_no_damage_while_a_runtime_writes(pg_store: Postgre
             for ref in refs:
                 tg.start_soon(write, ref)
             try:
-                async with inspect.opened(pg_store.url) as store:
+                async with ops.opened(pg_store.url) as store:
                     seen = set()
                     for _ in range(30):
-                        report = await inspect.verify(store)
+                        report = await ops.verify(store)
                         assert report.findings == [], report.findings
-                        statuses = await inspect.list_actors(store)
+                        statuses = await ops.list_actors(store)
                         assert all(a.status != "quarantined" for a in statuses), statuses
                         seen.add(report.entries)
                     assert len(seen) > 1  # it really was being written meanwhile
@@ -81,14 +81,14 @@ async def _offline_resolve_next_to_a_live_runtime(make: Callable[[], Store], url
         ref = await system.spawn(Biller, "bill-1")
         with anyio.fail_after(5):
             (seq,) = await system.wait_in_doubt("bill-1")
-        async with inspect.opened(url, read_only=False) as off:
-            d = await inspect.resolve(off, "bill-1", seq, result="by hand", by="op")
+        async with ops.opened(url, read_only=False) as off:
+            d = await ops.resolve(off, "bill-1", seq, result="by hand", by="op")
         with pytest.raises(SequenceConflictError):
             await ref.send(Job("more"), message_id="m3")
         await anyio.sleep(0.5)  # let the stopped step record whatever it records
-    async with inspect.opened(url) as ro:
-        a = await inspect.actor_status(ro, "bill-1")
-        h = await inspect.history(ro, "bill-1")
+    async with ops.opened(url) as ro:
+        a = await ops.actor_status(ro, "bill-1")
+        h = await ops.history(ro, "bill-1")
     kinds = [e.kind for e in h.events]
     assert kinds.count("stopped") == 1 and "quarantined" not in kinds, h.events
     (stopped,) = [e for e in h.events if e.kind == "stopped"]

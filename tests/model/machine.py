@@ -6,7 +6,7 @@ loop (``anyio.from_thread.start_blocking_portal``) and every rule is one ``porta
 model is small on purpose: which messages were acknowledged (and their first reply), which are
 uncertain (their caller was cancelled), which actors are blocked in a tool or wait for an
 operator. The checks after every rule are the invariants of DESIGN.md section 10, read through
-the public API and the operator API (``actorlog.inspect``); the one exception, marked, is the
+the public API and the operator API (``actorlog.ops``); the one exception, marked, is the
 check that no reply slot or waiter is left behind, for which there is no public API.
 
 Rules and checks that find a defect on current ``main`` are switched off in
@@ -40,7 +40,7 @@ from actorlog import (
     HandlerError,
     InDoubtError,
     StoreClosedError,
-    inspect,
+    ops,
 )
 from actorlog.store import Store
 from actorlog.stores import MemoryStore, SqliteStore
@@ -612,14 +612,14 @@ class ModelMachine(RuleBasedStateMachine):
                     raise AssertionError(f"ask of {tag} (in doubt) answered")
             if bad_first:
                 # an operator's result that cannot be logged: refused, nothing written
-                before = (await inspect.actor_status(self._reader(), a.actor_id)).last_seq
+                before = (await ops.actor_status(self._reader(), a.actor_id)).last_seq
                 try:
                     await self.sys.resolve(a.actor_id, seq, result="bad \udcff", reason="bad")
                 except EncodeError:
                     pass
                 else:
                     raise AssertionError("an unloggable resolved result was accepted")
-                after = (await inspect.actor_status(self._reader(), a.actor_id)).last_seq
+                after = (await ops.actor_status(self._reader(), a.actor_id)).last_seq
                 assert before == after, f"a refused resolve wrote seqs {before + 1}..{after}"
             await self.sys.resolve(a.actor_id, seq, **decide(how), reason="model")
             refused: BaseException | None = None
@@ -658,7 +658,7 @@ class ModelMachine(RuleBasedStateMachine):
     def _check_one_decision(self, a: ActorModel, seq: int) -> None:
         async def go() -> list[str]:
             assert self.reader is not None
-            h = await inspect.history(self.reader, a.actor_id)
+            h = await ops.history(self.reader, a.actor_id)
             for step in h.steps:
                 for call in step.calls:
                     if call.intent_seq == seq:
@@ -681,14 +681,14 @@ class ModelMachine(RuleBasedStateMachine):
             pending = self.sys.in_doubt(a.actor_id)
             if seq in pending:
                 return 0, 0
-            before = (await inspect.actor_status(self.reader, a.actor_id)).last_seq
+            before = (await ops.actor_status(self.reader, a.actor_id)).last_seq
             try:
                 await self.sys.resolve(a.actor_id, seq, fail="wrong")
             except ActorlogError:
                 pass
             else:
                 raise AssertionError(f"resolve of {a.actor_id} seq {seq} was accepted")
-            return before, (await inspect.actor_status(self.reader, a.actor_id)).last_seq
+            return before, (await ops.actor_status(self.reader, a.actor_id)).last_seq
 
         before, after = self.run(go, "wrong resolve")
         assert before == after, f"a refused resolve wrote seqs {before + 1}..{after}"
@@ -710,13 +710,13 @@ class ModelMachine(RuleBasedStateMachine):
 
         async def go() -> tuple[int, int, BaseException | None]:
             assert self.reader is not None
-            before = (await inspect.actor_status(self.reader, a.actor_id)).last_seq
+            before = (await ops.actor_status(self.reader, a.actor_id)).last_seq
             error: BaseException | None = None
             try:
                 await self.sys.ref(Agent, a.actor_id).send(op, message_id=mid)
             except ActorlogError as exc:
                 error = exc
-            return before, (await inspect.actor_status(self.reader, a.actor_id)).last_seq, error
+            return before, (await ops.actor_status(self.reader, a.actor_id)).last_seq, error
 
         before, after, error = self.run(go, f"bad message {what}")
         assert error is not None, f"a {what} message was accepted"
@@ -803,7 +803,7 @@ class ModelMachine(RuleBasedStateMachine):
             self._check_no_waiters()
         if on("check_verify") and (self.passivate_after is None or on("verify_live")):
             # with passivation on, snapshots are written and pruned while verify reads
-            report = self.run(lambda: inspect.verify(self._reader()), "verify")
+            report = self.run(lambda: ops.verify(self._reader()), "verify")
             assert report.ok, f"verify: {report.findings}"
         if on("check_replay"):
             self._check_replay(states)
@@ -812,8 +812,8 @@ class ModelMachine(RuleBasedStateMachine):
         assert self.reader is not None
         return self.reader
 
-    async def _histories(self) -> dict[str, inspect.History]:
-        return {aid: await inspect.history(self._reader(), aid) for aid in self.actors}
+    async def _histories(self) -> dict[str, ops.History]:
+        return {aid: await ops.history(self._reader(), aid) for aid in self.actors}
 
     def _peek_all(self) -> dict[str, str]:
         states = {}
@@ -825,7 +825,7 @@ class ModelMachine(RuleBasedStateMachine):
             states[a.actor_id] = state
         return states
 
-    def _check_log(self, a: ActorModel, h: inspect.History) -> None:
+    def _check_log(self, a: ActorModel, h: ops.History) -> None:
         """Every acknowledged message is in the log exactly once; once the actor is not
         blocked, every one of them was handled."""
         ids = Counter(s.message_id for s in h.steps)
@@ -839,7 +839,7 @@ class ModelMachine(RuleBasedStateMachine):
             ]
             assert not open_steps, f"{a.actor_id}: unfinished steps while idle: {open_steps}"
 
-    def _check_settled(self, a: ActorModel, h: inspect.History) -> None:
+    def _check_settled(self, a: ActorModel, h: ops.History) -> None:
         """A completed step holds no unsettled intent."""
         settled = ("ok", "error", "resolved", "failed_by_operator")
         for s in h.steps:

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
-from actorlog import ActorSystem, inspect
+from actorlog import ActorSystem, ops
 from actorlog.store import EntryRow, Store
 from actorlog.stores import SqliteStore
 
@@ -77,7 +77,7 @@ async def test_two_callers_of_one_new_message_id_get_one_step(tmp_path: Path) ->
     reader = SqliteStore(path, read_only=True)
     await reader.open()
     try:
-        steps = (await inspect.history(reader, "a")).steps
+        steps = (await ops.history(reader, "a")).steps
         assert [s.message_id for s in steps] == ["m1", "m2"]
     finally:
         await reader.close()
@@ -124,7 +124,7 @@ async def test_asking_again_while_the_first_step_commits_gets_its_reply(tmp_path
     reader = SqliteStore(path, read_only=True)
     await reader.open()
     try:
-        steps = (await inspect.history(reader, "a")).steps
+        steps = (await ops.history(reader, "a")).steps
         assert [s.message_id for s in steps] == ["m1", "m2"]
     finally:
         await reader.close()

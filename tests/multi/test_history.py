@@ -22,8 +22,8 @@ At the end the checker proves from the log, the side ledger and the recorded his
    go down along an actor's log; the service accepted no token lower than one it had seen,
    and every (actor, token) belongs to one runtime; stale tool starts (a pause between the
    lease check and the request, docs/scaling.md) are counted, and were all refused;
-6. every actor's status true: ``inspect.list_actors`` says ``idle`` with nothing pending for
-   every actor, and ``inspect.verify`` finds no damage.
+6. every actor's status true: ``ops.list_actors`` says ``idle`` with nothing pending for
+   every actor, and ``ops.verify`` finds no damage.
 
 Short by default (about 15 s of operations); ``ACTORLOG_SOAK=1`` runs 120 s with more actors,
 ``ACTORLOG_HISTORY_SECONDS`` / ``ACTORLOG_HISTORY_ACTORS`` / ``ACTORLOG_HISTORY_SEED`` set them
@@ -46,7 +46,7 @@ import anyio
 import asyncpg
 import attrs
 import pytest
-from actorlog import ActorlogError, ActorSystem, HandlerError, _records, inspect
+from actorlog import ActorlogError, ActorSystem, HandlerError, _records, ops
 from actorlog.stores import PostgresStore
 
 from tests._pgserver import CrashableServer
@@ -348,11 +348,11 @@ async def _check(
         if req.accepted:
             highest[req.resource] = req.token
     # 6. every actor's status true, no damage
-    statuses = {s.actor_id: s for s in await inspect.list_actors(store)}
+    statuses = {s.actor_id: s for s in await ops.list_actors(store)}
     for actor in actors:
         s = statuses[actor]
         assert (s.status, s.pending_messages, s.problem) == ("idle", 0, None), s
-    report = await inspect.verify(store)
+    report = await ops.verify(store)
     assert report.ok, report.findings
     return {
         "ops ok": len(oks),

@@ -19,7 +19,7 @@ from actorlog import (
     SequenceConflictError,
     _codec,
     _records,
-    inspect,
+    ops,
     tool,
 )
 from actorlog.store import EntryRow
@@ -160,7 +160,7 @@ async def test_the_loser_writes_no_event_and_status_stays_true(pg_url: str, pg_s
         await anyio.sleep(0.3)  # events are recorded in the background
         kinds = [e.kind for e in await other.read_events("acct")]
         assert "stopped" not in kinds and "quarantined" not in kinds, kinds
-        status = await inspect.actor_status(other, "acct")
+        status = await ops.actor_status(other, "acct")
         assert status.status == "idle", status
 
 

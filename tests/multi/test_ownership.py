@@ -10,7 +10,7 @@ import sys
 import anyio
 import anyio.lowlevel
 import pytest
-from actorlog import ActorSystem, ConfigurationError, Lease, OwnershipChange, inspect
+from actorlog import ActorSystem, ConfigurationError, Lease, OwnershipChange, ops
 from actorlog.stores import MemoryStore, PostgresStore
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -60,7 +60,7 @@ async def test_ownership_api_changes_log_line_and_spans(
         assert isinstance(lease, Lease)
         assert lease.owner == "a" and lease.token == 1 and 0 < lease.expires_in <= 0.6
         assert lease.live
-        listed = [(x.actor_id, x.owner, x.token) for x in await inspect.leases(a.store)]
+        listed = [(x.actor_id, x.owner, x.token) for x in await ops.leases(a.store)]
         assert listed == [("acct", "a", 1)]
         # Another runtime takes it over: this one notices at its next renewal.
         other = PostgresStore(pg_url, schema=pg_schema)
@@ -130,4 +130,4 @@ async def test_without_leases() -> None:
         assert await m.ownership("x") is None
         with pytest.raises(ConfigurationError):
             m.ownership_changes()
-        assert await inspect.leases(m.store) == []
+        assert await ops.leases(m.store) == []

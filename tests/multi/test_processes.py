@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import asyncpg
 import pytest
-from actorlog import ActorSystem, inspect
+from actorlog import ActorSystem, ops
 from actorlog.stores import PostgresStore
 
 from .agents import Sleeper
@@ -222,7 +222,7 @@ async def test_paused_runtime_cannot_write_after_a_takeover(pg_url: str, pg_sche
             await anyio.sleep(0.5)
             kinds = [e.kind for e in await store.read_events("z")]
             assert "stopped" not in kinds and "quarantined" not in kinds, kinds
-            assert (await inspect.actor_status(store, "z")).status in ("idle", "running")
+            assert (await ops.actor_status(store, "z")).status in ("idle", "running")
         proc.stdin.write("\n")
         proc.stdin.flush()
         assert await anyio.to_thread.run_sync(functools.partial(proc.wait, timeout=30)) == 0

@@ -17,7 +17,7 @@ from actorlog import (
     ActorSystem,
     LeaseLostError,
     StoreUnavailableError,
-    inspect,
+    ops,
 )
 from actorlog.stores import PostgresStore
 
@@ -99,7 +99,7 @@ async def test_server_crash_mid_stream_loses_nothing_and_repeats_nothing(
     store = PostgresStore(server.url)
     await store.open()
     try:
-        report = await inspect.verify(store)
+        report = await ops.verify(store)
         assert report.ok, report.findings
         for a in range(ACTORS):
             steps = await store.read(f"acct-{a}", kinds=["step"])

@@ -14,9 +14,19 @@ def test_all_lists_exactly_the_public_names() -> None:
         "store",
         "stores",
     }
-    public -= {"inspect"}  # a public submodule, imported by the CLI
+    public -= {"ops", "inspect"}  # the operator API (a public subpackage) and its old name
     public -= {"integrations"}  # optional extras (actorlog.integrations.pydantic_ai)
     assert public <= set(actorlog.__all__), public - set(actorlog.__all__)
+
+
+def test_inspect_is_the_old_name_of_ops() -> None:
+    """``actorlog.inspect`` keeps working: it re-exports every public name of ``actorlog.ops``."""
+    import actorlog.inspect
+    import actorlog.ops
+
+    assert actorlog.inspect.__all__ == actorlog.ops.__all__
+    for name in actorlog.ops.__all__:
+        assert getattr(actorlog.inspect, name) is getattr(actorlog.ops, name), name
 
 
 def test_public_classes_show_the_package_module() -> None:

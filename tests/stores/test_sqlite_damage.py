@@ -25,8 +25,8 @@ from actorlog import (
     CorruptEntryError,
     StoreClosedError,
     StoreCorruptError,
+    ops,
 )
-from actorlog import inspect as ops
 from actorlog.store import SnapshotInfo
 from actorlog.stores import SqliteStore
 

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from actorlog import ActorSystem, StoreLockedError
-from actorlog import inspect as ops
+from actorlog import ActorSystem, StoreLockedError, ops
 from actorlog.stores import SqliteStore
 
 from tests.torture.helpers import Add, Counter, Get

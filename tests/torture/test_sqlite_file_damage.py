@@ -36,8 +36,8 @@ from actorlog import (
     ActorSystem,
     CorruptEntryError,
     StoreCorruptError,
+    ops,
 )
-from actorlog import inspect as ops
 from actorlog._cli import main as cli_main
 from actorlog.stores import SqliteStore
 

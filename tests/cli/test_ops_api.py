@@ -1,10 +1,10 @@
-"""``actorlog.inspect`` as a Python API, over any store (here the in-process MemoryStore)."""
+"""``actorlog.ops`` as a Python API, over any store (here the in-process MemoryStore)."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
-from actorlog import ActorlogError, ActorSystem, ConfigurationError, HandlerError, inspect
+from actorlog import ActorlogError, ActorSystem, ConfigurationError, HandlerError, ops
 from actorlog.stores import MemoryStore
 
 from ._agents import Auditor, Biller, Job, crash_mid_call, ran
@@ -21,17 +21,17 @@ async def test_status_history_resolve_and_recovery_in_process() -> None:
     store = MemoryStore()
     await crash_mid_call(store)
     await store.open()  # the system closed it; a MemoryStore keeps its data
-    (a,) = await inspect.list_actors(store)
+    (a,) = await ops.list_actors(store)
     assert (a.actor_id, a.status, a.pending_messages) == ("bill-1", "in_doubt", 1)
     (doubt,) = a.in_doubt
     assert (doubt.tool, doubt.policy, doubt.needs_operator) == ("charge_card", "escalate", True)
 
-    h = await inspect.history(store, "bill-1")
+    h = await ops.history(store, "bill-1")
     assert [s.status for s in h.steps] == ["ok", "in_doubt"]
     assert h.steps[1].calls[0].intent_seq == doubt.intent_seq
-    assert inspect.to_json(h.steps[1])["calls"][0]["status"] == "in_doubt"
+    assert ops.to_json(h.steps[1])["calls"][0]["status"] == "in_doubt"
 
-    d = await inspect.resolve(
+    d = await ops.resolve(
         store,
         "bill-1",
         doubt.intent_seq,
@@ -41,7 +41,7 @@ async def test_status_history_resolve_and_recovery_in_process() -> None:
     )
     assert (d.action, d.by) == ("result", "carol")
     with pytest.raises(ConfigurationError):
-        await inspect.resolve(store, "bill-1", doubt.intent_seq, retry=True)
+        await ops.resolve(store, "bill-1", doubt.intent_seq, retry=True)
 
     async with ActorSystem(store, actors=[Biller, Auditor]) as system:
         ref = await system.spawn(Biller, "bill-1")
@@ -49,8 +49,8 @@ async def test_status_history_resolve_and_recovery_in_process() -> None:
             assert await ref.ask(Job("hang"), message_id="m2") == "charged hang (by hand)"
     await store.open()
     assert ran == ["first", "hang"]  # the in-doubt call was not repeated
-    assert (await inspect.actor_status(store, "bill-1")).status == "idle"
-    report = await inspect.verify(store)
+    assert (await ops.actor_status(store, "bill-1")).status == "idle"
+    report = await ops.verify(store)
     assert report.ok and report.entries == (await store.get_actor("bill-1")).last_seq  # type: ignore[union-attr]  # it exists
 
 
@@ -62,9 +62,7 @@ async def test_verify_reports_progress() -> None:
             await ref.ask(Job(f"j{i}"), message_id=f"m{i}")
     await store.open()
     seen: list[tuple[str, int, int]] = []
-    report = await inspect.verify(
-        store, progress=lambda a, done, total: seen.append((a, done, total))
-    )
+    report = await ops.verify(store, progress=lambda a, done, total: seen.append((a, done, total)))
     assert report.ok
     assert seen[-1] == ("bill-2", report.entries, report.entries)
 
@@ -76,21 +74,21 @@ async def test_fork_effects_list_sends_and_writes() -> None:
         await ref.ask(Job("a"), message_id="m1")
         await ref.ask(Job("notify"), message_id="m2")
     await store.open()
-    effects, warnings = await inspect.fork_effects(store, "bill-3", 1)
+    effects, warnings = await ops.fork_effects(store, "bill-3", 1)
     assert warnings == []
     assert [(e.kind, e.name, e.outcome, e.repeated_by_fork) for e in effects] == [
         ("tool", "charge_card", "ok", True),
         ("tool", "charge_card", "ok", False),
         ("send", "auditor", "ok", False),
     ]
-    with pytest.raises(inspect.ForkRefusedError) as info:
-        await inspect.fork(store, "bill-3", at=1, new_id="bill-3b")
+    with pytest.raises(ops.ForkRefusedError) as info:
+        await ops.fork(store, "bill-3", at=1, new_id="bill-3b")
     assert len(info.value.effects) == 3
     assert await store.get_actor("bill-3b") is None
-    r = await inspect.fork(store, "bill-3", at=1, new_id="bill-3b", yes=True)
+    r = await ops.fork(store, "bill-3", at=1, new_id="bill-3b", yes=True)
     assert (r.entries_copied, r.snapshot_seq) == (1, None)
     # the fork has the message logged at seq 1 and will handle it when run
-    fork_status = await inspect.actor_status(store, "bill-3b")
+    fork_status = await ops.actor_status(store, "bill-3b")
     assert (fork_status.status, fork_status.pending_messages) == ("running", 1)
     async with ActorSystem(store, actors=[Biller, Auditor]) as system:
         ref = await system.spawn(Biller, "bill-3b")
@@ -105,7 +103,7 @@ async def test_export_yields_header_entries_snapshots_events() -> None:
         ref = await system.spawn(Biller, "bill-4", snapshot_every=1)
         await ref.ask(Job("x"), message_id="m1")
     await store.open()
-    items = [i async for i in inspect.export(store, "bill-4")]
+    items = [i async for i in ops.export(store, "bill-4")]
     assert items[0]["type"] == "actor"
     assert [i["kind"] for i in items if i["type"] == "entry"] == [
         "message",
@@ -127,19 +125,19 @@ async def test_offline_resolve_next_to_a_live_runtime() -> None:
         ref = await system.spawn(Biller, "bill-1")
         with anyio.fail_after(5):
             (seq,) = await system.wait_in_doubt("bill-1")
-        await inspect.resolve(store, "bill-1", seq, fail="never charged", by="dave")
+        await ops.resolve(store, "bill-1", seq, fail="never charged", by="dave")
         assert system.in_doubt("bill-1")  # still waiting: it does not re-read the log
         with pytest.raises(ActorlogError):
             await ref.send(Job("later"), message_id="m3")
         with anyio.fail_after(5):
-            while (await inspect.actor_status(store, "bill-1")).status != "failed":
+            while (await ops.actor_status(store, "bill-1")).status != "failed":
                 await anyio.sleep(0.01)
-        events = (await inspect.history(store, "bill-1")).events
+        events = (await ops.history(store, "bill-1")).events
         assert any(e.detail.get("error_type") == "SequenceConflictError" for e in events)
     async with ActorSystem(store, actors=[Biller, Auditor]) as system:
         ref = await system.spawn(Biller, "bill-1")
         with anyio.fail_after(5), pytest.raises(HandlerError, match="never charged"):
             await ref.ask(Job("hang"), message_id="m2")
     await store.open()
-    assert (await inspect.actor_status(store, "bill-1")).status == "idle"
+    assert (await ops.actor_status(store, "bill-1")).status == "idle"
     assert ran == ["first", "hang"]

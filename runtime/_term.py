@@ -1,0 +1,301 @@
+"""Terminal and value formatting shared by the ``actorlog`` command and its HTML timeline:
+escaping what a store holds, colors, times, durations, short values, JSON text, and the
+one-line text of an operator-history event."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import re
+import shutil
+import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+from . import ops
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+
+class Style:
+    """ANSI colors, only when asked for (a TTY without NO_COLOR, or --color=always)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
+
+    def red(self, t: str) -> str:
+        return self._wrap("31", t)
+
+    def green(self, t: str) -> str:
+        return self._wrap("32", t)
+
+    def yellow(self, t: str) -> str:
+        return self._wrap("33", t)
+
+    def blue(self, t: str) -> str:
+        return self._wrap("34", t)
+
+    def magenta(self, t: str) -> str:
+        return self._wrap("35", t)
+
+    def dim(self, t: str) -> str:
+        return self._wrap("2", t)
+
+    def bold(self, t: str) -> str:
+        return self._wrap("1", t)
+
+
+def use_color(choice: str, stream: TextIO) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return stream.isatty()
+
+
+STATUS_COLOR = {
+    "idle": "green",
+    "running": "blue",
+    "in_doubt": "yellow",
+    "quarantined": "red",
+    "failed": "red",
+}
+
+
+def status_text(s: Style, status: str) -> str:
+    color: Callable[[str], str] = getattr(s, STATUS_COLOR.get(status, "bold"))
+    return color(status)
+
+
+class Out:
+    """Lines to stdout, cut to the terminal width on a TTY (values are always shortened)."""
+
+    def __init__(self, style: Style, stream: TextIO) -> None:
+        self.s = style
+        self.stream = stream
+        self.width: int | None = (
+            shutil.get_terminal_size((100, 24)).columns if stream.isatty() else None
+        )
+
+    def line(self, text: str = "") -> None:
+        text = _clean_line(text, self.s.enabled)
+        if self.width is not None and len(_ANSI.sub("", text)) > self.width:
+            text = _cut_ansi(text, self.width - 1) + "…" + ("\x1b[0m" if self.s.enabled else "")
+        self.stream.write(text + "\n")
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+#: Characters a terminal may act on: C0 controls (newline included: a value never spans
+#: lines), DEL, C1 controls (0x9b is CSI on some terminals), bidi overrides and isolates
+#: (they reorder what the operator reads), line and paragraph separators.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+#: The only escape sequences this command writes itself (Style): SGR colors.
+_OWN_SGR = re.compile(r"(\x1b\[(?:0|1|2|3[1-5])m)")
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def clean(value: object) -> str:
+    """``value`` as text that is safe on a terminal: every control character escaped
+    (``\\x1b``, ``\\x07``, ``\\u202e``). Every value read from a store goes through it."""
+    return _CONTROL.sub(_escape_char, str(value))
+
+
+def _clean_line(text: str, keep_style: bool) -> str:
+    """A whole output line, safe: with colors on, only this command's own SGR sequences
+    survive; everything else that a terminal could act on is escaped."""
+    if not keep_style:
+        return clean(text)
+    parts = _OWN_SGR.split(text)
+    return "".join(p if i % 2 else clean(p) for i, p in enumerate(parts))
+
+
+#: What json.dumps leaves raw inside strings (it escapes C0 there; a raw newline in its
+#: output is indentation, outside any string).
+_JSON_RAW = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def _json_safe_text(text: str) -> str:
+    """JSON text with the characters JSON leaves raw (DEL, C1, bidi controls) escaped as
+    ``\\uXXXX``: still the same JSON value, and safe to print."""
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _cut_ansi(text: str, n: int) -> str:
+    """The first ``n`` visible characters of ``text``, keeping escape sequences."""
+    out, seen, i = [], 0, 0
+    while i < len(text) and seen < n:
+        if text[i] == "\x1b":
+            j = text.find("m", i)
+            out.append(text[i : j + 1])
+            i = j + 1
+            continue
+        out.append(text[i])
+        seen += 1
+        i += 1
+    return "".join(out)
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """A value as compact JSON, shortened with an ellipsis (terminal-safe)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        text = repr(_finite(value))
+    text = clean(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def call_text(tool: str, args: Sequence[Any], kwargs: dict[str, Any], limit: int = 60) -> str:
+    parts = [short(a, limit) for a in args] + [f"{k}={short(v, limit)}" for k, v in kwargs.items()]
+    inner = ", ".join(parts)
+    if len(inner) > limit:
+        inner = inner[: limit - 1] + "…"
+    return f"{clean(tool)}({inner})"
+
+
+def when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    try:
+        return datetime.datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError, TypeError):  # damage: NaN, inf, out of range
+        return f"DAMAGED time {clean(ts)}"
+
+
+def ago(ts: float | None, now: float | None = None) -> str:
+    if ts is None:
+        return "-"
+    if not isinstance(ts, int | float) or not math.isfinite(ts):
+        return f"DAMAGED time {clean(ts)}"
+    d = max(0.0, (now or time.time()) - ts)
+    if d < 60:
+        return f"{d:.0f}s ago"
+    if d < 3600:
+        return f"{d / 60:.0f}m ago"
+    if d < 86400:
+        return f"{d / 3600:.1f}h ago"
+    return f"{d / 86400:.1f}d ago"
+
+
+def effect_value(e: ops.Effect) -> str:
+    if e.name == "now" and isinstance(e.value, int | float):
+        try:
+            return (
+                datetime.datetime.fromtimestamp(e.value)
+                .astimezone()
+                .isoformat(timespec="milliseconds")
+            )
+        except (OverflowError, OSError, ValueError):
+            return f"DAMAGED time {e.value}"
+    return short(e.value, 70)
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.2f} s"
+
+
+class Progress:
+    """A one-line progress display on stderr, only when stderr is a TTY."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.enabled = stream.isatty()
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, actor_id: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or now - self.last < 0.1:
+            return
+        self.last = now
+        pct = f" ({100 * done // total}%)" if total else ""
+        bar = ""
+        if total:
+            filled = 24 * min(done, total) // total
+            bar = "[" + "#" * filled + "-" * (24 - filled) + "] "
+        self.stream.write(
+            f"\r\x1b[Kverifying {bar}{done:,}/{total:,} entries{pct}  {clean(actor_id)}"
+        )
+        self.stream.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float (only damage puts one in a store) replaced by
+    a string naming it, so that JSON output stays valid JSON."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return f"damaged: not a finite number ({obj})"
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def json_text(obj: Any, **kwargs: Any) -> str:
+    """Strict JSON (never NaN or Infinity), safe to print on a terminal."""
+    try:
+        text = json.dumps(obj, ensure_ascii=False, allow_nan=False, default=str, **kwargs)
+    except ValueError:
+        text = json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False, default=str, **kwargs)
+    return _json_safe_text(text)
+
+
+def json_line(stream: TextIO, obj: Any) -> None:
+    stream.write(json_text(obj, separators=(",", ":")) + "\n")
+
+
+def event_text(e: ops.Event) -> str:
+    d = e.detail
+    if e.kind == "recovered":
+        snap = d.get("snapshot_seq") or 0
+        start = f"snapshot seq {snap}" if snap else "the start of the log"
+        text = (
+            f"recovered from {start}: {d.get('steps_replayed', 0)} step(s) replayed, "
+            f"{d.get('pending_messages', 0)} pending, {d.get('in_doubt', 0)} in doubt "
+            f"({duration(d.get('duration_s'))})"
+        )
+        rejected = d.get("snapshots_rejected") or []
+        if rejected:
+            text += "; rejected snapshots: " + ", ".join(f"{s} ({r})" for s, r in rejected)
+        return text
+    if e.kind == "snapshot_rejected":
+        return f"snapshot seq {d.get('seq')} rejected: {d.get('reason')}"
+    if e.kind in ("quarantined", "stopped"):
+        etype = f"{d['error_type']}: " if d.get("error_type") else ""
+        return f"{e.kind}: {etype}{d.get('error')}"
+    if e.kind == "in_doubt":
+        return (
+            f"intent seq {d.get('intent_seq')} ({d.get('tool')}) in doubt, policy {d.get('policy')}"
+        )
+    if e.kind == "resolved":
+        return (
+            f"{d.get('by')} resolved intent seq {d.get('intent_seq')} ({d.get('tool')}): "
+            f"{d.get('action')}" + (f" - {d.get('reason')}" if d.get("reason") else "")
+        )
+    if e.kind == "forked":
+        return f"forked from {d.get('source')} at seq {d.get('at')} by {d.get('by')}"
+    if e.kind == "forked_to":
+        return f"forked at seq {d.get('at')} as {d.get('fork')} by {d.get('by')}"
+    return f"{e.kind}: {short(d, 160)}"

@@ -1,0 +1,100 @@
+"""The operator's view of a store: status, history, verify, resolve, fork, export.
+
+``actorlog.inspect``, its earlier name, remains as an alias that re-exports all of it.
+
+Every function takes an open :class:`~actorlog.store.Store` and reads the log the way recovery
+does, so what it reports is what a runtime would find. Only :func:`resolve` and :func:`fork`
+write, and only through the store's conditional append, so they can never interleave with a
+runtime's writes: if a runtime appends to the same actor first, they raise
+``SequenceConflictError`` and write nothing.
+
+::
+
+    from actorlog import ops
+
+    async with ops.opened("sqlite:///agents.db") as store:      # read-only
+        for a in await ops.list_actors(store):
+            print(a.actor_id, a.status, [i.intent_seq for i in a.in_doubt])
+        h = await ops.history(store, "run-42")
+        report = await ops.verify(store)
+
+    async with ops.opened("sqlite:///agents.db", read_only=False) as store:
+        await ops.resolve(store, "run-42", 19, result="PAGE-991", reason="seen in PagerDuty")
+
+Statuses (:attr:`ActorStatus.status`), most severe first:
+
+* ``quarantined``: recovery would stop at damage in the log (checksum, seq chain, reference).
+* ``failed``: the last runtime to run it stopped it for another reason (non-determinism, a
+  class it did not know, a conflicting writer), and it has not recovered since.
+* ``in_doubt``: its unfinished step has a tool call that may or may not have happened and that
+  only an operator can settle (:func:`resolve`).
+* ``running``: it has messages logged but not yet handled (a runtime is handling them, or
+  will recover them when it next starts).
+* ``idle``: nothing to do.
+"""
+
+from __future__ import annotations
+
+from .history import history, iter_history
+from .models import (
+    NEEDS_OPERATOR,
+    ActorStatus,
+    Call,
+    Decision,
+    Effect,
+    EntryView,
+    Event,
+    ExternalEffect,
+    Finding,
+    ForkRefusedError,
+    ForkResult,
+    History,
+    HistoryItem,
+    InDoubtIntent,
+    SnapshotView,
+    Step,
+    VerifyReport,
+    to_json,
+)
+from .reads import actor_status, export, leases, list_actors, opened, show
+from .verify import Progress, verify
+from .writes import fork, fork_effects, resolve
+
+__all__ = [
+    "ActorStatus",
+    "Call",
+    "Decision",
+    "Effect",
+    "EntryView",
+    "Event",
+    "ExternalEffect",
+    "Finding",
+    "ForkRefusedError",
+    "ForkResult",
+    "History",
+    "HistoryItem",
+    "InDoubtIntent",
+    "NEEDS_OPERATOR",
+    "Progress",
+    "SnapshotView",
+    "Step",
+    "VerifyReport",
+    "actor_status",
+    "export",
+    "fork",
+    "fork_effects",
+    "history",
+    "iter_history",
+    "leases",
+    "list_actors",
+    "opened",
+    "resolve",
+    "show",
+    "to_json",
+    "verify",
+]
+
+for _name in __all__:  # show the public classes as actorlog.ops.X, where users import them
+    if isinstance(_obj := globals()[_name], type):
+        _obj.__module__ = __name__
+del _name, _obj

@@ -1,0 +1,390 @@
+"""An actor's timeline: :func:`history`, and :func:`iter_history` that streams it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+
+from ..store import EntryRow, Store
+from .models import (
+    NEEDS_OPERATOR,
+    ActorStatus,
+    Call,
+    Decision,
+    Effect,
+    Event,
+    Finding,
+    History,
+    HistoryItem,
+    SnapshotView,
+    Step,
+)
+from .reads import (
+    _actor_row,
+    _check,
+    _events,
+    _fork_point,
+    _reading,
+    _row_at,
+    _run_key,
+    _scan,
+    _snapshot_problem,
+    _status,
+)
+
+
+class _Builder:
+    """Folds verified entries into steps and calls."""
+
+    def __init__(self, actor_id: str, fork_at: int | None = None) -> None:
+        self.actor_id = actor_id
+        self.fork_at = fork_at
+        self.steps: dict[int, Step] = {}
+        self.calls: dict[int, Call] = {}
+        self.damage: list[Finding] = []
+        self.damaged: set[int] = set()
+        self.last_at: float | None = None
+
+    def add(self, row: EntryRow) -> list[Step]:
+        """Fold one entry in; return the steps it finished (handed over and forgotten)."""
+        self._add(row)
+        if row.kind != "step" or row.ref not in self.steps:
+            return []
+        step = self.steps[row.ref]
+        if step.step_seq != row.seq:
+            return []
+        self.finish_keys(step)
+        del self.steps[row.ref]
+        for c in step.calls:
+            self.calls.pop(c.intent_seq, None)
+        return [step]
+
+    def report(self, seq: int, check: str, detail: str) -> None:
+        """One damaged entry, found at the time of the last readable entry."""
+        self.damage.append(Finding(self.actor_id, "entry", seq, check, detail, self.last_at))
+
+    def _add(self, row: EntryRow) -> None:
+        p, err = _check(row, self.actor_id)
+        if err is not None or p is None:
+            assert err is not None
+            self.report(row.seq, err.check, err.detail)
+            self.damaged.add(row.seq)
+            return
+        if row.ref in self.damaged:
+            return  # what it belongs to is unreadable; the damage is already reported
+        at = p.get("at")
+        if isinstance(at, int | float):
+            self.last_at = float(at)
+        kind = row.kind
+        if kind == "message":
+            self.steps[row.seq] = Step(
+                message_seq=row.seq,
+                message_id=row.message_id,
+                message_type=row.type_tag,
+                body=p.get("body"),
+                sender=p.get("sender"),
+                received_at=at,
+            )
+            return
+        if kind in ("intent", "effect", "step"):
+            step = self.steps.get(row.ref)
+            if step is None:
+                self.report(
+                    row.seq,
+                    "reference",
+                    f"{kind} refers to message seq {row.ref}, which is not a message",
+                )
+                return
+            if kind == "intent":
+                call = Call(
+                    intent_seq=row.seq,
+                    index=int(p.get("index", 0)),
+                    tool=row.type_tag,
+                    effect=str(p.get("effect")),
+                    policy=str(p.get("policy")),
+                    args=list(p.get("args") or []),
+                    kwargs=dict(p.get("kwargs") or {}),
+                    key=str(p.get("key")),
+                    at=at,
+                    status="in_doubt" if p.get("policy") == "escalate" else "auto",
+                )
+                step.calls.append(call)
+                self.calls[row.seq] = call
+            elif kind == "effect":
+                step.effects.append(
+                    Effect(row.seq, int(p.get("index", 0)), row.type_tag, p.get("value"), at)
+                )
+            else:
+                step.step_seq = row.seq
+                step.status = "ok" if p.get("ok") else "error"
+                step.reply = p.get("reply")
+                step.error = p.get("error")
+                step.duration = p.get("duration")
+                step.finished_at = at
+            return
+        owner = self.calls.get(row.ref)
+        if owner is None:
+            self.report(
+                row.seq,
+                "reference",
+                f"{kind} refers to intent seq {row.ref}, which is not an intent",
+            )
+            return
+        if owner.result_seq is not None:  # settled: replay ignores later outcomes too
+            if kind == "decision":
+                owner.decisions.append(
+                    Decision(
+                        row.seq,
+                        row.type_tag,
+                        str(p.get("by", "")),
+                        str(p.get("reason", "")),
+                        at,
+                        p.get("value"),
+                        p.get("error"),
+                        ignored=True,
+                    )
+                )
+            return
+        if kind == "result":
+            owner.result_seq = row.seq
+            owner.status = "ok" if p.get("ok") else "error"
+            owner.value = p.get("value")
+            owner.error = p.get("error")
+            owner.duration = p.get("duration")
+            owner.attempts = int(p.get("attempt", owner.attempts))
+            owner.settled_by = str(p.get("settled_by", "run"))
+        elif kind == "decision":
+            d = Decision(
+                seq=row.seq,
+                action=row.type_tag,
+                by=str(p.get("by", "")),
+                reason=str(p.get("reason", "")),
+                at=at,
+                value=p.get("value"),
+                error=p.get("error"),
+            )
+            owner.decisions.append(d)
+            if d.action == "result":
+                owner.status, owner.value, owner.settled_by = "resolved", d.value, "operator"
+                owner.result_seq = row.seq
+            elif d.action == "fail":
+                owner.status, owner.error, owner.settled_by = (
+                    "failed_by_operator",
+                    d.error,
+                    "operator",
+                )
+                owner.result_seq = row.seq
+            elif d.action == "retry":
+                owner.status = "retry_authorized"
+            elif d.action == "attempt":
+                owner.status = "retry_interrupted"
+                owner.attempts += 1
+
+    def finish_keys(self, step: Step) -> None:
+        """In a fork: the keys its runtime ran copied calls with."""
+        if self.fork_at is None:
+            return
+        for call in step.calls:
+            key = _run_key(
+                self.actor_id,
+                self.fork_at,
+                call.intent_seq,
+                step.message_seq,
+                {"key": call.key, "index": call.index},
+                call.result_seq,
+            )
+            if key != call.key:
+                call.key, call.recorded_key = key, call.key
+
+    def finish(self, status: ActorStatus) -> None:
+        """Unfinished steps: in doubt, running or pending."""
+        doubt = {i.intent_seq: i.state for i in status.in_doubt}
+        for step in self.steps.values():
+            self.finish_keys(step)
+        for step in self.steps.values():
+            if step.step_seq is not None:
+                continue
+            for call in step.calls:
+                if call.result_seq is None and call.intent_seq in doubt:
+                    call.status = doubt[call.intent_seq]
+            if any(c.status in NEEDS_OPERATOR for c in step.calls):
+                step.status = "in_doubt"
+            elif step.calls or step.effects:
+                step.status = "running"
+
+
+async def history(store: Store, actor_id: str, *, since: int = 0) -> History:
+    """An actor's timeline. Damaged entries are reported (and skipped), not raised. Read in
+    one consistent read (see :func:`verify`). Holds the whole timeline in memory: for a long
+    log, :func:`iter_history` streams the same.
+
+    With ``since``, only steps whose message was logged after seq ``since``, plus the steps
+    still in progress at ``since`` (those with entries after it, read from their message).
+
+    Raises:
+        ActorNotFoundError: no such actor.
+    """
+    h: History | None = None
+    async for item in iter_history(store, actor_id, since=since):
+        if isinstance(item, ActorStatus):
+            h = History(actor=item, steps=[], snapshots=[], events=[], damage=[], since=since)
+        elif h is None:  # pragma: no cover - the status always comes first
+            raise AssertionError("iter_history yields the status first")
+        elif isinstance(item, Step):
+            h.steps.append(item)
+        elif isinstance(item, SnapshotView):
+            h.snapshots.append(item)
+        elif isinstance(item, Event):
+            h.events.append(item)
+        else:
+            h.damage.append(item)
+    assert h is not None
+    h.steps.sort(key=lambda st: st.message_seq)
+    return h
+
+
+async def iter_history(
+    store: Store, actor_id: str, *, since: int = 0
+) -> AsyncGenerator[HistoryItem, None]:
+    """:func:`history` as a stream: the :class:`ActorStatus` first, then steps, snapshots,
+    events and damage in timeline order. Reads the log in pages by seq and holds only the
+    steps still open, so a long log takes little memory; with ``since`` it reads only the
+    entries after ``since`` and those of the steps in progress at it.
+
+    Raises:
+        ActorNotFoundError: no such actor (before anything is yielded).
+    """
+    async with _reading(store) as (view, _):
+        async for item in _history_stream(view, actor_id, since):
+            yield item
+
+
+class _Side:
+    """Snapshots and events (few) merged by time into the stream of steps."""
+
+    def __init__(self, snapshots: list[SnapshotView], events: list[Event], since: int) -> None:
+        items: list[SnapshotView | Event] = [*snapshots, *events]
+        self.items = sorted(items, key=lambda i: (_sort_time(_at(i)), isinstance(i, Event)))
+        self.since = since
+        #: with ``since``: events before the first step shown are left out
+        self.first: float | None = None
+
+    def before(self, t: float) -> list[SnapshotView | Event]:
+        out: list[SnapshotView | Event] = []
+        while self.items and _sort_time(_at(self.items[0])) < t:
+            item = self.items.pop(0)
+            if self._shown(item):
+                out.append(item)
+        return out
+
+    def rest(self) -> list[SnapshotView | Event]:
+        out = [i for i in self.items if self._shown(i)]
+        self.items = []
+        return out
+
+    def _shown(self, item: SnapshotView | Event) -> bool:
+        if self.since == 0 or isinstance(item, SnapshotView):
+            return True
+        return self.first is not None and _sort_time(item.at) >= self.first
+
+
+def _at(item: SnapshotView | Event) -> float | None:
+    return item.created_at if isinstance(item, SnapshotView) else item.at
+
+
+async def _history_stream(store: Store, actor_id: str, since: int) -> AsyncIterator[HistoryItem]:
+    row = await _actor_row(store, actor_id)
+    status = await _status(store, row)
+    yield status
+    events = await _events(store, actor_id)
+    snapshots = [s for s in await _snapshot_views(store, actor_id, row.last_seq) if s.seq > since]
+    side = _Side(snapshots, events, since)
+    b = _Builder(actor_id, _fork_point(events))
+
+    def emit(done: list[Step]) -> list[HistoryItem]:
+        out: list[HistoryItem] = list(b.damage)
+        b.damage.clear()
+        for st in done:
+            t = _sort_time(st.started_at)
+            if side.first is None:
+                side.first = t
+            out += side.before(t)
+            out.append(st)
+        return out
+
+    if since > 0:
+        # the steps in progress at ``since``: their messages, and what refers to them
+        need: set[int] = set()
+        intents: set[int] = set()
+        async for r in _scan(store, actor_id, after=since):
+            if r.kind in ("intent", "effect", "step") and r.ref <= since:
+                need.add(r.ref)
+            elif r.kind in ("result", "decision") and r.ref <= since:
+                intents.add(r.ref)
+        for seq in sorted(intents):
+            intent = await _row_at(store, actor_id, seq)
+            if intent is not None and intent.kind == "intent" and intent.ref <= since:
+                need.add(intent.ref)
+        if need:
+            async for r in _scan(store, actor_id, after=min(need) - 1, upto=since):
+                if r.kind == "message":
+                    wanted = r.seq in need
+                elif r.kind in ("intent", "effect", "step"):
+                    wanted = r.ref in need
+                else:
+                    wanted = r.ref in b.calls
+                if wanted and ((done := b.add(r)) or b.damage):
+                    for item in emit(done):
+                        yield item
+    expected: int | None = None
+    last = since
+    async for r in _scan(store, actor_id, after=since):
+        if expected is not None and r.seq > expected:
+            b.report(expected, "seq chain", f"seqs {expected}..{r.seq - 1} are missing")
+            b.damaged.update(range(expected, r.seq))
+        expected = r.seq + 1
+        last = r.seq
+        if (done := b.add(r)) or b.damage:
+            for item in emit(done):
+                yield item
+    if expected is not None and last < row.last_seq:
+        b.report(
+            last + 1,
+            "seq chain",
+            f"log ends at seq {last}, the actor's summary says {row.last_seq}",
+        )
+    b.finish(status)
+    for item in emit(sorted(b.steps.values(), key=lambda st: st.message_seq)):
+        yield item
+    if side.first is None and since > 0:  # no step shown: events since entry ``since``
+        at_row = await _row_at(store, actor_id, since)
+        p, _ = (None, None) if at_row is None else _check(at_row, actor_id)
+        side.first = float((p or {}).get("at") or 0.0) if at_row is not None else float("inf")
+    for item in side.rest():
+        yield item
+
+
+def _sort_time(t: float | None) -> float:
+    """A time to order by; damage (None, NaN) sorts first."""
+    if t is None or not isinstance(t, int | float) or t != t:
+        return 0.0
+    return float(t)
+
+
+async def _snapshot_views(store: Store, actor_id: str, last_seq: int) -> list[SnapshotView]:
+    out = []
+    for info in await store.list_snapshots(actor_id):
+        problem = await _snapshot_problem(store, info, last_seq)
+        out.append(
+            SnapshotView(
+                seq=info.seq,
+                handled_seq=info.handled_seq,
+                type_tag=info.type_tag,
+                schema_version=info.schema_version,
+                size=info.size,
+                created_at=info.created_at,
+                digest=info.digest.hex(),
+                valid=problem is None,
+                problem=problem,
+            )
+        )
+    return out

@@ -1,0 +1,205 @@
+"""Checking a whole store: every checksum, seq chain, reference between entries, summary
+row and snapshot digest."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from .._errors import (
+    ActorNotFoundError,
+    CorruptEntryError,
+)
+from ..store import ActorRow, Store
+from .models import (
+    Finding,
+    VerifyReport,
+)
+from .reads import (
+    _CHUNK,
+    _check,
+    _reading,
+    _snapshot_problem,
+)
+
+Progress = Callable[[str, int, int], None]
+
+
+async def verify(
+    store: Store, actor_id: str | None = None, *, progress: Progress | None = None
+) -> VerifyReport:
+    """Check every entry's checksum, the seq chain, references between entries, each actor's
+    summary row and every snapshot's digest. Damage is returned as findings, not raised.
+
+    Safe on a live store: each actor is read in one consistent read (the store's optional
+    ``reading()``: one SQLite read transaction, one PostgreSQL REPEATABLE READ transaction),
+    so a runtime appending meanwhile is never reported as damage.
+
+    Args:
+        actor_id: check only this actor.
+        progress: called as ``progress(actor_id, entries_done, entries_total)`` every chunk.
+
+    Raises:
+        ActorNotFoundError: ``actor_id`` does not exist.
+        StoreUnavailableError: the store could not be read.
+    """
+    actors = await store.list_actors()  # lenient: a damaged summary row is a finding
+    if actor_id is not None:
+        actors = [a for a in actors if a.actor_id == actor_id]
+        if not actors:
+            raise ActorNotFoundError(f"no actor {actor_id!r} in {store.url}")
+    total = sum(max(0, a.last_seq - a.first_seq + 1) for a in actors if a.last_seq)
+    report = VerifyReport(limits=[str(x) for x in getattr(store, "verify_limits", ())])
+    done = 0
+
+    def tick(aid: str, n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(aid, done, max(total, done))
+
+    for listed in actors:
+        async with _reading(store) as (view, consistent):
+            # the row again inside the consistent read (the listing may be older)
+            a = listed if listed.damage is not None else await view.get_actor(listed.actor_id)
+            if a is None:  # pragma: no cover - actors are never deleted
+                continue
+            await _verify_actor(view, a, consistent, report, tick)
+    return report
+
+
+async def _verify_actor(
+    store: Store,
+    a: ActorRow,
+    consistent: bool,
+    report: VerifyReport,
+    tick: Callable[[str, int], None],
+) -> None:
+    report.actors += 1
+    aid = a.actor_id
+    if not _is_time(a.created_at):
+        report.findings.append(
+            Finding(aid, "actor", 0, "summary", f"created_at is not a time: {a.created_at!r}")
+        )
+    messages: set[int] = set()
+    intents: set[int] = set()
+    damaged: set[int] = set()  # no reference findings for what refers to these
+    last_message = 0
+    handled = 0
+    expected = a.first_seq or 1
+    after = 0
+    if a.damage is not None:  # its summary row cannot be read: nothing to compare
+        report.findings.append(Finding(aid, "actor", 0, "column type", a.damage))
+    while True:
+        bad: CorruptEntryError | None = None
+        try:
+            rows = await store.read(aid, after_seq=after, limit=_CHUNK)
+        except CorruptEntryError as exc:  # a row the store could not even build
+            bad, rows = exc, []
+            if exc.seq > after + 1:  # the rows before it, then go on after it
+                try:
+                    rows = await store.read(aid, after_seq=after, upto_seq=exc.seq - 1)
+                except CorruptEntryError:
+                    rows = []
+        for r in rows:
+            report.entries += 1
+            if r.seq != expected:
+                report.findings.append(
+                    Finding(
+                        aid,
+                        "entry",
+                        expected,
+                        "seq chain",
+                        f"seqs {expected}..{r.seq - 1} are missing"
+                        if r.seq > expected
+                        else f"seq {r.seq} out of order",
+                    )
+                )
+                damaged.update(range(expected, r.seq))
+            expected = r.seq + 1
+            _, err = _check(r, aid)
+            if err is not None:
+                report.findings.append(Finding(aid, "entry", r.seq, err.check, err.detail))
+                damaged.add(r.seq)
+                continue
+            if r.ref in damaged:
+                continue
+            problem = None
+            if r.kind == "message":
+                messages.add(r.seq)
+                last_message = r.seq
+            elif r.kind in ("intent", "effect", "step"):
+                if r.ref not in messages and r.ref >= (a.first_seq or 1):
+                    problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier message"
+                if r.kind == "intent":
+                    intents.add(r.seq)
+                if r.kind == "step":
+                    handled = max(handled, r.ref)
+            elif r.ref not in intents and r.ref >= (a.first_seq or 1):
+                problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier intent"
+            if problem is not None:
+                report.findings.append(Finding(aid, "entry", r.seq, "reference", problem))
+        tick(aid, len(rows))
+        if bad is not None:
+            report.findings.append(Finding(aid, "entry", bad.seq, bad.check, bad.detail))
+            damaged.add(bad.seq)
+            if bad.seq <= max(after, expected - 1):
+                break
+            after, expected = bad.seq, bad.seq + 1
+            continue
+        if len(rows) < _CHUNK:
+            break
+        after = rows[-1].seq
+    log_end = expected - 1
+    summary: ActorRow | None = a
+    if not consistent and log_end != a.last_seq:
+        # no consistent read: a runtime may have appended while the log was scanned; only a
+        # summary that still disagrees when read again after the scan is damage
+        again = await store.get_actor(aid)
+        if again is not None and a.last_seq <= log_end <= again.last_seq:
+            summary = again if again.last_seq == log_end else None
+    if a.damage is not None or summary is None:
+        pass  # damaged, or still being written: the summary cannot be compared
+    elif log_end != summary.last_seq:
+        report.findings.append(
+            Finding(
+                aid,
+                "actor",
+                summary.last_seq,
+                "seq chain",
+                f"the log ends at seq {log_end} but the actor's summary says {summary.last_seq}",
+            )
+        )
+    elif (summary.last_message_seq, summary.handled_seq) != (last_message, handled):
+        report.findings.append(
+            Finding(
+                aid,
+                "actor",
+                0,
+                "summary",
+                f"summary says last message {summary.last_message_seq}, handled "
+                f"{summary.handled_seq}; the log says {last_message}, {handled}",
+            )
+        )
+    for info in await store.list_snapshots(aid):
+        report.snapshots += 1
+        snap_problem = await _snapshot_problem(store, info, max(a.last_seq, log_end))
+        if snap_problem == "missing" and not consistent:
+            continue  # deleted by the runtime between listing and loading
+        if snap_problem is None and not _is_time(info.created_at):
+            snap_problem = f"created_at is not a time: {info.created_at!r}"
+        if snap_problem is not None:
+            report.findings.append(
+                Finding(
+                    aid,
+                    "snapshot",
+                    info.seq,
+                    "digest" if "digest" in snap_problem or "size" in snap_problem else "snapshot",
+                    snap_problem,
+                )
+            )
+
+
+def _is_time(value: object) -> bool:
+    """A stored Unix time that damage has not made NaN or infinite."""
+    return isinstance(value, int | float) and math.isfinite(value)

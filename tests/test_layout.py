@@ -1,0 +1,175 @@
+"""The module layout of ``runtime/`` and ``stores/`` (docs: ../shared/STYLE.md, issue 13).
+
+Built from the sources with ``ast``: every import counts, also under ``TYPE_CHECKING`` and
+inside functions, because a circle hidden there is still a circle for the reader. Each
+allow-list below records what is left today; it may only shrink. A listed item that is gone
+fails the test too, so that the list is shrunk with the change that fixed it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = {"actorlog": ROOT / "runtime", "actorlog.stores": ROOT / "stores"}
+
+#: The import circles of today. The core re-layout (issue 13) removes this one; until then a
+#: circle must be exactly one of these: a new circle fails, and so does a listed one that has
+#: shrunk or gone (write down what is left).
+KNOWN_CYCLES: list[set[str]] = [
+    {
+        "actorlog._actor",
+        "actorlog._cell",
+        "actorlog._context",
+        "actorlog._ownership",
+        "actorlog._recovery",
+        "actorlog._system",
+    },
+]
+
+#: Imports of the runtime's private modules from ``stores/`` that remain today (stores import
+#: only the public ``actorlog.store``); each pair is (store module, imported module).
+KNOWN_PRIVATE_IMPORTS_FROM_STORES: set[tuple[str, str]] = {
+    ("actorlog.stores._groupcommit", "actorlog._telemetry"),
+}
+
+MAX_LINES = 800
+#: Modules over MAX_LINES today, with their line count then as their limit: they may shrink,
+#: not grow. Remove a module from here once it is under MAX_LINES.
+KNOWN_LONG_MODULES: dict[str, int] = {
+    "actorlog._cell": 981,
+    "actorlog._system": 817,
+    "actorlog.stores.postgres": 1416,
+}
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the two packages, by dotted name."""
+    found: dict[str, Path] = {}
+    for package, folder in PACKAGES.items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join((package, *parts))] = path
+    return found
+
+
+def _known(name: str, modules: dict[str, Path]) -> str | None:
+    """``name`` if it is one of ours, else its longest prefix that is (or None)."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The modules of ours that ``module`` imports anywhere in its source."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            # ``from . import ops`` imports the module actorlog.ops; ``from .x import y``, .x
+            names = [f"{base}.{alias.name}" for alias in node.names]
+            targets = [name if name in modules else base for name in names]
+        for target in targets:
+            found = _known(target, modules)
+            if found is not None and found != module:
+                out.add(found)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_graph_sees_imports_under_type_checking_and_in_functions() -> None:
+    graph = _graph()
+    assert "actorlog._cell" in graph["actorlog._context"]  # only under TYPE_CHECKING
+    assert "actorlog.stores" in graph["actorlog.ops.reads"]  # inside opened()
+    assert "actorlog.ops" in graph["actorlog._cli"]  # ``from . import ops``
+
+
+def test_no_import_cycles_but_the_known_ones() -> None:
+    found = sorted(sorted(c) for c in _cycles(_graph()))
+    known = sorted(sorted(c) for c in KNOWN_CYCLES)
+    assert found == known, (
+        "import cycles changed. A new cycle: remove it (a lower module talks upward only "
+        "through a Protocol it defines). A known cycle shrank or is gone: update "
+        f"KNOWN_CYCLES.\nfound: {found}\nknown: {known}"
+    )
+
+
+def test_stores_import_only_the_public_runtime_modules() -> None:
+    graph = _graph()
+    private = {
+        (module, imported)
+        for module, imports in graph.items()
+        if module.startswith("actorlog.stores")
+        for imported in imports
+        if imported.rpartition(".")[2].startswith("_")
+        and not imported.startswith("actorlog.stores")
+    }
+    assert private <= KNOWN_PRIVATE_IMPORTS_FROM_STORES, (
+        "stores import only actorlog.store; new private imports: "
+        f"{sorted(private - KNOWN_PRIVATE_IMPORTS_FROM_STORES)}"
+    )
+    assert private == KNOWN_PRIVATE_IMPORTS_FROM_STORES, (
+        "gone, remove from KNOWN_PRIVATE_IMPORTS_FROM_STORES: "
+        f"{sorted(KNOWN_PRIVATE_IMPORTS_FROM_STORES - private)}"
+    )
+
+
+def test_no_module_is_longer_than_the_limit() -> None:
+    lines = {
+        name: len(path.read_text(encoding="utf-8").splitlines())
+        for name, path in _modules().items()
+    }
+    too_long = {name: n for name, n in lines.items() if n > KNOWN_LONG_MODULES.get(name, MAX_LINES)}
+    assert not too_long, f"over {MAX_LINES} lines (or over their listed limit): {too_long}"
+    fixed = sorted(name for name in KNOWN_LONG_MODULES if lines.get(name, 0) <= MAX_LINES)
+    assert not fixed, f"now {MAX_LINES} lines or fewer, remove from KNOWN_LONG_MODULES: {fixed}"
