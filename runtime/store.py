@@ -48,8 +48,8 @@ re-reads an actor's summary after scanning its log before it calls a difference 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Protocol, cast, runtime_checkable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import NamedTuple, Protocol, cast, runtime_checkable
 
 import attrs
 
@@ -72,6 +72,11 @@ __all__ = [
     "FORMAT_VERSION",
     "KINDS",
     "ActorRow",
+    "CommitObserver",
+    "InboxRow",
+    "LeaseStore",
+    "OrphanRow",
+    "ReplyStore",
     "ConfigurationError",
     "CorruptEntryError",
     "EntryRow",
@@ -92,6 +97,8 @@ __all__ = [
     "actor_row",
     "entry_row",
     "event_row",
+    "report_commit",
+    "set_commit_observer",
     "snapshot_data",
     "snapshot_info",
 ]
@@ -141,7 +148,8 @@ class SnapshotInfo:
         handled_seq: the seq of the last message whose step is reflected in it.
         type_tag: the state class tag.
         schema_version: the state class's schema version.
-        digest: SHA-256 of ``data`` (32 bytes).
+        digest: SHA-256 of the snapshot frame, which covers the snapshot's identity and
+            position as well as ``data`` (32 bytes; FORMAT.md [F12]).
         size: ``len(data)``.
         created_at: Unix time in seconds when it was written.
         damage: None, or why a column of the stored row failed its type check
@@ -224,17 +232,12 @@ class StoreCapabilities:
             lock; other processes may still open it ``read_only``.
         durable: True if an acknowledged append survives a process crash.
         leases: True if the store arbitrates ownership of actors between runtimes: it
-            offers ``acquire_lease(actor_id, owner, ttl) -> token | None``,
-            ``renew_leases(owner, {actor_id: token}, ttl) -> renewed ids``,
-            ``release_lease(actor_id, owner, token)`` and ``set_fence(actor_id, token)``, and
+            implements :class:`LeaseStore` (leases with fencing tokens, the inbox) and
             rejects an append fenced with a token older than the actor's current one
             (raising :class:`~actorlog.LeaseLostError`). Expiry is measured on the store's
             clock. ``ActorSystem(owner=...)`` uses them only when this is True
             (``docs/scaling.md``). Default False: single-runtime stores need none of it.
-            Optionally such a store also offers ``notify_replies([(actor_id, message_id)])``
-            (called once those messages' steps are durable) and ``listen_replies(callback)
-            -> stop`` (``callback(actor_id, message_id)``; ``message_id`` None: any of the
-            actor's; ``(None, None)``: notifications may have been lost), so that a remote
+            Optionally such a store also implements :class:`ReplyStore`, so that a remote
             ``ask`` is woken when its reply is durable instead of polling the log.
     """
 
@@ -325,6 +328,129 @@ class Store(Protocol):
     async def read_events(self, actor_id: str) -> list[EventRow]:
         """The actor's operator-history events, oldest first."""
         ...
+
+
+# -- ownership across runtimes: leases, fencing, inbox, replies ---------------------------
+
+
+class OrphanRow(NamedTuple):
+    """An actor with unfinished work and no live lease (:meth:`LeaseStore.orphans`)."""
+
+    actor_id: str
+    actor_type: str
+
+
+class InboxRow(NamedTuple):
+    """A message queued for an actor owned by another runtime (:meth:`LeaseStore.inbox_for`).
+
+    Attributes:
+        actor_id: the addressee.
+        message_id: the caller's message id (unique per actor: queued once).
+        type_tag: the message class tag.
+        body: the message, cattrs-unstructured, as a JSON text.
+        sender: the sending actor's id, or None.
+    """
+
+    actor_id: str
+    message_id: str
+    type_tag: str
+    body: str
+    sender: str | None
+
+
+class LeaseStore(Protocol):
+    """The ownership operations of a store with ``capabilities.leases`` (``docs/scaling.md``).
+
+    ``ActorSystem(owner=...)`` uses them only when ``capabilities.leases`` is True. All
+    expiry is measured on the store's clock (one clock for every runtime). Every async method
+    is a cancellation point; a cancelled write may or may not have happened.
+    """
+
+    def set_fence(self, actor_id: str, token: int | None) -> None:
+        """Carry ``token`` with every later append to ``actor_id`` from this store instance;
+        the store rejects an append whose token is older than the actor's current lease
+        token with :class:`~actorlog.LeaseLostError` (``None``: stop fencing)."""
+
+    async def acquire_lease(self, actor_id: str, owner: str, ttl: float) -> int | None:
+        """Take the actor's lease for ``ttl`` seconds if it is free, expired or already
+        ``owner``'s; return the new fencing token (the previous one + 1), or None if another
+        owner holds a live lease. Atomic with respect to the actor's appends: an append
+        fenced with the old token that commits after this returns is rejected."""
+        ...
+
+    async def renew_leases(self, owner: str, tokens: Mapping[str, int], ttl: float) -> set[str]:
+        """Extend every lease ``owner`` still holds with the given token to now + ``ttl``;
+        return the ids renewed (a missing id was taken over)."""
+        ...
+
+    async def release_lease(self, actor_id: str, owner: str, token: int) -> None:
+        """Give the lease up at once if ``owner`` holds it with ``token`` (the token stays:
+        the next owner gets token + 1)."""
+
+    async def orphans(self, limit: int = 100, owner: str | None = None) -> list[OrphanRow]:
+        """Actors with unfinished work (unhandled messages or inbox messages) and no live
+        lease; with ``owner``, also those whose live lease ``owner`` holds. At most
+        ``limit``."""
+        ...
+
+    async def inbox_put(
+        self, actor_id: str, message_id: str, type_tag: str, body: str, sender: str | None
+    ) -> None:
+        """Durably queue a message for the actor's owner (once per message id; a repeat is
+        not an error) and wake the owner's :meth:`listen_inbox` callback."""
+
+    async def inbox_for(self, owner: str, limit: int = 500) -> list[InboxRow]:
+        """Queued messages of actors whose lease ``owner`` holds, oldest first."""
+        ...
+
+    async def inbox_delete(self, actor_id: str, message_id: str) -> None:
+        """Drop a queued message once it is in the actor's log (no error if missing)."""
+
+    async def listen_inbox(self, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:
+        """Call ``callback(actor_id)`` when a message is queued for that actor; return an
+        async function that stops listening. Notifications may be lost: owners also poll."""
+        ...
+
+
+class ReplyStore(Protocol):
+    """Optional, for stores with leases: announce durable replies across runtimes, so that a
+    remote ``ask`` is woken when its reply is durable. Without these methods a remote ``ask``
+    polls the actor's log."""
+
+    async def notify_replies(self, replies: Sequence[tuple[str, str]]) -> None:
+        """Announce that the steps of these ``(actor_id, message_id)`` messages are durable
+        (called only once they are)."""
+
+    async def listen_replies(
+        self, callback: Callable[[str | None, str | None], None]
+    ) -> Callable[[], Awaitable[None]]:
+        """Call ``callback(actor_id, message_id)`` for each announced reply (``message_id``
+        None: any of the actor's; ``(None, None)``: notifications may have been lost, look
+        again). Returns an async function that stops listening."""
+        ...
+
+
+# -- commit telemetry -----------------------------------------------------------------------
+
+#: Called with the number of appends a store committed in one shared transaction.
+CommitObserver = Callable[[int], None]
+
+_commit_observer: CommitObserver | None = None
+
+
+def set_commit_observer(observer: CommitObserver | None) -> None:
+    """Install the function :func:`report_commit` calls (the runtime installs its metric;
+    ``None`` removes it). Stores never import telemetry: they call :func:`report_commit`."""
+    global _commit_observer
+    _commit_observer = observer
+
+
+def report_commit(appends: int) -> None:
+    """A store calls this once per transaction that committed ``appends`` appends together
+    (group commit). The observer must not raise."""
+    observer = _commit_observer
+    if observer is not None:
+        observer(appends)
 
 
 # -- type-checked rows ---------------------------------------------------------------------

@@ -65,7 +65,9 @@ from actorlog.store import (
     CorruptEntryError,
     EntryRow,
     EventRow,
+    InboxRow,
     LeaseLostError,
+    OrphanRow,
     SequenceConflictError,
     SnapshotInfo,
     SnapshotRow,
@@ -1096,7 +1098,7 @@ class PostgresStore:
         )
         return [(r[0], r[1], int(r[2]), float(r[3])) for r in rows]
 
-    async def orphans(self, limit: int = 100, owner: str | None = None) -> list[tuple[str, str]]:
+    async def orphans(self, limit: int = 100, owner: str | None = None) -> list[OrphanRow]:
         """``(actor_id, actor_type)`` of actors with unfinished work (unhandled messages or
         inbox messages) and no live lease: a dead runtime's actors, or never placed. With
         ``owner``, also those whose live lease ``owner`` holds (a runtime restarted under the
@@ -1112,7 +1114,7 @@ class PostgresStore:
             limit,
             owner,
         )
-        return [(r[0], r[1]) for r in rows]
+        return [OrphanRow(r[0], r[1]) for r in rows]
 
     async def inbox_put(
         self, actor_id: str, message_id: str, type_tag: str, body: str, sender: str | None
@@ -1134,9 +1136,7 @@ class PostgresStore:
         except _DRIVER_ERRORS as exc:
             raise self._failure("inbox_put", exc) from exc
 
-    async def inbox_for(
-        self, owner: str, limit: int = 500
-    ) -> list[tuple[str, str, str, str, str | None]]:
+    async def inbox_for(self, owner: str, limit: int = 500) -> list[InboxRow]:
         """Queued messages of actors whose lease ``owner`` holds, oldest first:
         ``(actor_id, message_id, type_tag, body, sender)``."""
         rows = await self._fetch(
@@ -1145,7 +1145,7 @@ class PostgresStore:
             owner,
             limit,
         )
-        return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+        return [InboxRow(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
     async def inbox_delete(self, actor_id: str, message_id: str) -> None:
         """Drop a queued message once it is in the actor's log."""
