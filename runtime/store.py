@@ -5,7 +5,7 @@ API). A store sees only encoded rows: bytes plus checksum, never message or stat
 It never computes or checks checksums itself; the runtime does (``actorlog._codec``), so a
 store cannot "repair" damage by accident.
 
-Contract (every store; ``tests/stores/test_contract.py`` checks it):
+Contract (every store; the public kit ``actorlog.testing`` checks it, docs/stores.md):
 
 * **Atomic appends.** ``append`` writes all rows of the call or none of them, and returns only
   when they are durable to the store's promised level.

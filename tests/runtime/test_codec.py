@@ -14,7 +14,7 @@ import hashlib
 import zlib
 
 import pytest
-from actorlog import CorruptEntryError, EncodeError
+from actorlog import CorruptEntryError, EncodeError, testing
 from actorlog._codec import (
     _frame_parts,
     encode_json,
@@ -184,3 +184,14 @@ def test_payload_json_has_no_nan() -> None:
     """[F3] NaN and Infinity are not JSON: refused at the call."""
     with pytest.raises(EncodeError):
         encode_json({"x": float("nan")}, "test")
+
+
+@pytest.mark.parametrize(("fields", "frame_hex", "crc"), GOLDEN_ENTRIES, ids=_IDS)
+def test_the_store_kit_frames_as_the_codec_does(
+    fields: tuple[str, int, str, str, int, str | None, bytes], frame_hex: str, crc: int
+) -> None:
+    """[F6] [F12] actorlog.testing computes checksums and digests from FORMAT.md's
+    pseudocode, independently of the codec: both give the golden values."""
+    assert testing.entry_checksum(*fields) == crc
+    snap_fields, _, digest = GOLDEN_SNAPSHOT
+    assert testing.snapshot_digest(*snap_fields).hex() == digest
