@@ -16,7 +16,8 @@ import asyncpg
 import pytest
 from actorlog import ActorSystem
 from actorlog.stores import PostgresStore
-from actorlog.stores.postgres import REPLY_CHANNEL, _parse_reply_payload, _reply_payloads
+from actorlog.stores.postgres import REPLY_CHANNEL
+from actorlog.stores.postgres.leases import _parse_reply_payload, _reply_payloads
 
 from .agents import LEDGER, NAPPING, ON_NAP, Account, Deposit, Nap, Sleeper
 
