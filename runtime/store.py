@@ -69,8 +69,12 @@ from ._errors import (
 )
 
 __all__ = [
+    "ACTOR_COLUMNS",
+    "ENTRY_COLUMNS",
+    "EVENT_COLUMNS",
     "FORMAT_VERSION",
     "KINDS",
+    "SNAPSHOT_INFO_COLUMNS",
     "ActorRow",
     "CommitObserver",
     "InboxRow",
@@ -459,8 +463,19 @@ def report_commit(appends: int) -> None:
 # damage (a bit flipped in a SQLite record header turns a BLOB into TEXT or an INTEGER into
 # a REAL without changing the record's length), never an internal TypeError later on.
 
-_ENTRY_COLUMNS = ("actor_id", "seq", "kind", "type_tag", "ref", "message_id", "payload", "checksum")
-_ACTOR_COLUMNS = (
+#: The columns of an entry, in the order :func:`entry_row` takes their values.
+ENTRY_COLUMNS: tuple[str, ...] = (
+    "actor_id",
+    "seq",
+    "kind",
+    "type_tag",
+    "ref",
+    "message_id",
+    "payload",
+    "checksum",
+)
+#: The columns of an actor's summary row, in the order :func:`actor_row` takes them.
+ACTOR_COLUMNS: tuple[str, ...] = (
     "actor_id",
     "actor_type",
     "last_seq",
@@ -469,7 +484,9 @@ _ACTOR_COLUMNS = (
     "first_seq",
     "created_at",
 )
-_SNAPSHOT_COLUMNS = (
+#: A snapshot's metadata columns, in the order :func:`snapshot_info` takes them (the
+#: ``data`` column is apart: :func:`snapshot_data`).
+SNAPSHOT_INFO_COLUMNS: tuple[str, ...] = (
     "actor_id",
     "seq",
     "handled_seq",
@@ -479,6 +496,8 @@ _SNAPSHOT_COLUMNS = (
     "size",
     "created_at",
 )
+#: The columns of an event, in the order :func:`event_row` takes them.
+EVENT_COLUMNS: tuple[str, ...] = ("actor_id", "at", "kind", "detail")
 
 
 def _describe(value: object) -> str:
@@ -537,7 +556,7 @@ def entry_row(values: Sequence[object], *, actor_id: str, seq: int = 0) -> Entry
     Raises:
         CorruptEntryError: a column has the wrong type (check ``"column type"``).
     """
-    problems = _problems("entries", _ENTRY_COLUMNS, values, "sissiSbi")
+    problems = _problems("entries", ENTRY_COLUMNS, values, "sissiSbi")
     if problems:
         got = values[1] if len(values) > 1 else None
         if type(got) is int:
@@ -567,8 +586,8 @@ def actor_row(values: Sequence[object], *, lenient: bool = False) -> ActorRow:
             the detail names the column). With ``lenient`` (listings) nothing is raised: the
             row comes back with ``damage`` set and placeholders in the damaged fields.
     """
-    problems = _problems("actors", _ACTOR_COLUMNS, values, "ssiiiif")
-    v = list(values) + [None] * (len(_ACTOR_COLUMNS) - len(values))
+    problems = _problems("actors", ACTOR_COLUMNS, values, "ssiiiif")
+    v = list(values) + [None] * (len(ACTOR_COLUMNS) - len(values))
     if not problems:
         return ActorRow(
             cast(str, v[0]),
@@ -601,8 +620,8 @@ def snapshot_info(values: Sequence[object], *, actor_id: str) -> SnapshotInfo:
     """A :class:`SnapshotInfo` from its column values (in the order of its fields), each
     type-checked. Never raises: a damaged row comes back with ``damage`` set and placeholders
     that fail the digest check (so recovery falls back to an older snapshot)."""
-    problems = _problems("snapshots", _SNAPSHOT_COLUMNS, values, "siisibif")
-    v = list(values) + [None] * (len(_SNAPSHOT_COLUMNS) - len(values))
+    problems = _problems("snapshots", SNAPSHOT_INFO_COLUMNS, values, "siisibif")
+    v = list(values) + [None] * (len(SNAPSHOT_INFO_COLUMNS) - len(values))
     if not problems:
         return SnapshotInfo(
             cast(str, v[0]),
@@ -648,7 +667,7 @@ def snapshot_data(info: SnapshotInfo, value: object) -> SnapshotRow:
 def event_row(values: Sequence[object], *, actor_id: str) -> EventRow:
     """An :class:`EventRow` from ``actor_id, at, kind, detail``, each type-checked. Never
     raises: a damaged event comes back as kind ``"damaged"`` with ``damage`` set."""
-    problems = _problems("events", ("actor_id", "at", "kind", "detail"), values, "sfss")
+    problems = _problems("events", EVENT_COLUMNS, values, "sfss")
     v = list(values)
     if not problems:
         return EventRow(cast(str, v[0]), _float(v[1]) or 0.0, cast(str, v[2]), cast(str, v[3]))

@@ -73,6 +73,15 @@ except ImportError:  # Windows: no flock; the one-writer lock is not taken (docu
     fcntl = None  # type: ignore[assignment]
 
 from ._groupcommit import GroupCommitter, Request, require_asyncio
+from ._sql import (
+    ACTOR_COLS,
+    ENTRY_COLS,
+    SNAPSHOT_INFO_COLS,
+    entries,
+    entry_values,
+    select_entries,
+    snapshot_values,
+)
 
 __all__ = ["SqliteStore"]
 
@@ -144,21 +153,10 @@ CREATE TRIGGER IF NOT EXISTS entries_summary AFTER INSERT ON entries BEGIN
 END;
 """
 
-_ENTRY_COLS = "actor_id, seq, kind, type_tag, ref, message_id, payload, checksum"
-_SNAP_INFO_COLS = "actor_id, seq, handled_seq, type_tag, schema_version, digest, size, created_at"
-_ACTOR_COLS = "actor_id, actor_type, last_seq, last_message_seq, handled_seq, first_seq, created_at"
 # SQLite >= 3.32 allows 32766 bound variables per statement; 8 per row.
 _MAX_ROWS_PER_STATEMENT = 4000
 
 _Append = tuple[str, int, Sequence[EntryRow]]
-
-
-def _entries(rows: Sequence[Any], actor_id: str, after_seq: int = 0) -> list[EntryRow]:
-    """Type-checked entries; a damaged ``seq`` column is named by its position."""
-    out: list[EntryRow] = []
-    for r in rows:
-        out.append(entry_row(r, actor_id=actor_id, seq=(out[-1].seq if out else after_seq) + 1))
-    return out
 
 
 class UndecodableText:
@@ -481,15 +479,13 @@ class SqliteStore:
             )
 
     async def get_actor(self, actor_id: str) -> ActorRow | None:
-        rows = await self._fetch(
-            f"SELECT {_ACTOR_COLS} FROM actors WHERE actor_id = ?", (actor_id,)
-        )
+        rows = await self._fetch(f"SELECT {ACTOR_COLS} FROM actors WHERE actor_id = ?", (actor_id,))
         return actor_row(rows[0]) if rows else None
 
     async def list_actors(self) -> list[ActorRow]:
         return [
             actor_row(r, lenient=True)
-            for r in await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors ORDER BY actor_id")
+            for r in await self._fetch(f"SELECT {ACTOR_COLS} FROM actors ORDER BY actor_id")
         ]
 
     # -- the log ---------------------------------------------------------------------------
@@ -525,17 +521,17 @@ class SqliteStore:
         rows = [row for req in chunk for row in req.item[2]]
         try:
             if len(rows) <= _MAX_ROWS_PER_STATEMENT:
-                sql = f"INSERT INTO entries ({_ENTRY_COLS}) VALUES " + ",".join(
+                sql = f"INSERT INTO entries ({ENTRY_COLS}) VALUES " + ",".join(
                     ["(?,?,?,?,?,?,?,?)"] * len(rows)
                 )
-                params = [v for row in rows for v in _row_params(row)]
+                params = [v for row in rows for v in entry_values(row)]
                 await w.execute_fetchall(sql, params)
             else:  # one oversized request: an explicit transaction
                 await w.execute("BEGIN IMMEDIATE")
                 try:
                     await w.executemany(
-                        f"INSERT INTO entries ({_ENTRY_COLS}) VALUES (?,?,?,?,?,?,?,?)",
-                        [_row_params(r) for r in rows],
+                        f"INSERT INTO entries ({ENTRY_COLS}) VALUES (?,?,?,?,?,?,?,?)",
+                        [entry_values(r) for r in rows],
                     )
                     await w.execute("COMMIT")
                 except BaseException:
@@ -602,23 +598,12 @@ class SqliteStore:
         kinds: Sequence[str] | None = None,
         limit: int | None = None,
     ) -> list[EntryRow]:
-        sql = f"SELECT {_ENTRY_COLS} FROM entries WHERE actor_id = ? AND seq > ?"
-        params: list[Any] = [actor_id, after_seq]
-        if upto_seq is not None:
-            sql += " AND seq <= ?"
-            params.append(upto_seq)
-        if kinds is not None:
-            sql += " AND kind IN (" + ",".join("?" * len(kinds)) + ")"
-            params.extend(kinds)
-        sql += " ORDER BY seq"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        return _entries(await self._fetch(sql, params), actor_id, after_seq)
+        sql, params = select_entries("sqlite", actor_id, after_seq, upto_seq, kinds, limit)
+        return entries(await self._fetch(sql, params), actor_id, after_seq)
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
         rows = await self._fetch(
-            f"SELECT {_ENTRY_COLS} FROM entries WHERE actor_id = ? AND message_id = ?",
+            f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = ? AND message_id = ?",
             (actor_id, message_id),
         )
         return entry_row(rows[0], actor_id=actor_id) if rows else None
@@ -626,14 +611,13 @@ class SqliteStore:
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         if kind == "step":  # the runtime's lookup (a repeated ask): the partial index
             sql = (  # no ORDER BY: it would lead the planner to the primary key instead
-                f"SELECT {_ENTRY_COLS} FROM entries "
-                "WHERE actor_id = ? AND kind = 'step' AND ref = ?"
+                f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = ? AND kind = 'step' AND ref = ?"
             )
-            steps = _entries(await self._fetch(sql, (actor_id, ref)), actor_id, ref)
+            steps = entries(await self._fetch(sql, (actor_id, ref)), actor_id, ref)
             return sorted(steps, key=lambda r: r.seq)
         else:  # operators' tools: a ref always points back, so scan the log after it
             sql = (
-                f"SELECT {_ENTRY_COLS} FROM entries "
+                f"SELECT {ENTRY_COLS} FROM entries "
                 "WHERE actor_id = ? AND seq > ? AND kind = ? AND ref = ? ORDER BY seq"
             )
             rows = await self._fetch(sql, (actor_id, ref, kind, ref))
@@ -642,33 +626,22 @@ class SqliteStore:
     # -- snapshots -------------------------------------------------------------------------
 
     async def save_snapshot(self, snapshot: SnapshotRow) -> None:
-        i = snapshot.info
         await self._write(
-            "INSERT OR REPLACE INTO snapshots (" + _SNAP_INFO_COLS + ", data) "
+            "INSERT OR REPLACE INTO snapshots (" + SNAPSHOT_INFO_COLS + ", data) "
             "VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                i.actor_id,
-                i.seq,
-                i.handled_seq,
-                i.type_tag,
-                i.schema_version,
-                i.digest,
-                i.size,
-                i.created_at,
-                snapshot.data,
-            ),
+            snapshot_values(snapshot),
         )
 
     async def list_snapshots(self, actor_id: str) -> list[SnapshotInfo]:
         rows = await self._fetch(
-            f"SELECT {_SNAP_INFO_COLS} FROM snapshots WHERE actor_id = ? ORDER BY seq DESC",
+            f"SELECT {SNAPSHOT_INFO_COLS} FROM snapshots WHERE actor_id = ? ORDER BY seq DESC",
             (actor_id,),
         )
         return [snapshot_info(r, actor_id=actor_id) for r in rows]
 
     async def load_snapshot(self, actor_id: str, seq: int) -> SnapshotRow | None:
         rows = await self._fetch(
-            f"SELECT {_SNAP_INFO_COLS}, data FROM snapshots WHERE actor_id = ? AND seq = ?",
+            f"SELECT {SNAPSHOT_INFO_COLS}, data FROM snapshots WHERE actor_id = ? AND seq = ?",
             (actor_id, seq),
         )
         if not rows:
@@ -745,16 +718,3 @@ def _describe_holder(raw: bytes) -> str:
         return f"pid {info['pid']} on host {info['host']} since {info['since']} ({info['argv']})"
     except (ValueError, KeyError, TypeError):
         return "holder unknown: it is starting, or wrote no details"
-
-
-def _row_params(row: EntryRow) -> tuple[Any, ...]:
-    return (
-        row.actor_id,
-        row.seq,
-        row.kind,
-        row.type_tag,
-        row.ref,
-        row.message_id,
-        row.payload,
-        row.checksum,
-    )

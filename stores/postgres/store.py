@@ -35,6 +35,14 @@ from actorlog.store import (
 )
 
 from .._groupcommit import GroupCommitter, Request, require_asyncio
+from .._sql import (
+    ACTOR_COLS,
+    ENTRY_COLS,
+    SNAPSHOT_INFO_COLS,
+    entries,
+    select_entries,
+    snapshot_values,
+)
 from .driver import DRIVER_ERRORS, is_bad_input, is_rejection, redact
 from .leases import LeaseMethods
 from .listener import Listener
@@ -52,18 +60,15 @@ __all__ = ["PostgresStore"]
 #: SQLSTATE of a fenced append rejected by the trigger (class 23: a rejection).
 _FENCED_SQLSTATE = "23AL1"
 
-_ENTRY_COLS = "actor_id, seq, kind, type_tag, ref, message_id, payload, checksum"
-_SNAP_INFO_COLS = "actor_id, seq, handled_seq, type_tag, schema_version, digest, size, created_at"
-_ACTOR_COLS = "actor_id, actor_type, last_seq, last_message_seq, handled_seq, first_seq, created_at"
 
 # One statement per batch whatever its size: the rows travel as nine arrays. ORDER BY
 # ordinality keeps the insertion order, which the trigger's seq check depends on.
 _INSERT_ENTRIES = f"""
-INSERT INTO entries ({_ENTRY_COLS}, fence)
-SELECT {_ENTRY_COLS}, fence
+INSERT INTO entries ({ENTRY_COLS}, fence)
+SELECT {ENTRY_COLS}, fence
 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[],
             $7::bytea[], $8::bigint[], $9::bigint[])
-     WITH ORDINALITY AS u({_ENTRY_COLS}, fence, ord)
+     WITH ORDINALITY AS u({ENTRY_COLS}, fence, ord)
 ORDER BY ord
 """
 
@@ -90,14 +95,6 @@ async def _keep_session(conn: Any) -> None:
 # Rows are built by actorlog.store's checked constructors (every column type-checked, as in
 # every store): the server enforces its column types, but a wrong one must never become an
 # internal TypeError.
-
-
-def _entries(rows: Sequence[Any], actor_id: str, after_seq: int = 0) -> list[EntryRow]:
-    out: list[EntryRow] = []
-    for r in rows:
-        seq = (out[-1].seq if out else after_seq) + 1
-        out.append(entry_row(tuple(r), actor_id=actor_id, seq=seq))
-    return out
 
 
 class PostgresStore(LeaseMethods):
@@ -315,11 +312,11 @@ class PostgresStore(LeaseMethods):
         return row
 
     async def get_actor(self, actor_id: str) -> ActorRow | None:
-        rows = await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors WHERE actor_id = $1", actor_id)
+        rows = await self._fetch(f"SELECT {ACTOR_COLS} FROM actors WHERE actor_id = $1", actor_id)
         return actor_row(tuple(rows[0])) if rows else None
 
     async def list_actors(self) -> list[ActorRow]:
-        rows = await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors ORDER BY actor_id")
+        rows = await self._fetch(f"SELECT {ACTOR_COLS} FROM actors ORDER BY actor_id")
         return [actor_row(tuple(r), lenient=True) for r in rows]
 
     # -- the log ---------------------------------------------------------------------------
@@ -508,23 +505,12 @@ class PostgresStore(LeaseMethods):
         kinds: Sequence[str] | None = None,
         limit: int | None = None,
     ) -> list[EntryRow]:
-        sql = f"SELECT {_ENTRY_COLS} FROM entries WHERE actor_id = $1 AND seq > $2"
-        args: list[Any] = [actor_id, after_seq]
-        if upto_seq is not None:
-            args.append(upto_seq)
-            sql += f" AND seq <= ${len(args)}"
-        if kinds is not None:
-            args.append(list(kinds))
-            sql += f" AND kind = ANY(${len(args)}::text[])"
-        sql += " ORDER BY seq"
-        if limit is not None:
-            args.append(limit)
-            sql += f" LIMIT ${len(args)}"
-        return _entries(await self._fetch(sql, *args), actor_id, after_seq)
+        sql, args = select_entries("postgres", actor_id, after_seq, upto_seq, kinds, limit)
+        return entries(await self._fetch(sql, *args), actor_id, after_seq)
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
         rows = await self._fetch(
-            f"SELECT {_ENTRY_COLS} FROM entries WHERE actor_id = $1 AND message_id = $2",
+            f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = $1 AND message_id = $2",
             actor_id,
             message_id,
         )
@@ -533,20 +519,20 @@ class PostgresStore(LeaseMethods):
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         if kind == "step":  # a literal, so the partial index applies to every plan
             rows = await self._fetch(
-                f"SELECT {_ENTRY_COLS} FROM entries "
+                f"SELECT {ENTRY_COLS} FROM entries "
                 "WHERE actor_id = $1 AND kind = 'step' AND ref = $2 ORDER BY seq",
                 actor_id,
                 ref,
             )
         else:  # operators' tools: a ref always points back, so scan the log after it
             rows = await self._fetch(
-                f"SELECT {_ENTRY_COLS} FROM entries "
+                f"SELECT {ENTRY_COLS} FROM entries "
                 "WHERE actor_id = $1 AND seq > $2 AND kind = $3 AND ref = $2 ORDER BY seq",
                 actor_id,
                 ref,
                 kind,
             )
-        return _entries(rows, actor_id, ref)
+        return entries(rows, actor_id, ref)
 
     # -- snapshots -------------------------------------------------------------------------
 
@@ -557,7 +543,7 @@ class PostgresStore(LeaseMethods):
         i = snapshot.info
         fence = self._fences.get(i.actor_id)
         written = await self._execute_count(
-            f"INSERT INTO snapshots ({_SNAP_INFO_COLS}, data) "
+            f"INSERT INTO snapshots ({SNAPSHOT_INFO_COLS}, data) "
             "SELECT $1::text, $2::bigint, $3::bigint, $4::text, $5::integer, $6::bytea, "
             "$7::bigint, $8::float8, $9::bytea "
             f"{FENCE_WHERE.format(n=10)} "
@@ -565,15 +551,7 @@ class PostgresStore(LeaseMethods):
             "handled_seq = EXCLUDED.handled_seq, type_tag = EXCLUDED.type_tag, "
             "schema_version = EXCLUDED.schema_version, digest = EXCLUDED.digest, "
             "size = EXCLUDED.size, created_at = EXCLUDED.created_at, data = EXCLUDED.data",
-            i.actor_id,
-            i.seq,
-            i.handled_seq,
-            i.type_tag,
-            i.schema_version,
-            i.digest,
-            i.size,
-            i.created_at,
-            snapshot.data,
+            *snapshot_values(snapshot),
             fence,
         )
         if not written:
@@ -581,14 +559,14 @@ class PostgresStore(LeaseMethods):
 
     async def list_snapshots(self, actor_id: str) -> list[SnapshotInfo]:
         rows = await self._fetch(
-            f"SELECT {_SNAP_INFO_COLS} FROM snapshots WHERE actor_id = $1 ORDER BY seq DESC",
+            f"SELECT {SNAPSHOT_INFO_COLS} FROM snapshots WHERE actor_id = $1 ORDER BY seq DESC",
             actor_id,
         )
         return [snapshot_info(tuple(r), actor_id=actor_id) for r in rows]
 
     async def load_snapshot(self, actor_id: str, seq: int) -> SnapshotRow | None:
         rows = await self._fetch(
-            f"SELECT {_SNAP_INFO_COLS}, data FROM snapshots WHERE actor_id = $1 AND seq = $2",
+            f"SELECT {SNAPSHOT_INFO_COLS}, data FROM snapshots WHERE actor_id = $1 AND seq = $2",
             actor_id,
             seq,
         )

@@ -20,6 +20,7 @@ import pytest
 from actorlog import testing
 from actorlog.store import EntryRow, Store
 from actorlog.stores import MemoryStore, PostgresStore, SqliteStore
+from actorlog.stores._sql import ENTRY_COLS, entry_values
 
 from tests import _pg
 
@@ -127,9 +128,8 @@ class SqliteHarness(StoreHarness):
 
     async def raw_insert(self, row: EntryRow) -> None:
         await self._execute(
-            "INSERT INTO entries (actor_id, seq, kind, type_tag, ref, message_id, payload, "
-            "checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            *_params(row),
+            f"INSERT INTO entries ({ENTRY_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            *entry_values(row),
         )
 
     async def set_format_version(self, version: int) -> None:
@@ -168,9 +168,8 @@ class PostgresHarness(StoreHarness):
 
     async def raw_insert(self, row: EntryRow) -> None:
         await self._execute(
-            "INSERT INTO entries (actor_id, seq, kind, type_tag, ref, message_id, payload, "
-            "checksum) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            *_params(row),
+            f"INSERT INTO entries ({ENTRY_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            *entry_values(row),
         )
 
     async def set_format_version(self, version: int) -> None:
@@ -181,19 +180,6 @@ class PostgresHarness(StoreHarness):
     async def aclose(self) -> None:
         await super().aclose()
         await _pg.drop_schemas(self.url, self.schema)
-
-
-def _params(row: EntryRow) -> tuple[object, ...]:
-    return (
-        row.actor_id,
-        row.seq,
-        row.kind,
-        row.type_tag,
-        row.ref,
-        row.message_id,
-        row.payload,
-        row.checksum,
-    )
 
 
 HARNESSES: dict[str, type[StoreHarness]] = {
