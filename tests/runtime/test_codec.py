@@ -192,6 +192,8 @@ def test_the_store_kit_frames_as_the_codec_does(
 ) -> None:
     """[F6] [F12] actorlog.testing computes checksums and digests from FORMAT.md's
     pseudocode, independently of the codec: both give the golden values."""
-    assert testing.entry_checksum(*fields) == crc
+    actor_id, seq, kind, tag, ref, message_id, payload = fields
+    row = testing.make_entry(actor_id, seq, kind, tag, ref, message_id=message_id, payload=payload)
+    assert row.checksum == testing.entry_checksum(row) == crc
     snap_fields, _, digest = GOLDEN_SNAPSHOT
     assert testing.snapshot_digest(*snap_fields).hex() == digest
