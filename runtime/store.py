@@ -52,6 +52,8 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import attrs
 
+from . import _rows
+
 # The errors a store raises and the rows it keeps, re-exported so that stores import only
 # this module.
 from ._errors import (
@@ -364,16 +366,7 @@ def report_commit(appends: int) -> None:
         observer(appends)
 
 
-for _row in (
-    ActorRow,
-    EntryRow,
-    EventRow,
-    SnapshotInfo,
-    SnapshotRow,
-    actor_row,
-    entry_row,
-    event_row,
-    snapshot_data,
-    snapshot_info,
-):
-    _row.__module__ = __name__  # public here: shown (and pickled) as actorlog.store.X
+for _name in _rows.__all__:
+    _obj = getattr(_rows, _name)
+    if callable(_obj):  # the row classes and builders: shown (and pickled) as actorlog.store.X
+        _obj.__module__ = __name__
