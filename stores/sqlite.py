@@ -31,12 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import datetime
-import json
 import os
-import socket
 import sqlite3
-import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
@@ -57,7 +53,6 @@ from actorlog.store import (
     StoreClosedError,
     StoreCorruptError,
     StoreError,
-    StoreLockedError,
     StoreUnavailableError,
     UnsupportedFormatError,
     actor_row,
@@ -67,11 +62,7 @@ from actorlog.store import (
     snapshot_info,
 )
 
-try:
-    import fcntl
-except ImportError:  # Windows: no flock; the one-writer lock is not taken (documented)
-    fcntl = None  # type: ignore[assignment]
-
+from . import _writelock
 from ._groupcommit import GroupCommitter, Request, require_asyncio
 from ._sql import (
     ACTOR_COLS,
@@ -82,76 +73,12 @@ from ._sql import (
     select_entries,
     snapshot_values,
 )
+from ._sqlite_schema import SCHEMA
 
 __all__ = ["SqliteStore"]
 
 Durability = Literal["fsync", "survive-process-crash"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS actorlog_meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS actors (
-    actor_id         TEXT PRIMARY KEY,
-    actor_type       TEXT NOT NULL,
-    created_at       REAL NOT NULL,
-    last_seq         INTEGER NOT NULL DEFAULT 0,
-    last_message_seq INTEGER NOT NULL DEFAULT 0,
-    handled_seq      INTEGER NOT NULL DEFAULT 0,
-    first_seq        INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS entries (
-    actor_id   TEXT    NOT NULL,
-    seq        INTEGER NOT NULL,
-    kind       TEXT    NOT NULL,
-    type_tag   TEXT    NOT NULL,
-    ref        INTEGER NOT NULL,
-    message_id TEXT,
-    payload    BLOB    NOT NULL,
-    checksum   INTEGER NOT NULL,
-    PRIMARY KEY (actor_id, seq)
-);
-CREATE UNIQUE INDEX IF NOT EXISTS entries_message_id
-    ON entries (actor_id, message_id) WHERE message_id IS NOT NULL;
-DROP INDEX IF EXISTS entries_ref;
-CREATE INDEX IF NOT EXISTS entries_step ON entries (actor_id, ref) WHERE kind = 'step';
-CREATE TABLE IF NOT EXISTS snapshots (
-    actor_id       TEXT    NOT NULL,
-    seq            INTEGER NOT NULL,
-    handled_seq    INTEGER NOT NULL,
-    type_tag       TEXT    NOT NULL,
-    schema_version INTEGER NOT NULL,
-    digest         BLOB    NOT NULL,
-    size           INTEGER NOT NULL,
-    created_at     REAL    NOT NULL,
-    data           BLOB    NOT NULL,
-    PRIMARY KEY (actor_id, seq)
-);
-CREATE TABLE IF NOT EXISTS events (
-    id       INTEGER PRIMARY KEY,
-    actor_id TEXT NOT NULL,
-    at       REAL NOT NULL,
-    kind     TEXT NOT NULL,
-    detail   TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_actor ON events (actor_id, id);
-CREATE TRIGGER IF NOT EXISTS entries_contiguous BEFORE INSERT ON entries BEGIN
-    SELECT RAISE(ABORT, 'actorlog: seq conflict')
-    WHERE NEW.seq != coalesce(
-        (SELECT last_seq FROM actors WHERE actor_id = NEW.actor_id), -1) + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS entries_summary AFTER INSERT ON entries BEGIN
-    UPDATE actors SET
-        last_seq = NEW.seq,
-        first_seq = CASE WHEN first_seq = 0 THEN NEW.seq ELSE first_seq END,
-        last_message_seq = CASE WHEN NEW.kind = 'message' THEN NEW.seq
-                                ELSE last_message_seq END,
-        handled_seq = CASE WHEN NEW.kind = 'step' AND NEW.ref > handled_seq THEN NEW.ref
-                           ELSE handled_seq END
-    WHERE actor_id = NEW.actor_id;
-END;
-"""
 
 # SQLite >= 3.32 allows 32766 bound variables per statement; 8 per row.
 _MAX_ROWS_PER_STATEMENT = 4000
@@ -290,7 +217,7 @@ class SqliteStore:
             sync = "FULL" if self.durability == "fsync" else "NORMAL"
             await w.execute(f"PRAGMA synchronous={sync}")
             await self._check_version(w)
-            await w.executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
+            await w.executescript("BEGIN IMMEDIATE;" + SCHEMA + "COMMIT;")
             self._actorlog_schema = True
             await w.execute(
                 "INSERT OR IGNORE INTO actorlog_meta VALUES ('format_version', ?)",
@@ -315,35 +242,14 @@ class SqliteStore:
 
     def _take_lock(self) -> None:
         """Take the one-writer lock, or raise ``StoreLockedError`` naming its holder."""
-        if fcntl is None or self.path == ":memory:" or self._lock_fd is not None:
+        if not _writelock.AVAILABLE or self.path == ":memory:" or self._lock_fd is not None:
             return
-        path = self.lock_path
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise StoreUnavailableError(f"cannot create the lock file {path}: {exc}") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            try:
-                holder = _describe_holder(os.pread(fd, 4096, 0))
-            finally:
-                os.close(fd)
-            raise StoreLockedError(os.path.abspath(self.path), holder) from None
-        me = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "since": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "argv": " ".join(sys.argv)[:200],
-        }
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(me).encode(), 0)
-        self._lock_fd = fd
+        self._lock_fd = _writelock.take(self.path, self.lock_path)
 
     def _release_lock(self) -> None:
         fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
-            os.close(fd)  # closing the only descriptor drops the flock
+            _writelock.release(fd)
 
     async def _when_not_busy(self, conn: aiosqlite.Connection, sql: str) -> None:
         """Run ``sql``, retrying SQLITE_BUSY for up to ``busy_timeout``. Switching a new
@@ -709,12 +615,3 @@ class SqliteStore:
             (actor_id,),
         )
         return [event_row(r, actor_id=actor_id) for r in rows]
-
-
-def _describe_holder(raw: bytes) -> str:
-    """``pid P on host H since T`` from a lock file's contents (best effort)."""
-    try:
-        info = json.loads(raw.decode("utf-8"))
-        return f"pid {info['pid']} on host {info['host']} since {info['since']} ({info['argv']})"
-    except (ValueError, KeyError, TypeError):
-        return "holder unknown: it is starting, or wrote no details"
