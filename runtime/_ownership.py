@@ -35,7 +35,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -53,9 +53,10 @@ from ._errors import (
     LeaseLostError,
     SequenceConflictError,
 )
+from .store import LeaseStore, ReplyStore
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping, Sequence
+    from collections.abc import Awaitable, Callable
 
     from ._cell import Cell, Reply
     from ._system import ActorSystem
@@ -113,38 +114,6 @@ class OwnershipChange:
     actor_id: str
     token: int | None
     reason: str = ""
-
-
-class LeaseStore(Protocol):
-    """The ownership operations of a store with ``capabilities.leases``."""
-
-    def set_fence(self, actor_id: str, token: int | None) -> None: ...
-    async def acquire_lease(self, actor_id: str, owner: str, ttl: float) -> int | None: ...
-    async def renew_leases(self, owner: str, tokens: Mapping[str, int], ttl: float) -> set[str]: ...
-    async def release_lease(self, actor_id: str, owner: str, token: int) -> None: ...
-    async def orphans(
-        self, limit: int = 100, owner: str | None = None
-    ) -> list[tuple[str, str]]: ...
-    async def inbox_put(
-        self, actor_id: str, message_id: str, type_tag: str, body: str, sender: str | None
-    ) -> None: ...
-    async def inbox_for(
-        self, owner: str, limit: int = 500
-    ) -> list[tuple[str, str, str, str, str | None]]: ...
-    async def inbox_delete(self, actor_id: str, message_id: str) -> None: ...
-    async def listen_inbox(
-        self, callback: Callable[[str], None]
-    ) -> Callable[[], Awaitable[None]]: ...
-
-
-class ReplyStore(Protocol):
-    """Optional: stores that can announce durable replies across runtimes (PostgreSQL).
-    Without these methods a remote ``ask`` polls the actor's log."""
-
-    async def notify_replies(self, replies: Sequence[tuple[str, str]]) -> None: ...
-    async def listen_replies(
-        self, callback: Callable[[str | None, str | None], None]
-    ) -> Callable[[], Awaitable[None]]: ...
 
 
 class _Ask:

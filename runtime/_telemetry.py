@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import Link, SpanContext, Status, StatusCode, TraceFlags
 
+from . import store as _store
 from ._errors import CorruptEntryError, TornTailError
 
 if TYPE_CHECKING:
@@ -216,8 +217,12 @@ def add_in_doubt(delta: int) -> None:
 
 
 def record_commit(appends: int) -> None:
-    """Called by stores' group commit once per shared transaction."""
+    """Called once per shared transaction of a store's group commit, through
+    ``actorlog.store.report_commit`` (stores import no telemetry)."""
     store_commit_appends.record(appends)
+
+
+_store.set_commit_observer(record_commit)
 
 
 def record_append(seconds: float, rows: int) -> None:

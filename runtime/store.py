@@ -5,7 +5,7 @@ API). A store sees only encoded rows: bytes plus checksum, never message or stat
 It never computes or checks checksums itself; the runtime does (``actorlog._codec``), so a
 store cannot "repair" damage by accident.
 
-Contract (every store; ``tests/stores/test_contract.py`` checks it):
+Contract (every store; the public kit ``actorlog.testing`` checks it, docs/stores.md):
 
 * **Atomic appends.** ``append`` writes all rows of the call or none of them, and returns only
   when they are durable to the store's promised level.
@@ -47,13 +47,15 @@ re-reads an actor's summary after scanning its log before it calls a difference 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from typing import Protocol, cast, runtime_checkable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import attrs
 
-# The errors a store raises, re-exported so that stores import only this module.
+from . import _rows
+
+# The errors a store raises and the rows it keeps, re-exported so that stores import only
+# this module.
 from ._errors import (
     ConfigurationError,
     CorruptEntryError,
@@ -67,11 +69,36 @@ from ._errors import (
     StoreURLError,
     UnsupportedFormatError,
 )
+from ._rows import (
+    ACTOR_COLUMNS,
+    ENTRY_COLUMNS,
+    EVENT_COLUMNS,
+    SNAPSHOT_INFO_COLUMNS,
+    ActorRow,
+    EntryRow,
+    EventRow,
+    SnapshotInfo,
+    SnapshotRow,
+    actor_row,
+    entry_row,
+    event_row,
+    snapshot_data,
+    snapshot_info,
+)
 
 __all__ = [
+    "ACTOR_COLUMNS",
+    "ENTRY_COLUMNS",
+    "EVENT_COLUMNS",
     "FORMAT_VERSION",
     "KINDS",
+    "SNAPSHOT_INFO_COLUMNS",
     "ActorRow",
+    "CommitObserver",
+    "InboxRow",
+    "LeaseStore",
+    "OrphanRow",
+    "ReplyStore",
     "ConfigurationError",
     "CorruptEntryError",
     "EntryRow",
@@ -92,6 +119,8 @@ __all__ = [
     "actor_row",
     "entry_row",
     "event_row",
+    "report_commit",
+    "set_commit_observer",
     "snapshot_data",
     "snapshot_info",
 ]
@@ -102,114 +131,6 @@ FORMAT_VERSION = 1
 
 #: The entry kinds, in the order of their one-byte codes in the checksum frame (FORMAT.md [F4]).
 KINDS: tuple[str, ...] = ("message", "intent", "result", "step", "effect", "decision")
-
-
-@attrs.frozen(slots=True)
-class EntryRow:
-    """One log entry as stored.
-
-    Attributes:
-        actor_id: the actor whose log this is.
-        seq: position in the actor's log, 1, 2, 3, ... without gaps.
-        kind: one of :data:`KINDS`.
-        type_tag: message class tag (message, step), tool name (intent, result),
-            effect name (effect) or decision action (decision).
-        ref: the seq this entry refers to: for ``step``/``intent``/``effect`` the message seq
-            of the step; for ``result``/``decision`` the intent seq. ``0`` for messages.
-        message_id: the caller's message id (``message`` entries only), unique per actor.
-        payload: the encoded body (UTF-8 JSON, see FORMAT.md).
-        checksum: CRC-32 over the frame of all fields above (FORMAT.md [F6]).
-    """
-
-    actor_id: str
-    seq: int
-    kind: str
-    type_tag: str
-    ref: int
-    message_id: str | None
-    payload: bytes
-    checksum: int
-
-
-@attrs.frozen(slots=True)
-class SnapshotInfo:
-    """A snapshot's metadata, without its bytes.
-
-    Attributes:
-        actor_id: the actor.
-        seq: the log seq the snapshot covers (every entry <= seq is reflected in it).
-        handled_seq: the seq of the last message whose step is reflected in it.
-        type_tag: the state class tag.
-        schema_version: the state class's schema version.
-        digest: SHA-256 of ``data`` (32 bytes).
-        size: ``len(data)``.
-        created_at: Unix time in seconds when it was written.
-        damage: None, or why a column of the stored row failed its type check
-            (:func:`snapshot_info`): the damaged fields then hold placeholders (``-1``,
-            ``""``, ``b""``) that fail the snapshot's digest check, so recovery rejects it
-            and falls back to an older one.
-    """
-
-    actor_id: str
-    seq: int
-    handled_seq: int
-    type_tag: str
-    schema_version: int
-    digest: bytes
-    size: int
-    created_at: float
-    damage: str | None = None
-
-
-@attrs.frozen(slots=True)
-class SnapshotRow:
-    """A whole snapshot: metadata and the encoded state."""
-
-    info: SnapshotInfo
-    data: bytes
-
-
-@attrs.frozen(slots=True)
-class ActorRow:
-    """One actor as the store knows it.
-
-    Attributes:
-        actor_id: the actor's stable id.
-        actor_type: the registered class tag.
-        last_seq: the last seq in its log (0 if empty).
-        last_message_seq: the seq of the last ``message`` entry (0 if none).
-        handled_seq: the highest ``ref`` of its ``step`` entries: the last message handled.
-        first_seq: the first seq still stored (1 unless compacted; 0 if empty).
-        created_at: Unix time of registration.
-        damage: None, or why a column of the stored row failed its type check (only in
-            :meth:`Store.list_actors`, which goes on with the other actors; ``get_actor``
-            raises instead). The damaged fields then hold placeholders (``0``, ``""``):
-            trust none of them.
-    """
-
-    actor_id: str
-    actor_type: str
-    last_seq: int
-    last_message_seq: int
-    handled_seq: int
-    first_seq: int
-    created_at: float
-    damage: str | None = None
-
-
-@attrs.frozen(slots=True)
-class EventRow:
-    """An operator-history event (recoveries, corruption found, quarantines). Not part of
-    the checksummed log: it is an audit trail about the log.
-
-    A stored event whose columns fail their type check is returned with ``kind``
-    ``"damaged"``, ``damage`` set and ``detail`` ``{"error": <why>}`` (:func:`event_row`)."""
-
-    actor_id: str
-    at: float
-    kind: str
-    detail: str  # JSON object
-    damage: str | None = None
 
 
 @attrs.frozen(slots=True)
@@ -224,17 +145,12 @@ class StoreCapabilities:
             lock; other processes may still open it ``read_only``.
         durable: True if an acknowledged append survives a process crash.
         leases: True if the store arbitrates ownership of actors between runtimes: it
-            offers ``acquire_lease(actor_id, owner, ttl) -> token | None``,
-            ``renew_leases(owner, {actor_id: token}, ttl) -> renewed ids``,
-            ``release_lease(actor_id, owner, token)`` and ``set_fence(actor_id, token)``, and
+            implements :class:`LeaseStore` (leases with fencing tokens, the inbox) and
             rejects an append fenced with a token older than the actor's current one
             (raising :class:`~actorlog.LeaseLostError`). Expiry is measured on the store's
             clock. ``ActorSystem(owner=...)`` uses them only when this is True
             (``docs/scaling.md``). Default False: single-runtime stores need none of it.
-            Optionally such a store also offers ``notify_replies([(actor_id, message_id)])``
-            (called once those messages' steps are durable) and ``listen_replies(callback)
-            -> stop`` (``callback(actor_id, message_id)``; ``message_id`` None: any of the
-            actor's; ``(None, None)``: notifications may have been lost), so that a remote
+            Optionally such a store also implements :class:`ReplyStore`, so that a remote
             ``ask`` is woken when its reply is durable instead of polling the log.
     """
 
@@ -327,214 +243,130 @@ class Store(Protocol):
         ...
 
 
-# -- type-checked rows ---------------------------------------------------------------------
-#
-# Every column a store reads is type-checked here, once for every store. A wrong type is
-# damage (a bit flipped in a SQLite record header turns a BLOB into TEXT or an INTEGER into
-# a REAL without changing the record's length), never an internal TypeError later on.
-
-_ENTRY_COLUMNS = ("actor_id", "seq", "kind", "type_tag", "ref", "message_id", "payload", "checksum")
-_ACTOR_COLUMNS = (
-    "actor_id",
-    "actor_type",
-    "last_seq",
-    "last_message_seq",
-    "handled_seq",
-    "first_seq",
-    "created_at",
-)
-_SNAPSHOT_COLUMNS = (
-    "actor_id",
-    "seq",
-    "handled_seq",
-    "type_tag",
-    "schema_version",
-    "digest",
-    "size",
-    "created_at",
-)
+# -- ownership across runtimes: leases, fencing, inbox, replies ---------------------------
 
 
-def _describe(value: object) -> str:
-    return "NULL" if value is None else type(value).__name__
+class OrphanRow(NamedTuple):
+    """An actor with unfinished work and no live lease (:meth:`LeaseStore.orphans`)."""
+
+    actor_id: str
+    actor_type: str
 
 
-def _int(value: object) -> int | None:
-    return value if type(value) is int else None
+class InboxRow(NamedTuple):
+    """A message queued for an actor owned by another runtime (:meth:`LeaseStore.inbox_for`).
 
-
-def _str(value: object) -> str | None:
-    return value if type(value) is str else None
-
-
-def _float(value: object) -> float | None:
-    if type(value) is float:
-        return value
-    if type(value) is int:
-        return float(value)
-    return None
-
-
-def _bytes(value: object) -> bytes | None:
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    return None
-
-
-def _problems(table: str, names: Sequence[str], values: Sequence[object], want: str) -> list[str]:
-    out = []
-    if len(values) < len(names):
-        return [f"{table} row has {len(values)} columns, not {len(names)}"]
-    checks = {"i": _int, "s": _str, "f": _float, "b": _bytes}
-    for name, value, w in zip(names, values, want, strict=False):
-        if w == "S":  # text or NULL
-            ok = value is None or _str(value) is not None
-            expected = "str or NULL"
-        else:
-            ok = checks[w](value) is not None
-            expected = {"i": "int", "s": "str", "f": "float", "b": "bytes"}[w]
-        if not ok:
-            out.append(f"{table}.{name} holds {_describe(value)}, not {expected}")
-    return out
-
-
-def entry_row(values: Sequence[object], *, actor_id: str, seq: int = 0) -> EntryRow:
-    """An :class:`EntryRow` from its column values (in the order of its fields), each
-    type-checked.
-
-    Args:
-        values: ``actor_id, seq, kind, type_tag, ref, message_id, payload, checksum``.
-        actor_id: the actor the read asked for (named in the error).
-        seq: the seq this row should have (named in the error if its own ``seq`` column is
-            damaged; for a read in seq order, the previous row's seq + 1).
-
-    Raises:
-        CorruptEntryError: a column has the wrong type (check ``"column type"``).
+    Attributes:
+        actor_id: the addressee.
+        message_id: the caller's message id (unique per actor: queued once).
+        type_tag: the message class tag.
+        body: the message, cattrs-unstructured, as a JSON text.
+        sender: the sending actor's id, or None.
     """
-    problems = _problems("entries", _ENTRY_COLUMNS, values, "sissiSbi")
-    if problems:
-        got = values[1] if len(values) > 1 else None
-        if type(got) is int:
-            seq = got
-        elif type(got) is float and got.is_integer():
-            seq = int(got)
-        raise CorruptEntryError(actor_id, seq, "column type", "; ".join(problems))
-    v = values
-    return EntryRow(
-        cast(str, v[0]),
-        cast(int, v[1]),
-        cast(str, v[2]),
-        cast(str, v[3]),
-        cast(int, v[4]),
-        cast("str | None", v[5]),
-        _bytes(v[6]) or b"",
-        cast(int, v[7]),
-    )
+
+    actor_id: str
+    message_id: str
+    type_tag: str
+    body: str
+    sender: str | None
 
 
-def actor_row(values: Sequence[object], *, lenient: bool = False) -> ActorRow:
-    """An :class:`ActorRow` from its column values (in the order of its fields), each
-    type-checked.
+class LeaseStore(Protocol):
+    """The ownership operations of a store with ``capabilities.leases`` (``docs/scaling.md``).
 
-    Raises:
-        CorruptEntryError: a column has the wrong type (seq 0, check ``"column type"``;
-            the detail names the column). With ``lenient`` (listings) nothing is raised: the
-            row comes back with ``damage`` set and placeholders in the damaged fields.
+    ``ActorSystem(owner=...)`` uses them only when ``capabilities.leases`` is True. All
+    expiry is measured on the store's clock (one clock for every runtime). Every async method
+    is a cancellation point; a cancelled write may or may not have happened.
     """
-    problems = _problems("actors", _ACTOR_COLUMNS, values, "ssiiiif")
-    v = list(values) + [None] * (len(_ACTOR_COLUMNS) - len(values))
-    if not problems:
-        return ActorRow(
-            cast(str, v[0]),
-            cast(str, v[1]),
-            cast(int, v[2]),
-            cast(int, v[3]),
-            cast(int, v[4]),
-            cast(int, v[5]),
-            _float(v[6]) or 0.0,
-        )
-    actor_id = _name(v[0])
-    err = CorruptEntryError(
-        actor_id, 0, "column type", "the actor's summary row: " + "; ".join(problems)
-    )
-    if not lenient:
-        raise err
-    return ActorRow(
-        actor_id,
-        _str(v[1]) or "",
-        _int(v[2]) or 0,
-        _int(v[3]) or 0,
-        _int(v[4]) or 0,
-        _int(v[5]) or 0,
-        _float(v[6]) or 0.0,
-        damage=str(err),
-    )
+
+    def set_fence(self, actor_id: str, token: int | None) -> None:
+        """Carry ``token`` with every later append to ``actor_id`` from this store instance;
+        the store rejects an append whose token is older than the actor's current lease
+        token with :class:`~actorlog.LeaseLostError` (``None``: stop fencing)."""
+
+    async def acquire_lease(self, actor_id: str, owner: str, ttl: float) -> int | None:
+        """Take the actor's lease for ``ttl`` seconds if it is free, expired or already
+        ``owner``'s; return the new fencing token (the previous one + 1), or None if another
+        owner holds a live lease. Atomic with respect to the actor's appends: an append
+        fenced with the old token that commits after this returns is rejected."""
+        ...
+
+    async def renew_leases(self, owner: str, tokens: Mapping[str, int], ttl: float) -> set[str]:
+        """Extend every lease ``owner`` still holds with the given token to now + ``ttl``;
+        return the ids renewed (a missing id was taken over)."""
+        ...
+
+    async def release_lease(self, actor_id: str, owner: str, token: int) -> None:
+        """Give the lease up at once if ``owner`` holds it with ``token`` (the token stays:
+        the next owner gets token + 1)."""
+
+    async def orphans(self, limit: int = 100, owner: str | None = None) -> list[OrphanRow]:
+        """Actors with unfinished work (unhandled messages or inbox messages) and no live
+        lease; with ``owner``, also those whose live lease ``owner`` holds. At most
+        ``limit``."""
+        ...
+
+    async def inbox_put(
+        self, actor_id: str, message_id: str, type_tag: str, body: str, sender: str | None
+    ) -> None:
+        """Durably queue a message for the actor's owner (once per message id; a repeat is
+        not an error) and wake the owner's :meth:`listen_inbox` callback."""
+
+    async def inbox_for(self, owner: str, limit: int = 500) -> list[InboxRow]:
+        """Queued messages of actors whose lease ``owner`` holds, oldest first."""
+        ...
+
+    async def inbox_delete(self, actor_id: str, message_id: str) -> None:
+        """Drop a queued message once it is in the actor's log (no error if missing)."""
+
+    async def listen_inbox(self, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:
+        """Call ``callback(actor_id)`` when a message is queued for that actor; return an
+        async function that stops listening. Notifications may be lost: owners also poll."""
+        ...
 
 
-def snapshot_info(values: Sequence[object], *, actor_id: str) -> SnapshotInfo:
-    """A :class:`SnapshotInfo` from its column values (in the order of its fields), each
-    type-checked. Never raises: a damaged row comes back with ``damage`` set and placeholders
-    that fail the digest check (so recovery falls back to an older snapshot)."""
-    problems = _problems("snapshots", _SNAPSHOT_COLUMNS, values, "siisibif")
-    v = list(values) + [None] * (len(_SNAPSHOT_COLUMNS) - len(values))
-    if not problems:
-        return SnapshotInfo(
-            cast(str, v[0]),
-            cast(int, v[1]),
-            cast(int, v[2]),
-            cast(str, v[3]),
-            cast(int, v[4]),
-            _bytes(v[5]) or b"",
-            cast(int, v[6]),
-            _float(v[7]) or 0.0,
-        )
-    seq = _int(v[1])
-    err = CorruptEntryError(
-        actor_id, seq if seq is not None else -1, "column type", "snapshot: " + "; ".join(problems)
-    )
-    handled = _int(v[2])
-    version = _int(v[4])
-    size = _int(v[6])
-    return SnapshotInfo(
-        _str(v[0]) or actor_id,
-        seq if seq is not None else -1,
-        handled if handled is not None else -1,
-        _str(v[3]) or "",
-        version if version is not None else -1,
-        _bytes(v[5]) or b"",
-        size if size is not None else -1,
-        _float(v[7]) or 0.0,
-        damage=str(err),
-    )
+class ReplyStore(Protocol):
+    """Optional, for stores with leases: announce durable replies across runtimes, so that a
+    remote ``ask`` is woken when its reply is durable. Without these methods a remote ``ask``
+    polls the actor's log."""
+
+    async def notify_replies(self, replies: Sequence[tuple[str, str]]) -> None:
+        """Announce that the steps of these ``(actor_id, message_id)`` messages are durable
+        (called only once they are)."""
+
+    async def listen_replies(
+        self, callback: Callable[[str | None, str | None], None]
+    ) -> Callable[[], Awaitable[None]]:
+        """Call ``callback(actor_id, message_id)`` for each announced reply (``message_id``
+        None: any of the actor's; ``(None, None)``: notifications may have been lost, look
+        again). Returns an async function that stops listening."""
+        ...
 
 
-def snapshot_data(info: SnapshotInfo, value: object) -> SnapshotRow:
-    """A :class:`SnapshotRow` from checked metadata and the ``data`` column: data of the
-    wrong type is marked as damage (empty data fails the size and digest checks)."""
-    data = _bytes(value)
-    if data is not None:
-        return SnapshotRow(info=info, data=data)
-    why = f"snapshots.data holds {_describe(value)}, not bytes"
-    damage = f"{info.damage}; {why}" if info.damage else why
-    return SnapshotRow(info=attrs.evolve(info, damage=damage), data=b"")
+# -- commit telemetry -----------------------------------------------------------------------
+
+#: Called with the number of appends a store committed in one shared transaction.
+CommitObserver = Callable[[int], None]
+
+_commit_observer: CommitObserver | None = None
 
 
-def event_row(values: Sequence[object], *, actor_id: str) -> EventRow:
-    """An :class:`EventRow` from ``actor_id, at, kind, detail``, each type-checked. Never
-    raises: a damaged event comes back as kind ``"damaged"`` with ``damage`` set."""
-    problems = _problems("events", ("actor_id", "at", "kind", "detail"), values, "sfss")
-    v = list(values)
-    if not problems:
-        return EventRow(cast(str, v[0]), _float(v[1]) or 0.0, cast(str, v[2]), cast(str, v[3]))
-    why = "; ".join(problems)
-    at = _float(v[1]) if len(v) > 1 else None
-    return EventRow(actor_id, at or 0.0, "damaged", json.dumps({"error": why}), damage=why)
+def set_commit_observer(observer: CommitObserver | None) -> None:
+    """Install the function :func:`report_commit` calls (the runtime installs its metric;
+    ``None`` removes it). Stores never import telemetry: they call :func:`report_commit`."""
+    global _commit_observer
+    _commit_observer = observer
 
 
-def _name(value: object) -> str:
-    """An actor id for an error message, whatever the damaged column holds."""
-    if type(value) is str:
-        return value
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).decode("utf-8", "backslashreplace")
-    return repr(value)
+def report_commit(appends: int) -> None:
+    """A store calls this once per transaction that committed ``appends`` appends together
+    (group commit). The observer must not raise."""
+    observer = _commit_observer
+    if observer is not None:
+        observer(appends)
+
+
+for _name in _rows.__all__:
+    _obj = getattr(_rows, _name)
+    if callable(_obj):  # the row classes and builders: shown (and pickled) as actorlog.store.X
+        _obj.__module__ = __name__

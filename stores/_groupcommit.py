@@ -19,8 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
 import anyio
-from actorlog import _telemetry
-from actorlog.store import ConfigurationError
+from actorlog.store import ConfigurationError, report_commit
 
 __all__ = ["GroupCommitter", "Request", "require_asyncio"]
 
@@ -64,8 +63,15 @@ class GroupCommitter(Generic[T]):
     request of the batch that has no error of its own).
     """
 
-    def __init__(self, commit: Callable[[Sequence[Request[T]]], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        commit: Callable[[Sequence[Request[T]]], Awaitable[None]],
+        *,
+        on_batch: Callable[[int], None] = report_commit,
+    ) -> None:
         self._commit = commit
+        #: told each batch's size before it is committed (telemetry)
+        self._on_batch = on_batch
         self._queue: list[Request[T]] = []
         self._busy = False
         #: sizes of the last batches, for telemetry (bounded)
@@ -98,7 +104,7 @@ class GroupCommitter(Generic[T]):
             while True:
                 batch, self._queue = self._queue, []
                 self.last_batch_size = len(batch)
-                _telemetry.record_commit(len(batch))
+                self._on_batch(len(batch))
                 try:
                     await self._commit(batch)
                 except BaseException as exc:

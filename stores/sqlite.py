@@ -31,12 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import datetime
-import json
 import os
-import socket
 import sqlite3
-import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
@@ -57,7 +53,6 @@ from actorlog.store import (
     StoreClosedError,
     StoreCorruptError,
     StoreError,
-    StoreLockedError,
     StoreUnavailableError,
     UnsupportedFormatError,
     actor_row,
@@ -67,98 +62,28 @@ from actorlog.store import (
     snapshot_info,
 )
 
-try:
-    import fcntl
-except ImportError:  # Windows: no flock; the one-writer lock is not taken (documented)
-    fcntl = None  # type: ignore[assignment]
-
+from . import _writelock
 from ._groupcommit import GroupCommitter, Request, require_asyncio
+from ._sql import (
+    ACTOR_COLS,
+    ENTRY_COLS,
+    SNAPSHOT_INFO_COLS,
+    entries,
+    entry_values,
+    select_entries,
+    snapshot_values,
+)
+from ._sqlite_schema import SCHEMA
 
 __all__ = ["SqliteStore"]
 
 Durability = Literal["fsync", "survive-process-crash"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS actorlog_meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS actors (
-    actor_id         TEXT PRIMARY KEY,
-    actor_type       TEXT NOT NULL,
-    created_at       REAL NOT NULL,
-    last_seq         INTEGER NOT NULL DEFAULT 0,
-    last_message_seq INTEGER NOT NULL DEFAULT 0,
-    handled_seq      INTEGER NOT NULL DEFAULT 0,
-    first_seq        INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS entries (
-    actor_id   TEXT    NOT NULL,
-    seq        INTEGER NOT NULL,
-    kind       TEXT    NOT NULL,
-    type_tag   TEXT    NOT NULL,
-    ref        INTEGER NOT NULL,
-    message_id TEXT,
-    payload    BLOB    NOT NULL,
-    checksum   INTEGER NOT NULL,
-    PRIMARY KEY (actor_id, seq)
-);
-CREATE UNIQUE INDEX IF NOT EXISTS entries_message_id
-    ON entries (actor_id, message_id) WHERE message_id IS NOT NULL;
-DROP INDEX IF EXISTS entries_ref;
-CREATE INDEX IF NOT EXISTS entries_step ON entries (actor_id, ref) WHERE kind = 'step';
-CREATE TABLE IF NOT EXISTS snapshots (
-    actor_id       TEXT    NOT NULL,
-    seq            INTEGER NOT NULL,
-    handled_seq    INTEGER NOT NULL,
-    type_tag       TEXT    NOT NULL,
-    schema_version INTEGER NOT NULL,
-    digest         BLOB    NOT NULL,
-    size           INTEGER NOT NULL,
-    created_at     REAL    NOT NULL,
-    data           BLOB    NOT NULL,
-    PRIMARY KEY (actor_id, seq)
-);
-CREATE TABLE IF NOT EXISTS events (
-    id       INTEGER PRIMARY KEY,
-    actor_id TEXT NOT NULL,
-    at       REAL NOT NULL,
-    kind     TEXT NOT NULL,
-    detail   TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_actor ON events (actor_id, id);
-CREATE TRIGGER IF NOT EXISTS entries_contiguous BEFORE INSERT ON entries BEGIN
-    SELECT RAISE(ABORT, 'actorlog: seq conflict')
-    WHERE NEW.seq != coalesce(
-        (SELECT last_seq FROM actors WHERE actor_id = NEW.actor_id), -1) + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS entries_summary AFTER INSERT ON entries BEGIN
-    UPDATE actors SET
-        last_seq = NEW.seq,
-        first_seq = CASE WHEN first_seq = 0 THEN NEW.seq ELSE first_seq END,
-        last_message_seq = CASE WHEN NEW.kind = 'message' THEN NEW.seq
-                                ELSE last_message_seq END,
-        handled_seq = CASE WHEN NEW.kind = 'step' AND NEW.ref > handled_seq THEN NEW.ref
-                           ELSE handled_seq END
-    WHERE actor_id = NEW.actor_id;
-END;
-"""
 
-_ENTRY_COLS = "actor_id, seq, kind, type_tag, ref, message_id, payload, checksum"
-_SNAP_INFO_COLS = "actor_id, seq, handled_seq, type_tag, schema_version, digest, size, created_at"
-_ACTOR_COLS = "actor_id, actor_type, last_seq, last_message_seq, handled_seq, first_seq, created_at"
 # SQLite >= 3.32 allows 32766 bound variables per statement; 8 per row.
 _MAX_ROWS_PER_STATEMENT = 4000
 
 _Append = tuple[str, int, Sequence[EntryRow]]
-
-
-def _entries(rows: Sequence[Any], actor_id: str, after_seq: int = 0) -> list[EntryRow]:
-    """Type-checked entries; a damaged ``seq`` column is named by its position."""
-    out: list[EntryRow] = []
-    for r in rows:
-        out.append(entry_row(r, actor_id=actor_id, seq=(out[-1].seq if out else after_seq) + 1))
-    return out
 
 
 class UndecodableText:
@@ -292,7 +217,7 @@ class SqliteStore:
             sync = "FULL" if self.durability == "fsync" else "NORMAL"
             await w.execute(f"PRAGMA synchronous={sync}")
             await self._check_version(w)
-            await w.executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
+            await w.executescript("BEGIN IMMEDIATE;" + SCHEMA + "COMMIT;")
             self._actorlog_schema = True
             await w.execute(
                 "INSERT OR IGNORE INTO actorlog_meta VALUES ('format_version', ?)",
@@ -317,35 +242,14 @@ class SqliteStore:
 
     def _take_lock(self) -> None:
         """Take the one-writer lock, or raise ``StoreLockedError`` naming its holder."""
-        if fcntl is None or self.path == ":memory:" or self._lock_fd is not None:
+        if not _writelock.AVAILABLE or self.path == ":memory:" or self._lock_fd is not None:
             return
-        path = self.lock_path
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise StoreUnavailableError(f"cannot create the lock file {path}: {exc}") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            try:
-                holder = _describe_holder(os.pread(fd, 4096, 0))
-            finally:
-                os.close(fd)
-            raise StoreLockedError(os.path.abspath(self.path), holder) from None
-        me = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "since": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "argv": " ".join(sys.argv)[:200],
-        }
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(me).encode(), 0)
-        self._lock_fd = fd
+        self._lock_fd = _writelock.take(self.path, self.lock_path)
 
     def _release_lock(self) -> None:
         fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
-            os.close(fd)  # closing the only descriptor drops the flock
+            _writelock.release(fd)
 
     async def _when_not_busy(self, conn: aiosqlite.Connection, sql: str) -> None:
         """Run ``sql``, retrying SQLITE_BUSY for up to ``busy_timeout``. Switching a new
@@ -481,15 +385,13 @@ class SqliteStore:
             )
 
     async def get_actor(self, actor_id: str) -> ActorRow | None:
-        rows = await self._fetch(
-            f"SELECT {_ACTOR_COLS} FROM actors WHERE actor_id = ?", (actor_id,)
-        )
+        rows = await self._fetch(f"SELECT {ACTOR_COLS} FROM actors WHERE actor_id = ?", (actor_id,))
         return actor_row(rows[0]) if rows else None
 
     async def list_actors(self) -> list[ActorRow]:
         return [
             actor_row(r, lenient=True)
-            for r in await self._fetch(f"SELECT {_ACTOR_COLS} FROM actors ORDER BY actor_id")
+            for r in await self._fetch(f"SELECT {ACTOR_COLS} FROM actors ORDER BY actor_id")
         ]
 
     # -- the log ---------------------------------------------------------------------------
@@ -525,17 +427,17 @@ class SqliteStore:
         rows = [row for req in chunk for row in req.item[2]]
         try:
             if len(rows) <= _MAX_ROWS_PER_STATEMENT:
-                sql = f"INSERT INTO entries ({_ENTRY_COLS}) VALUES " + ",".join(
+                sql = f"INSERT INTO entries ({ENTRY_COLS}) VALUES " + ",".join(
                     ["(?,?,?,?,?,?,?,?)"] * len(rows)
                 )
-                params = [v for row in rows for v in _row_params(row)]
+                params = [v for row in rows for v in entry_values(row)]
                 await w.execute_fetchall(sql, params)
             else:  # one oversized request: an explicit transaction
                 await w.execute("BEGIN IMMEDIATE")
                 try:
                     await w.executemany(
-                        f"INSERT INTO entries ({_ENTRY_COLS}) VALUES (?,?,?,?,?,?,?,?)",
-                        [_row_params(r) for r in rows],
+                        f"INSERT INTO entries ({ENTRY_COLS}) VALUES (?,?,?,?,?,?,?,?)",
+                        [entry_values(r) for r in rows],
                     )
                     await w.execute("COMMIT")
                 except BaseException:
@@ -602,23 +504,12 @@ class SqliteStore:
         kinds: Sequence[str] | None = None,
         limit: int | None = None,
     ) -> list[EntryRow]:
-        sql = f"SELECT {_ENTRY_COLS} FROM entries WHERE actor_id = ? AND seq > ?"
-        params: list[Any] = [actor_id, after_seq]
-        if upto_seq is not None:
-            sql += " AND seq <= ?"
-            params.append(upto_seq)
-        if kinds is not None:
-            sql += " AND kind IN (" + ",".join("?" * len(kinds)) + ")"
-            params.extend(kinds)
-        sql += " ORDER BY seq"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        return _entries(await self._fetch(sql, params), actor_id, after_seq)
+        sql, params = select_entries("sqlite", actor_id, after_seq, upto_seq, kinds, limit)
+        return entries(await self._fetch(sql, params), actor_id, after_seq)
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
         rows = await self._fetch(
-            f"SELECT {_ENTRY_COLS} FROM entries WHERE actor_id = ? AND message_id = ?",
+            f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = ? AND message_id = ?",
             (actor_id, message_id),
         )
         return entry_row(rows[0], actor_id=actor_id) if rows else None
@@ -626,14 +517,13 @@ class SqliteStore:
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         if kind == "step":  # the runtime's lookup (a repeated ask): the partial index
             sql = (  # no ORDER BY: it would lead the planner to the primary key instead
-                f"SELECT {_ENTRY_COLS} FROM entries "
-                "WHERE actor_id = ? AND kind = 'step' AND ref = ?"
+                f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = ? AND kind = 'step' AND ref = ?"
             )
-            steps = _entries(await self._fetch(sql, (actor_id, ref)), actor_id, ref)
+            steps = entries(await self._fetch(sql, (actor_id, ref)), actor_id, ref)
             return sorted(steps, key=lambda r: r.seq)
         else:  # operators' tools: a ref always points back, so scan the log after it
             sql = (
-                f"SELECT {_ENTRY_COLS} FROM entries "
+                f"SELECT {ENTRY_COLS} FROM entries "
                 "WHERE actor_id = ? AND seq > ? AND kind = ? AND ref = ? ORDER BY seq"
             )
             rows = await self._fetch(sql, (actor_id, ref, kind, ref))
@@ -642,33 +532,22 @@ class SqliteStore:
     # -- snapshots -------------------------------------------------------------------------
 
     async def save_snapshot(self, snapshot: SnapshotRow) -> None:
-        i = snapshot.info
         await self._write(
-            "INSERT OR REPLACE INTO snapshots (" + _SNAP_INFO_COLS + ", data) "
+            "INSERT OR REPLACE INTO snapshots (" + SNAPSHOT_INFO_COLS + ", data) "
             "VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                i.actor_id,
-                i.seq,
-                i.handled_seq,
-                i.type_tag,
-                i.schema_version,
-                i.digest,
-                i.size,
-                i.created_at,
-                snapshot.data,
-            ),
+            snapshot_values(snapshot),
         )
 
     async def list_snapshots(self, actor_id: str) -> list[SnapshotInfo]:
         rows = await self._fetch(
-            f"SELECT {_SNAP_INFO_COLS} FROM snapshots WHERE actor_id = ? ORDER BY seq DESC",
+            f"SELECT {SNAPSHOT_INFO_COLS} FROM snapshots WHERE actor_id = ? ORDER BY seq DESC",
             (actor_id,),
         )
         return [snapshot_info(r, actor_id=actor_id) for r in rows]
 
     async def load_snapshot(self, actor_id: str, seq: int) -> SnapshotRow | None:
         rows = await self._fetch(
-            f"SELECT {_SNAP_INFO_COLS}, data FROM snapshots WHERE actor_id = ? AND seq = ?",
+            f"SELECT {SNAPSHOT_INFO_COLS}, data FROM snapshots WHERE actor_id = ? AND seq = ?",
             (actor_id, seq),
         )
         if not rows:
@@ -736,25 +615,3 @@ class SqliteStore:
             (actor_id,),
         )
         return [event_row(r, actor_id=actor_id) for r in rows]
-
-
-def _describe_holder(raw: bytes) -> str:
-    """``pid P on host H since T`` from a lock file's contents (best effort)."""
-    try:
-        info = json.loads(raw.decode("utf-8"))
-        return f"pid {info['pid']} on host {info['host']} since {info['since']} ({info['argv']})"
-    except (ValueError, KeyError, TypeError):
-        return "holder unknown: it is starting, or wrote no details"
-
-
-def _row_params(row: EntryRow) -> tuple[Any, ...]:
-    return (
-        row.actor_id,
-        row.seq,
-        row.kind,
-        row.type_tag,
-        row.ref,
-        row.message_id,
-        row.payload,
-        row.checksum,
-    )

@@ -28,11 +28,9 @@ KNOWN_CYCLES: list[set[str]] = [
     },
 ]
 
-#: Imports of the runtime's private modules from ``stores/`` that remain today (stores import
+#: Imports of the runtime's private modules from ``stores/`` allowed (none: stores import
 #: only the public ``actorlog.store``); each pair is (store module, imported module).
-KNOWN_PRIVATE_IMPORTS_FROM_STORES: set[tuple[str, str]] = {
-    ("actorlog.stores._groupcommit", "actorlog._telemetry"),
-}
+KNOWN_PRIVATE_IMPORTS_FROM_STORES: set[tuple[str, str]] = set()
 
 MAX_LINES = 800
 #: Modules over MAX_LINES today, with their line count then as their limit: they may shrink,
@@ -40,7 +38,6 @@ MAX_LINES = 800
 KNOWN_LONG_MODULES: dict[str, int] = {
     "actorlog._cell": 981,
     "actorlog._system": 837,  # + saving spawn options (issue 18.4); the core re-layout splits it
-    "actorlog.stores.postgres": 1416,
 }
 
 

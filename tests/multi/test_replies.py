@@ -6,6 +6,7 @@ come through a notification (or, where a test says so, through the fallback it e
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -16,7 +17,8 @@ import asyncpg
 import pytest
 from actorlog import ActorSystem
 from actorlog.stores import PostgresStore
-from actorlog.stores.postgres import REPLY_CHANNEL, _parse_reply_payload, _reply_payloads
+from actorlog.stores.postgres import REPLY_CHANNEL
+from actorlog.stores.postgres.leases import _parse_reply_payload, _reply_payloads
 
 from .agents import LEDGER, NAPPING, ON_NAP, Account, Deposit, Nap, Sleeper
 
@@ -268,3 +270,25 @@ async def test_a_send_stream_to_a_remote_actor_does_not_retake_the_lease_each_ti
             assert counting.acquires == 1
             assert await remote.ask(Deposit(1)) == 42  # every send applied exactly once
         assert len(await a.store.read("acct", kinds=["message"])) == 42
+
+
+def _listener_tasks() -> list[str]:
+    return sorted(
+        t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("actorlog:listen")
+    )
+
+
+async def test_the_listener_owns_its_tasks_and_close_ends_them(pg_store: PostgresStore) -> None:
+    """The supervisor runs in the listener's own task group (hosted by one task) while anyone
+    listens, and no task of it is left once the store is closed, also with a listener still
+    subscribed."""
+    stop = await pg_store.listen_inbox(lambda _actor: None)
+    await pg_store.listen_replies(lambda _a, _m: None)  # never stopped: close() must end it
+    await anyio.sleep(0.05)  # let the host task start its task group
+    running = ["actorlog:listen", "actorlog:listen-supervise"]  # the host, the supervisor
+    assert _listener_tasks() == running
+    await stop()
+    assert _listener_tasks() == running
+    await pg_store.close()
+    assert _listener_tasks() == []
+    assert pg_store._listener is None

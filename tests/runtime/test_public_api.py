@@ -14,7 +14,8 @@ def test_all_lists_exactly_the_public_names() -> None:
         "store",
         "stores",
     }
-    public -= {"ops", "inspect"}  # the operator API (a public subpackage) and its old name
+    public -= {"ops", "inspect", "testing"}  # public submodules: the operator API (and its
+    # old name), the store kit
     public -= {"integrations"}  # optional extras (actorlog.integrations.pydantic_ai)
     assert public <= set(actorlog.__all__), public - set(actorlog.__all__)
 

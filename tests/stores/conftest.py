@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 import aiosqlite
 import asyncpg
 import pytest
+from actorlog import testing
 from actorlog.store import EntryRow, Store
 from actorlog.stores import MemoryStore, PostgresStore, SqliteStore
+from actorlog.stores._sql import ENTRY_COLS, entry_values
 
 from tests import _pg
 
@@ -26,26 +28,22 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from pathlib import Path
 
-#: What each store kind legitimately lacks (capability flags). A test marked
-#: ``@pytest.mark.needs("x")`` is not generated for a kind that lacks ``x``: it is deselected
-#: at collection, so a run never reports skips for cases that cannot apply.
-KIND_LACKS: dict[str, frozenset[str]] = {
-    # a MemoryStore's reading() view is a copy: a write to it reaches nothing, so it is not
-    # refused either
-    "memory": frozenset({"multi_process", "durable", "group_commit", "view_refuses_writes"}),
-    "sqlite": frozenset({"multi_process"}),  # one writer per file (the lock)
-    "postgres": frozenset(),
-}
-
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the tests a store kind cannot apply to (the kit's ``needs`` tag on a test,
+    or ``@pytest.mark.needs``, against the harness's ``lacks``), so that a run never
+    reports skips for cases that cannot apply."""
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
         callspec = getattr(item, "callspec", None)
         kind = callspec.params.get("harness") if callspec is not None else None
         needs = {n for m in item.iter_markers("needs") for n in m.args}
-        if isinstance(kind, str) and needs & KIND_LACKS.get(kind, frozenset()):
+        needs |= getattr(getattr(item, "function", None), "actorlog_needs", frozenset())
+        harness = HARNESSES.get(kind) if isinstance(kind, str) else None
+        if harness is None:  # a kit class over another harness (the third-party proof)
+            harness = getattr(getattr(item, "cls", None), "harness_class", None)
+        if harness is not None and needs & harness.lacks:
             drop.append(item)
         else:
             keep.append(item)
@@ -69,50 +67,21 @@ def postgres_url() -> str:
     return _pg.postgres_url("PostgresStore contract tests")
 
 
-class StoreHarness:
-    """Opens stores of one kind on one backing database, and damages them for tests."""
+class StoreHarness(testing.StoreHarness):
+    """The kit's harness, for actorlog's own stores: their commit batch sizes."""
 
     kind: str = ""
-    #: Two instances share one database (``new()`` twice): reopen and race tests need it.
-    shared_database: bool = True
-    #: Concurrent appends share transactions and the store records ``batch_sizes``.
-    group_commit: bool = True
 
-    def __init__(self) -> None:
-        self._opened: list[Store] = []
-
-    def new(self, *, read_only: bool = False) -> Store:
-        """A new, unopened store instance on this harness's database."""
-        raise NotImplementedError
-
-    async def open(self, *, read_only: bool = False) -> Store:
-        """A new instance, opened; the harness closes it at teardown."""
-        store = self.new(read_only=read_only)
-        await store.open()
-        self._opened.append(store)
-        return store
-
-    async def damage_payload(self, store: Store, actor_id: str, seq: int, payload: bytes) -> None:
-        """Overwrite a stored entry's payload, keeping its stored checksum."""
-        raise NotImplementedError
-
-    async def raw_insert(self, row: EntryRow) -> None:
-        """Insert an entry with plain SQL, bypassing the store's code (not its schema)."""
-        raise NotImplementedError
-
-    async def set_format_version(self, version: int) -> None:
-        """Write ``version`` into the store's metadata, as a newer actorlog would."""
-        raise NotImplementedError
-
-    async def aclose(self) -> None:
-        for store in reversed(self._opened):
-            await store.close()
+    def batch_sizes(self, store: Store) -> list[int]:
+        sizes: list[int] = getattr(store, "batch_sizes")  # noqa: B009 - our stores' own
+        return sizes
 
 
 class MemoryHarness(StoreHarness):
     kind = "memory"
-    shared_database = False
-    group_commit = False
+    # a MemoryStore's reading() view is a copy: a write to it reaches nothing, so it is not
+    # refused either
+    lacks = frozenset({"multi_process", "durable", "group_commit", "view_refuses_writes"})
 
     def new(self, *, read_only: bool = False) -> Store:
         if read_only:
@@ -140,6 +109,7 @@ class MemoryHarness(StoreHarness):
 
 class SqliteHarness(StoreHarness):
     kind = "sqlite"
+    lacks = frozenset({"multi_process"})  # one writer per file (the lock)
 
     def __init__(self, path: Path) -> None:
         super().__init__()
@@ -160,9 +130,8 @@ class SqliteHarness(StoreHarness):
 
     async def raw_insert(self, row: EntryRow) -> None:
         await self._execute(
-            "INSERT INTO entries (actor_id, seq, kind, type_tag, ref, message_id, payload, "
-            "checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            *_params(row),
+            f"INSERT INTO entries ({ENTRY_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            *entry_values(row),
         )
 
     async def set_format_version(self, version: int) -> None:
@@ -201,9 +170,8 @@ class PostgresHarness(StoreHarness):
 
     async def raw_insert(self, row: EntryRow) -> None:
         await self._execute(
-            "INSERT INTO entries (actor_id, seq, kind, type_tag, ref, message_id, payload, "
-            "checksum) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            *_params(row),
+            f"INSERT INTO entries ({ENTRY_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            *entry_values(row),
         )
 
     async def set_format_version(self, version: int) -> None:
@@ -216,17 +184,11 @@ class PostgresHarness(StoreHarness):
         await _pg.drop_schemas(self.url, self.schema)
 
 
-def _params(row: EntryRow) -> tuple[object, ...]:
-    return (
-        row.actor_id,
-        row.seq,
-        row.kind,
-        row.type_tag,
-        row.ref,
-        row.message_id,
-        row.payload,
-        row.checksum,
-    )
+HARNESSES: dict[str, type[StoreHarness]] = {
+    "memory": MemoryHarness,
+    "sqlite": SqliteHarness,
+    "postgres": PostgresHarness,
+}
 
 
 @pytest.fixture(params=STORE_KINDS)

@@ -35,11 +35,13 @@ from typing import cast
 import anyio
 import attrs
 from actorlog import StoreUnavailableError
-from actorlog._ownership import LeaseStore
 from actorlog.store import (
     ActorRow,
     EntryRow,
     EventRow,
+    InboxRow,
+    LeaseStore,
+    OrphanRow,
     SnapshotInfo,
     SnapshotRow,
     Store,
@@ -377,7 +379,7 @@ class FaultyStore:
         if f is not None:
             raise f.error()
 
-    async def orphans(self, limit: int = 100, owner: str | None = None) -> list[tuple[str, str]]:
+    async def orphans(self, limit: int = 100, owner: str | None = None) -> list[OrphanRow]:
         await self._gate("orphans")
         return await self._leases().orphans(limit, owner)
 
@@ -389,9 +391,7 @@ class FaultyStore:
         if f is not None:
             raise f.error()
 
-    async def inbox_for(
-        self, owner: str, limit: int = 500
-    ) -> list[tuple[str, str, str, str, str | None]]:
+    async def inbox_for(self, owner: str, limit: int = 500) -> list[InboxRow]:
         await self._gate("inbox_for")
         return await self._leases().inbox_for(owner, limit)
 

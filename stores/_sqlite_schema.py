@@ -1,0 +1,72 @@
+"""The SQLite schema of a store (docs/FORMAT.md section 6): created, or completed, on every
+open for writing, in one ``BEGIN IMMEDIATE`` transaction."""
+
+from __future__ import annotations
+
+__all__ = ["SCHEMA"]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS actorlog_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS actors (
+    actor_id         TEXT PRIMARY KEY,
+    actor_type       TEXT NOT NULL,
+    created_at       REAL NOT NULL,
+    last_seq         INTEGER NOT NULL DEFAULT 0,
+    last_message_seq INTEGER NOT NULL DEFAULT 0,
+    handled_seq      INTEGER NOT NULL DEFAULT 0,
+    first_seq        INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS entries (
+    actor_id   TEXT    NOT NULL,
+    seq        INTEGER NOT NULL,
+    kind       TEXT    NOT NULL,
+    type_tag   TEXT    NOT NULL,
+    ref        INTEGER NOT NULL,
+    message_id TEXT,
+    payload    BLOB    NOT NULL,
+    checksum   INTEGER NOT NULL,
+    PRIMARY KEY (actor_id, seq)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS entries_message_id
+    ON entries (actor_id, message_id) WHERE message_id IS NOT NULL;
+DROP INDEX IF EXISTS entries_ref;
+CREATE INDEX IF NOT EXISTS entries_step ON entries (actor_id, ref) WHERE kind = 'step';
+CREATE TABLE IF NOT EXISTS snapshots (
+    actor_id       TEXT    NOT NULL,
+    seq            INTEGER NOT NULL,
+    handled_seq    INTEGER NOT NULL,
+    type_tag       TEXT    NOT NULL,
+    schema_version INTEGER NOT NULL,
+    digest         BLOB    NOT NULL,
+    size           INTEGER NOT NULL,
+    created_at     REAL    NOT NULL,
+    data           BLOB    NOT NULL,
+    PRIMARY KEY (actor_id, seq)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id       INTEGER PRIMARY KEY,
+    actor_id TEXT NOT NULL,
+    at       REAL NOT NULL,
+    kind     TEXT NOT NULL,
+    detail   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_actor ON events (actor_id, id);
+CREATE TRIGGER IF NOT EXISTS entries_contiguous BEFORE INSERT ON entries BEGIN
+    SELECT RAISE(ABORT, 'actorlog: seq conflict')
+    WHERE NEW.seq != coalesce(
+        (SELECT last_seq FROM actors WHERE actor_id = NEW.actor_id), -1) + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS entries_summary AFTER INSERT ON entries BEGIN
+    UPDATE actors SET
+        last_seq = NEW.seq,
+        first_seq = CASE WHEN first_seq = 0 THEN NEW.seq ELSE first_seq END,
+        last_message_seq = CASE WHEN NEW.kind = 'message' THEN NEW.seq
+                                ELSE last_message_seq END,
+        handled_seq = CASE WHEN NEW.kind = 'step' AND NEW.ref > handled_seq THEN NEW.ref
+                           ELSE handled_seq END
+    WHERE actor_id = NEW.actor_id;
+END;
+"""
