@@ -798,10 +798,11 @@ class ModelMachine(RuleBasedStateMachine):
     @rule(
         i=st.integers(0, 5),
         where=st.integers(0, 10**6),
-        inside=st.booleans(),
+        point=st.sampled_from(["any", "inside", "send"]),
+        to=st.integers(0, 5),
         offline=st.booleans(),
     )
-    def fork(self, i: int, where: int, inside: bool, offline: bool) -> None:
+    def fork(self, i: int, where: int, point: str, to: int, offline: bool) -> None:
         """An operator forks an idle actor at any seq of its log (a step boundary, mid-step,
         after a ``ctx.send``) with ``inspect.fork(..., yes=True)``, and the fork is spawned.
         On SQLite the system is stopped first (a writable open is refused while a runtime
@@ -814,18 +815,26 @@ class ModelMachine(RuleBasedStateMachine):
             return
         if self.store_kind == "sqlite":
             offline = True
+        sender = None
+        if point == "send" and on("actor_to_actor"):
+            # a step that ctx.spawns and ctx.sends, forked at one of its seqs
+            sender = Op(self.fresh(), "send", self.pick(to).actor_id)
+            self.acknowledge(a, sender, self.ask(a, sender, sender.tag))
+            self.actors[sender.arg].forwards[f"{sender.tag}>"] = a.actor_id
         state = self._quiesce()[a.actor_id]
         before = self.run(lambda: inspect.history(self._reader(), a.actor_id), "history")
         last = before.actor.last_seq
         # ``inside``: a seq inside a step (after an intent, a result, a decision, a send),
-        # which a uniform pick rarely hits: most of a log is the invariants' Peeks
-        points = sorted(
-            seq
-            for st_ in before.steps
-            for seq in range(st_.message_seq + 1, st_.step_seq or last + 1)
-            if seq <= last
-        )
-        at = points[where % len(points)] if inside and points else 1 + where % last
+        # which a uniform pick rarely hits: most of a log is the invariants' Peeks;
+        # ``send``: any seq of the send step, from its message to its end
+        points: list[int] = []
+        for step in before.steps:
+            end = step.step_seq or last + 1
+            if sender is None:
+                points += range(step.message_seq + 1, end)
+            elif step.message_id == sender.tag:
+                points += range(step.message_seq, end + 1)
+        at = points[where % len(points)] if point != "any" and points else 1 + where % last
         self.forks += 1
         new_id = f"{a.actor_id}f{self.forks}"
         plan = self._fork_plan(a, before, at, new_id, state)
@@ -884,13 +893,25 @@ class ModelMachine(RuleBasedStateMachine):
         h = self.run(lambda: inspect.history(self._reader(), new_id), "history")
         assert h.actor.status not in ("quarantined", "failed"), f"{where_}: {h.actor}"
         handled = [s.message_id for s in h.steps if s.message_seq <= at]
+        for step in h.steps:
+            tag = step.body.get("tag") if isinstance(step.body, dict) else None
+            for c in step.calls if step.message_seq <= at else ():
+                mine = c.key.startswith(f"{new_id}:")
+                # a call settled by the fork point keeps the original's key; any other runs
+                # (or ran) in the fork with the fork's, and history shows that one (18.12)
+                assert mine != (tag in plan.settled), f"{where_}: intent {c.intent_seq} {c}"
         assert handled == plan.ids, f"{where_}: handled {handled}, expected {plan.ids}"
         rerun = [r for r in WORLD.runs[runs:] if r[1] in plan.settled]
         assert not rerun, f"{where_}: re-ran tool calls recorded by seq {at}: {rerun}"
         foreign = [k for k in WORLD.keys[keys:] if k[0] in plan.tags]
         foreign = [k for k in foreign if not k[1].startswith(f"{new_id}:")]
         assert not foreign, f"{where_}: idempotency keys not of the fork: {foreign}"
-        assert self._peek_all()[a.actor_id] == state, f"{where_}: the original's state changed"
+        # the original is untouched, but for what the fork sent it again (its own sends)
+        again = [f"{tag}=ok" for receiver, tag in plan.resend if receiver == a.actor_id]
+        now = self._peek_all()[a.actor_id]
+        assert now == "|".join([e for e in (state, *again) if e]), (
+            f"{where_}: the original's state changed:\n  now    {now!r}\n  before {state!r}"
+        )
         self.actors[new_id] = plan.model
         for receiver, tag in plan.resend:
             self.actors[receiver].extra[tag] += 1
@@ -922,7 +943,11 @@ class ModelMachine(RuleBasedStateMachine):
                 if tag in a.replies:
                     model.replies[tag] = copy.deepcopy(a.replies[tag])
             else:
-                assert tag in a.forwards, f"{a.actor_id} logged {op} from nobody"
+                # another actor's ctx.send (or the original's, copied into a fork)
+                sent_here = tag in a.forwards or tag in a.expected_tags
+                assert sent_here, f"{a.actor_id} logged {op} from nobody"
+                if tag in model.expected_tags:
+                    model.extra[tag] += 1  # a fork sent it again, with its own id
                 model.expected_tags.add(tag)
             for c in s.calls:
                 if c.intent_seq > at:
