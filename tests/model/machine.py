@@ -798,7 +798,7 @@ class ModelMachine(RuleBasedStateMachine):
     @rule(
         i=st.integers(0, 5),
         where=st.integers(0, 10**6),
-        point=st.sampled_from(["any", "inside", "send"]),
+        point=st.sampled_from(["any", "inside", "send", "call"]),
         to=st.integers(0, 5),
         offline=st.booleans(),
     )
@@ -826,11 +826,15 @@ class ModelMachine(RuleBasedStateMachine):
         last = before.actor.last_seq
         # ``inside``: a seq inside a step (after an intent, a result, a decision, a send),
         # which a uniform pick rarely hits: most of a log is the invariants' Peeks;
-        # ``send``: any seq of the send step, from its message to its end
+        # ``send``: any seq of the send step, from its message to its end; ``call``: between
+        # a tool call's intent and its result (in doubt when the call escalates)
         points: list[int] = []
         for step in before.steps:
             end = step.step_seq or last + 1
-            if sender is None:
+            if point == "call":
+                for c in step.calls:
+                    points += range(c.intent_seq, c.result_seq or end)
+            elif sender is None:
                 points += range(step.message_seq + 1, end)
             elif step.message_id == sender.tag:
                 points += range(step.message_seq, end + 1)
