@@ -1540,6 +1540,21 @@ async def fork_effects(
     return [effects[k] for k in sorted(effects)], warnings
 
 
+async def _saved_options(store: Store, actor_id: str) -> str | None:
+    """The spawn options last saved for ``actor_id`` (an undamaged ``options`` event whose
+    detail is a JSON object, as the runtime reads them), as saved; None if there are none."""
+    saved = None
+    for ev in await store.read_events(actor_id):
+        if ev.kind == "options" and ev.damage is None:
+            try:
+                value = json.loads(ev.detail)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                saved = ev.detail
+    return saved
+
+
 def _external(
     r: EntryRow, p: dict[str, Any], at: int, outcome: str, outcome_seq: int | None
 ) -> ExternalEffect:
@@ -1621,6 +1636,10 @@ async def fork(
     if reg.actor_type != src.actor_type:
         raise ConfigurationError(f"actor {new_id!r} exists with type {reg.actor_type}")
     await store.append(new_id, 0, copies)
+    # the source's spawn options hold for the fork too (saved "for good": docs/tuning.md)
+    options = await _saved_options(store, actor_id)
+    if options is not None:
+        await store.record_event(new_id, "options", options)
     snapshot_seq = None
     for info in await store.list_snapshots(actor_id):
         if info.seq > at or await _snapshot_problem(store, info, at) is not None:
