@@ -176,6 +176,10 @@ class ActorModel:
         self.in_doubt = False
         #: tags due here more than once: a fork re-sent them (its own message ids), n extra
         self.extra: Counter[str] = Counter()
+        #: a fork: spawned without options, as an operator would (it has its source's)
+        self.plain_spawn = False
+        #: a fork's first recovery (which may replay many copied steps)
+        self.first_recovery: dict[str, Any] | None = None
 
     @property
     def busy(self) -> bool:
@@ -774,7 +778,7 @@ class ModelMachine(RuleBasedStateMachine):
         for a in self.actors.values():
 
             async def go(a: ActorModel = a) -> None:
-                if a.snapshot_every is None:
+                if a.snapshot_every is None or a.plain_spawn:
                     await self.sys.spawn(Agent, a.actor_id)
                 else:
                     await self.sys.spawn(
@@ -910,6 +914,23 @@ class ModelMachine(RuleBasedStateMachine):
         foreign = [k for k in WORLD.keys[keys:] if k[0] in plan.tags]
         foreign = [k for k in foreign if not k[1].startswith(f"{new_id}:")]
         assert not foreign, f"{where_}: idempotency keys not of the fork: {foreign}"
+        if a.snapshot_every == 1 and on("spawn_options"):
+            # the source's spawn options hold for the fork: its Peek step was snapshotted
+            async def snapshotted() -> list[int]:
+                seqs: list[int] = []
+                with anyio.move_on_after(2):  # written after the step: wait a little
+                    while True:
+                        seqs = [
+                            v.seq for v in (await inspect.history(self._reader(), new_id)).snapshots
+                        ]
+                        if seqs and seqs[-1] > at:
+                            break
+                        await anyio.sleep(0.01)
+                return seqs
+
+            snaps = self.run(snapshotted, "history")
+            assert snaps and snaps[-1] > at, f"{where_}: lost snapshot_every=1: {snaps}"
+            plan.model.first_recovery = self.sys.last_recovery(new_id)
         # the original is untouched, but for what the fork sent it again (its own sends)
         again = [f"{tag}=ok" for receiver, tag in plan.resend if receiver == a.actor_id]
         now = self._peek_all()[a.actor_id]
@@ -926,7 +947,8 @@ class ModelMachine(RuleBasedStateMachine):
         """What the fork of ``a`` at ``at`` must be, from the model's records: the messages
         logged by ``at`` (their seqs, from ``a``'s history: the model does not know seqs) and
         ``a``'s state (which the fork's is a part of), the tool ledger and the sends."""
-        model = ActorModel(new_id, None)
+        model = ActorModel(new_id, a.snapshot_every)
+        model.plain_spawn = True
         plan = ForkPlan(model=model)
         for s in h.steps:
             if s.message_seq > at:
@@ -1095,7 +1117,7 @@ class ModelMachine(RuleBasedStateMachine):
             if a.snapshot_every != 1:
                 continue
             rec = self.sys.last_recovery(a.actor_id)
-            if rec is not None:
+            if rec is not None and rec != a.first_recovery:
                 assert rec["steps_replayed"] <= 1, f"{a.actor_id} lost snapshot_every: {rec}"
 
     def _check_no_waiters(self) -> None:
