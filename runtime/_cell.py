@@ -398,15 +398,8 @@ class Cell:
         """Take the spawn options last saved for this actor (``ActorSystem.spawn``), unless
         a ``spawn`` in this system gave some already. Damaged saved options are ignored
         (the class attributes hold), never fatal."""
-        saved: dict[str, Any] = {}
-        for ev in await self.store.read_events(self.actor_id):
-            if ev.kind == "options" and ev.damage is None:
-                try:
-                    value = json.loads(ev.detail)
-                except ValueError:
-                    continue
-                if isinstance(value, dict):
-                    saved = value
+        found = _records.saved_options(await self.store.read_events(self.actor_id))
+        saved: dict[str, Any] = found[0] if found is not None else {}
         self.saved_options = saved
         if saved and self.actor_id not in self.system._spawn_options:
             try:

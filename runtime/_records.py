@@ -6,17 +6,20 @@ payload has, so the runtime, recovery and the operator tools agree on one shape.
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from . import _codec
 from ._errors import CorruptEntryError
-from .store import EntryRow
+from .store import EntryRow, EventRow
 
 __all__ = [
     "decode",
     "error_info",
     "message_payload",
+    "saved_options",
 ]
 
 
@@ -154,3 +157,18 @@ def decode(row: EntryRow) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise CorruptEntryError(row.actor_id, row.seq, "decode", "payload is not a JSON object")
     return obj
+
+
+def saved_options(events: Iterable[EventRow]) -> tuple[dict[str, Any], str] | None:
+    """The spawn options last saved for an actor (its newest undamaged ``options`` event
+    whose detail is a JSON object), as (options, the event's detail); None if none."""
+    found = None
+    for ev in events:
+        if ev.kind == "options" and ev.damage is None:
+            try:
+                value = json.loads(ev.detail)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                found = (value, ev.detail)
+    return found

@@ -288,6 +288,10 @@ async def fork(
     if reg.actor_type != src.actor_type:
         raise ConfigurationError(f"actor {new_id!r} exists with type {reg.actor_type}")
     await store.append(new_id, 0, copies)
+    # the source's spawn options hold for the fork too (saved "for good": docs/tuning.md)
+    options = _records.saved_options(await store.read_events(actor_id))
+    if options is not None:
+        await store.record_event(new_id, "options", options[1])
     snapshot_seq = None
     for info in await store.list_snapshots(actor_id):
         if info.seq > at or await _snapshot_problem(store, info, at) is not None:

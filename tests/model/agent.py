@@ -39,6 +39,8 @@ class World:
         self.armed: set[str] = set()  # tags whose next hanging-tool call blocks forever
         self.hanging: dict[str, anyio.Event] = {}  # set when that call is blocked
         self.runs: list[tuple[str, str]] = []  # (tool, tag) of every execution
+        #: (tag, idempotency key) of every execution of an idempotent write
+        self.keys: list[tuple[str, str]] = []
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]  # reuse the initializer to reset state
@@ -63,6 +65,7 @@ async def t_read(tag: str) -> str:
 @tool(effect="write", idempotent=True)
 async def t_write(tag: str, *, idempotency_key: str) -> str:
     WORLD.runs.append(("write", tag))
+    WORLD.keys.append((tag, idempotency_key))
     return f"w:{tag}"
 
 
@@ -124,6 +127,7 @@ async def t_hang_read(tag: str) -> str:
 @tool(effect="write", idempotent=True)
 async def t_hang_idem(tag: str, *, idempotency_key: str) -> str:
     WORLD.runs.append(("hang_idem", tag))
+    WORLD.keys.append((tag, idempotency_key))
     await WORLD.maybe_hang(tag)
     return f"h:{tag}"
 

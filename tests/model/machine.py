@@ -20,6 +20,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import copy
+import dataclasses
 import os
 import shutil
 import sqlite3
@@ -86,6 +87,7 @@ SWITCHES = (
     "restart",
     "passivation",
     "spawn_options",
+    "fork",
     # checks
     "check_log",
     "check_settled",
@@ -172,10 +174,38 @@ class ActorModel:
         self.blocked: tuple[str, str] | None = None
         #: the blocked step waits for an operator (escalated after a restart)
         self.in_doubt = False
+        #: tags due here more than once: a fork re-sent them (its own message ids), n extra
+        self.extra: Counter[str] = Counter()
+        #: a fork: spawned without options, as an operator would (it has its source's)
+        self.plain_spawn = False
+        #: a fork's first recovery (which may replay many copied steps)
+        self.first_recovery: dict[str, Any] | None = None
 
     @property
     def busy(self) -> bool:
         return self.blocked is not None
+
+
+@dataclasses.dataclass
+class ForkPlan:
+    """What a fork must be (see ModelMachine._fork_plan)."""
+
+    model: ActorModel
+    #: message ids logged by the fork point, in order (Peeks too)
+    ids: list[str | None] = dataclasses.field(default_factory=list)
+    #: tags of the messages logged by the fork point
+    tags: set[str] = dataclasses.field(default_factory=set)
+    #: tags whose tool call's outcome was logged by the fork point: never run again
+    settled: set[str] = dataclasses.field(default_factory=set)
+    #: escalated intents left without an outcome by the fork point: intent seq -> tag
+    in_doubt: dict[int, str] = dataclasses.field(default_factory=dict)
+    #: tag -> the value the fork's step gets from the retried call
+    retried: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: (receiver, tag) the fork sends again, with its own message id (the send was not
+    #: logged by the fork point)
+    resend: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    #: the fork's state after recovery
+    state: str = ""
 
 
 class ModelMachine(RuleBasedStateMachine):
@@ -199,6 +229,8 @@ class ModelMachine(RuleBasedStateMachine):
         self.passivate_after: float | None = None
         self.counter = 0
         self.restarts = 0
+        self.spawned = 0  # actors spawned by the spawn rule (forks not counted)
+        self.forks = 0
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -324,12 +356,13 @@ class ModelMachine(RuleBasedStateMachine):
 
     # -- rules -----------------------------------------------------------------------------
 
-    @precondition(lambda self: len(self.actors) < 3)
+    @precondition(lambda self: self.spawned < 3)
     @rule(every=st.sampled_from([None, None, 1]))
     def spawn(self, every: int | None) -> None:
         if not on("spawn_options"):
             every = None
-        actor_id = f"a{len(self.actors)}"
+        actor_id = f"a{self.spawned}"
+        self.spawned += 1
         model = ActorModel(actor_id, every)
 
         async def go() -> None:
@@ -732,13 +765,20 @@ class ModelMachine(RuleBasedStateMachine):
         a new one on the same store; spawn every actor again, as an application would."""
         if not on("restart"):
             return
+        self._restart()
+
+    def _restart(self, offline: Callable[[], None] | None = None) -> None:
+        """Stop the system, run ``offline`` (an operator's tool on the stopped store), start
+        it again and spawn every actor, settling what the restart left blocked."""
         self.stop()
+        if offline is not None:
+            offline()
         self.restarts += 1
         self.start()
         for a in self.actors.values():
 
             async def go(a: ActorModel = a) -> None:
-                if a.snapshot_every is None:
+                if a.snapshot_every is None or a.plain_spawn:
                     await self.sys.spawn(Agent, a.actor_id)
                 else:
                     await self.sys.spawn(
@@ -757,6 +797,215 @@ class ModelMachine(RuleBasedStateMachine):
                 a.blocked = None  # re-run by its policy: the step completes by itself
                 self.acknowledge(a, a.acked[tag], self.ask(a, a.acked[tag], tag))
                 assert a.replies[tag] == (True, f"h:{tag}"), a.replies[tag]
+
+    @precondition(lambda self: self.has_actors() and self.forks < 2)
+    @rule(
+        i=st.integers(0, 5),
+        where=st.integers(0, 10**6),
+        point=st.sampled_from(["any", "inside", "send", "call"]),
+        to=st.integers(0, 5),
+        offline=st.booleans(),
+    )
+    def fork(self, i: int, where: int, point: str, to: int, offline: bool) -> None:
+        """An operator forks an idle actor at any seq of its log (a step boundary, mid-step,
+        after a ``ctx.send``) with ``ops.fork(..., yes=True)``, and the fork is spawned.
+        On SQLite the system is stopped first (a writable open is refused while a runtime
+        holds the file), as an operator would; on ``MemoryStore`` the fork is made offline or
+        next to the live system. From then on the fork is an actor like the others."""
+        if not on("fork"):
+            return
+        a = self.pick_free(i)
+        if a is None:
+            return
+        if self.store_kind == "sqlite":
+            offline = True
+        sender = None
+        if point == "send" and on("actor_to_actor"):
+            # a step that ctx.spawns and ctx.sends, forked at one of its seqs
+            sender = Op(self.fresh(), "send", self.pick(to).actor_id)
+            self.acknowledge(a, sender, self.ask(a, sender, sender.tag))
+            self.actors[sender.arg].forwards[f"{sender.tag}>"] = a.actor_id
+        state = self._quiesce()[a.actor_id]
+        before = self.run(lambda: ops.history(self._reader(), a.actor_id), "history")
+        last = before.actor.last_seq
+        # ``inside``: a seq inside a step (after an intent, a result, a decision, a send),
+        # which a uniform pick rarely hits: most of a log is the invariants' Peeks;
+        # ``send``: any seq of the send step, from its message to its end; ``call``: between
+        # a tool call's intent and its result (in doubt when the call escalates)
+        points: list[int] = []
+        for step in before.steps:
+            end = step.step_seq or last + 1
+            if point == "call":
+                for c in step.calls:
+                    points += range(c.intent_seq, c.result_seq or end)
+            elif sender is None:
+                points += range(step.message_seq + 1, end)
+            elif step.message_id == sender.tag:
+                points += range(step.message_seq, end + 1)
+        at = points[where % len(points)] if point != "any" and points else 1 + where % last
+        self.forks += 1
+        new_id = f"{a.actor_id}f{self.forks}"
+        plan = self._fork_plan(a, before, at, new_id, state)
+        runs, keys = len(WORLD.runs), len(WORLD.keys)
+
+        async def fork(store: Store) -> None:
+            result = await ops.fork(store, a.actor_id, at=at, new_id=new_id, yes=True)
+            assert result.entries_copied == at, result
+            after = await ops.history(store, a.actor_id)
+            assert after.actor.last_seq == last, f"the fork appended to {a.actor_id}"
+            assert after.steps == before.steps, f"the fork changed {a.actor_id}'s history"
+
+        if offline:
+
+            def offline_fork() -> None:
+                async def go() -> None:
+                    store = self.make_store()
+                    await store.open()
+                    try:
+                        await fork(store)
+                    finally:
+                        if store is not self.memory:
+                            await store.close()
+
+                self.run(go, f"fork {a.actor_id} at {at} (offline)")
+
+            self._restart(offline_fork)
+        else:
+            self.run(partial(fork, self.memory), f"fork {a.actor_id} at {at} (live)")
+
+        async def run_fork() -> tuple[dict[int, tuple[str, str]], str]:
+            await self.sys.spawn(Agent, new_id)
+            pending: dict[int, tuple[str, str]] = {}
+            if plan.in_doubt:
+                pending = await self.sys.wait_in_doubt(new_id)
+                for seq in pending:
+                    await self.sys.resolve(new_id, seq, retry=True, reason="model fork")
+            try:
+                got = await self.sys.ref(Agent, new_id).ask(
+                    Peek(), message_id=self.fresh("p"), timeout=TIMEOUT / 2
+                )
+            except TimeoutError:
+                raise AssertionError(
+                    f"fork {new_id} of {a.actor_id} at {at} does not answer: status "
+                    f"{self.sys.status(new_id)}, in doubt {self.sys.in_doubt(new_id)}"
+                ) from None
+            return pending, got
+
+        try:
+            pending, got = self.run(run_fork, f"run fork {new_id}")
+        except ActorlogError as exc:
+            raise AssertionError(f"fork {new_id} of {a.actor_id} at {at}: {exc!r}") from exc
+        where_ = f"fork {new_id} of {a.actor_id} at seq {at}"
+        assert set(pending) == set(plan.in_doubt), f"{where_}: in doubt {pending}, {plan}"
+        assert got == plan.state, f"{where_}:\n  state    {got!r}\n  expected {plan.state!r}"
+        h = self.run(lambda: ops.history(self._reader(), new_id), "history")
+        assert h.actor.status not in ("quarantined", "failed"), f"{where_}: {h.actor}"
+        handled = [s.message_id for s in h.steps if s.message_seq <= at]
+        for step in h.steps:
+            tag = step.body.get("tag") if isinstance(step.body, dict) else None
+            for c in step.calls if step.message_seq <= at else ():
+                mine = c.key.startswith(f"{new_id}:")
+                # a call settled by the fork point keeps the original's key; any other runs
+                # (or ran) in the fork with the fork's, and history shows that one (18.12)
+                assert mine != (tag in plan.settled), f"{where_}: intent {c.intent_seq} {c}"
+        assert handled == plan.ids, f"{where_}: handled {handled}, expected {plan.ids}"
+        rerun = [r for r in WORLD.runs[runs:] if r[1] in plan.settled]
+        assert not rerun, f"{where_}: re-ran tool calls recorded by seq {at}: {rerun}"
+        foreign = [k for k in WORLD.keys[keys:] if k[0] in plan.tags]
+        foreign = [k for k in foreign if not k[1].startswith(f"{new_id}:")]
+        assert not foreign, f"{where_}: idempotency keys not of the fork: {foreign}"
+        if a.snapshot_every == 1 and on("spawn_options"):
+            # the source's spawn options hold for the fork: its Peek step was snapshotted
+            async def snapshotted() -> list[int]:
+                seqs: list[int] = []
+                with anyio.move_on_after(2):  # written after the step: wait a little
+                    while True:
+                        seqs = [
+                            v.seq for v in (await ops.history(self._reader(), new_id)).snapshots
+                        ]
+                        if seqs and seqs[-1] > at:
+                            break
+                        await anyio.sleep(0.01)
+                return seqs
+
+            snaps = self.run(snapshotted, "history")
+            assert snaps and snaps[-1] > at, f"{where_}: lost snapshot_every=1: {snaps}"
+            plan.model.first_recovery = self.sys.last_recovery(new_id)
+        # the original is untouched, but for what the fork sent it again (its own sends)
+        again = [f"{tag}=ok" for receiver, tag in plan.resend if receiver == a.actor_id]
+        now = self._peek_all()[a.actor_id]
+        assert now == "|".join([e for e in (state, *again) if e]), (
+            f"{where_}: the original's state changed:\n  now    {now!r}\n  before {state!r}"
+        )
+        self.actors[new_id] = plan.model
+        for receiver, tag in plan.resend:
+            self.actors[receiver].extra[tag] += 1
+
+    def _fork_plan(
+        self, a: ActorModel, h: ops.History, at: int, new_id: str, state: str
+    ) -> ForkPlan:
+        """What the fork of ``a`` at ``at`` must be, from the model's records: the messages
+        logged by ``at`` (their seqs, from ``a``'s history: the model does not know seqs) and
+        ``a``'s state (which the fork's is a part of), the tool ledger and the sends."""
+        model = ActorModel(new_id, a.snapshot_every)
+        model.plain_spawn = True
+        plan = ForkPlan(model=model)
+        for s in h.steps:
+            if s.message_seq > at:
+                continue
+            plan.ids.append(s.message_id)
+            body = s.body if isinstance(s.body, dict) else {}
+            if "tag" not in body:
+                continue  # a Peek
+            op = Op(body["tag"], body["kind"], body.get("arg", ""))
+            tag = op.tag
+            plan.tags.add(tag)
+            if s.message_id == tag:
+                known = a.acked.get(tag) or a.uncertain.get(tag)
+                assert known == op, f"{a.actor_id} logged {op}, the model says {known}"
+                model.acked[tag] = op
+                if op.kind != "boom":
+                    model.expected_tags.add(tag)
+                if tag in a.replies:
+                    model.replies[tag] = copy.deepcopy(a.replies[tag])
+            else:
+                # another actor's ctx.send (or the original's, copied into a fork)
+                sent_here = tag in a.forwards or tag in a.expected_tags
+                assert sent_here, f"{a.actor_id} logged {op} from nobody"
+                if tag in model.expected_tags:
+                    model.extra[tag] += 1  # a fork sent it again, with its own id
+                model.expected_tags.add(tag)
+            for c in s.calls:
+                if c.intent_seq > at:
+                    continue
+                done = [d for d in c.decisions if d.seq <= at]
+                if (c.result_seq is not None and c.result_seq <= at) or any(
+                    d.action in ("result", "fail") for d in done
+                ):
+                    plan.settled.add(tag)
+                elif c.policy == "escalate" and (not done or done[-1].action == "attempt"):
+                    plan.in_doubt[c.intent_seq] = tag
+                    if op.kind == "hang_escalate":  # the model retries it: it runs again
+                        plan.retried[tag] = f"h:{tag}"
+                        model.replies[tag] = (True, f"h:{tag}")
+            sent = any(e.name == "send" and e.seq <= at for e in s.effects)
+            if op.kind == "send" and not sent:
+                plan.resend.append((op.arg, f"{tag}>"))
+            begun = any(c.intent_seq <= at for c in s.calls) or any(e.seq <= at for e in s.effects)
+            if begun and (s.step_seq is None or s.step_seq > at):
+                STATS["fork_mid_step"] += 1
+            if op.kind == "send" and sent:
+                STATS["fork_replays_send"] += 1
+        STATS["fork_in_doubt"] += len(plan.in_doubt)
+        STATS["fork_resends"] += len(plan.resend)
+        STATS["fork_settled_calls"] += len(plan.settled)
+        entries = []
+        for entry in state.split("|"):
+            tag = entry.split("=", 1)[0]
+            if entry and tag in plan.tags:
+                entries.append(f"{tag}={plan.retried[tag]}" if tag in plan.retried else entry)
+        plan.state = "|".join(entries)
+        return plan
 
     @precondition(lambda self: self.passivate_after is not None and self.has_actors())
     @rule(i=st.integers(0, 5))
@@ -852,11 +1101,11 @@ class ModelMachine(RuleBasedStateMachine):
         if state is None:
             return
         tags = Counter(entry.split("=", 1)[0] for entry in state.split("|") if entry)
-        twice = [t for t, n in tags.items() if n > 1]
+        twice = [t for t, n in tags.items() if n > 1 + a.extra[t]]
         assert not twice, f"{a.actor_id}: handled twice: {twice}"
         due = set(a.expected_tags)
         due |= {t for t, sender in a.forwards.items() if not self.actors[sender].busy}
-        missing = [t for t in due if tags[t] != 1]
+        missing = [t for t in due if tags[t] != 1 + a.extra[t]]
         assert not missing, f"{a.actor_id}: not in the state: {missing} (state {state!r})"
         unknown = set(tags) - a.expected_tags - set(a.forwards) - set(a.uncertain)
         assert not unknown, f"{a.actor_id}: unexpected entries {unknown}"
@@ -868,7 +1117,7 @@ class ModelMachine(RuleBasedStateMachine):
             if a.snapshot_every != 1:
                 continue
             rec = self.sys.last_recovery(a.actor_id)
-            if rec is not None:
+            if rec is not None and rec != a.first_recovery:
                 assert rec["steps_replayed"] <= 1, f"{a.actor_id} lost snapshot_every: {rec}"
 
     def _check_no_waiters(self) -> None:
