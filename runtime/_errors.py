@@ -298,15 +298,17 @@ class StoreClosedError(StoreError):
 
 class StoreCorruptError(StoreError):
     """The database engine reports the store's file as damaged ("database disk image is
-    malformed", "file is not a database", a foreign text encoding): the damage is below the
-    rows, where the log's own checks cannot see. Nothing was changed."""
+    malformed", "file is not a database", a foreign text encoding), or the store's own
+    metadata is (a version that is not a number): the damage is below the rows, where the
+    log's own checks cannot see. ``path`` names the file (or the PostgreSQL URL, redacted).
+    Nothing was changed."""
 
     def __init__(self, path: str, reason: str) -> None:
         self.path = path
         self.reason = reason
         super().__init__(
-            f"the store file {path} is damaged below the log ({reason}); actorlog cannot read "
-            "it as it is and changed nothing. Keep a copy of the file, then restore the last "
+            f"the store {path} is damaged below the log ({reason}); actorlog cannot read "
+            "it as it is and changed nothing. Keep a copy of it, then restore the last "
             "backup (docs/recovery.md, 'Backups and the SQLite files')"
         )
 

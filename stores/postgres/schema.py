@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from actorlog.store import (
     FORMAT_VERSION,
     ConfigurationError,
+    StoreCorruptError,
     StoreUnavailableError,
     UnsupportedFormatError,
 )
@@ -244,10 +245,10 @@ async def migrate(conn: Any, schema: str | None, url: str) -> None:
         await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK_KEY)
         if schema is not None:
             await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema)}")
-        found = await _format_version(conn) or 0
+        found = await _format_version(conn, url) or 0
         if found > FORMAT_VERSION:
             raise UnsupportedFormatError(found, FORMAT_VERSION)
-        have = await _schema_version(conn) if found else 0
+        have = await _schema_version(conn, url) if found else 0
         if have > SCHEMA_VERSION:
             raise UnsupportedFormatError(have, SCHEMA_VERSION)
         if found == FORMAT_VERSION and have == SCHEMA_VERSION:
@@ -279,22 +280,30 @@ async def check_read_only(conn: Any, url: str) -> None:
         StoreUnavailableError: there is no actorlog store.
         UnsupportedFormatError: the store has a newer format.
     """
-    found = await _format_version(conn)
+    found = await _format_version(conn, url)
     if found is None:
         raise StoreUnavailableError(f"no actorlog store in {url}")
     if found > FORMAT_VERSION:
         raise UnsupportedFormatError(found, FORMAT_VERSION)
 
 
-async def _format_version(conn: Any) -> int | None:
+async def _format_version(conn: Any, url: str) -> int | None:
     """The stored format version, or None if there is no actorlog schema yet."""
     if await conn.fetchval("SELECT to_regclass('actorlog_meta')") is None:
         return None
     value = await conn.fetchval("SELECT value FROM actorlog_meta WHERE key = 'format_version'")
-    return None if value is None else int(value)
+    return None if value is None else _version(value, "format_version", url)
 
 
-async def _schema_version(conn: Any) -> int:
+async def _schema_version(conn: Any, url: str) -> int:
     """The schema migration version (1 for stores written before it was recorded)."""
     value = await conn.fetchval("SELECT value FROM actorlog_meta WHERE key = 'schema_version'")
-    return 1 if value is None else int(value)
+    return 1 if value is None else _version(value, "schema_version", url)
+
+
+def _version(value: object, key: str, url: str) -> int:
+    """A version number read from ``actorlog_meta``; anything else is damage, named."""
+    try:
+        return int(str(value))
+    except ValueError:
+        raise StoreCorruptError(url, f"actorlog_meta.{key} holds {value!r}, not a number") from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import asyncpg
 import pytest
-from actorlog import ConfigurationError, CorruptEntryError
+from actorlog import ConfigurationError, CorruptEntryError, StoreCorruptError
 from actorlog.store import EntryRow
 from actorlog.stores import PostgresStore, open_store
 
@@ -148,4 +148,35 @@ async def test_a_damaged_last_seq_is_damage_not_another_runtime(postgres_url: st
         assert "another runtime" not in str(info.value)
     finally:
         await store.close()
+        await _pg.drop_schemas(postgres_url, schema)
+
+
+@pytest.mark.parametrize(
+    ("key", "read_only"),
+    # a read-only opener checks the format version only (it migrates nothing)
+    [("format_version", False), ("format_version", True), ("schema_version", False)],
+)
+async def test_a_damaged_version_in_actorlog_meta_is_named(
+    postgres_url: str, key: str, read_only: bool
+) -> None:
+    """A version that is not a number was a raw ValueError at open: it is damage below the
+    rows, named with the store and the column, and nothing is changed."""
+    schema = _pg.new_schema("actorlog_meta")
+    store = PostgresStore(postgres_url, schema=schema)
+    try:
+        await store.open()
+        await store.close()
+        conn = await asyncpg.connect(postgres_url)
+        try:
+            await conn.execute(
+                f"UPDATE {_pg.quote_ident(schema)}.actorlog_meta SET value = 'x1' WHERE key = $1",
+                key,
+            )
+        finally:
+            await conn.close()
+        damaged = PostgresStore(postgres_url, schema=schema, read_only=read_only)
+        with pytest.raises(StoreCorruptError, match=f"actorlog_meta.{key} holds 'x1'"):
+            await damaged.open()
+        await damaged.close()
+    finally:
         await _pg.drop_schemas(postgres_url, schema)
