@@ -160,6 +160,12 @@ async def harness_call(call: Awaitable[None]) -> None:
         pytest.skip("the harness cannot do this (NotImplementedError)")
 
 
+def require_hook(harness: StoreHarness, name: str) -> None:
+    """Skip the test if the harness does not implement its optional hook ``name``."""
+    if getattr(type(harness), name) is getattr(StoreHarness, name):
+        pytest.skip(f"{type(harness).__name__} does not implement {name}()")
+
+
 def batch_sizes_of(harness: StoreHarness, store: Store) -> list[int] | None:
     if "group_commit" in harness.lacks:
         return None

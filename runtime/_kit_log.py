@@ -23,6 +23,7 @@ from ._kit import (
     needs,
     registered,
     require,
+    require_hook,
     snapshot,
 )
 from .store import (
@@ -315,12 +316,11 @@ class LogContract:
         """A writer that bypasses the store's code still cannot break the seq chain."""
         store = await harness.open()
         require(harness, store, "multi_process")
+        require_hook(harness, "raw_insert")
         rows, actor = await log_of_two(store)
         for bad in (msg(ACTOR, 4, "x"), msg(ACTOR, 2, "y"), msg(ACTOR, 1, "z")):
-            with pytest.raises(Exception) as info:
+            with pytest.raises(Exception):  # noqa: B017  # the database's own error type
                 await harness.raw_insert(bad)
-            if info.type is NotImplementedError:
-                pytest.skip("the harness cannot insert rows bypassing the store")
             await assert_unchanged(store, ACTOR, rows, actor)
         with pytest.raises(Exception):  # noqa: B017
             await harness.raw_insert(msg("ghost", 1))
