@@ -11,6 +11,8 @@ did not finish, the call is in doubt again and takes one new decision.
 
 from __future__ import annotations
 
+import getpass
+import socket
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +20,15 @@ from . import _codec, _records
 from ._errors import AlreadyDecidedError, ConfigurationError
 from .store import EntryRow, Store
 
-__all__ = ["already_decided", "check_decidable", "settling", "state"]
+__all__ = [
+    "MISSING",
+    "already_decided",
+    "check_decidable",
+    "operator_decision",
+    "settling",
+    "state",
+    "whoami",
+]
 
 #: (kind, action, payload): ``kind`` is ``result`` or ``decision``; ``action`` its type tag.
 Outcome = tuple[str, str, dict[str, Any]]
@@ -110,4 +120,43 @@ def already_decided(actor_id: str, intent_seq: int, payload: dict[str, Any]) -> 
         at=payload.get("at"),
         seq=None,
         pending=True,
+    )
+
+
+#: The default of ``result=``: "not given" (``None`` is a result like any other).
+MISSING: Any = object()
+
+
+def whoami() -> str:
+    """The default ``by`` of an operator's decision: ``user@host``."""
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def operator_decision(
+    *, result: Any, retry: bool, fail: str | None, by: str | None, reason: str
+) -> dict[str, Any]:
+    """The ``decision`` payload that ``resolve(result=... | retry=True | fail="why")`` asks
+    for, live (``ActorSystem.resolve``) or offline (``actorlog.ops.resolve``).
+
+    Raises:
+        ConfigurationError: not exactly one of the three.
+        EncodeError: ``result`` cannot be encoded. Nothing is written either way.
+    """
+    if sum([result is not MISSING, bool(retry), fail is not None]) != 1:
+        raise ConfigurationError("pass exactly one of result=..., retry=True, fail='why'")
+    who = by or whoami()
+    if result is not MISSING:
+        value = _codec.to_plain(result, "resolved result")
+        return _records.decision_payload(action="result", value=value, by=who, reason=reason)
+    if retry:
+        return _records.decision_payload(action="retry", by=who, reason=reason)
+    return _records.decision_payload(
+        action="fail",
+        error={"type": "OperatorFailed", "message": str(fail)},
+        by=who,
+        reason=reason or str(fail),
     )

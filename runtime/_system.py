@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import getpass
 import json
 import logging
 import os
@@ -20,7 +19,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from . import _codec
+from . import _codec, _decisions
 from ._actor import Actor, accepted_messages
 from ._cell import Cell, Moved, Reply
 from ._errors import (
@@ -776,7 +775,7 @@ class ActorSystem:
         actor_id: str,
         intent_seq: int,
         *,
-        result: Any = _MISSING,
+        result: Any = _decisions.MISSING,
         retry: bool = False,
         fail: str | None = None,
         by: str | None = None,
@@ -788,26 +787,20 @@ class ActorSystem:
         (run it again, once) or ``fail="why"`` (the call did not happen; ``ctx.call`` raises
         ``ToolCallError`` in the handler).
         """
-        chosen = [result is not _MISSING, bool(retry), fail is not None]
-        if sum(chosen) != 1:
-            raise ConfigurationError("pass exactly one of result=..., retry=True, fail='why'")
+        decision = _decisions.operator_decision(
+            result=result, retry=retry, fail=fail, by=by, reason=reason
+        )
         cell = self._cells.get(actor_id)
         if cell is None:
             raise ActorNotFoundError(f"actor {actor_id!r} is not running in this system")
-        who = by or _whoami()
-        if result is not _MISSING:
-            value = _codec.to_plain(result, "resolved result")
-            await cell.resolve(intent_seq, action="result", value=value, by=who, reason=reason)
-        elif retry:
-            await cell.resolve(intent_seq, action="retry", by=who, reason=reason)
-        else:
-            await cell.resolve(
-                intent_seq,
-                action="fail",
-                error={"type": "OperatorFailed", "message": str(fail)},
-                by=who,
-                reason=reason or str(fail),
-            )
+        await cell.resolve(
+            intent_seq,
+            action=decision["action"],
+            value=decision.get("value"),
+            error=decision.get("error"),
+            by=decision["by"],
+            reason=decision["reason"],
+        )
 
 
 def _restartable(cell: Cell) -> bool:
@@ -828,10 +821,3 @@ def _restartable(cell: Cell) -> bool:
 def _client_name() -> str:
     """A unique owner name for a client (it holds no lease; the name labels its asks)."""
     return f"client-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-
-def _whoami() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:
-        return "unknown"

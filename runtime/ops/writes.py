@@ -7,9 +7,7 @@ runtime's writes: if a runtime appends to the same actor first, they raise
 from __future__ import annotations
 
 import contextlib
-import getpass
 import json
-import socket
 import time
 from typing import Any
 
@@ -35,23 +33,13 @@ from .reads import (
     _status,
 )
 
-_MISSING: Any = object()
-
-
-def _whoami() -> str:
-    try:
-        user = getpass.getuser()
-    except Exception:
-        user = "unknown"
-    return f"{user}@{socket.gethostname()}"
-
 
 async def resolve(
     store: Store,
     actor_id: str,
     intent_seq: int,
     *,
-    result: Any = _MISSING,
+    result: Any = _decisions.MISSING,
     retry: bool = False,
     fail: str | None = None,
     by: str | None = None,
@@ -72,9 +60,9 @@ async def resolve(
         ActorNotFoundError: no such actor.
         SequenceConflictError: a runtime appended to the actor meanwhile; nothing written.
     """
-    chosen = [result is not _MISSING, bool(retry), fail is not None]
-    if sum(chosen) != 1:
-        raise ConfigurationError("pass exactly one of result=..., retry=True, fail='why'")
+    payload = _decisions.operator_decision(
+        result=result, retry=retry, fail=fail, by=by, reason=reason
+    )
     row = await _actor_row(store, actor_id)
     status = await _status(store, row)
     if status.status == "quarantined":
@@ -96,24 +84,7 @@ async def resolve(
             f"intent seq {intent_seq} already has a retry authorized; the runtime runs it on "
             "recovery"
         )
-    who = by or _whoami()
-    if result is not _MISSING:
-        payload = _records.decision_payload(
-            action="result",
-            value=_codec.to_plain(result, "resolved result"),
-            by=who,
-            reason=reason,
-        )
-    elif retry:
-        payload = _records.decision_payload(action="retry", by=who, reason=reason)
-    else:
-        payload = _records.decision_payload(
-            action="fail",
-            error={"type": "OperatorFailed", "message": str(fail)},
-            by=who,
-            reason=reason or str(fail),
-        )
-    action = str(payload["action"])
+    action, who = str(payload["action"]), str(payload["by"])
     last = status.last_seq
     data = _codec.encode_plain(payload, "decision entry")
     entry = _codec.make_row(actor_id, last + 1, "decision", action, intent_seq, None, data)
@@ -305,7 +276,7 @@ async def fork(
             await store.save_snapshot(SnapshotRow(info=new_info, data=snap.data))
             snapshot_seq = info.seq
         break
-    who = by or _whoami()
+    who = by or _decisions.whoami()
     detail = {
         "source": actor_id,
         "at": at,
