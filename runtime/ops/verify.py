@@ -43,11 +43,16 @@ async def verify(
         ActorNotFoundError: ``actor_id`` does not exist.
         StoreUnavailableError: the store could not be read.
     """
-    actors = await store.list_actors()  # lenient: a damaged summary row is a finding
-    if actor_id is not None:
-        actors = [a for a in actors if a.actor_id == actor_id]
-        if not actors:
+    if actor_id is None:
+        actors = await store.list_actors()  # lenient: a damaged summary row is a finding
+    else:
+        try:
+            one = await store.get_actor(actor_id)
+        except CorruptEntryError:  # its summary row is damaged: the listing carries it
+            one = next((a for a in await store.list_actors() if a.actor_id == actor_id), None)
+        if one is None:
             raise ActorNotFoundError(f"no actor {actor_id!r} in {store.url}")
+        actors = [one]
     total = sum(max(0, a.last_seq - a.first_seq + 1) for a in actors if a.last_seq)
     report = VerifyReport(limits=[str(x) for x in getattr(store, "verify_limits", ())])
     done = 0
