@@ -38,7 +38,8 @@ from ._errors import (
     WALError,
 )
 from ._ownership import Lease, OwnershipChange
-from ._system import ActorRef, ActorSystem
+from ._ref import ActorRef
+from ._system import ActorSystem
 from ._tools import Happened, NotHappened, Tool, tool
 
 __all__ = [

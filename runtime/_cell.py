@@ -1,4 +1,8 @@
-"""One live actor: its journal, mailbox, recovery, and the step loop."""
+"""One live actor: its lifecycle, the posts into it, and the step loop.
+
+A cell reaches the runtime around it only through :class:`CellHost` (implemented by the
+``ActorSystem``), and is itself the host its steps' ``Context`` talks to (``StepHost``).
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,16 @@ import collections
 import functools
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
 import attrs
-from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _records, _recovery, _snapshots, _telemetry
 from ._actor import Actor, accepted_messages, reply_type
-from ._context import Context, Recorded, is_call_error
+from ._context import Context, is_call_error
 from ._errors import (
     ActorlogError,
     ActorQuarantinedError,
@@ -24,158 +27,78 @@ from ._errors import (
     ConfigurationError,
     CorruptEntryError,
     EncodeError,
-    HandlerError,
     LeaseLostError,
     RecoveryError,
     SequenceConflictError,
     StoreUnavailableError,
 )
+from ._mailbox import (
+    PASSIVATE,
+    STOP,
+    Envelope,
+    Mailbox,
+    Moved,
+    Reply,
+    Undecodable,
+    settle,
+    step_outcome,
+)
 from ._snapshots import SnapshotPolicy, build_snapshot
-from ._telemetry import ATTR, EVENT, SPAN, tracer
+from ._telemetry import ATTR, SPAN, tracer
 from ._wal import Journal
 
 if TYPE_CHECKING:
-    from opentelemetry.context import Context as OtelContext
+    from collections.abc import Callable, Coroutine
 
-    from ._system import ActorSystem
+    from ._ref import ActorRef
+    from ._registry import Registry
+    from ._snapshots import RecoveryCost
+    from .store import Store
 
-__all__ = ["Cell", "Reply", "Undecodable"]
-
-
-class Moved(Exception):  # internal signal, never escapes the system
-    """The cell passivated while a post was on its way: post to a fresh cell instead."""
-
-
-class Reply:
-    """Where one ``ask`` waits for its step to complete.
-
-    Each caller gets its own slot, registered under the message's seq in the cell's
-    ``waiters``; a caller that stops waiting (cancelled, timed out) withdraws its slot, so
-    nothing is left behind for a later ask of the same message to wait on.
-    """
-
-    __slots__ = ("_seq", "_waiters", "error", "event", "value")
-
-    def __init__(self, waiters: dict[int, list[Reply]] | None = None, seq: int = 0) -> None:
-        self.event = anyio.Event()
-        self.value: Any = None
-        self.error: BaseException | None = None
-        self._waiters = waiters
-        self._seq = seq
-        if waiters is not None:
-            waiters.setdefault(seq, []).append(self)
-
-    def set(self, value: Any = None, error: BaseException | None = None) -> None:
-        if not self.event.is_set():
-            self.value, self.error = value, error
-            self.event.set()
-
-    def withdraw(self) -> None:
-        """Leave the cell's waiters (idempotent)."""
-        waiters, self._waiters = self._waiters, None
-        if waiters is not None:
-            slots = waiters.get(self._seq)
-            if slots is not None and self in slots:
-                slots.remove(self)
-                if not slots:
-                    del waiters[self._seq]
-
-    async def wait(self) -> Any:
-        """Wait for the reply. A cancellation point: a cancelled wait withdraws the slot
-        (the message stays logged; ask again with its ``message_id`` for the reply)."""
-        try:
-            if not self.event.is_set():
-                await self.event.wait()
-        finally:
-            self.withdraw()
-        if self.error is not None:
-            raise self.error
-        return self.value
+__all__ = ["Cell", "CellHost"]
 
 
-def _settle(
-    waiters: dict[int, list[Reply]], seq: int, value: Any, error: BaseException | None
-) -> None:
-    for slot in waiters.pop(seq, ()):
-        slot._waiters = None
-        slot.set(value, error)
+class CellHost(Protocol):
+    """What a cell needs of the runtime that runs it."""
 
+    store: Store
+    registry: Registry
 
-class _Mailbox:
-    """A cell's queue of envelopes: unbounded, one consumer. Cheaper per message than a
-    memory object stream: no event and no checkpoint per receive, only an event when the
-    consumer actually has to wait."""
+    @property
+    def closing(self) -> bool:
+        """The runtime is shutting down (a failed delivery then stops the step)."""
+        ...
 
-    __slots__ = ("_items", "_waiter", "closed")
+    def recovery_cost(self, actor_type: str) -> RecoveryCost: ...
 
-    def __init__(self) -> None:
-        self._items: collections.deque[_Envelope | str | None] = collections.deque()
-        self._waiter: anyio.Event | None = None
-        self.closed = False
+    def lease_token(self, actor_id: str) -> int:
+        """The fencing token this runtime holds the actor's lease with (0: no leases)."""
+        ...
 
-    def __len__(self) -> int:
-        return len(self._items)
+    def check_lease(self, actor_id: str, token: int) -> None:
+        """Raise ``LeaseLostError`` unless the lease is certain (no-op without leases)."""
+        ...
 
-    def put(self, item: _Envelope | str | None) -> None:
-        """Queue ``item``. Raises ``anyio.ClosedResourceError`` once the cell has closed."""
-        if self.closed:
-            raise anyio.ClosedResourceError
-        self._items.append(item)
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None:
-            waiter.set()
+    def adopt_options(
+        self, cls: type[Actor[Any]], actor_id: str, saved: dict[str, Any]
+    ) -> SnapshotPolicy | None:
+        """Spawn options read back from the store: the policy they give, unless a ``spawn``
+        in this runtime gave options already (or they are invalid): then None."""
+        ...
 
-    def get_nowait(self) -> _Envelope | str | None:
-        """The next item. Raises ``anyio.WouldBlock`` if there is none."""
-        if self._items:
-            return self._items.popleft()
-        raise anyio.WouldBlock
+    def forget(self, cell: Cell) -> None:
+        """The cell passivated: drop it from memory."""
+        ...
 
-    async def get(self) -> _Envelope | str | None:
-        while not self._items:
-            if self.closed:
-                raise anyio.ClosedResourceError
-            self._waiter = anyio.Event()
-            await self._waiter.wait()
-        return self._items.popleft()
+    def spawn_task(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None: ...
 
-    def close(self) -> None:
-        self.closed = True
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None:
-            waiter.set()
+    async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str, sender: str) -> None:
+        """``ctx.send``: the runtime's one delivery path."""
+        ...
 
+    async def spawn(self, cls: type[Any], actor_id: str, **options: Any) -> ActorRef[Any]: ...
 
-@attrs.define
-class _Envelope:
-    seq: int
-    type_tag: str
-    message: Any
-    message_id: str | None
-    trace: dict[str, str] | None
-    recorded: list[Recorded] | None = None
-    decode_error: BaseException | None = None
-    parent: OtelContext | None = None
-
-
-@attrs.frozen
-class Undecodable:
-    """A message from the store's inbox that this runtime cannot decode (a type it does not
-    know yet, as in a rolling deploy): posted as it came, its step fails with ``error``."""
-
-    type_tag: str
-    body: Any
-    error: BaseException
-
-
-def _decode_failed(p: dict[str, Any]) -> bool:
-    """A recorded step whose message could not be decoded: its handler never ran."""
-    err = p.get("error") or {}
-    return (
-        not p.get("ok")
-        and err.get("type") == "ConfigurationError"
-        and str(err.get("message", "")).startswith(("unknown message type", "cannot decode"))
-    )
+    def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]: ...
 
 
 @attrs.define
@@ -190,10 +113,10 @@ class _InDoubt:
 
 class Cell:
     def __init__(
-        self, system: ActorSystem, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy
+        self, host: CellHost, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy
     ) -> None:
-        self.system = system
-        self.store = system.store
+        self.host = host
+        self.store = host.store
         self.cls = cls
         self.actor_id = actor_id
         self.actor_type = _codec.type_tag(cls)
@@ -208,7 +131,7 @@ class Cell:
         self.error: BaseException | None = None
         self.ready = anyio.Event()
         self.done = anyio.Event()
-        self._mailbox = _Mailbox()
+        self._mailbox = Mailbox()
         #: message seq -> the slots of the asks waiting for its step
         self.waiters: dict[int, list[Reply]] = {}
         #: message id -> seq of messages logged here that are not yet both handled and
@@ -226,21 +149,33 @@ class Cell:
         self.last_recovery: dict[str, Any] | None = None
         self.last_active = time.monotonic()
         self.passivating = False
-        self.cost = system._recovery_cost(self.actor_type)
+        self.cost = host.recovery_cost(self.actor_type)
         self.replay_cpu = 0.0  # handler time of the steps since the last snapshot
         self.snapshot_bytes = 0
         self.snapshot_seq = 0
-        own = system._ownership
         #: the fencing token of the lease this cell runs under (0 without leases)
-        self.fencing_token = 0 if own is None else own.tokens.get(actor_id, 0)
+        self.fencing_token = host.lease_token(actor_id)
 
     def check_lease(self) -> int:
         """Before a tool starts: the fencing token, if this runtime's lease of the actor is
         certain. Raises ``LeaseLostError`` if not (see ``Ownership.check_lease``)."""
-        own = self.system._ownership
-        if own is not None:
-            own.check_lease(self.actor_id, self.fencing_token)
+        self.host.check_lease(self.actor_id, self.fencing_token)
         return self.fencing_token
+
+    # -- what its steps' Context reaches (StepHost) ----------------------------------------
+
+    @property
+    def closing(self) -> bool:
+        return self.host.closing
+
+    async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str) -> None:
+        await self.host.deliver(ref, msg, message_id=message_id, sender=self.actor_id)
+
+    async def spawn(self, cls: type[Any], actor_id: str, **options: Any) -> ActorRef[Any]:
+        return await self.host.spawn(cls, actor_id, **options)
+
+    def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]:
+        return self.host.ref(cls, actor_id)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -248,7 +183,7 @@ class Cell:
         """The cell's task: recover, then handle messages until closed or quarantined."""
         try:
             try:
-                await self._recover()
+                await _recovery.recover(self)
             except ActorlogError as exc:
                 error, status = self._stopping(exc)
                 self.quarantine(error, status=status)
@@ -265,11 +200,11 @@ class Cell:
                 self.quarantine(RecoveryError(self.actor_id, self.handled_seq, repr(exc)))
         finally:
             if self.status == "passivated":
-                self.system._forget(self)
+                self.host.forget(self)
             elif self.status not in ("quarantined", "stopped"):
                 self.status = "stopped"
             for seq in list(self.waiters):
-                _settle(
+                settle(
                     self.waiters, seq, None, ActorStoppedError(f"actor {self.actor_id!r} stopped")
                 )
             self.ready.set()
@@ -324,7 +259,7 @@ class Cell:
             return
         self.passivating = True
         try:
-            self._mailbox.put("passivate")
+            self._mailbox.put(PASSIVATE)
         except anyio.ClosedResourceError:
             pass
 
@@ -335,7 +270,7 @@ class Cell:
     def close(self) -> None:
         """Stop after the current step (pending messages stay in the log)."""
         try:
-            self._mailbox.put(None)
+            self._mailbox.put(STOP)
         except anyio.ClosedResourceError:
             pass  # already stopped
 
@@ -348,7 +283,7 @@ class Cell:
         self.error = exc
         err = self.failure()
         for seq in list(self.waiters):
-            _settle(self.waiters, seq, None, err)
+            settle(self.waiters, seq, None, err)
         for w in self.in_doubt.values():
             w.event.set()
         self.ready.set()
@@ -384,7 +319,7 @@ class Cell:
 
     def note_event(self, kind: str, detail: dict[str, Any]) -> None:
         """Record an operator-history event, best effort, without blocking the caller."""
-        self.system._spawn_task(self._record_event, kind, json.dumps(detail, default=str))
+        self.host.spawn_task(self._record_event, kind, json.dumps(detail, default=str))
 
     async def _record_event(self, kind: str, detail: str) -> None:
         try:
@@ -392,176 +327,24 @@ class Cell:
         except Exception:
             pass  # history is best effort; the log is the truth
 
-    # -- recovery --------------------------------------------------------------------------
-
-    async def _load_options(self) -> None:
+    async def load_options(self) -> None:
         """Take the spawn options last saved for this actor (``ActorSystem.spawn``), unless
         a ``spawn`` in this system gave some already. Damaged saved options are ignored
         (the class attributes hold), never fatal."""
         found = _records.saved_options(await self.store.read_events(self.actor_id))
         saved: dict[str, Any] = found[0] if found is not None else {}
         self.saved_options = saved
-        if saved and self.actor_id not in self.system._spawn_options:
-            try:
-                self.policy = self.system._policy(self.cls, saved)
-            except ConfigurationError:
-                return
-            self.system._spawn_options[self.actor_id] = saved
+        if saved:
+            policy = self.host.adopt_options(self.cls, self.actor_id, saved)
+            if policy is not None:
+                self.policy = policy
 
-    async def _recover(self) -> None:
-        await self._load_options()
-        t0 = time.perf_counter()
-        initial = self.actor.initial_state()
-        state_type = type(initial)
-        state_tag = _codec.type_tag(state_type)
-        attributes = {ATTR.ACTOR_ID: self.actor_id, ATTR.ACTOR_TYPE: self.actor_type}
-        with tracer.start_as_current_span(SPAN.RECOVER, attributes=attributes) as span:
-            rejected_events: list[tuple[int, str]] = []
+    def decode_message(self, tag: str, body: Any) -> Any:
+        return self.host.registry.decode_message(tag, body)
 
-            def on_reject(info: Any, reason: str) -> None:
-                rejected_events.append((info.seq, reason))
-                span.add_event(
-                    EVENT.SNAPSHOT_REJECTED,
-                    {ATTR.SNAPSHOT_SEQ: info.seq, ATTR.REJECT_REASON: reason},
-                )
-                self.note_event("snapshot_rejected", {"seq": info.seq, "reason": reason})
-
-            try:
-                plan = await _recovery.plan(
-                    self.store,
-                    self.actor_id,
-                    state_tag=state_tag,
-                    schema_version=self.cls.schema_version,
-                    on_reject=on_reject,
-                    decode=lambda plain: _codec.converter.structure(plain, state_type),
-                )
-                self.journal = Journal(self.store, self.actor_id, plan.last_seq)
-                self.actor.state = initial if plan.state_data is None else plan.state
-                t_loaded = time.perf_counter()
-                self.handled_seq = plan.handled_seq
-                self.snapshot_seq, self.snapshot_bytes = plan.snapshot_seq, plan.snapshot_size
-                replayed = 0
-                for m in plan.messages:
-                    if m.step is None:
-                        break
-                    t_step = time.perf_counter()
-                    await self._replay(m)
-                    self.replay_cpu += time.perf_counter() - t_step
-                    replayed += 1
-                pending = plan.messages[replayed:]
-                # Count toward the next snapshot from the last one, not from this start: an
-                # actor restarted more often than snapshot_every steps still snapshots.
-                self.steps_since_snapshot = replayed
-                age = max(time.time() - plan.snapshot_created_at, 0.0)
-                self.last_snapshot_at = time.monotonic() - age
-                in_doubt = 0
-                parent = trace.set_span_in_context(span)
-                for i, m in enumerate(pending):
-                    env = self._envelope(m)
-                    if i == 0 and m.recorded:
-                        env.recorded = m.recorded
-                        env.parent = parent
-                        for rec in m.recorded:
-                            if rec.kind == "intent" and not rec.outcomes:
-                                in_doubt += 1
-                                span.add_event(
-                                    EVENT.IN_DOUBT,
-                                    {
-                                        ATTR.SEQ: m.seq,
-                                        ATTR.INTENT_SEQ: rec.seq,
-                                        ATTR.TOOL: rec.type_tag,
-                                        ATTR.TOOL_EFFECT: str(rec.payload.get("effect")),
-                                        ATTR.TOOL_POLICY: str(rec.payload.get("policy")),
-                                        ATTR.IDEMPOTENCY_KEY: str(rec.payload.get("key")),
-                                    },
-                                )
-                    self._mailbox.put(env)
-                duration = time.perf_counter() - t0
-                self.cost.observe(
-                    duration=duration,
-                    load_seconds=max(t_loaded - t0 - plan.entries_read * self.cost.per_entry, 0.0),
-                    snapshot_bytes=plan.snapshot_size,
-                    entries=plan.entries_read,
-                    replay_cpu=self.replay_cpu,
-                )
-                span.set_attributes(
-                    {
-                        ATTR.SNAPSHOT_SEQ: plan.snapshot_seq,
-                        ATTR.SNAPSHOTS_REJECTED: len(plan.rejected),
-                        ATTR.ENTRIES_READ: plan.entries_read,
-                        ATTR.ENTRIES_CUT: 0,
-                        ATTR.STEPS_REPLAYED: replayed,
-                        ATTR.IN_DOUBT: in_doubt,
-                        ATTR.PENDING_MESSAGES: len(pending),
-                        ATTR.RECOVER_DURATION: duration,
-                    }
-                )
-                _telemetry.recovery_duration.record(duration, {ATTR.ACTOR_TYPE: self.actor_type})
-                _telemetry.replayed_steps.add(replayed, {ATTR.ACTOR_TYPE: self.actor_type})
-                self.last_recovery = {
-                    "snapshot_seq": plan.snapshot_seq,
-                    "snapshots_rejected": plan.rejected,
-                    "entries_read": plan.entries_read,
-                    "steps_replayed": replayed,
-                    "pending_messages": len(pending),
-                    "in_doubt": in_doubt,
-                    "duration_s": duration,
-                }
-                if plan.entries_read or plan.snapshot_seq:
-                    self.note_event("recovered", self.last_recovery)
-            except ActorlogError as exc:
-                _telemetry.record_failure(span, exc, self.actor_id)
-                raise
-        self.status = "running"
-        self.ready.set()
-
-    def _envelope(self, m: _recovery.PendingMessage) -> _Envelope:
-        env = _Envelope(m.seq, m.type_tag, None, m.message_id, m.trace)
-        try:
-            env.message = self.system._decode_message(m.type_tag, m.body)
-        except ActorlogError as exc:
-            env.decode_error = exc
-        return env
-
-    async def _replay(self, m: _recovery.PendingMessage) -> None:
-        try:
-            msg = self.system._decode_message(m.type_tag, m.body)
-        except ActorlogError:
-            if m.step is not None and _decode_failed(m.step):
-                self.handled_seq = m.seq  # live, the handler never ran either
-                return
-            raise
-        ctx = Context(self, m.seq, m.recorded, complete=True)
-        step = m.step or {}
-        with tracer.start_as_current_span(
-            SPAN.REPLAY_STEP,
-            links=_telemetry.link_to(step.get("span")),
-            attributes={
-                ATTR.ACTOR_ID: self.actor_id,
-                ATTR.ACTOR_TYPE: self.actor_type,
-                ATTR.SEQ: m.seq,
-                ATTR.MESSAGE_TYPE: m.type_tag,
-                ATTR.MESSAGE_ID: m.message_id or "",
-                ATTR.OUTCOME: "ok" if step.get("ok") else "error",
-                ATTR.FINISHED_LIVE: False,
-            },
-        ) as span:
-            try:
-                await self.actor.receive(ctx, msg)
-            except BaseException as exc:
-                if not is_call_error(exc):
-                    raise
-                # the recorded outcome stands; only effects must match
-            if ctx.fatal is None:
-                try:
-                    ctx.check_consumed()
-                except ActorlogError:
-                    pass
-            span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
-            if ctx.fatal is not None:
-                span.set_status(Status(StatusCode.ERROR, str(ctx.fatal)))
-                raise ctx.fatal
-        self.handled_seq = m.seq
+    def queue(self, env: Envelope) -> None:
+        """Queue a recovered message for its step."""
+        self._mailbox.put(env)
 
     # -- messages in -----------------------------------------------------------------------
 
@@ -594,7 +377,7 @@ class Cell:
                 await self.ready.wait()
             self.check_usable()
             if not isinstance(msg, Undecodable):
-                self.system._learn_message_type(type(msg))
+                self.host.registry.learn(type(msg))
             if message_id is not None:
                 _codec.validate_message_id(message_id)
                 existing = await self._find_message(message_id)
@@ -618,13 +401,13 @@ class Cell:
             # will (live equals replay; the caller's object is not shared with the handler).
             # It may start before the commit completes: nothing it does escapes before the
             # journal is flushed, and every flush covers this entry.
-            env = _Envelope(seq, tag, None, message_id, payload["trace"])
+            env = Envelope(seq, tag, None, message_id, payload["trace"])
             if isinstance(msg, Undecodable):
                 env.decode_error = msg.error
             else:
                 try:
                     body = self.journal.last_payload()["body"]
-                    env.message = self.system._decode_message(tag, body)
+                    env.message = self.host.registry.decode_message(tag, body)
                 except ActorlogError as exc:
                     env.decode_error = exc
             self._mailbox.put(env)
@@ -715,17 +498,8 @@ class Cell:
             self.actor_id, seq, "reference", "a handled message has no step in the log"
         )
 
-    def _outcome(self, seq: int, p: dict[str, Any]) -> tuple[Any, BaseException | None]:
-        if p.get("ok"):
-            value = p.get("reply")
-            if self.reply_type is not Any and value is not None:
-                try:
-                    value = _codec.converter.structure(value, self.reply_type)
-                except Exception:
-                    pass
-            return value, None
-        err = p.get("error") or {}
-        return None, HandlerError(self.actor_id, seq, str(err.get("type")), str(err.get("message")))
+    def _outcome(self, seq: int, step: dict[str, Any]) -> tuple[Any, BaseException | None]:
+        return step_outcome(self.actor_id, seq, step, self.reply_type)
 
     # -- the step loop ---------------------------------------------------------------------
 
@@ -738,20 +512,21 @@ class Cell:
                 await self.journal.flush()  # idle: make buffered steps durable
                 self._prune_inflight()
                 env = await self._mailbox.get()
-            if env is None:
+            if env is STOP:
                 await self.journal.flush()
                 return
-            if isinstance(env, str):  # "passivate"
+            if env is PASSIVATE:
                 await self.journal.flush()
                 if self.steps_since_snapshot:
                     await self.snapshot()
                 self.status = "passivated"
                 return
+            assert isinstance(env, Envelope)
             self.status = "running"
             self.last_active = time.monotonic()
             await self._handle(env)
 
-    async def _handle(self, env: _Envelope) -> None:
+    async def _handle(self, env: Envelope) -> None:
         ctx = Context(self, env.seq, env.recorded, complete=False)
         resumed = bool(env.recorded)
         name = SPAN.REPLAY_STEP if resumed else SPAN.STEP
@@ -851,7 +626,7 @@ class Cell:
             value, herr = outcome
             if herr is not None:
                 herr.__cause__ = error
-            _settle(self.waiters, env.seq, value, herr)
+            settle(self.waiters, env.seq, value, herr)
         if due:
             await self.snapshot(step_seq)
 
@@ -913,9 +688,6 @@ class Cell:
                 self.last_snapshot_at = time.monotonic()
 
     # -- in doubt --------------------------------------------------------------------------
-
-    def recovery_note_in_doubt(self, intent_seq: int, tool: str, policy: str) -> None:
-        self.note_event("in_doubt", {"intent_seq": intent_seq, "tool": tool, "policy": policy})
 
     async def wait_in_doubt(self, intent_seq: int, tool: str, key: str) -> dict[str, Any]:
         """Escalate: wait (status ``in_doubt``) until an operator resolves the intent."""

@@ -16,7 +16,7 @@ import random as _random
 import time
 import uuid as _uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import anyio
 import attrs
@@ -28,14 +28,49 @@ from ._telemetry import ATTR, SPAN, tracer
 from ._tools import Happened, NotHappened, Tool, as_tool, unwrap_partial
 
 if TYPE_CHECKING:
-    from ._actor import Actor
-    from ._cell import Cell
-    from ._system import ActorRef
+    from ._ref import ActorRef
+    from ._wal import Journal
 
-__all__ = ["Context", "Recorded", "idempotency_key", "is_call_error"]
+__all__ = ["Context", "Recorded", "StepHost", "idempotency_key", "is_call_error"]
 
 R = TypeVar("R")
-A = TypeVar("A", bound="Actor[Any]")
+A = TypeVar("A")
+
+
+class StepHost(Protocol):
+    """What a step's ``Context`` needs of the actor it runs in (the ``Cell``)."""
+
+    @property
+    def actor_id(self) -> str: ...
+
+    @property
+    def fencing_token(self) -> int: ...
+
+    @property
+    def journal(self) -> Journal: ...
+
+    @property
+    def closing(self) -> bool:
+        """The runtime is shutting down."""
+        ...
+
+    def check_lease(self) -> int:
+        """Before a tool starts: the fencing token; ``LeaseLostError`` if not certain."""
+        ...
+
+    def note_event(self, kind: str, detail: dict[str, Any]) -> None:
+        """Record an operator-history event, best effort."""
+        ...
+
+    async def wait_in_doubt(self, intent_seq: int, tool: str, key: str) -> dict[str, Any]:
+        """Escalate an in-doubt intent and wait for the operator's decision."""
+        ...
+
+    async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str) -> None: ...
+
+    async def spawn(self, cls: type[Any], actor_id: str, **options: Any) -> ActorRef[Any]: ...
+
+    def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]: ...
 
 
 def idempotency_key(actor_id: str, step_seq: int, index: int) -> str:
@@ -108,7 +143,7 @@ class Context:
 
     def __init__(
         self,
-        cell: Cell,
+        cell: StepHost,
         step_seq: int,
         recorded: list[Recorded] | None = None,
         *,
@@ -254,9 +289,7 @@ class Context:
                 "effect", "send", self.step_seq, _records.effect_payload(index=index, value=value)
             )
             await self._guard(self._cell.journal.flush())
-        await self._delivery(
-            "send", self._cell.system._deliver(ref, msg, message_id=mid, sender=self.actor_id)
-        )
+        await self._delivery("send", self._cell.deliver(ref, msg, message_id=mid))
 
     async def spawn(self, cls: type[A], actor_id: str, /, **options: Any) -> ActorRef[A]:
         """Spawn (or resume) another actor, recorded."""
@@ -265,18 +298,18 @@ class Context:
         self._index += 1
         value = {"actor_type": _codec.type_tag(cls), "actor_id": actor_id}
         rec = self._expect(index, "effect", "spawn", value)
-        system = self._cell.system
+        host = self._cell
         if rec is not None:
             self.effects_from_log += 1
             self._recorded_failure("spawn")
             if self._complete:
-                return system.ref(cls, actor_id)
+                return host.ref(cls, actor_id)
         else:
             self._cell.journal.write(
                 "effect", "spawn", self.step_seq, _records.effect_payload(index=index, value=value)
             )
             await self._guard(self._cell.journal.flush())
-        return await self._delivery("spawn", system.spawn(cls, actor_id, **options))
+        return await self._delivery("spawn", host.spawn(cls, actor_id, **options))
 
     # -- internals -------------------------------------------------------------------------
 
@@ -310,7 +343,7 @@ class Context:
         try:
             return await aw
         except ActorlogError as exc:
-            if self._cell.journal.broken is not None or self._cell.system._closed:
+            if self._cell.journal.broken is not None or self._cell.closing:
                 self.fatal = self.fatal or exc
                 raise
             index = self._index
@@ -576,7 +609,9 @@ class Context:
             # action == "attempt" with no result: the authorized retry was interrupted too
             return await self._escalate(t, rec, args, kwargs, key, attempts)
         # in doubt: intent logged, no outcome
-        self._cell.recovery_note_in_doubt(rec.seq, t.name, t.policy)
+        self._cell.note_event(
+            "in_doubt", {"intent_seq": rec.seq, "tool": t.name, "policy": t.policy}
+        )
         policy = t.policy
         if policy in ("rerun", "rerun-same-key"):
             _telemetry.settled(rec.seq, t.name, policy, policy)

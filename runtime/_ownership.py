@@ -25,8 +25,11 @@ Active when ``ActorSystem(store, owner=...)`` runs over a store with
   the ones whose class it runs.
 
 Placement: an unowned actor goes to the first runtime that needs it (spawn, send, ask, or the
-take-over scan) unless that runtime already runs ``max_actors``; ``passivate_after`` stops
-actors idle that long and releases their leases.
+take-over scan) unless that runtime already runs ``max_actors``. An actor passivated here
+(``passivate_after``, see ``_passivation``) has its lease released.
+
+This module reaches the runtime through :class:`OwnershipHost` (the ``ActorSystem``), never
+through its private attributes.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -45,7 +48,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from . import _codec, _records, _telemetry
 from ._actor import Actor, reply_type
-from ._cell import Undecodable
 from ._errors import (
     ActorlogError,
     ConfigurationError,
@@ -53,13 +55,15 @@ from ._errors import (
     LeaseLostError,
     SequenceConflictError,
 )
-from .store import LeaseStore, ReplyStore
+from ._mailbox import Undecodable, step_outcome
+from .store import LeaseStore, ReplyStore, Store
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from ._cell import Cell, Reply
-    from ._system import ActorSystem
+    from ._cell import Cell
+    from ._mailbox import Reply
+    from ._registry import Registry
 
 __all__ = ["LEASE_MARGIN", "Lease", "LeaseStore", "Ownership", "OwnershipChange", "ReplyStore"]
 
@@ -116,6 +120,21 @@ class OwnershipChange:
     reason: str = ""
 
 
+class OwnershipHost(Protocol):
+    """What ownership needs of the runtime it serves (the ``ActorSystem``)."""
+
+    store: Store
+    registry: Registry
+
+    def loaded(self, actor_id: str) -> Cell | None:
+        """The actor's cell in memory here (running or finished), or None."""
+        ...
+
+    async def spawn(self, cls: type[Any], actor_id: str) -> Any:
+        """Start the actor here (taking its lease) or find where it runs."""
+        ...
+
+
 class _Ask:
     """One remote ``ask`` waiting for its step: woken by a reply notification."""
 
@@ -128,24 +147,20 @@ class _Ask:
 class Ownership:
     def __init__(
         self,
-        system: ActorSystem,
+        system: OwnershipHost,
         owner: str,
         lease_ttl: float,
         *,
         poll_interval: float = 0.25,
         reply_poll_interval: float | None = None,
         max_actors: int | None = None,
-        passivate_after: float | None = None,
         client: bool = False,
     ) -> None:
         if not lease_ttl > 0:
             raise ConfigurationError(f"lease_ttl must be > 0, got {lease_ttl!r}")
         if max_actors is not None and max_actors < 1:
             raise ConfigurationError(f"max_actors must be >= 1, got {max_actors!r}")
-        if passivate_after is not None and not passivate_after > 0:
-            raise ConfigurationError(f"passivate_after must be > 0, got {passivate_after!r}")
         self.max_actors = max_actors
-        self.passivate_after = passivate_after
         #: client mode: own no actor, place none, take none over; only send and ask
         self.client = client
         #: (client mode) actors whose row this client has registered, so owners place them
@@ -217,8 +232,6 @@ class Ownership:
         tg.start_soon(self._renew_loop, name=f"actorlog:leases:{self.owner}")
         tg.start_soon(self._inbox_loop, name=f"actorlog:inbox:{self.owner}")
         tg.start_soon(self._takeover_loop, name=f"actorlog:takeover:{self.owner}")
-        if self.passivate_after is not None:
-            tg.start_soon(self._passivate_loop, self.passivate_after)
 
     async def stop(self) -> None:
         """Stop listening and give up every lease (after the actors' last flush)."""
@@ -307,7 +320,7 @@ class Ownership:
         its log and not yet handled, like those of inbox messages. Their askers may wait on
         other runtimes (the previous owner took them out of the inbox before it died)."""
         await anyio.lowlevel.checkpoint()  # the caller starts the cell right after claiming
-        cell = self.system._cells.get(actor_id)
+        cell = self.system.loaded(actor_id)
         if cell is None:
             return
         await cell.ready.wait()
@@ -344,7 +357,7 @@ class Ownership:
         self._renewed.pop(actor_id, None)
         self.lost.append(actor_id)
         self._changed(OwnershipChange("lost", actor_id, token, why))
-        cell = self.system._cells.get(actor_id)
+        cell = self.system.loaded(actor_id)
         if cell is not None and not cell.done.is_set():
             err = LeaseLostError(actor_id, token, None)
             err.args = (f"{err.args[0]} ({why})",)
@@ -395,41 +408,21 @@ class Ownership:
             )
             raise err
 
-    async def _passivate_loop(self, idle_for: float) -> None:
-        while True:
-            await anyio.sleep(min(idle_for / 2, self.ttl / 3))
-            await self._passivate_idle(idle_for)
-
-    async def _passivate_idle(self, idle_for: float) -> None:
-        """Stop actors idle for ``idle_for`` seconds and release their leases.
-
-        Every local use of an actor goes through :meth:`route` or the inbox, which mark it
-        used before posting, so an actor chosen here has no post on its way; one that is used
-        again meanwhile is restarted by ``spawn`` (taking the lease again)."""
-        now = time.monotonic()
-        for actor_id, token in list(self.tokens.items()):
-            cell = self._live(actor_id)
-            if (
-                cell is None
-                or cell.status != "idle"
-                or cell.waiters
-                or cell.inflight_ids
-                or now - self._used.get(actor_id, now) < idle_for
-            ):
-                continue
-            del self.tokens[actor_id]
-            self._used.pop(actor_id, None)
-            cell.close()
-            with anyio.move_on_after(self.ttl / 3):
-                await cell.done.wait()
-            if self.system._cells.get(actor_id) is cell and cell.done.is_set():
-                del self.system._cells[actor_id]
-            try:
-                await self.store.release_lease(actor_id, self.owner, token)
-            except Exception:
-                pass  # it expires
-            self.passivated.append(actor_id)
-            self._changed(OwnershipChange("released", actor_id, token, "passivated"))
+    async def release_passivated(self, actor_id: str, token: int) -> None:
+        """The actor passivated here (its last snapshot is written): release its lease,
+        unless a new cell took it again meanwhile (a message that came during passivation)."""
+        cell = self.system.loaded(actor_id)
+        if self.tokens.get(actor_id) != token or (cell is not None and not cell.done.is_set()):
+            return
+        del self.tokens[actor_id]
+        self._used.pop(actor_id, None)
+        self._renewed.pop(actor_id, None)
+        try:
+            await self.store.release_lease(actor_id, self.owner, token)
+        except Exception:
+            pass  # it expires
+        self.passivated.append(actor_id)
+        self._changed(OwnershipChange("released", actor_id, token, "passivated"))
 
     async def _release_stopped(self) -> None:
         """Let go of actors whose cell stopped here: after a rejected (fenced) append, a
@@ -439,7 +432,7 @@ class Ownership:
         and answers what waits in their inbox. A quarantined actor keeps its lease: its log
         needs an operator, and another runtime would only quarantine it too."""
         for actor_id in list(self.tokens):
-            cell = self.system._cells.get(actor_id)
+            cell = self.system.loaded(actor_id)
             if cell is None or not cell.done.is_set() or cell.status != "stopped":
                 continue
             token = self.tokens.pop(actor_id)
@@ -523,7 +516,7 @@ class Ownership:
     # -- routing ---------------------------------------------------------------------------
 
     def _live(self, actor_id: str) -> Cell | None:
-        cell = self.system._cells.get(actor_id)
+        cell = self.system.loaded(actor_id)
         if cell is not None and not cell.done.is_set() and actor_id in self.tokens:
             return cell
         return None
@@ -552,11 +545,10 @@ class Ownership:
         message_id: str | None,
         sender: str | None,
         want_reply: bool,
-        timeout: float | None = None,
     ) -> Any:
         """Queue ``msg`` for the actor's owner; with ``want_reply``, wait for its step."""
         _codec.check_attrs_instance(msg, "message")
-        self.system._learn_message_type(type(msg))
+        self.system.registry.learn(type(msg))
         if message_id is None:
             message_id = _codec.new_message_id()
         elif not isinstance(message_id, str) or not message_id:
@@ -570,17 +562,15 @@ class Ownership:
             await self.system.store.register_actor(actor_id, _codec.type_tag(cls))
             self._registered.add(actor_id)
         if not want_reply:
-            with anyio.fail_after(timeout):
-                await self.store.inbox_put(actor_id, message_id, tag, body, sender)
+            await self.store.inbox_put(actor_id, message_id, tag, body, sender)
             return None
         # Wait for the notification from before the message is queued: none is missed.
         ask = _Ask()
         waiting = self._asks.setdefault(actor_id, {}).setdefault(message_id, [])
         waiting.append(ask)
         try:
-            with anyio.fail_after(timeout):
-                await self.store.inbox_put(actor_id, message_id, tag, body, sender)
-                return await self._await_reply(cls, actor_id, message_id, ask)
+            await self.store.inbox_put(actor_id, message_id, tag, body, sender)
+            return await self._await_reply(cls, actor_id, message_id, ask)
         finally:
             waiting.remove(ask)
             by_message = self._asks.get(actor_id)
@@ -609,7 +599,12 @@ class Ownership:
             if seq is not None:
                 for step in await store.find_ref(actor_id, "step", seq):
                     _codec.verify_row(step, actor_id, step.seq)
-                    return _outcome(cls, actor_id, seq, _records.decode(step))
+                    value, error = step_outcome(
+                        actor_id, seq, _records.decode(step), reply_type(cls)
+                    )
+                    if error is not None:
+                        raise error
+                    return value
             if self._stop_replies is None:
                 await anyio.sleep(delay)
                 delay = min(delay * 2, self.poll_interval)
@@ -646,7 +641,7 @@ class Ownership:
             try:
                 plain = json.loads(body)
                 try:
-                    msg: Any = self.system._decode_message(tag, plain)
+                    msg: Any = self.system.registry.decode_message(tag, plain)
                 except ConfigurationError as exc:
                     # A type this runtime does not know (yet): logged as it came, its step
                     # fails with the decode error (as for a local message) and the inbox
@@ -713,7 +708,7 @@ class Ownership:
         for actor_id, actor_type in found:
             if self.max_actors is not None and len(self.tokens) >= self.max_actors:
                 return
-            cls = self.system._classes.get(actor_type)
+            cls = self.system.registry.actor_class(actor_type)
             if cls is None or self._live(actor_id) is not None:
                 continue
             self._taking_over = True
@@ -731,17 +726,3 @@ class Ownership:
             self._scan_wake = anyio.Event()
             await self.recover()
             await anyio.sleep(max(self.poll_interval, self.ttl / 10))  # at most this often
-
-
-def _outcome(cls: type[Actor[Any]], actor_id: str, seq: int, p: dict[str, Any]) -> Any:
-    if p.get("ok"):
-        value = p.get("reply")
-        rtype = reply_type(cls)
-        if rtype is not Any and value is not None:
-            try:
-                value = _codec.converter.structure(value, rtype)
-            except Exception:
-                pass
-        return value
-    err = p.get("error") or {}
-    raise HandlerError(actor_id, seq, str(err.get("type")), str(err.get("message")))

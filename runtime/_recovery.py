@@ -2,29 +2,42 @@
 
 ``plan`` reads and verifies; it never writes. It returns the state to start from and, in
 order, the steps to replay (completed), the step that was interrupted (with its recorded
-effects) and the messages still to handle. The cell then re-runs the handlers.
+effects) and the messages still to handle. ``recover`` drives it for a cell: it re-runs the
+completed steps' handlers with their effects served from the log, queues the interrupted
+step and the pending messages, and traces it all as one ``actorlog.recover`` span. It
+reaches the cell through :class:`Recovering`.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
+import anyio
 import attrs
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _records
-from ._context import Recorded
+from . import _codec, _records, _telemetry
+from ._actor import Actor
+from ._context import Context, Recorded, StepHost, is_call_error
 from ._errors import (
+    ActorlogError,
     CorruptEntryError,
     LogCompactedError,
     RecoveryError,
     StoreClosedError,
     StoreUnavailableError,
 )
+from ._mailbox import Envelope
+from ._snapshots import RecoveryCost
+from ._telemetry import ATTR, EVENT, SPAN, tracer
+from ._wal import Journal
 from .store import EntryRow, SnapshotInfo, Store
 
-__all__ = ["Plan", "PendingMessage", "plan"]
+__all__ = ["PendingMessage", "Plan", "Recovering", "plan", "recover"]
 
 _READ_CHUNK = 20_000
 
@@ -252,3 +265,202 @@ async def plan(
 def _unreadable(actor_id: str) -> SnapshotInfo:
     """A stand-in for metadata that could not be read (reported as snapshot seq 0)."""
     return SnapshotInfo(actor_id, 0, 0, "", 0, b"", 0, 0.0)
+
+
+# -- the replay driver ------------------------------------------------------------------
+
+
+class Recovering(StepHost, Protocol):
+    """What the replay driver needs of the cell it recovers (``Cell``)."""
+
+    cls: type[Actor[Any]]
+    actor: Actor[Any]
+    actor_type: str
+    store: Store
+    journal: Journal  # replaced here, once the log's last seq is known
+    cost: RecoveryCost
+    handled_seq: int
+    snapshot_seq: int
+    snapshot_bytes: int
+    replay_cpu: float
+    steps_since_snapshot: int
+    last_snapshot_at: float
+    last_recovery: dict[str, Any] | None
+    status: str
+    ready: anyio.Event
+
+    async def load_options(self) -> None: ...
+
+    def decode_message(self, tag: str, body: Any) -> Any: ...
+
+    def queue(self, env: Envelope) -> None: ...
+
+
+async def recover(cell: Recovering) -> None:
+    """Recover the cell's actor: the newest valid snapshot, the verified tail replayed,
+    the interrupted step and pending messages queued (traced as ``actorlog.recover``)."""
+    await cell.load_options()
+    t0 = time.perf_counter()
+    initial = cell.actor.initial_state()
+    state_type = type(initial)
+    state_tag = _codec.type_tag(state_type)
+    attributes = {ATTR.ACTOR_ID: cell.actor_id, ATTR.ACTOR_TYPE: cell.actor_type}
+    with tracer.start_as_current_span(SPAN.RECOVER, attributes=attributes) as span:
+        rejected_events: list[tuple[int, str]] = []
+
+        def on_reject(info: Any, reason: str) -> None:
+            rejected_events.append((info.seq, reason))
+            span.add_event(
+                EVENT.SNAPSHOT_REJECTED,
+                {ATTR.SNAPSHOT_SEQ: info.seq, ATTR.REJECT_REASON: reason},
+            )
+            cell.note_event("snapshot_rejected", {"seq": info.seq, "reason": reason})
+
+        try:
+            found = await plan(
+                cell.store,
+                cell.actor_id,
+                state_tag=state_tag,
+                schema_version=cell.cls.schema_version,
+                on_reject=on_reject,
+                decode=lambda plain: _codec.converter.structure(plain, state_type),
+            )
+            cell.journal = Journal(cell.store, cell.actor_id, found.last_seq)
+            cell.actor.state = initial if found.state_data is None else found.state
+            t_loaded = time.perf_counter()
+            cell.handled_seq = found.handled_seq
+            cell.snapshot_seq, cell.snapshot_bytes = found.snapshot_seq, found.snapshot_size
+            replayed = 0
+            for m in found.messages:
+                if m.step is None:
+                    break
+                t_step = time.perf_counter()
+                await _replay(cell, m)
+                cell.replay_cpu += time.perf_counter() - t_step
+                replayed += 1
+            pending = found.messages[replayed:]
+            # Count toward the next snapshot from the last one, not from this start: an
+            # actor restarted more often than snapshot_every steps still snapshots.
+            cell.steps_since_snapshot = replayed
+            age = max(time.time() - found.snapshot_created_at, 0.0)
+            cell.last_snapshot_at = time.monotonic() - age
+            in_doubt = 0
+            parent = trace.set_span_in_context(span)
+            for i, m in enumerate(pending):
+                env = _envelope(cell, m)
+                if i == 0 and m.recorded:
+                    env.recorded = m.recorded
+                    env.parent = parent
+                    for rec in m.recorded:
+                        if rec.kind == "intent" and not rec.outcomes:
+                            in_doubt += 1
+                            span.add_event(
+                                EVENT.IN_DOUBT,
+                                {
+                                    ATTR.SEQ: m.seq,
+                                    ATTR.INTENT_SEQ: rec.seq,
+                                    ATTR.TOOL: rec.type_tag,
+                                    ATTR.TOOL_EFFECT: str(rec.payload.get("effect")),
+                                    ATTR.TOOL_POLICY: str(rec.payload.get("policy")),
+                                    ATTR.IDEMPOTENCY_KEY: str(rec.payload.get("key")),
+                                },
+                            )
+                cell.queue(env)
+            duration = time.perf_counter() - t0
+            cell.cost.observe(
+                duration=duration,
+                load_seconds=max(t_loaded - t0 - found.entries_read * cell.cost.per_entry, 0.0),
+                snapshot_bytes=found.snapshot_size,
+                entries=found.entries_read,
+                replay_cpu=cell.replay_cpu,
+            )
+            span.set_attributes(
+                {
+                    ATTR.SNAPSHOT_SEQ: found.snapshot_seq,
+                    ATTR.SNAPSHOTS_REJECTED: len(found.rejected),
+                    ATTR.ENTRIES_READ: found.entries_read,
+                    ATTR.ENTRIES_CUT: 0,
+                    ATTR.STEPS_REPLAYED: replayed,
+                    ATTR.IN_DOUBT: in_doubt,
+                    ATTR.PENDING_MESSAGES: len(pending),
+                    ATTR.RECOVER_DURATION: duration,
+                }
+            )
+            _telemetry.recovery_duration.record(duration, {ATTR.ACTOR_TYPE: cell.actor_type})
+            _telemetry.replayed_steps.add(replayed, {ATTR.ACTOR_TYPE: cell.actor_type})
+            cell.last_recovery = {
+                "snapshot_seq": found.snapshot_seq,
+                "snapshots_rejected": found.rejected,
+                "entries_read": found.entries_read,
+                "steps_replayed": replayed,
+                "pending_messages": len(pending),
+                "in_doubt": in_doubt,
+                "duration_s": duration,
+            }
+            if found.entries_read or found.snapshot_seq:
+                cell.note_event("recovered", cell.last_recovery)
+        except ActorlogError as exc:
+            _telemetry.record_failure(span, exc, cell.actor_id)
+            raise
+    cell.status = "running"
+    cell.ready.set()
+
+
+def _envelope(cell: Recovering, m: PendingMessage) -> Envelope:
+    env = Envelope(m.seq, m.type_tag, None, m.message_id, m.trace)
+    try:
+        env.message = cell.decode_message(m.type_tag, m.body)
+    except ActorlogError as exc:
+        env.decode_error = exc
+    return env
+
+
+async def _replay(cell: Recovering, m: PendingMessage) -> None:
+    try:
+        msg = cell.decode_message(m.type_tag, m.body)
+    except ActorlogError:
+        if m.step is not None and _decode_failed(m.step):
+            cell.handled_seq = m.seq  # live, the handler never ran either
+            return
+        raise
+    ctx = Context(cell, m.seq, m.recorded, complete=True)
+    step = m.step or {}
+    with tracer.start_as_current_span(
+        SPAN.REPLAY_STEP,
+        links=_telemetry.link_to(step.get("span")),
+        attributes={
+            ATTR.ACTOR_ID: cell.actor_id,
+            ATTR.ACTOR_TYPE: cell.actor_type,
+            ATTR.SEQ: m.seq,
+            ATTR.MESSAGE_TYPE: m.type_tag,
+            ATTR.MESSAGE_ID: m.message_id or "",
+            ATTR.OUTCOME: "ok" if step.get("ok") else "error",
+            ATTR.FINISHED_LIVE: False,
+        },
+    ) as span:
+        try:
+            await cell.actor.receive(ctx, msg)
+        except BaseException as exc:
+            if not is_call_error(exc):
+                raise
+            # the recorded outcome stands; only effects must match
+        if ctx.fatal is None:
+            try:
+                ctx.check_consumed()
+            except ActorlogError:
+                pass
+        span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
+        if ctx.fatal is not None:
+            span.set_status(Status(StatusCode.ERROR, str(ctx.fatal)))
+            raise ctx.fatal
+    cell.handled_seq = m.seq
+
+
+def _decode_failed(p: dict[str, Any]) -> bool:
+    """A recorded step whose message could not be decoded: its handler never ran."""
+    err = p.get("error") or {}
+    return (
+        not p.get("ok")
+        and err.get("type") == "ConfigurationError"
+        and str(err.get("message", "")).startswith(("unknown message type", "cannot decode"))
+    )

@@ -7,21 +7,20 @@ import json
 import logging
 import os
 import socket
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from . import _codec, _decisions
-from ._actor import Actor, accepted_messages
-from ._cell import Cell, Moved, Reply
+from ._actor import Actor
+from ._cell import Cell
 from ._errors import (
     ActorlogError,
     ActorNotFoundError,
@@ -32,7 +31,11 @@ from ._errors import (
     LeaseLostError,
     StoreUnavailableError,
 )
+from ._mailbox import Moved, Reply
 from ._ownership import Lease, Ownership, OwnershipChange
+from ._passivation import Passivator
+from ._ref import ActorRef
+from ._registry import Registry
 from ._snapshots import RecoveryCost, SnapshotPolicy
 from .store import Store
 
@@ -42,96 +45,6 @@ logger = logging.getLogger("actorlog")
 
 A = TypeVar("A", bound=Actor[Any])
 _MISSING: Any = object()
-
-
-class ActorRef(Generic[A]):
-    """A handle on an actor by its stable id. Cheap to create; holds no resources."""
-
-    __slots__ = ("actor_id", "cls", "system")
-
-    def __init__(self, system: ActorSystem, cls: type[A], actor_id: str) -> None:
-        self.system = system
-        self.cls = cls
-        self.actor_id = actor_id
-
-    async def send(self, msg: Any, *, message_id: str | None = None) -> None:
-        """Deliver ``msg``; returns once it is durable in the actor's log.
-
-        With a ``message_id`` already used for this actor, nothing is written (exactly once).
-        A cancellation point: if cancelled, the message may or may not have been logged;
-        send again with the same ``message_id`` to be sure.
-
-        Raises:
-            ConfigurationError: ``message_id`` is not a non-empty str that UTF-8 can encode
-                (no lone surrogates), or is too long; nothing was written.
-        """
-        _codec.validate_message_id(message_id)
-        own = self.system._ownership
-        if own is not None and not await own.route(self.cls, self.actor_id):
-            await own.post_remote(
-                self.cls, self.actor_id, msg, message_id=message_id, sender=None, want_reply=False
-            )
-            return
-        await self.system._post_local(
-            self.cls, self.actor_id, msg, message_id=message_id, sender=None, want_reply=False
-        )
-
-    async def ask(
-        self, msg: Any, *, message_id: str | None = None, timeout: float | None = None
-    ) -> Any:
-        """Deliver ``msg`` and wait for the handler's reply.
-
-        With ``message_id``, asking again (after any crash) returns the recorded reply, or
-        re-raises the recorded ``HandlerError``, without running the step again.
-
-        Raises:
-            ConfigurationError: a bad ``message_id`` (see ``send``); nothing was written.
-            HandlerError: the handler raised (carries the original type and message).
-            ActorQuarantinedError: the actor's log is damaged or it hit non-determinism.
-            StoreUnavailableError: the store failed (disk full, I/O error, the database went
-                away): possibly transient. The actor stopped; the next call starts it again
-                from its log, and asking again with the same ``message_id`` is safe.
-            TimeoutError: no reply within ``timeout`` (the message stays logged and will be
-                handled; ask again with the same ``message_id`` to get the reply).
-        """
-        _codec.validate_message_id(message_id)
-        own = self.system._ownership
-        if own is not None and not await own.route(self.cls, self.actor_id):
-            return await own.post_remote(
-                self.cls,
-                self.actor_id,
-                msg,
-                message_id=message_id,
-                sender=None,
-                want_reply=True,
-                timeout=timeout,
-            )
-        post = self.system._post_local
-        if timeout is None:
-            slot = await post(
-                self.cls, self.actor_id, msg, message_id=message_id, sender=None, want_reply=True
-            )
-            assert slot is not None
-            return await slot.wait()
-        with anyio.fail_after(timeout):
-            slot = await post(
-                self.cls, self.actor_id, msg, message_id=message_id, sender=None, want_reply=True
-            )
-            assert slot is not None
-            return await slot.wait()
-
-    @property
-    def status(self) -> str:
-        return self.system.status(self.actor_id)
-
-    def __repr__(self) -> str:
-        return f"<ActorRef {self.cls.__qualname__} {self.actor_id!r}>"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ActorRef) and other.actor_id == self.actor_id
-
-    def __hash__(self) -> int:
-        return hash(self.actor_id)
 
 
 class _IdLock:
@@ -213,12 +126,12 @@ class ActorSystem:
             self.store: Store = open_store(store)
         else:
             self.store = store
-        self._classes: dict[str, type[Actor[Any]]] = {}
-        self._messages: dict[str, type] = {}
+        #: the actor and message classes this system knows, by their log tags
+        self.registry = Registry()
         for cls in actors:
             self.register(cls)
         for m in messages:
-            self._learn_message_type(m)
+            self.registry.learn(m)
         self.shutdown_grace = shutdown_grace
         self.recover_on_start = recover_on_start
         self._cells: dict[str, Cell] = {}
@@ -257,8 +170,17 @@ class ActorSystem:
             )
         self.max_actors = max_actors
         self.passivate_after = passivate_after
-        self._over_limit: anyio.Event | None = None  # wakes the passivator (made by it)
+        # One passivation policy for both modes; with leases, max_actors bounds placement
+        # (Ownership.claim) instead, and a passivated actor's lease is released (_forget).
+        leases = owner is not None and self.store.capabilities.leases
+        self._passivator = Passivator(
+            self._cells.values,
+            lambda: self.active_actors,
+            passivate_after=passivate_after,
+            max_actors=None if leases else max_actors,
+        )
         self._ownership: Ownership | None = None
+        self._host = _Host(self)
         if client:
             if not self.store.capabilities.leases:
                 raise ConfigurationError(
@@ -269,11 +191,10 @@ class ActorSystem:
             owner = owner or _client_name()
         if owner is not None and self.store.capabilities.leases:
             self._ownership = Ownership(
-                self,
+                self._host,
                 owner,
                 lease_ttl,
                 max_actors=max_actors,
-                passivate_after=passivate_after,
                 poll_interval=poll_interval,
                 reply_poll_interval=reply_poll_interval,
                 client=client,
@@ -283,37 +204,7 @@ class ActorSystem:
 
     def register(self, cls: type[Actor[Any]]) -> None:
         """Allow this system to run (and recover) actors of ``cls``."""
-        if not (isinstance(cls, type) and issubclass(cls, Actor)):
-            raise ConfigurationError(f"{cls!r} is not an Actor subclass")
-        self._classes[_codec.type_tag(cls)] = cls
-        for m in accepted_messages(cls) or ():
-            self._learn_message_type(m)
-
-    def _learn_message_type(self, cls: type) -> None:
-        tag = _codec.type_tag(cls)
-        if tag not in self._messages:
-            self._messages[tag] = cls
-
-    def _decode_message(self, tag: str, body: Any) -> Any:
-        cls = self._messages.get(tag)
-        if cls is None:
-            module, _, qual = tag.rpartition(".")
-            mod = sys.modules.get(module)
-            obj: Any = mod
-            for part in qual.split(".") if mod is not None else ():
-                obj = getattr(obj, part, None)
-            if isinstance(obj, type):
-                cls = obj
-                self._messages[tag] = obj
-        if cls is None:
-            raise ConfigurationError(
-                f"unknown message type {tag!r}: register its class with "
-                "ActorSystem(messages=[...]) or annotate receive() with it"
-            )
-        try:
-            return _codec.converter.structure(body, cls)
-        except Exception as exc:
-            raise ConfigurationError(f"cannot decode message of type {tag!r}: {exc}") from exc
+        self.registry.register(cls)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -331,8 +222,8 @@ class ActorSystem:
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             if self._ownership is not None:
                 await self._ownership.start(self._tg)
-            elif self.passivate_after is not None or self.max_actors is not None:
-                self._tg.start_soon(self._passivator, name="actorlog:passivator")
+            if self._passivator.needed and not (self._ownership and self._ownership.client):
+                self._tg.start_soon(self._passivator.run, name="actorlog:passivator")
         except BaseException:
             await stack.aclose()
             raise
@@ -402,7 +293,7 @@ class ActorSystem:
                 continue
             if row.handled_seq >= row.last_message_seq:
                 continue
-            cls = self._classes.get(row.actor_type)
+            cls = self.registry.actor_class(row.actor_type)
             if cls is None:
                 err = ActorNotFoundError(
                     f"actor {row.actor_id!r} has unfinished work but its class "
@@ -456,25 +347,13 @@ class ActorSystem:
         system gave, else its class attributes."""
         return self._policy(cls, self._spawn_options.get(actor_id, {}))
 
-    def _recovery_cost(self, actor_type: str) -> RecoveryCost:
-        """The recovery-cost model shared by the actors of one class in this system."""
-        cost = self._costs.get(actor_type)
-        if cost is None:
-            cost = self._costs[actor_type] = RecoveryCost()
-        return cost
-
     def _start_cell(self, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy) -> Cell:
         tg = self._check_open()
-        cell = Cell(self, cls, actor_id, policy)
+        cell = Cell(self._host, cls, actor_id, policy)
         self._cells[actor_id] = cell
         self._quarantined.pop(actor_id, None)
         tg.start_soon(cell.run, name=f"actorlog:{actor_id}")
-        if (
-            self._over_limit is not None
-            and self.max_actors is not None
-            and len(self._cells) > self.max_actors
-        ):
-            self._over_limit.set()
+        self._passivator.over_limit()
         return cell
 
     async def spawn(
@@ -631,16 +510,44 @@ class ActorSystem:
             return cell
         raise ActorStoppedError(f"actor {actor_id!r} could not be started here")
 
-    async def _deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str, sender: str) -> None:
+    async def _deliver(
+        self,
+        cls: type[Actor[Any]],
+        actor_id: str,
+        msg: Any,
+        *,
+        message_id: str | None,
+        sender: str | None,
+        want_reply: bool,
+        timeout: float | None = None,
+    ) -> Any:
+        """The one delivery path of ``ActorRef.send``/``ask`` and ``ctx.send``: to the
+        actor's cell here, or (with leases, when another runtime owns it) through the
+        store's inbox. With ``want_reply``, waits for the step's reply, at most ``timeout``
+        seconds (routing and logging included)."""
+        if timeout is None:
+            return await self._route_and_post(cls, actor_id, msg, message_id, sender, want_reply)
+        with anyio.fail_after(timeout):
+            return await self._route_and_post(cls, actor_id, msg, message_id, sender, want_reply)
+
+    async def _route_and_post(
+        self,
+        cls: type[Actor[Any]],
+        actor_id: str,
+        msg: Any,
+        message_id: str | None,
+        sender: str | None,
+        want_reply: bool,
+    ) -> Any:
         own = self._ownership
-        if own is not None and not await own.route(ref.cls, ref.actor_id):
-            await own.post_remote(
-                ref.cls, ref.actor_id, msg, message_id=message_id, sender=sender, want_reply=False
+        if own is not None and not await own.route(cls, actor_id):
+            return await own.post_remote(
+                cls, actor_id, msg, message_id=message_id, sender=sender, want_reply=want_reply
             )
-            return
-        await self._post_local(
-            ref.cls, ref.actor_id, msg, message_id=message_id, sender=sender, want_reply=False
+        slot = await self._post_local(
+            cls, actor_id, msg, message_id=message_id, sender=sender, want_reply=want_reply
         )
+        return None if slot is None else await slot.wait()
 
     async def _post_local(
         self,
@@ -671,36 +578,12 @@ class ActorSystem:
         return sum(1 for c in self._cells.values() if not c.done.is_set())
 
     def _forget(self, cell: Cell) -> None:
-        """Drop a passivated cell so its memory is freed (its log and snapshot keep it)."""
+        """Drop a passivated cell so its memory is freed (its log and snapshot keep it);
+        with leases, let go of its lease too (unless a new cell has taken it meanwhile)."""
         if self._cells.get(cell.actor_id) is cell:
             del self._cells[cell.actor_id]
-
-    async def _passivator(self) -> None:
-        """Without leases: passivate actors idle for ``passivate_after`` seconds, and the
-        least recently used idle ones while more than ``max_actors`` are loaded."""
-        period = 0.25 if self.passivate_after is None else min(0.25, self.passivate_after / 2)
-        while True:
-            self._over_limit = wake = anyio.Event()
-            with anyio.move_on_after(period):
-                await wake.wait()  # a start above max_actors: look at once
-            now = time.monotonic()
-            idle = sorted(
-                (c for c in self._cells.values() if c.is_idle()), key=lambda c: c.last_active
-            )
-            chosen = [
-                c
-                for c in idle
-                if self.passivate_after is not None and now - c.last_active >= self.passivate_after
-            ]
-            if self.max_actors is not None:
-                excess = self.active_actors - self.max_actors
-                for c in idle:
-                    if len(chosen) >= excess:
-                        break
-                    if c not in chosen:
-                        chosen.append(c)
-            for c in chosen:
-                c.passivate()
+        if self._ownership is not None:
+            self._spawn_task(self._ownership.release_passivated, cell.actor_id, cell.fencing_token)
 
     def status(self, actor_id: str) -> str:
         """``starting``, ``running``, ``idle``, ``in_doubt``, ``quarantined``, ``stopped``,
@@ -801,6 +684,71 @@ class ActorSystem:
             by=decision["by"],
             reason=decision["reason"],
         )
+
+
+class _Host:
+    """The runtime as its cells and its ownership see it (``CellHost``, ``OwnershipHost``):
+    the few things they may ask of the ``ActorSystem``, with no reach into its attributes."""
+
+    __slots__ = ("registry", "store", "system")
+
+    def __init__(self, system: ActorSystem) -> None:
+        self.system = system
+        self.store = system.store
+        self.registry = system.registry
+
+    @property
+    def closing(self) -> bool:
+        return self.system._closed
+
+    def recovery_cost(self, actor_type: str) -> RecoveryCost:
+        costs = self.system._costs
+        cost = costs.get(actor_type)
+        if cost is None:
+            cost = costs[actor_type] = RecoveryCost()
+        return cost
+
+    def lease_token(self, actor_id: str) -> int:
+        own = self.system._ownership
+        return 0 if own is None else own.tokens.get(actor_id, 0)
+
+    def check_lease(self, actor_id: str, token: int) -> None:
+        own = self.system._ownership
+        if own is not None:
+            own.check_lease(actor_id, token)
+
+    def adopt_options(
+        self, cls: type[Actor[Any]], actor_id: str, saved: dict[str, Any]
+    ) -> SnapshotPolicy | None:
+        options = self.system._spawn_options
+        if actor_id in options:
+            return None  # a spawn in this runtime gave options: they hold
+        try:
+            policy = ActorSystem._policy(cls, saved)
+        except ConfigurationError:
+            return None  # damaged saved options: the class attributes hold
+        options[actor_id] = saved
+        return policy
+
+    def forget(self, cell: Cell) -> None:
+        self.system._forget(cell)
+
+    def spawn_task(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        self.system._spawn_task(fn, *args)
+
+    async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str, sender: str) -> None:
+        await self.system._deliver(
+            ref.cls, ref.actor_id, msg, message_id=message_id, sender=sender, want_reply=False
+        )
+
+    async def spawn(self, cls: type[Any], actor_id: str, **options: Any) -> ActorRef[Any]:
+        return await self.system.spawn(cls, actor_id, **options)
+
+    def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]:
+        return self.system.ref(cls, actor_id)
+
+    def loaded(self, actor_id: str) -> Cell | None:
+        return self.system._cells.get(actor_id)
 
 
 def _restartable(cell: Cell) -> bool:
