@@ -7,24 +7,22 @@ A cell reaches the runtime around it only through :class:`CellHost` (implemented
 from __future__ import annotations
 
 import collections
-import functools
 import json
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
-import attrs
 from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _records, _recovery, _snapshots, _telemetry
 from ._actor import Actor, accepted_messages, reply_type
-from ._context import Context, is_call_error
+from ._calls import is_call_error
+from ._context import Context
 from ._errors import (
     ActorlogError,
     ActorQuarantinedError,
     ActorStoppedError,
-    ConfigurationError,
     CorruptEntryError,
     EncodeError,
     LeaseLostError,
@@ -32,6 +30,7 @@ from ._errors import (
     SequenceConflictError,
     StoreUnavailableError,
 )
+from ._escalation import Escalations
 from ._mailbox import (
     PASSIVATE,
     STOP,
@@ -43,7 +42,7 @@ from ._mailbox import (
     settle,
     step_outcome,
 )
-from ._snapshots import SnapshotPolicy, build_snapshot
+from ._snapshots import SnapshotPolicy
 from ._telemetry import ATTR, SPAN, tracer
 from ._wal import Journal
 
@@ -101,16 +100,6 @@ class CellHost(Protocol):
     def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]: ...
 
 
-@attrs.define
-class _InDoubt:
-    tool: str
-    key: str
-    event: anyio.Event = attrs.Factory(anyio.Event)
-    decision: dict[str, Any] | None = None
-    #: the decision being written: a second resolve is refused from the first one's start
-    claimed: dict[str, Any] | None = None
-
-
 class Cell:
     def __init__(
         self, host: CellHost, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy
@@ -140,7 +129,9 @@ class Cell:
         self._pruned = 0  # ids forgotten from inflight_ids so far (see _find_message)
         #: posts on their way into this cell (and starts made for one): not idle meanwhile
         self.holds = 0
-        self.in_doubt: dict[int, _InDoubt] = {}
+        self.escalations = Escalations(self.store, actor_id)
+        #: intent seq -> the step waiting for an operator's decision on it
+        self.in_doubt = self.escalations.waiting
         self.handled_seq = 0
         self.steps_since_snapshot = 0
         self.last_snapshot_at = time.monotonic()
@@ -284,8 +275,7 @@ class Cell:
         err = self.failure()
         for seq in list(self.waiters):
             settle(self.waiters, seq, None, err)
-        for w in self.in_doubt.values():
-            w.event.set()
+        self.escalations.wake_all()
         self.ready.set()
         if not isinstance(exc, LeaseLostError):
             # A runtime that lost the actor writes nothing for it, not even history: the
@@ -643,104 +633,40 @@ class Cell:
             self._pruned += 1
 
     async def snapshot(self, seq: int | None = None) -> None:
-        """Write a snapshot covering ``seq`` (default: the last durable entry). Never fatal."""
+        """Write a snapshot covering ``seq`` (default: the last durable entry). Never fatal:
+        a failure is traced and noted in the actor's history."""
         await self.journal.flush()
         seq = self.journal.durable_seq if seq is None else seq
-        t0 = time.perf_counter()
-        with tracer.start_as_current_span(
-            SPAN.SNAPSHOT,
-            attributes={
-                ATTR.ACTOR_ID: self.actor_id,
-                ATTR.ACTOR_TYPE: self.actor_type,
-                ATTR.SNAPSHOT_SEQ: seq,
-                ATTR.SNAPSHOT_HANDLED_SEQ: self.handled_seq,
-            },
-        ) as span:
-            try:
-                build = functools.partial(
-                    build_snapshot,
-                    self.actor_id,
-                    self.actor.state,
-                    seq=seq,
-                    handled_seq=self.handled_seq,
-                    schema_version=self.cls.schema_version,
-                )
-                # The handler is not running meanwhile (this task is), so the state does
-                # not change while a worker thread encodes it.
-                if self.snapshot_bytes >= _snapshots.OFFLOAD_BYTES:
-                    row = await anyio.to_thread.run_sync(build)
-                else:
-                    row = build()
-                await self.store.save_snapshot(row)
-                infos = await self.store.list_snapshots(self.actor_id)
-                old = [i.seq for i in infos[self.policy.keep :]]
-                if old:
-                    await self.store.delete_snapshots(self.actor_id, old)
-                span.set_attribute(ATTR.SNAPSHOT_BYTES, row.info.size)
-                self.snapshot_bytes, self.snapshot_seq = row.info.size, seq
-                self.replay_cpu = 0.0
-            except Exception as exc:
-                span.set_status(Status(StatusCode.ERROR, str(exc)))
-                self.note_event("snapshot_failed", {"seq": seq, "error": str(exc)})
-            finally:
-                span.set_attribute(ATTR.SNAPSHOT_DURATION, time.perf_counter() - t0)
-                self.steps_since_snapshot = 0
-                self.last_snapshot_at = time.monotonic()
+        try:
+            size = await _snapshots.write_snapshot(
+                self.store,
+                self.actor_id,
+                self.actor_type,
+                self.actor.state,
+                seq=seq,
+                handled_seq=self.handled_seq,
+                schema_version=self.cls.schema_version,
+                keep=self.policy.keep,
+                offload=self.snapshot_bytes >= _snapshots.OFFLOAD_BYTES,
+            )
+        except Exception as exc:
+            self.note_event("snapshot_failed", {"seq": seq, "error": str(exc)})
+        else:
+            self.snapshot_bytes, self.snapshot_seq = size, seq
+            self.replay_cpu = 0.0
+        finally:
+            self.steps_since_snapshot = 0
+            self.last_snapshot_at = time.monotonic()
 
     # -- in doubt --------------------------------------------------------------------------
 
     async def wait_in_doubt(self, intent_seq: int, tool: str, key: str) -> dict[str, Any]:
         """Escalate: wait (status ``in_doubt``) until an operator resolves the intent."""
-        w = self.in_doubt[intent_seq] = _InDoubt(tool, key)
         self.status = "in_doubt"
-        _telemetry.add_in_doubt(1)
-        try:
-            await self.journal.flush()
-            await w.event.wait()
-        finally:
-            self.in_doubt.pop(intent_seq, None)
-            _telemetry.add_in_doubt(-1)
-        if w.decision is None:
-            raise ActorStoppedError(f"actor {self.actor_id!r} stopped while in doubt")
+        decision: dict[str, Any] = await self.escalations.wait(self.journal, intent_seq, tool, key)
         self.status = "running"
-        return w.decision
+        return decision
 
-    async def resolve(
-        self,
-        intent_seq: int,
-        *,
-        action: str,
-        value: Any = None,
-        error: dict[str, str] | None = None,
-        by: str,
-        reason: str,
-    ) -> None:
-        from . import _decisions  # local: the rule both resolve paths share
-
-        def unless_taken() -> _InDoubt | None:
-            # one decision per intent: what this runtime is writing or wrote, then the log
-            w = self.in_doubt.get(intent_seq)
-            taken = None if w is None else (w.claimed or w.decision)
-            if taken is not None:
-                raise _decisions.already_decided(self.actor_id, intent_seq, taken)
-            return w
-
-        def head() -> str:
-            return (
-                f"actor {self.actor_id!r} has no in-doubt intent at seq {intent_seq} "
-                f"(in doubt: {sorted(self.in_doubt) or 'none'})"
-            )
-
-        unless_taken()
-        await _decisions.check_decidable(self.store, self.actor_id, intent_seq, head=head())
-        w = unless_taken()
-        if w is None:
-            raise ConfigurationError(head() + ": no step of this runtime waits for it")
-        payload = _records.decision_payload(
-            action=action, value=value, error=error, by=by, reason=reason
-        )
-        w.claimed = payload
-        self.journal.write("decision", action, intent_seq, payload)
-        await self.journal.flush()
-        w.decision = payload
-        w.event.set()
+    async def resolve(self, intent_seq: int, **decision: Any) -> None:
+        """An operator's decision (see ``Escalations.resolve``)."""
+        await self.escalations.resolve(self.journal, intent_seq, **decision)

@@ -13,11 +13,11 @@ import attrs
 
 from . import _codec
 from ._errors import HandlerError
+from ._records import Recorded
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context as OtelContext
 
-    from ._context import Recorded  # TODO(records merge): from ._records
 
 __all__ = [
     "PASSIVATE",

@@ -11,11 +11,14 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+import attrs
+
 from . import _codec
 from ._errors import CorruptEntryError
 from .store import EntryRow, EventRow
 
 __all__ = [
+    "Recorded",
     "decode",
     "error_info",
     "message_payload",
@@ -172,3 +175,15 @@ def saved_options(events: Iterable[EventRow]) -> tuple[dict[str, Any], str] | No
             if isinstance(value, dict):
                 found = (value, ev.detail)
     return found
+
+
+@attrs.define
+class Recorded:
+    """One effect recorded for a step: an intent (with what settled it) or a plain effect."""
+
+    kind: str  # "intent" | "effect"
+    seq: int
+    type_tag: str
+    payload: dict[str, Any]
+    #: for intents: the result/decision payloads that refer to it, in log order
+    outcomes: list[tuple[str, str, dict[str, Any]]] = attrs.Factory(list)

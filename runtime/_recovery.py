@@ -22,7 +22,8 @@ from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _records, _telemetry
 from ._actor import Actor
-from ._context import Context, Recorded, StepHost, is_call_error
+from ._calls import StepHost, is_call_error
+from ._context import Context
 from ._errors import (
     ActorlogError,
     CorruptEntryError,
@@ -32,6 +33,7 @@ from ._errors import (
     StoreUnavailableError,
 )
 from ._mailbox import Envelope
+from ._records import Recorded
 from ._snapshots import RecoveryCost
 from ._telemetry import ATTR, EVENT, SPAN, tracer
 from ._wal import Journal

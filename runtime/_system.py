@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import socket
@@ -18,11 +17,10 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from . import _codec, _decisions
+from . import _codec, _decisions, _options
 from ._actor import Actor
 from ._cell import Cell
 from ._errors import (
-    ActorlogError,
     ActorNotFoundError,
     ActorQuarantinedError,
     ActorStoppedError,
@@ -32,6 +30,7 @@ from ._errors import (
     StoreUnavailableError,
 )
 from ._mailbox import Moved, Reply
+from ._options import SpawnOptions
 from ._ownership import Lease, Ownership, OwnershipChange
 from ._passivation import Passivator
 from ._ref import ActorRef
@@ -137,7 +136,7 @@ class ActorSystem:
         self._cells: dict[str, Cell] = {}
         #: snapshot options given to ``spawn`` per actor id: they hold for this system,
         #: through passivation and restarts of the actor, not only for the first cell
-        self._spawn_options: dict[str, dict[str, Any]] = {}
+        self._options = SpawnOptions()
         self._costs: dict[str, RecoveryCost] = {}
         self._quarantined: dict[str, BaseException] = {}
         self._tg: TaskGroup | None = None
@@ -310,7 +309,7 @@ class ActorSystem:
                 except Exception:
                     pass
                 continue
-            self._start_cell(cls, row.actor_id, self._actor_policy(cls, row.actor_id))
+            self._start_cell(cls, row.actor_id, self._options.policy_for(cls, row.actor_id))
 
     def _spawn_task(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         if self._tg is not None and not self._closed:
@@ -324,28 +323,6 @@ class ActorSystem:
         return self._tg
 
     # -- actors ----------------------------------------------------------------------------
-
-    @staticmethod
-    def _policy(cls: type[Actor[Any]], options: dict[str, Any]) -> SnapshotPolicy:
-        unknown = set(options) - {
-            "snapshot_every",
-            "snapshot_every_seconds",
-            "snapshot_keep",
-            "recovery_budget",
-        }
-        if unknown:
-            raise ConfigurationError(f"unknown spawn options: {', '.join(sorted(unknown))}")
-        return SnapshotPolicy(
-            every=options.get("snapshot_every", cls.snapshot_every),
-            every_seconds=options.get("snapshot_every_seconds", cls.snapshot_every_seconds),
-            keep=options.get("snapshot_keep", cls.snapshot_keep),
-            recovery_budget=options.get("recovery_budget", cls.recovery_budget),
-        )
-
-    def _actor_policy(self, cls: type[Actor[Any]], actor_id: str) -> SnapshotPolicy:
-        """The policy of an actor started without options: those its last ``spawn`` in this
-        system gave, else its class attributes."""
-        return self._policy(cls, self._spawn_options.get(actor_id, {}))
 
     def _start_cell(self, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy) -> Cell:
         tg = self._check_open()
@@ -384,18 +361,10 @@ class ActorSystem:
         """
         self._check_open()
         _codec.validate_actor_id(actor_id)
-        options = {
-            k: v
-            for k, v in (
-                ("snapshot_every", snapshot_every),
-                ("snapshot_every_seconds", snapshot_every_seconds),
-                ("snapshot_keep", snapshot_keep),
-                ("recovery_budget", recovery_budget),
-            )
-            if v is not _MISSING
-        }
-        merged = {**self._spawn_options.get(actor_id, {}), **options}
-        policy = self._policy(cls, merged)
+        values = (snapshot_every, snapshot_every_seconds, snapshot_keep, recovery_budget)
+        options = {k: v for k, v in zip(_options.NAMES, values, strict=True) if v is not _MISSING}
+        merged = {**self._options.given.get(actor_id, {}), **options}
+        policy = _options.policy(cls, merged)
         self.register(cls)
         cell = await self._spawn_cell(cls, actor_id, policy)
         if cell is not None:
@@ -403,33 +372,17 @@ class ActorSystem:
                 if options:
                     # over those saved by an earlier spawn (read by the cell's recovery)
                     merged = {**(cell.saved_options or {}), **merged}
-                    cell.policy = policy = self._policy(cls, merged)
-                    self._spawn_options[actor_id] = merged
-                    if merged != cell.saved_options:
-                        # saved before spawn returns: a later process (or a recovery after
-                        # passivation) starts the actor with these options
-                        await self._save_options(cell, merged)
+                    cell.policy = policy = _options.policy(cls, merged)
+                    self._options.given[actor_id] = merged
+                    # saved before spawn returns: a later process (or a recovery after
+                    # passivation) starts the actor with these options
+                    if merged != cell.saved_options and await self._options.save(
+                        self.store, actor_id, merged
+                    ):
+                        cell.saved_options = merged
             finally:
                 cell.holds -= 1
         return ActorRef(self, cls, actor_id)
-
-    async def _save_options(self, cell: Cell, options: dict[str, Any]) -> None:
-        """Save spawn options with the actor. They only tune snapshots (never correctness),
-        so a store failure here does not fail the spawn: the options hold in this system, a
-        warning is logged, and the next ``spawn`` with options saves them again."""
-        try:
-            await self.store.record_event(
-                cell.actor_id, "options", json.dumps(options, sort_keys=True)
-            )
-        except ActorlogError as exc:
-            logger.warning(
-                "actor %r: spawn options %s hold in this system but could not be saved: %s",
-                cell.actor_id,
-                options,
-                exc,
-            )
-            return
-        cell.saved_options = options
 
     async def _spawn_cell(
         self, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy
@@ -499,7 +452,9 @@ class ActorSystem:
                 await cell.done.wait()  # writing its last snapshot; then start it again
                 continue
             if cell is None or _restartable(cell):
-                started = await self._spawn_cell(cls, actor_id, self._actor_policy(cls, actor_id))
+                started = await self._spawn_cell(
+                    cls, actor_id, self._options.policy_for(cls, actor_id)
+                )
                 if started is None:
                     continue
                 if started.passivating or started.done.is_set():
@@ -720,15 +675,7 @@ class _Host:
     def adopt_options(
         self, cls: type[Actor[Any]], actor_id: str, saved: dict[str, Any]
     ) -> SnapshotPolicy | None:
-        options = self.system._spawn_options
-        if actor_id in options:
-            return None  # a spawn in this runtime gave options: they hold
-        try:
-            policy = ActorSystem._policy(cls, saved)
-        except ConfigurationError:
-            return None  # damaged saved options: the class attributes hold
-        options[actor_id] = saved
-        return policy
+        return self.system._options.adopt(cls, actor_id, saved)
 
     def forget(self, cell: Cell) -> None:
         self.system._forget(cell)

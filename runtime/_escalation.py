@@ -1,0 +1,106 @@
+"""In-doubt intents escalated to an operator: the steps waiting, and the decisions that
+wake them (``ActorSystem.resolve``). One decision per intent (``_decisions``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+
+from . import _decisions, _records, _telemetry
+from ._errors import ActorStoppedError, ConfigurationError
+
+if TYPE_CHECKING:
+    from ._wal import Journal
+    from .store import Store
+
+__all__ = ["Escalations", "Waiting"]
+
+
+@attrs.define
+class Waiting:
+    """One step waiting for the operator's decision on its intent."""
+
+    tool: str
+    key: str
+    event: anyio.Event = attrs.Factory(anyio.Event)
+    decision: dict[str, Any] | None = None
+    #: the decision being written: a second resolve is refused from the first one's start
+    claimed: dict[str, Any] | None = None
+
+
+class Escalations:
+    """The intents of one actor waiting for an operator, by intent seq."""
+
+    __slots__ = ("actor_id", "store", "waiting")
+
+    def __init__(self, store: Store, actor_id: str) -> None:
+        self.store = store
+        self.actor_id = actor_id
+        self.waiting: dict[int, Waiting] = {}
+
+    def wake_all(self) -> None:
+        """The actor stopped: every waiting step ends (``ActorStoppedError``)."""
+        for w in self.waiting.values():
+            w.event.set()
+
+    async def wait(self, journal: Journal, intent_seq: int, tool: str, key: str) -> dict[str, Any]:
+        """Wait until an operator decides the intent (its entry is made durable first)."""
+        w = self.waiting[intent_seq] = Waiting(tool, key)
+        _telemetry.add_in_doubt(1)
+        try:
+            await journal.flush()
+            await w.event.wait()
+        finally:
+            self.waiting.pop(intent_seq, None)
+            _telemetry.add_in_doubt(-1)
+        if w.decision is None:
+            raise ActorStoppedError(f"actor {self.actor_id!r} stopped while in doubt")
+        return w.decision
+
+    async def resolve(
+        self,
+        journal: Journal,
+        intent_seq: int,
+        *,
+        action: str,
+        value: Any = None,
+        error: dict[str, str] | None = None,
+        by: str,
+        reason: str,
+    ) -> None:
+        """Log the decision and wake the step waiting on it.
+
+        Raises:
+            AlreadyDecidedError: the intent has a decision (here or in the log).
+            ConfigurationError: no step of this runtime waits on the intent.
+        """
+
+        def unless_taken() -> Waiting | None:
+            # one decision per intent: what this runtime is writing or wrote, then the log
+            w = self.waiting.get(intent_seq)
+            taken = None if w is None else (w.claimed or w.decision)
+            if taken is not None:
+                raise _decisions.already_decided(self.actor_id, intent_seq, taken)
+            return w
+
+        def head() -> str:
+            return (
+                f"actor {self.actor_id!r} has no in-doubt intent at seq {intent_seq} "
+                f"(in doubt: {sorted(self.waiting) or 'none'})"
+            )
+
+        unless_taken()
+        await _decisions.check_decidable(self.store, self.actor_id, intent_seq, head=head())
+        w = unless_taken()
+        if w is None:
+            raise ConfigurationError(head() + ": no step of this runtime waits for it")
+        payload = _records.decision_payload(
+            action=action, value=value, error=error, by=by, reason=reason
+        )
+        w.claimed = payload
+        journal.write("decision", action, intent_seq, payload)
+        await journal.flush()
+        w.decision = payload
+        w.event.set()

@@ -1,0 +1,88 @@
+"""Spawn options: the snapshot settings ``spawn`` gives an actor, held for good.
+
+They override the class attributes for that actor in this runtime (through passivation
+and restarts) and are saved in the store as an ``options`` event, so a later process starts
+the actor with them too (docs/tuning.md). They only tune snapshots, never correctness.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from ._actor import Actor
+from ._errors import ActorlogError, ConfigurationError
+from ._snapshots import SnapshotPolicy
+from .store import Store
+
+__all__ = ["NAMES", "SpawnOptions"]
+
+logger = logging.getLogger("actorlog")
+
+#: the options ``spawn`` takes, as they are saved
+NAMES = ("snapshot_every", "snapshot_every_seconds", "snapshot_keep", "recovery_budget")
+
+
+def policy(cls: type[Actor[Any]], options: dict[str, Any]) -> SnapshotPolicy:
+    """The snapshot policy of ``cls`` with ``options`` over its class attributes.
+
+    Raises:
+        ConfigurationError: an unknown option, or a value the policy refuses.
+    """
+    unknown = set(options) - set(NAMES)
+    if unknown:
+        raise ConfigurationError(f"unknown spawn options: {', '.join(sorted(unknown))}")
+    return SnapshotPolicy(
+        every=options.get("snapshot_every", cls.snapshot_every),
+        every_seconds=options.get("snapshot_every_seconds", cls.snapshot_every_seconds),
+        keep=options.get("snapshot_keep", cls.snapshot_keep),
+        recovery_budget=options.get("recovery_budget", cls.recovery_budget),
+    )
+
+
+class SpawnOptions:
+    """The options in effect per actor id in one runtime."""
+
+    __slots__ = ("given",)
+
+    def __init__(self) -> None:
+        #: actor id -> the options in effect (given by a spawn here, or read back)
+        self.given: dict[str, dict[str, Any]] = {}
+
+    def policy_for(self, cls: type[Actor[Any]], actor_id: str) -> SnapshotPolicy:
+        """The policy of an actor started without options: those in effect for it, else
+        its class attributes."""
+        return policy(cls, self.given.get(actor_id, {}))
+
+    def adopt(
+        self, cls: type[Actor[Any]], actor_id: str, saved: dict[str, Any]
+    ) -> SnapshotPolicy | None:
+        """Options read back from the store: the policy they give, unless a ``spawn`` here
+        gave options already (they hold) or the saved ones are damaged (the class
+        attributes hold): then None."""
+        if actor_id in self.given:
+            return None
+        try:
+            found = policy(cls, saved)
+        except ConfigurationError:
+            return None
+        self.given[actor_id] = saved
+        return found
+
+    @staticmethod
+    async def save(store: Store, actor_id: str, options: dict[str, Any]) -> bool:
+        """Save options with the actor (an ``options`` event). A store failure does not
+        fail the spawn: the options hold in this runtime, a warning is logged, and False
+        says the next ``spawn`` with options should save them again."""
+        try:
+            await store.record_event(actor_id, "options", json.dumps(options, sort_keys=True))
+        except ActorlogError as exc:
+            logger.warning(
+                "actor %r: spawn options %s hold in this system but could not be saved: %s",
+                actor_id,
+                options,
+                exc,
+            )
+            return False
+        return True
