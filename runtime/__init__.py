@@ -37,7 +37,7 @@ from ._errors import (
     UnsupportedFormatError,
     WALError,
 )
-from ._ownership import Lease, OwnershipChange
+from ._leases import Lease, OwnershipChange
 from ._ref import ActorRef
 from ._system import ActorSystem
 from ._tools import Happened, NotHappened, Tool, tool

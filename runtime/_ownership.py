@@ -38,15 +38,13 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.lowlevel
-import attrs
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from . import _codec, _records, _telemetry
+from . import _codec, _records
 from ._actor import Actor, reply_type
 from ._errors import (
     ActorlogError,
@@ -55,6 +53,7 @@ from ._errors import (
     LeaseLostError,
     SequenceConflictError,
 )
+from ._leases import LEASE_MARGIN, ChangeFeed, ChangeKind, Lease, OwnershipChange
 from ._mailbox import Undecodable, step_outcome
 from .store import LeaseStore, ReplyStore, Store
 
@@ -65,59 +64,9 @@ if TYPE_CHECKING:
     from ._mailbox import Reply
     from ._registry import Registry
 
-__all__ = ["LEASE_MARGIN", "Lease", "LeaseStore", "Ownership", "OwnershipChange", "ReplyStore"]
+__all__ = ["Ownership", "OwnershipHost"]
 
 logger = logging.getLogger("actorlog.ownership")
-
-#: A tool starts only while at least this fraction of the lease is left: its last
-#: confirmation began less than ``(1 - LEASE_MARGIN) x lease_ttl`` ago (docs/scaling.md).
-LEASE_MARGIN = 0.25
-
-
-@attrs.frozen
-class Lease:
-    """Who owns an actor, as the store says (``system.ownership``, ``actorlog.ops.leases``).
-
-    Attributes:
-        actor_id: the actor.
-        owner: the runtime holding the lease (its ``owner=`` name), or None if released.
-        token: the fencing token of the lease (grows with every change of owner).
-        expires_in: seconds until the lease expires, on the database's clock (<= 0: expired,
-            free to take).
-    """
-
-    actor_id: str
-    owner: str | None
-    token: int
-    expires_in: float
-
-    @property
-    def live(self) -> bool:
-        """Held by a runtime right now (not released, not expired)."""
-        return self.owner is not None and self.expires_in > 0
-
-
-ChangeKind = Literal["acquired", "taken_over", "lost", "released"]
-
-
-@attrs.frozen
-class OwnershipChange:
-    """This runtime started or stopped owning an actor (``system.ownership_changes()``).
-
-    Attributes:
-        kind: ``acquired`` (placed here on use), ``taken_over`` (found with unfinished work
-            and no live lease -- a dead or paused runtime's -- and recovered here), ``lost``
-            (another runtime took it, or the lease could no longer be confirmed: the actor
-            stopped here), ``released`` (let go: passivated, stopped, or shutdown).
-        actor_id: the actor.
-        token: the fencing token of the lease acquired, lost or released.
-        reason: why, in words (for ``lost`` and ``released``).
-    """
-
-    kind: ChangeKind
-    actor_id: str
-    token: int | None
-    reason: str = ""
 
 
 class OwnershipHost(Protocol):
@@ -168,7 +117,7 @@ class Ownership:
         #: wakes the take-over scan early: a message was queued for an actor nobody holds
         self._scan_wake = anyio.Event()
         #: subscribers of ownership_changes()
-        self._watchers: list[MemoryObjectSendStream[OwnershipChange]] = []
+        self.feed = ChangeFeed(owner)
         self._taking_over = False
         #: monotonic time each owned actor was last used here (routing, inbox delivery)
         self._used: dict[str, float] = {}
@@ -250,8 +199,7 @@ class Ownership:
                     pass  # it expires anyway
                 self._changed(OwnershipChange("released", actor_id, token, "shutdown"))
             self.tokens.clear()
-            for watcher in self._watchers:
-                watcher.close()
+            self.feed.close()
 
     def _notified(self, actor_id: str) -> None:
         if actor_id in self.tokens:
@@ -452,55 +400,11 @@ class Ownership:
     # -- observability ---------------------------------------------------------------------
 
     def _changed(self, change: OwnershipChange) -> None:
-        """Tell subscribers, the log (stdlib ``logging``) and the tracer."""
-        for watcher in list(self._watchers):
-            try:
-                watcher.send_nowait(change)
-            except anyio.WouldBlock:
-                pass  # a subscriber that does not keep up misses changes, never blocks us
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._watchers.remove(watcher)
-        if change.kind == "lost":
-            logger.warning(
-                "runtime %s lost actor %s (fencing token %s): %s; it stopped here",
-                self.owner,
-                change.actor_id,
-                change.token,
-                change.reason,
-            )
-        else:
-            logger.debug(
-                "runtime %s: %s actor %s (fencing token %s) %s",
-                self.owner,
-                change.kind,
-                change.actor_id,
-                change.token,
-                change.reason,
-            )
-        _telemetry.ownership_changed(
-            change.kind, change.actor_id, self.owner, change.token, change.reason
-        )
+        self.feed.publish(change)
 
     def changes(self) -> AsyncIterator[OwnershipChange]:
-        """Every ownership change from now on (see ``ActorSystem.ownership_changes``):
-        subscribed at once, before the first ``__anext__``."""
-        send, receive = anyio.create_memory_object_stream[OwnershipChange](1000)
-        self._watchers.append(send)
-        return self._relay(send, receive)
-
-    async def _relay(
-        self,
-        send: MemoryObjectSendStream[OwnershipChange],
-        receive: MemoryObjectReceiveStream[OwnershipChange],
-    ) -> AsyncIterator[OwnershipChange]:
-        try:
-            async with receive:
-                async for change in receive:
-                    yield change
-        finally:
-            if send in self._watchers:
-                self._watchers.remove(send)
-            send.close()
+        """Every ownership change from now on (see ``ActorSystem.ownership_changes``)."""
+        return self.feed.subscribe()
 
     async def lease(self, actor_id: str) -> Lease | None:
         """The actor's lease as the store has it now, or None if it never had one (or the

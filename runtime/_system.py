@@ -29,9 +29,10 @@ from ._errors import (
     LeaseLostError,
     StoreUnavailableError,
 )
+from ._leases import Lease, OwnershipChange
 from ._mailbox import Moved, Reply
 from ._options import SpawnOptions
-from ._ownership import Lease, Ownership, OwnershipChange
+from ._ownership import Ownership
 from ._passivation import Passivator
 from ._ref import ActorRef
 from ._registry import Registry

@@ -23,12 +23,15 @@ KNOWN_CYCLES: list[set[str]] = []
 #: only the public ``actorlog.store``); each pair is (store module, imported module).
 KNOWN_PRIVATE_IMPORTS_FROM_STORES: set[tuple[str, str]] = set()
 
-MAX_LINES = 800
+MAX_LINES = 600
 #: Modules over MAX_LINES today, with their line count then as their limit: they may shrink,
 #: not grow. Remove a module from here once it is under MAX_LINES.
 KNOWN_LONG_MODULES: dict[str, int] = {
-    "actorlog._cell": 981,
-    "actorlog._system": 837,  # + saving spawn options (issue 18.4); the core re-layout splits it
+    "actorlog._cell": 680,  # the step (_handle) and posts could leave (issue 13)
+    "actorlog._system": 720,  # placement/delivery (_spawn_cell, _cell, _post_local) could leave
+    "actorlog._ownership": 640,  # inbox + replies could leave for their own module
+    "actorlog.stores.sqlite": 620,
+    "actorlog.integrations.pydantic_ai": 610,
 }
 
 
@@ -117,7 +120,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
 
 def test_the_graph_sees_imports_under_type_checking_and_in_functions() -> None:
     graph = _graph()
-    assert "actorlog._wal" in graph["actorlog._context"]  # only under TYPE_CHECKING
+    assert "actorlog._ref" in graph["actorlog._context"]  # only under TYPE_CHECKING
     assert "actorlog.stores" in graph["actorlog.ops.reads"]  # inside opened()
     assert "actorlog.ops" in graph["actorlog._cli"]  # ``from . import ops``
 

@@ -22,7 +22,7 @@ from .._errors import (
     StoreUnavailableError,
     WALError,
 )
-from .._ownership import Lease
+from .._leases import Lease
 from ..store import ActorRow, EntryRow, SnapshotInfo, Store
 from .models import (
     ActorStatus,
