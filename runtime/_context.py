@@ -19,11 +19,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
-import attrs
 from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _decisions, _records, _telemetry
 from ._errors import ActorlogError, EncodeError, NonDeterminismError, ToolCallError
+from ._records import Recorded
 from ._telemetry import ATTR, SPAN, tracer
 from ._tools import Happened, NotHappened, Tool, as_tool, unwrap_partial
 
@@ -42,18 +42,6 @@ def idempotency_key(actor_id: str, step_seq: int, index: int) -> str:
     """[F13] The stable idempotency key of call ``index`` of the step handling message
     ``step_seq``: the same on every replay and restart, unique per call."""
     return f"{actor_id}:{step_seq}:{index}"
-
-
-@attrs.define
-class Recorded:
-    """One effect recorded for a step: an intent (with what settled it) or a plain effect."""
-
-    kind: str  # "intent" | "effect"
-    seq: int
-    type_tag: str
-    payload: dict[str, Any]
-    #: for intents: the result/decision payloads that refer to it, in log order
-    outcomes: list[tuple[str, str, dict[str, Any]]] = attrs.Factory(list)
 
 
 def cancel_requested() -> bool:
