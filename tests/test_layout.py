@@ -23,7 +23,6 @@ KNOWN_CYCLES: list[set[str]] = [
         "actorlog._cell",
         "actorlog._context",
         "actorlog._ownership",
-        "actorlog._recovery",
         "actorlog._system",
     },
 ]

@@ -30,7 +30,7 @@ T = 1700000000.25  # a fixed "now" for the builders
 
 @pytest.fixture
 def frozen_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_records.time, "time", lambda: T)
+    monkeypatch.setattr("actorlog._records.time.time", lambda: T)
 
 
 def _row(kind: str, payload: bytes, type_tag: str = "t") -> EntryRow:
