@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import ops
+from ._records import EventKind
 from ._term import (
     Out,
     Style,
@@ -24,13 +25,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
-_EVENT_COLOR = {
-    "recovered": "magenta",
-    "quarantined": "red",
-    "stopped": "red",
-    "snapshot_rejected": "red",
-    "resolved": "yellow",
-    "in_doubt": "yellow",
+_EVENT_COLOR: dict[str, str] = {
+    EventKind.RECOVERED: "magenta",
+    EventKind.QUARANTINED: "red",
+    EventKind.STOPPED: "red",
+    EventKind.SNAPSHOT_REJECTED: "red",
+    EventKind.RESOLVED: "yellow",
+    EventKind.IN_DOUBT: "yellow",
 }
 
 

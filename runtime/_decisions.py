@@ -13,11 +13,21 @@ from __future__ import annotations
 
 import getpass
 import socket
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import _codec, _records
+from . import _codec
 from ._errors import AlreadyDecidedError, ConfigurationError
+from ._records import (
+    DecisionAction,
+    DecisionRecord,
+    EntryKind,
+    ErrorInfo,
+    Outcome,
+    ResultRecord,
+    decode_entry,
+)
 from .store import EntryRow, Store
 
 __all__ = [
@@ -25,19 +35,17 @@ __all__ = [
     "already_decided",
     "check_decidable",
     "operator_decision",
+    "operator_record",
     "settling",
     "state",
     "whoami",
 ]
 
-#: (kind, action, payload): ``kind`` is ``result`` or ``decision``; ``action`` its type tag.
-Outcome = tuple[str, str, dict[str, Any]]
-
 
 def settling(outcomes: Sequence[Outcome]) -> Outcome | None:
     """The outcome that settled the intent (the first that settles), or None."""
     for o in outcomes:
-        if o[0] == "result" or o[1] in ("result", "fail"):
+        if o.settles:
             return o
     return None
 
@@ -49,12 +57,17 @@ def state(outcomes: Sequence[Outcome], policy: object) -> str | None:
         return None
     if not outcomes:
         return "in_doubt" if policy == "escalate" else "auto"
-    return "retry_authorized" if outcomes[-1][1] == "retry" else "retry_interrupted"
+    last = outcomes[-1].record
+    if isinstance(last, DecisionRecord) and last.action == DecisionAction.RETRY:
+        return "retry_authorized"
+    return "retry_interrupted"
 
 
-def _decode(row: EntryRow, actor_id: str) -> dict[str, Any]:
+def _decode(row: EntryRow, actor_id: str) -> ResultRecord | DecisionRecord | None:
+    """The record of a result or decision row (verified); None for another kind."""
     _codec.verify_row(row, actor_id, row.seq)
-    return _records.decode(row)
+    rec = decode_entry(row)
+    return rec if isinstance(rec, ResultRecord | DecisionRecord) else None
 
 
 async def check_decidable(
@@ -76,48 +89,56 @@ async def check_decidable(
         raise ConfigurationError(f"{lead}actor {actor_id!r} has no entry at seq {intent_seq}")
     row = rows[0]
     _decode(row, actor_id)
-    if row.kind != "intent":
+    if row.kind != EntryKind.INTENT:
         raise ConfigurationError(
             f"{lead}seq {intent_seq} of actor {actor_id!r} is a {row.kind}, not an intent: only a "
             "tool call's intent takes a decision (see 'actorlog actors' for the ones in doubt)"
         )
-    outcomes: list[tuple[EntryRow, dict[str, Any]]] = []
-    for kind in ("result", "decision"):
+    outcomes: list[tuple[int, ResultRecord | DecisionRecord]] = []
+    for kind in (EntryKind.RESULT, EntryKind.DECISION):
         for r in await store.find_ref(actor_id, kind, intent_seq):
-            outcomes.append((r, _decode(r, actor_id)))
-    outcomes.sort(key=lambda o: o[0].seq)
-    for r, p in outcomes:
-        if r.kind == "result":
+            rec = _decode(r, actor_id)
+            if rec is not None:
+                outcomes.append((r.seq, rec))
+    outcomes.sort(key=lambda o: o[0])
+    for seq, rec in outcomes:
+        if isinstance(rec, ResultRecord):
             raise ConfigurationError(
                 f"{lead}intent seq {intent_seq} of actor {actor_id!r} ({row.type_tag}) has a "
-                f"result (seq {r.seq}, {'ok' if p.get('ok') else 'error'}, settled by "
-                f"{p.get('settled_by', 'run')}): it is not in doubt, so nothing was written"
+                f"result (seq {seq}, {'ok' if rec.ok else 'error'}, settled by "
+                f"{rec.settled_by}): it is not in doubt, so nothing was written"
             )
-        if r.type_tag in ("result", "fail"):
+        if rec.settles:
             raise AlreadyDecidedError(
-                actor_id,
-                intent_seq,
-                action=r.type_tag,
-                by=str(p.get("by")),
-                at=p.get("at"),
-                seq=r.seq,
+                actor_id, intent_seq, action=rec.action, by=rec.by, at=rec.at, seq=seq
             )
-    if outcomes and outcomes[-1][0].type_tag == "retry":
-        r, p = outcomes[-1]
-        raise AlreadyDecidedError(
-            actor_id, intent_seq, action="retry", by=str(p.get("by")), at=p.get("at"), seq=r.seq
-        )
+    if outcomes:
+        seq, last = outcomes[-1]
+        if isinstance(last, DecisionRecord) and last.action == DecisionAction.RETRY:
+            raise AlreadyDecidedError(
+                actor_id, intent_seq, action=last.action, by=last.by, at=last.at, seq=seq
+            )
     return row
 
 
-def already_decided(actor_id: str, intent_seq: int, payload: dict[str, Any]) -> AlreadyDecidedError:
-    """The error for a decision this runtime took (or is writing) for a waiting step."""
+def already_decided(
+    actor_id: str, intent_seq: int, decision: DecisionRecord | Mapping[str, Any]
+) -> AlreadyDecidedError:
+    """The error for a decision this runtime took (or is writing) for a waiting step.
+
+    (A ``Mapping``: the decision's payload, as the core passes it today; to be removed.)"""
+    if not isinstance(decision, DecisionRecord):
+        decision = DecisionRecord(
+            action=str(decision.get("action")),
+            by=str(decision.get("by")),
+            at=decision.get("at"),
+        )
     return AlreadyDecidedError(
         actor_id,
         intent_seq,
-        action=str(payload.get("action")),
-        by=str(payload.get("by")),
-        at=payload.get("at"),
+        action=decision.action,
+        by=decision.by,
+        at=decision.at,
         seq=None,
         pending=True,
     )
@@ -136,11 +157,11 @@ def whoami() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
-def operator_decision(
+def operator_record(
     *, result: Any, retry: bool, fail: str | None, by: str | None, reason: str
-) -> dict[str, Any]:
-    """The ``decision`` payload that ``resolve(result=... | retry=True | fail="why")`` asks
-    for, live (``ActorSystem.resolve``) or offline (``actorlog.ops.resolve``).
+) -> DecisionRecord:
+    """The ``decision`` that ``resolve(result=... | retry=True | fail="why")`` asks for, live
+    (``ActorSystem.resolve``) or offline (``actorlog.ops.resolve``), stamped now.
 
     Raises:
         ConfigurationError: not exactly one of the three.
@@ -149,14 +170,23 @@ def operator_decision(
     if sum([result is not MISSING, bool(retry), fail is not None]) != 1:
         raise ConfigurationError("pass exactly one of result=..., retry=True, fail='why'")
     who = by or whoami()
+    now = time.time()
     if result is not MISSING:
         value = _codec.to_plain(result, "resolved result")
-        return _records.decision_payload(action="result", value=value, by=who, reason=reason)
+        return DecisionRecord(DecisionAction.RESULT.value, value, by=who, reason=reason, at=now)
     if retry:
-        return _records.decision_payload(action="retry", by=who, reason=reason)
-    return _records.decision_payload(
-        action="fail",
-        error={"type": "OperatorFailed", "message": str(fail)},
+        return DecisionRecord(DecisionAction.RETRY.value, by=who, reason=reason, at=now)
+    return DecisionRecord(
+        DecisionAction.FAIL.value,
+        error=ErrorInfo(type="OperatorFailed", message=str(fail)),
         by=who,
         reason=reason or str(fail),
+        at=now,
     )
+
+
+def operator_decision(
+    *, result: Any, retry: bool, fail: str | None, by: str | None, reason: str
+) -> dict[str, Any]:
+    """:func:`operator_record`'s payload. For the core modules being re-laid; to be removed."""
+    return operator_record(result=result, retry=retry, fail=fail, by=by, reason=reason).payload()

@@ -1,28 +1,86 @@
-"""The payload of each entry kind (FORMAT.md [F5]): plain JSON objects, built and parsed here.
+"""The payload of each entry kind (FORMAT.md [F5]) as a typed record, read and written here.
 
-Rows are built with :func:`actorlog._codec.make_row`; this module only decides which keys a
-payload has, so the runtime, recovery and the operator tools agree on one shape.
+Reading: :func:`decode_entry` turns a *verified* row (``_codec.verify_row``) into the record
+class of its kind, type-checking the fields the runtime relies on::
+
+    rec = decode_entry(row)          # raises CorruptEntryError(actor, seq, "decode", why)
+    match rec:
+        case StepRecord(ok=True, reply=reply): ...
+        case StepRecord(error=err): ...  # err: ErrorInfo | None
+
+    ==========  =======================================================================
+    kind        record (fields; a missing field takes the default after ``=``)
+    ==========  =======================================================================
+    message     MessageRecord(body=None, sender=None, trace=None, at=None)
+    intent      IntentRecord(index, effect="", policy="", args=[], kwargs={}, key="", at)
+    result      ResultRecord(ok, value=None, error=None, attempt=1, duration=None,
+                settled_by="run", at)
+    effect      EffectRecord(index, value=None, at)
+    step        StepRecord(ok, reply=None, error=None, span=None, duration=None, at)
+    decision    DecisionRecord(action=<type tag>, value=None, error=None, by="", reason="",
+                at)
+    ==========  =======================================================================
+
+``index`` and ``ok`` have no default (every writer since format 1 wrote them, and recovery
+cannot do without them); ``at`` defaults to None; errors are :class:`ErrorInfo`. Kinds,
+event kinds, decision actions and ``settled_by`` values are the ``StrEnum`` classes of
+:mod:`._entrykinds`, re-exported here.
+
+Writing: ``rec.payload()`` is the JSON object of a record, keys in the order of [F5] (the
+order is part of the checksummed bytes). The ``*_payload`` functions build the record of a
+new entry, stamped ``at`` now, and return its payload: ``step_payload(reply=r)`` is
+``StepRecord(ok=True, reply=r, duration=0.0, at=time.time()).payload()``.
+
+:class:`Recorded` is one effect recorded for a step (an intent with its :class:`Outcome`
+list, or a plain effect), as recovery hands it to the replaying ``Context``.
+
+Transitional, for the core modules being re-laid (``_cell``, ``_context``, ``_ownership``,
+``_system``) and to be removed once they read records: :func:`decode` (row to dict), the
+dict-like ``get``/``[]`` of every record (reading its ``payload()``), ``Recorded.payload``
+(the record), and iterating an :class:`Outcome` as ``(kind, tag, record)``.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
 from . import _codec
+from ._entrykinds import DecisionAction, EntryKind, EventKind, SettledBy
 from ._errors import CorruptEntryError
+from ._fields import REQUIRED, FieldError, Fields, as_object
 from .store import EntryRow, EventRow
 
 __all__ = [
+    "DecisionAction",
+    "DecisionRecord",
+    "EffectRecord",
+    "EntryKind",
+    "ErrorInfo",
+    "EventKind",
+    "IntentRecord",
+    "MessageRecord",
+    "Outcome",
+    "Record",
     "Recorded",
+    "ResultRecord",
+    "SettledBy",
+    "StepRecord",
+    "decision_payload",
     "decode",
+    "decode_entry",
+    "effect_payload",
     "error_info",
+    "intent_payload",
+    "loggable_text",
     "message_payload",
+    "result_payload",
     "saved_options",
+    "step_payload",
 ]
 
 
@@ -45,24 +103,363 @@ def loggable_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
     return text
 
 
-def error_info(exc: BaseException) -> dict[str, str]:
-    """[F5] An error as a step or result records it: its type's qualified name and its
-    message, always loggable (see :func:`loggable_text`), also when ``str(exc)`` raises."""
+class _PayloadView:
+    """Transitional (for the core modules being re-laid; to be removed): read a record like
+    the payload dict it replaces, ``rec.get("ok")``, ``rec["value"]``."""
+
+    __slots__ = ()
+
+    def payload(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.payload().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.payload()[key]
+
+
+@attrs.frozen
+class ErrorInfo:
+    """[F5] An error as an entry records it: its type's qualified name and its message."""
+
+    type: str
+    message: str
+
+    @classmethod
+    def of(cls, exc: BaseException) -> ErrorInfo:
+        """``exc`` as an entry records it, always loggable (see :func:`loggable_text`), also
+        when ``str(exc)`` raises."""
+        try:
+            message = str(exc)
+        except Exception as broken:  # a broken __str__ must not leave the outcome unlogged
+            message = f"<str() of the error raised {type(broken).__qualname__}>"
+        return cls(
+            type=loggable_text(type(exc).__qualname__, _MAX_ERROR_TYPE_CHARS),
+            message=loggable_text(message),
+        )
+
+    @classmethod
+    def from_plain(cls, obj: object, what: str = "error") -> ErrorInfo:
+        """Parse ``{"type": ..., "message": ...}`` (a missing key is ``""``). Raises
+        ``ValueError`` (not an object, or a value that is not a string)."""
+        f = Fields(as_object(obj, what))
+        try:
+            return cls(type=f.text("type", ""), message=f.text("message", ""))
+        except FieldError as exc:
+            raise FieldError(f"{what}: {exc}") from None
+
+    def payload(self) -> dict[str, str]:
+        return {"type": self.type, "message": self.message}
+
+
+def _error(f: Fields, name: str) -> ErrorInfo | None:
+    v = f.value(name)
+    return None if v is None else ErrorInfo.from_plain(v, f"field {name!r}")
+
+
+def _error_of(error: ErrorInfo | Mapping[str, str] | None) -> ErrorInfo | None:
+    """An error given to a builder as a record or (by the core today) as its dict."""
+    if error is None or isinstance(error, ErrorInfo):
+        return error
+    return ErrorInfo(type=str(error["type"]), message=str(error["message"]))
+
+
+def _plain_error(error: ErrorInfo | None) -> dict[str, str] | None:
+    return None if error is None else error.payload()
+
+
+@attrs.frozen
+class MessageRecord(_PayloadView):
+    """``message`` (type_tag = message class tag, ref = 0)."""
+
+    KIND: ClassVar[EntryKind] = EntryKind.MESSAGE
+    #: the message, cattrs-unstructured
+    body: Any = None
+    #: the sending actor's id, or None
+    sender: str | None = None
+    #: the sender's W3C trace context (traceparent, tracestate)
+    trace: dict[str, str] | None = None
+    at: float | None = None
+
+    def payload(self) -> dict[str, Any]:
+        return {"body": self.body, "sender": self.sender, "trace": self.trace, "at": self.at}
+
+    @classmethod
+    def _parse(cls, f: Fields, type_tag: str) -> MessageRecord:
+        return cls(f.value("body"), f.opt_text("sender"), f.opt_strings("trace"), f.opt_float("at"))
+
+
+@attrs.frozen
+class IntentRecord(_PayloadView):
+    """``intent`` (type_tag = tool name, ref = the step's message seq)."""
+
+    KIND: ClassVar[EntryKind] = EntryKind.INTENT
+    #: position among the step's effects (intents and effects share one counter from 0)
+    index: int
+    effect: str = ""  # read | write
+    policy: str = ""  # rerun | rerun-same-key | reconcile | escalate
+    args: list[Any] = attrs.Factory(list)
+    kwargs: dict[str, Any] = attrs.Factory(dict)
+    #: [F13] the idempotency key the call ran with
+    key: str = ""
+    at: float | None = None
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "effect": self.effect,
+            "policy": self.policy,
+            "args": self.args,
+            "kwargs": self.kwargs,
+            "key": self.key,
+            "at": self.at,
+        }
+
+    @classmethod
+    def _parse(cls, f: Fields, type_tag: str) -> IntentRecord:
+        return cls(
+            index=f.integer("index", REQUIRED),
+            effect=f.text("effect", ""),
+            policy=f.text("policy", ""),
+            args=f.items("args"),
+            kwargs=f.mapping("kwargs"),
+            key=f.text("key", ""),
+            at=f.opt_float("at"),
+        )
+
+
+@attrs.frozen
+class ResultRecord(_PayloadView):
+    """``result`` (type_tag = tool name, ref = intent seq): ``value`` if ``ok``, else
+    ``error``. ``settled_by``: see :class:`SettledBy`."""
+
+    KIND: ClassVar[EntryKind] = EntryKind.RESULT
+    ok: bool
+    value: Any = None
+    error: ErrorInfo | None = None
+    #: 1 for the first run, +1 for each authorized retry
+    attempt: int = 1
+    duration: float | None = None
+    settled_by: str = SettledBy.RUN.value
+    at: float | None = None
+
+    def payload(self) -> dict[str, Any]:
+        p: dict[str, Any] = {
+            "ok": self.ok,
+            "attempt": self.attempt,
+            "duration": self.duration,
+            "settled_by": self.settled_by,
+            "at": self.at,
+        }
+        if self.ok:
+            p["value"] = self.value
+        else:
+            p["error"] = _plain_error(self.error)
+        return p
+
+    @classmethod
+    def _parse(cls, f: Fields, type_tag: str) -> ResultRecord:
+        return cls(
+            ok=f.boolean("ok", REQUIRED),
+            value=f.value("value"),
+            error=_error(f, "error"),
+            attempt=f.integer("attempt", 1),
+            duration=f.opt_float("duration"),
+            settled_by=f.text("settled_by", SettledBy.RUN.value),
+            at=f.opt_float("at"),
+        )
+
+
+@attrs.frozen
+class EffectRecord(_PayloadView):
+    """``effect`` (type_tag = now|random|uuid|send|spawn|send.failed|spawn.failed, ref = the
+    step's message seq). ``value``: see [F5] (an error object for the ``.failed`` tags)."""
+
+    KIND: ClassVar[EntryKind] = EntryKind.EFFECT
+    index: int
+    value: Any = None
+    at: float | None = None
+
+    def payload(self) -> dict[str, Any]:
+        return {"index": self.index, "value": self.value, "at": self.at}
+
+    @classmethod
+    def _parse(cls, f: Fields, type_tag: str) -> EffectRecord:
+        return cls(index=f.integer("index", REQUIRED), value=f.value("value"), at=f.opt_float("at"))
+
+
+@attrs.frozen
+class StepRecord(_PayloadView):
+    """``step`` (type_tag = message class tag, ref = message seq): ``reply`` if ``ok``, else
+    ``error``. ``span``: the live step's trace_id and span_id (for replay links), or None."""
+
+    KIND: ClassVar[EntryKind] = EntryKind.STEP
+    ok: bool
+    reply: Any = None
+    error: ErrorInfo | None = None
+    span: dict[str, str] | None = None
+    duration: float | None = None
+    at: float | None = None
+
+    def payload(self) -> dict[str, Any]:
+        p: dict[str, Any] = {
+            "ok": self.ok,
+            "span": self.span,
+            "duration": self.duration,
+            "at": self.at,
+        }
+        if self.ok:
+            p["reply"] = self.reply
+        else:
+            p["error"] = _plain_error(self.error)
+        return p
+
+    @classmethod
+    def _parse(cls, f: Fields, type_tag: str) -> StepRecord:
+        return cls(
+            ok=f.boolean("ok", REQUIRED),
+            reply=f.value("reply"),
+            error=_error(f, "error"),
+            span=f.opt_strings("span"),
+            duration=f.opt_float("duration"),
+            at=f.opt_float("at"),
+        )
+
+
+@attrs.frozen
+class DecisionRecord(_PayloadView):
+    """``decision`` (type_tag = ``action``, ref = intent seq): an operator's ruling, or the
+    runtime's ``attempt`` marker. ``value`` for action ``result``, ``error`` for ``fail``."""
+
+    KIND: ClassVar[EntryKind] = EntryKind.DECISION
+    action: str  # see DecisionAction
+    value: Any = None
+    error: ErrorInfo | None = None
+    by: str = ""
+    reason: str = ""
+    at: float | None = None
+
+    @property
+    def settles(self) -> bool:
+        """Does this decision settle its intent (``result`` or ``fail``)?"""
+        return self.action in (DecisionAction.RESULT, DecisionAction.FAIL)
+
+    def payload(self) -> dict[str, Any]:
+        p: dict[str, Any] = {
+            "action": self.action,
+            "by": self.by,
+            "reason": self.reason,
+            "at": self.at,
+        }
+        if self.action == DecisionAction.RESULT:
+            p["value"] = self.value
+        if self.action == DecisionAction.FAIL:
+            p["error"] = _plain_error(self.error)
+        return p
+
+    @classmethod
+    def _parse(cls, f: Fields, type_tag: str) -> DecisionRecord:
+        action = f.text("action", type_tag)
+        if action != type_tag:
+            raise FieldError(f"action {action!r} is not its type tag {type_tag!r}")
+        return cls(
+            action=action,
+            value=f.value("value"),
+            error=_error(f, "error"),
+            by=f.text("by", ""),
+            reason=f.text("reason", ""),
+            at=f.opt_float("at"),
+        )
+
+
+#: Any entry's record.
+Record: TypeAlias = (
+    MessageRecord | IntentRecord | ResultRecord | EffectRecord | StepRecord | DecisionRecord
+)
+
+_CLASSES: dict[str, Any] = {
+    cls.KIND: cls
+    for cls in (MessageRecord, IntentRecord, ResultRecord, EffectRecord, StepRecord, DecisionRecord)
+}
+
+
+def decode_entry(row: EntryRow) -> Record:
+    """The record of a verified row (``_codec.verify_row`` has checked its kind).
+
+    Raises:
+        CorruptEntryError: check ``decode``: the payload is not JSON, not an object, has a
+            field of the wrong type or misses ``index``/``ok``; or the kind is unknown (a row
+            that was not verified: [F7] makes an unknown kind damage, so there is no generic
+            record for one).
+    """
+    cls = _CLASSES.get(row.kind)
     try:
-        message = str(exc)
-    except Exception as broken:  # a broken __str__ must not leave the outcome unlogged
-        message = f"<str() of the error raised {type(broken).__qualname__}>"
-    return {
-        "type": loggable_text(type(exc).__qualname__, _MAX_ERROR_TYPE_CHARS),
-        "message": loggable_text(message),
-    }
+        if cls is None:
+            raise FieldError(f"unknown kind {row.kind!r}")
+        try:
+            obj = _codec.decode_json(row.payload)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise FieldError(str(exc)) from None
+        rec: Record = cls._parse(Fields(as_object(obj, "payload")), row.type_tag)
+    except FieldError as exc:
+        raise CorruptEntryError(row.actor_id, row.seq, "decode", str(exc)) from None
+    return rec
+
+
+@attrs.frozen
+class Outcome:
+    """A ``result`` or ``decision`` that refers to an intent, in log order.
+
+    ``tag`` is the entry's type tag (the tool name of a result, the action of a decision)."""
+
+    record: ResultRecord | DecisionRecord
+    tag: str
+
+    @property
+    def kind(self) -> EntryKind:
+        return self.record.KIND
+
+    @property
+    def settles(self) -> bool:
+        """A result, or a ``result``/``fail`` decision: what the live step used."""
+        return isinstance(self.record, ResultRecord) or self.record.settles
+
+    def __iter__(self) -> Iterator[Any]:
+        """Transitional (the core's ``kind, action, payload = outcome``; to be removed)."""
+        return iter((self.kind, self.tag, self.record))
+
+
+@attrs.define
+class Recorded:
+    """One effect recorded for a step: an intent (with what settled it) or a plain effect."""
+
+    kind: EntryKind  # INTENT | EFFECT
+    seq: int
+    type_tag: str
+    record: IntentRecord | EffectRecord
+    #: for intents: the results and decisions that refer to it, in log order
+    outcomes: list[Outcome] = attrs.Factory(list)
+
+    @property
+    def payload(self) -> IntentRecord | EffectRecord:
+        """Transitional (the core reads ``rec.payload.get(...)``; to be removed)."""
+        return self.record
+
+
+# -- builders: the payload of a new entry, stamped now -----------------------------------------
+
+
+def error_info(exc: BaseException) -> dict[str, str]:
+    """[F5] ``ErrorInfo.of(exc).payload()``: an error as a step or result records it."""
+    return ErrorInfo.of(exc).payload()
 
 
 def message_payload(
     body: Any, *, sender: str | None, trace: dict[str, str] | None
 ) -> dict[str, Any]:
     """``message``: the unstructured message, who sent it, the sender's W3C trace context."""
-    return {"body": body, "sender": sender, "trace": trace, "at": time.time()}
+    return MessageRecord(body, sender, trace, time.time()).payload()
 
 
 def intent_payload(
@@ -75,84 +472,61 @@ def intent_payload(
     key: str,
 ) -> dict[str, Any]:
     """``intent`` (type_tag = tool name, ref = step's message seq)."""
-    return {
-        "index": index,
-        "effect": effect,
-        "policy": policy,
-        "args": args,
-        "kwargs": kwargs,
-        "key": key,
-        "at": time.time(),
-    }
+    return IntentRecord(index, effect, policy, args, kwargs, key, time.time()).payload()
 
 
 def result_payload(
     *,
     value: Any = None,
-    error: dict[str, str] | None = None,
+    error: ErrorInfo | Mapping[str, str] | None = None,
     attempt: int = 1,
     duration: float = 0.0,
-    settled_by: str = "run",
+    settled_by: str = SettledBy.RUN.value,
 ) -> dict[str, Any]:
-    """``result`` (type_tag = tool name, ref = intent seq).
+    """``result`` (type_tag = tool name, ref = intent seq); ``ok`` unless ``error``.
 
     ``settled_by`` is ``run`` (the tool ran), ``reconcile`` (its reconcile fn answered), or
     ``cancelled`` (the handler's own cancel scope cancelled the call and the step went on).
     """
-    p: dict[str, Any] = {
-        "ok": error is None,
-        "attempt": attempt,
-        "duration": duration,
-        "settled_by": settled_by,
-        "at": time.time(),
-    }
-    if error is None:
-        p["value"] = value
-    else:
-        p["error"] = error
-    return p
+    err = _error_of(error)
+    return ResultRecord(
+        err is None, value, err, attempt, duration, str(settled_by), time.time()
+    ).payload()
 
 
 def effect_payload(*, index: int, value: Any) -> dict[str, Any]:
     """``effect`` (type_tag = now|random|uuid|send|spawn, ref = step's message seq)."""
-    return {"index": index, "value": value, "at": time.time()}
+    return EffectRecord(index, value, time.time()).payload()
 
 
 def step_payload(
     *,
     reply: Any = None,
-    error: dict[str, str] | None = None,
+    error: ErrorInfo | Mapping[str, str] | None = None,
     span: dict[str, str] | None = None,
     duration: float = 0.0,
 ) -> dict[str, Any]:
-    """``step`` (type_tag = message type tag, ref = message seq)."""
-    p: dict[str, Any] = {"ok": error is None, "span": span, "duration": duration, "at": time.time()}
-    if error is None:
-        p["reply"] = reply
-    else:
-        p["error"] = error
-    return p
+    """``step`` (type_tag = message type tag, ref = message seq); ``ok`` unless ``error``."""
+    err = _error_of(error)
+    return StepRecord(err is None, reply, err, span, duration, time.time()).payload()
 
 
 def decision_payload(
     *,
     action: str,
     value: Any = None,
-    error: dict[str, str] | None = None,
+    error: ErrorInfo | Mapping[str, str] | None = None,
     by: str,
     reason: str,
 ) -> dict[str, Any]:
-    """``decision`` (type_tag = result|retry|fail, ref = intent seq): an operator's ruling."""
-    p: dict[str, Any] = {"action": action, "by": by, "reason": reason, "at": time.time()}
-    if action == "result":
-        p["value"] = value
-    if action == "fail":
-        p["error"] = error
-    return p
+    """``decision`` (type_tag = result|retry|fail|attempt, ref = intent seq)."""
+    return DecisionRecord(str(action), value, _error_of(error), by, reason, time.time()).payload()
 
 
 def decode(row: EntryRow) -> dict[str, Any]:
-    """Parse a verified row's payload. Raises ``CorruptEntryError(check="decode")``."""
+    """Parse a verified row's payload into a dict. Raises ``CorruptEntryError(check="decode")``.
+
+    For the core modules being re-laid; to be removed (use :func:`decode_entry`)."""
     try:
         obj = _codec.decode_json(row.payload)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -167,7 +541,7 @@ def saved_options(events: Iterable[EventRow]) -> tuple[dict[str, Any], str] | No
     whose detail is a JSON object), as (options, the event's detail); None if none."""
     found = None
     for ev in events:
-        if ev.kind == "options" and ev.damage is None:
+        if ev.kind == EventKind.OPTIONS and ev.damage is None:
             try:
                 value = json.loads(ev.detail)
             except ValueError:
@@ -175,15 +549,3 @@ def saved_options(events: Iterable[EventRow]) -> tuple[dict[str, Any], str] | No
             if isinstance(value, dict):
                 found = (value, ev.detail)
     return found
-
-
-@attrs.define
-class Recorded:
-    """One effect recorded for a step: an intent (with what settled it) or a plain effect."""
-
-    kind: str  # "intent" | "effect"
-    seq: int
-    type_tag: str
-    payload: dict[str, Any]
-    #: for intents: the result/decision payloads that refer to it, in log order
-    outcomes: list[tuple[str, str, dict[str, Any]]] = attrs.Factory(list)

@@ -20,7 +20,7 @@ import attrs
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _records, _telemetry
+from . import _codec, _telemetry
 from ._actor import Actor
 from ._calls import StepHost, is_call_error
 from ._context import Context
@@ -33,7 +33,18 @@ from ._errors import (
     StoreUnavailableError,
 )
 from ._mailbox import Envelope
-from ._records import Recorded
+from ._records import (
+    DecisionRecord,
+    EffectRecord,
+    EntryKind,
+    IntentRecord,
+    MessageRecord,
+    Outcome,
+    Recorded,
+    ResultRecord,
+    StepRecord,
+    decode_entry,
+)
 from ._snapshots import RecoveryCost
 from ._telemetry import ATTR, EVENT, SPAN, tracer
 from ._wal import Journal
@@ -53,7 +64,9 @@ class PendingMessage:
     sender: str | None
     trace: dict[str, str] | None
     recorded: list[Recorded] = attrs.Factory(list)
-    step: dict[str, Any] | None = None  # the step payload if the step completed
+    #: the step's record if the step completed (a ``StepRecord``; typed ``Any`` only until
+    #: ``_cell`` reads it as one instead of a dict: then ``StepRecord | None``)
+    step: Any = None
 
 
 @attrs.define
@@ -159,14 +172,14 @@ async def plan(
     entries_read = 0
     messages: dict[int, PendingMessage] = {}
 
-    def add_message(row: EntryRow, p: dict[str, Any]) -> None:
+    def add_message(row: EntryRow, m: MessageRecord) -> None:
         messages[row.seq] = PendingMessage(
             seq=row.seq,
             message_id=row.message_id,
             type_tag=row.type_tag,
-            body=p.get("body"),
-            sender=p.get("sender"),
-            trace=p.get("trace"),
+            body=m.body,
+            sender=m.sender,
+            trace=m.trace,
         )
 
     # Messages logged before the snapshot's seq but not yet handled. The whole seq range
@@ -179,8 +192,8 @@ async def plan(
             _codec.verify_row(row, actor_id, expected_m)
             expected_m += 1
             entries_read += 1
-            p = _records.decode(row)
-            if row.kind == "message":
+            p = decode_entry(row)
+            if isinstance(p, MessageRecord):
                 add_message(row, p)
         if expected_m <= snap_seq:
             raise CorruptEntryError(
@@ -196,10 +209,10 @@ async def plan(
             _codec.verify_row(row, actor_id, expected)
             expected += 1
             entries_read += 1
-            p = _records.decode(row)
-            if row.kind == "message":
+            p = decode_entry(row)
+            if isinstance(p, MessageRecord):
                 add_message(row, p)
-            elif row.kind in ("intent", "effect"):
+            elif isinstance(p, IntentRecord | EffectRecord):
                 msg = messages.get(row.ref)
                 if msg is None:
                     if row.ref <= handled:
@@ -207,18 +220,15 @@ async def plan(
                     raise CorruptEntryError(
                         actor_id, row.seq, "reference", f"refers to unknown message seq {row.ref}"
                     )
-                rec = Recorded(kind=row.kind, seq=row.seq, type_tag=row.type_tag, payload=p)
-                if p.get("index") != len(msg.recorded):
+                rec = Recorded(kind=p.KIND, seq=row.seq, type_tag=row.type_tag, record=p)
+                if p.index != len(msg.recorded):
                     raise CorruptEntryError(
-                        actor_id,
-                        row.seq,
-                        "reference",
-                        f"effect index {p.get('index')} out of order",
+                        actor_id, row.seq, "reference", f"effect index {p.index} out of order"
                     )
                 msg.recorded.append(rec)
-                if row.kind == "intent":
+                if p.KIND == EntryKind.INTENT:
                     intents[row.seq] = rec
-            elif row.kind in ("result", "decision"):
+            elif isinstance(p, ResultRecord | DecisionRecord):
                 rec_i = intents.get(row.ref)
                 if rec_i is None:
                     if row.ref <= snap_seq:
@@ -226,8 +236,8 @@ async def plan(
                     raise CorruptEntryError(
                         actor_id, row.seq, "reference", f"refers to unknown intent seq {row.ref}"
                     )
-                rec_i.outcomes.append((row.kind, row.type_tag, p))
-            elif row.kind == "step":
+                rec_i.outcomes.append(Outcome(p, row.type_tag))
+            elif isinstance(p, StepRecord):
                 msg = messages.get(row.ref)
                 if msg is None:
                     if row.ref <= handled:

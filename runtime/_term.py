@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import ops
+from ._records import EventKind
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -268,7 +269,7 @@ def json_line(stream: TextIO, obj: Any) -> None:
 
 def event_text(e: ops.Event) -> str:
     d = e.detail
-    if e.kind == "recovered":
+    if e.kind == EventKind.RECOVERED:
         snap = d.get("snapshot_seq") or 0
         start = f"snapshot seq {snap}" if snap else "the start of the log"
         text = (
@@ -280,22 +281,22 @@ def event_text(e: ops.Event) -> str:
         if rejected:
             text += "; rejected snapshots: " + ", ".join(f"{s} ({r})" for s, r in rejected)
         return text
-    if e.kind == "snapshot_rejected":
+    if e.kind == EventKind.SNAPSHOT_REJECTED:
         return f"snapshot seq {d.get('seq')} rejected: {d.get('reason')}"
-    if e.kind in ("quarantined", "stopped"):
+    if e.kind in (EventKind.QUARANTINED, EventKind.STOPPED):
         etype = f"{d['error_type']}: " if d.get("error_type") else ""
         return f"{e.kind}: {etype}{d.get('error')}"
-    if e.kind == "in_doubt":
+    if e.kind == EventKind.IN_DOUBT:
         return (
             f"intent seq {d.get('intent_seq')} ({d.get('tool')}) in doubt, policy {d.get('policy')}"
         )
-    if e.kind == "resolved":
+    if e.kind == EventKind.RESOLVED:
         return (
             f"{d.get('by')} resolved intent seq {d.get('intent_seq')} ({d.get('tool')}): "
             f"{d.get('action')}" + (f" - {d.get('reason')}" if d.get("reason") else "")
         )
-    if e.kind == "forked":
+    if e.kind == EventKind.FORKED:
         return f"forked from {d.get('source')} at seq {d.get('at')} by {d.get('by')}"
-    if e.kind == "forked_to":
+    if e.kind == EventKind.FORKED_TO:
         return f"forked at seq {d.get('at')} as {d.get('fork')} by {d.get('by')}"
     return f"{e.kind}: {short(d, 160)}"

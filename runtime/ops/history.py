@@ -3,7 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
 
+from .._records import (
+    DecisionAction,
+    DecisionRecord,
+    EffectRecord,
+    EntryKind,
+    ErrorInfo,
+    IntentRecord,
+    MessageRecord,
+    ResultRecord,
+    StepRecord,
+)
 from ..store import EntryRow, Store
 from .models import (
     NEEDS_OPERATOR,
@@ -30,6 +42,28 @@ from .reads import (
     _snapshot_problem,
     _status,
 )
+
+#: the kinds that refer to a message, and those that refer to an intent
+_STEP_KINDS = (EntryKind.INTENT, EntryKind.EFFECT, EntryKind.STEP)
+_OUTCOME_KINDS = (EntryKind.RESULT, EntryKind.DECISION)
+
+
+def _plain(error: ErrorInfo | None) -> dict[str, Any] | None:
+    """An error as the views show it (``{"type": ..., "message": ...}``)."""
+    return None if error is None else dict(error.payload())
+
+
+def _decision(row: EntryRow, d: DecisionRecord, *, ignored: bool = False) -> Decision:
+    return Decision(
+        seq=row.seq,
+        action=row.type_tag,
+        by=d.by,
+        reason=d.reason,
+        at=d.at,
+        value=d.value,
+        error=_plain(d.error),
+        ignored=ignored,
+    )
 
 
 class _Builder:
@@ -63,62 +97,59 @@ class _Builder:
         self.damage.append(Finding(self.actor_id, "entry", seq, check, detail, self.last_at))
 
     def _add(self, row: EntryRow) -> None:
-        p, err = _check(row, self.actor_id)
-        if err is not None or p is None:
+        rec, err = _check(row, self.actor_id)
+        if err is not None or rec is None:
             assert err is not None
             self.report(row.seq, err.check, err.detail)
             self.damaged.add(row.seq)
             return
         if row.ref in self.damaged:
             return  # what it belongs to is unreadable; the damage is already reported
-        at = p.get("at")
-        if isinstance(at, int | float):
-            self.last_at = float(at)
-        kind = row.kind
-        if kind == "message":
+        at = rec.at
+        if at is not None:
+            self.last_at = at
+        if isinstance(rec, MessageRecord):
             self.steps[row.seq] = Step(
                 message_seq=row.seq,
                 message_id=row.message_id,
                 message_type=row.type_tag,
-                body=p.get("body"),
-                sender=p.get("sender"),
+                body=rec.body,
+                sender=rec.sender,
                 received_at=at,
             )
             return
-        if kind in ("intent", "effect", "step"):
+        if isinstance(rec, IntentRecord | EffectRecord | StepRecord):
             step = self.steps.get(row.ref)
             if step is None:
                 self.report(
                     row.seq,
                     "reference",
-                    f"{kind} refers to message seq {row.ref}, which is not a message",
+                    f"{row.kind} refers to message seq {row.ref}, which is not a message",
                 )
                 return
-            if kind == "intent":
+            if isinstance(rec, IntentRecord):
                 call = Call(
                     intent_seq=row.seq,
-                    index=int(p.get("index", 0)),
+                    index=rec.index,
                     tool=row.type_tag,
-                    effect=str(p.get("effect")),
-                    policy=str(p.get("policy")),
-                    args=list(p.get("args") or []),
-                    kwargs=dict(p.get("kwargs") or {}),
-                    key=str(p.get("key")),
+                    effect=rec.effect,
+                    policy=rec.policy,
+                    args=list(rec.args),
+                    kwargs=dict(rec.kwargs),
+                    key=rec.key,
                     at=at,
-                    status="in_doubt" if p.get("policy") == "escalate" else "auto",
+                    status="in_doubt" if rec.policy == "escalate" else "auto",
                 )
                 step.calls.append(call)
                 self.calls[row.seq] = call
-            elif kind == "effect":
-                step.effects.append(
-                    Effect(row.seq, int(p.get("index", 0)), row.type_tag, p.get("value"), at)
-                )
+            elif isinstance(rec, EffectRecord):
+                step.effects.append(Effect(row.seq, rec.index, row.type_tag, rec.value, at))
             else:
                 step.step_seq = row.seq
-                step.status = "ok" if p.get("ok") else "error"
-                step.reply = p.get("reply")
-                step.error = p.get("error")
-                step.duration = p.get("duration")
+                step.status = "ok" if rec.ok else "error"
+                step.reply = rec.reply
+                step.error = _plain(rec.error)
+                step.duration = rec.duration
                 step.finished_at = at
             return
         owner = self.calls.get(row.ref)
@@ -126,56 +157,37 @@ class _Builder:
             self.report(
                 row.seq,
                 "reference",
-                f"{kind} refers to intent seq {row.ref}, which is not an intent",
+                f"{row.kind} refers to intent seq {row.ref}, which is not an intent",
             )
             return
         if owner.result_seq is not None:  # settled: replay ignores later outcomes too
-            if kind == "decision":
-                owner.decisions.append(
-                    Decision(
-                        row.seq,
-                        row.type_tag,
-                        str(p.get("by", "")),
-                        str(p.get("reason", "")),
-                        at,
-                        p.get("value"),
-                        p.get("error"),
-                        ignored=True,
-                    )
-                )
+            if isinstance(rec, DecisionRecord):
+                owner.decisions.append(_decision(row, rec, ignored=True))
             return
-        if kind == "result":
+        if isinstance(rec, ResultRecord):
             owner.result_seq = row.seq
-            owner.status = "ok" if p.get("ok") else "error"
-            owner.value = p.get("value")
-            owner.error = p.get("error")
-            owner.duration = p.get("duration")
-            owner.attempts = int(p.get("attempt", owner.attempts))
-            owner.settled_by = str(p.get("settled_by", "run"))
-        elif kind == "decision":
-            d = Decision(
-                seq=row.seq,
-                action=row.type_tag,
-                by=str(p.get("by", "")),
-                reason=str(p.get("reason", "")),
-                at=at,
-                value=p.get("value"),
-                error=p.get("error"),
-            )
+            owner.status = "ok" if rec.ok else "error"
+            owner.value = rec.value
+            owner.error = _plain(rec.error)
+            owner.duration = rec.duration
+            owner.attempts = rec.attempt
+            owner.settled_by = rec.settled_by
+        else:
+            d = _decision(row, rec)
             owner.decisions.append(d)
-            if d.action == "result":
+            if d.action == DecisionAction.RESULT:
                 owner.status, owner.value, owner.settled_by = "resolved", d.value, "operator"
                 owner.result_seq = row.seq
-            elif d.action == "fail":
+            elif d.action == DecisionAction.FAIL:
                 owner.status, owner.error, owner.settled_by = (
                     "failed_by_operator",
                     d.error,
                     "operator",
                 )
                 owner.result_seq = row.seq
-            elif d.action == "retry":
+            elif d.action == DecisionAction.RETRY:
                 owner.status = "retry_authorized"
-            elif d.action == "attempt":
+            elif d.action == DecisionAction.ATTEMPT:
                 owner.status = "retry_interrupted"
                 owner.attempts += 1
 
@@ -189,7 +201,8 @@ class _Builder:
                 self.fork_at,
                 call.intent_seq,
                 step.message_seq,
-                {"key": call.key, "index": call.index},
+                call.index,
+                call.key,
                 call.result_seq,
             )
             if key != call.key:
@@ -316,19 +329,19 @@ async def _history_stream(store: Store, actor_id: str, since: int) -> AsyncItera
         need: set[int] = set()
         intents: set[int] = set()
         async for r in _scan(store, actor_id, after=since):
-            if r.kind in ("intent", "effect", "step") and r.ref <= since:
+            if r.kind in _STEP_KINDS and r.ref <= since:
                 need.add(r.ref)
-            elif r.kind in ("result", "decision") and r.ref <= since:
+            elif r.kind in _OUTCOME_KINDS and r.ref <= since:
                 intents.add(r.ref)
         for seq in sorted(intents):
             intent = await _row_at(store, actor_id, seq)
-            if intent is not None and intent.kind == "intent" and intent.ref <= since:
+            if intent is not None and intent.kind == EntryKind.INTENT and intent.ref <= since:
                 need.add(intent.ref)
         if need:
             async for r in _scan(store, actor_id, after=min(need) - 1, upto=since):
-                if r.kind == "message":
+                if r.kind == EntryKind.MESSAGE:
                     wanted = r.seq in need
-                elif r.kind in ("intent", "effect", "step"):
+                elif r.kind in _STEP_KINDS:
                     wanted = r.ref in need
                 else:
                     wanted = r.ref in b.calls
@@ -357,8 +370,9 @@ async def _history_stream(store: Store, actor_id: str, since: int) -> AsyncItera
         yield item
     if side.first is None and since > 0:  # no step shown: events since entry ``since``
         at_row = await _row_at(store, actor_id, since)
-        p, _ = (None, None) if at_row is None else _check(at_row, actor_id)
-        side.first = float((p or {}).get("at") or 0.0) if at_row is not None else float("inf")
+        rec, _ = (None, None) if at_row is None else _check(at_row, actor_id)
+        at = None if rec is None else rec.at
+        side.first = float(at or 0.0) if at_row is not None else float("inf")
     for item in side.rest():
         yield item
 

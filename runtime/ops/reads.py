@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from .. import _codec, _decisions, _records, _recovery
+from .. import _codec, _decisions, _recovery
 from .._context import idempotency_key
 from .._errors import (
     ActorNotFoundError,
@@ -23,6 +23,7 @@ from .._errors import (
     WALError,
 )
 from .._leases import Lease
+from .._records import EntryKind, EventKind, IntentRecord, Record, Recorded, decode_entry
 from ..store import ActorRow, EntryRow, SnapshotInfo, Store
 from .models import (
     ActorStatus,
@@ -108,15 +109,15 @@ async def _actor_row(store: Store, actor_id: str) -> ActorRow:
     return row
 
 
-def _intent_state(rec: Any) -> str | None:
+def _intent_state(rec: Recorded, intent: IntentRecord) -> str | None:
     """The in-doubt state of a recorded intent, or None if its outcome is settled."""
-    return _decisions.state(rec.outcomes, rec.payload.get("policy"))
+    return _decisions.state(rec.outcomes, intent.policy)
 
 
 def _fork_point(events: Sequence[Event]) -> int | None:
     """The seq this actor was forked at (its log up to it is a copy), or None."""
     for e in events:
-        if e.kind == "forked":
+        if e.kind == EventKind.FORKED:
             at = e.detail.get("at")
             return at if isinstance(at, int) and not isinstance(at, bool) else None
     return None
@@ -127,7 +128,8 @@ def _run_key(
     fork_at: int | None,
     intent_seq: int,
     step_seq: int,
-    payload: dict[str, Any],
+    index: int,
+    key: str,
     outcome_seq: int | None,
 ) -> str:
     """The idempotency key a call ran (or will run) with. The runtime derives it from the
@@ -138,17 +140,17 @@ def _run_key(
         and intent_seq <= fork_at
         and (outcome_seq is None or outcome_seq > fork_at)
     ):
-        return idempotency_key(actor_id, step_seq, int(payload.get("index", 0)))
-    return str(payload.get("key"))
+        return idempotency_key(actor_id, step_seq, index)
+    return key
 
 
 def _failure(events: Sequence[Event]) -> str | None:
     """Why the last runtime stopped the actor, unless it has recovered since."""
     for i in range(len(events) - 1, -1, -1):
         e = events[i]
-        if e.kind == "recovered":
+        if e.kind == EventKind.RECOVERED:
             return None
-        if e.kind in ("quarantined", "stopped"):
+        if e.kind in (EventKind.QUARANTINED, EventKind.STOPPED):
             err = e.detail.get("error") or e.detail.get("raw") or e.kind
             etype = e.detail.get("error_type")
             text = f"{etype}: {err}" if etype else str(err)
@@ -162,10 +164,10 @@ def _conflicting_operator_write(before: Sequence[Event]) -> str:
     """What an operator wrote offline since the runtime last recovered the actor: the likely
     other writer of a conflict (the runtime running the actor did not see it)."""
     for e in reversed(before):
-        if e.kind == "recovered":
+        if e.kind == EventKind.RECOVERED:
             return ""
         d = e.detail
-        if e.kind == "resolved" and d.get("offline"):
+        if e.kind == EventKind.RESOLVED and d.get("offline"):
             return (
                 f" (the conflicting write was the offline decision seq {d.get('decision_seq')} "
                 f"by {d.get('by')} on intent seq {d.get('intent_seq')}, which the runtime "
@@ -208,7 +210,9 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
         if row.last_message_seq > row.handled_seq:  # best effort: the log is damaged
             with contextlib.suppress(WALError):  # a row of the wrong type, say
                 pending = len(
-                    await store.read(row.actor_id, after_seq=row.handled_seq, kinds=("message",))
+                    await store.read(
+                        row.actor_id, after_seq=row.handled_seq, kinds=(EntryKind.MESSAGE,)
+                    )
                 )
     else:
         events = await _events(store, row.actor_id)
@@ -218,23 +222,25 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
         if unfinished:
             m = unfinished[0]
             for rec in m.recorded:
-                if rec.kind != "intent":
+                intent = rec.record
+                if not isinstance(intent, IntentRecord):
                     continue
-                state = _intent_state(rec)
+                state = _intent_state(rec, intent)
                 if state is None:
                     continue
-                pl = rec.payload
                 in_doubt.append(
                     InDoubtIntent(
                         intent_seq=rec.seq,
                         step_seq=m.seq,
                         tool=rec.type_tag,
-                        effect=str(pl.get("effect")),
-                        policy=str(pl.get("policy")),
-                        key=_run_key(row.actor_id, fork_at, rec.seq, m.seq, pl, None),
-                        args=list(pl.get("args") or []),
-                        kwargs=dict(pl.get("kwargs") or {}),
-                        at=pl.get("at"),
+                        effect=intent.effect,
+                        policy=intent.policy,
+                        key=_run_key(
+                            row.actor_id, fork_at, rec.seq, m.seq, intent.index, intent.key, None
+                        ),
+                        args=list(intent.args),
+                        kwargs=dict(intent.kwargs),
+                        at=intent.at,
                         state=state,
                     )
                 )
@@ -294,13 +300,22 @@ async def _scan(
         after = rows[-1].seq
 
 
-def _check(row: EntryRow, actor_id: str) -> tuple[dict[str, Any] | None, CorruptEntryError | None]:
-    """Verify a row at its own seq and decode it: (payload, None) or (None, error)."""
+def _check(row: EntryRow, actor_id: str) -> tuple[Record | None, CorruptEntryError | None]:
+    """Verify a row at its own seq and decode it: (record, None) or (None, error)."""
     try:
         _codec.verify_row(row, actor_id, row.seq)
-        return _records.decode(row), None
+        return decode_entry(row), None
     except CorruptEntryError as exc:
         return None, exc
+
+
+def _shown_payload(row: EntryRow) -> tuple[Any, bool]:
+    """The payload as stored, for an operator to read whole (unknown keys too): the JSON
+    value, or ``{"payload_b64": ...}`` when it is not JSON; and whether it is JSON."""
+    try:
+        return _codec.decode_json(row.payload), True
+    except (ValueError, UnicodeDecodeError):
+        return {"payload_b64": base64.b64encode(row.payload).decode()}, False
 
 
 async def _row_at(store: Store, actor_id: str, seq: int) -> EntryRow | None:
@@ -347,33 +362,29 @@ async def _show(store: Store, actor_id: str, seq: int) -> EntryView:
     computed = _codec.entry_checksum(
         row.actor_id, row.seq, row.kind, row.type_tag, row.ref, row.message_id, row.payload
     )
-    payload, err = _check(row, actor_id)
-    if payload is None:
-        try:
-            payload = json.loads(row.payload)
-        except ValueError:
-            payload = {"payload_b64": base64.b64encode(row.payload).decode()}
+    _, err = _check(row, actor_id)
+    payload, _ = _shown_payload(row)
     related: list[dict[str, Any]] = []
 
     def rel(r: EntryRow, how: str) -> None:
         related.append({"seq": r.seq, "kind": r.kind, "type_tag": r.type_tag, "relation": how})
 
-    if row.kind == "message":
-        for kind in ("intent", "effect", "step"):
+    if row.kind == EntryKind.MESSAGE:
+        for kind in (EntryKind.INTENT, EntryKind.EFFECT, EntryKind.STEP):
             for r in await store.find_ref(actor_id, kind, row.seq):
                 rel(r, f"{kind} of this message's step")
-    elif row.kind == "intent":
+    elif row.kind == EntryKind.INTENT:
         msg = await _row_at(store, actor_id, row.ref)
         if msg is not None:
             rel(msg, "message of its step")
-        for kind in ("result", "decision"):
+        for kind in (EntryKind.RESULT, EntryKind.DECISION):
             for r in await store.find_ref(actor_id, kind, row.seq):
                 rel(r, f"{kind} of this intent")
-    elif row.kind in ("effect", "step"):
+    elif row.kind in (EntryKind.EFFECT, EntryKind.STEP):
         msg = await _row_at(store, actor_id, row.ref)
         if msg is not None:
             rel(msg, "message of its step")
-    elif row.kind in ("result", "decision"):
+    elif row.kind in (EntryKind.RESULT, EntryKind.DECISION):
         intent = await _row_at(store, actor_id, row.ref)
         if intent is not None:
             rel(intent, "its intent")
@@ -436,7 +447,7 @@ async def _export(store: Store, actor_id: str, *, raw: bool) -> AsyncIterator[di
         "exported_at": time.time(),
     }
     async for r in _scan(store, actor_id):
-        p, err = _check(r, actor_id)
+        _, err = _check(r, actor_id)
         d: dict[str, Any] = {
             "type": "entry",
             "seq": r.seq,
@@ -448,14 +459,9 @@ async def _export(store: Store, actor_id: str, *, raw: bool) -> AsyncIterator[di
             "valid": err is None,
             "problem": None if err is None else str(err),
         }
-        with_bytes = raw
-        if p is None:
-            try:
-                p = json.loads(r.payload)
-            except ValueError:
-                with_bytes = True
-        d["payload"] = p
-        if with_bytes:
+        payload, is_json = _shown_payload(r)
+        d["payload"] = payload if is_json else None
+        if raw or not is_json:
             d["payload_b64"] = base64.b64encode(r.payload).decode()
         yield d
     for info in await store.list_snapshots(actor_id):

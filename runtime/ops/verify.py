@@ -10,6 +10,7 @@ from .._errors import (
     ActorNotFoundError,
     CorruptEntryError,
 )
+from .._records import EntryKind
 from ..store import ActorRow, Store
 from .models import (
     Finding,
@@ -130,15 +131,15 @@ async def _verify_actor(
             if r.ref in damaged:
                 continue
             problem = None
-            if r.kind == "message":
+            if r.kind == EntryKind.MESSAGE:
                 messages.add(r.seq)
                 last_message = r.seq
-            elif r.kind in ("intent", "effect", "step"):
+            elif r.kind in (EntryKind.INTENT, EntryKind.EFFECT, EntryKind.STEP):
                 if r.ref not in messages and r.ref >= (a.first_seq or 1):
                     problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier message"
-                if r.kind == "intent":
+                if r.kind == EntryKind.INTENT:
                     intents.add(r.seq)
-                if r.kind == "step":
+                if r.kind == EntryKind.STEP:
                     handled = max(handled, r.ref)
             elif r.ref not in intents and r.ref >= (a.first_seq or 1):
                 problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier intent"

@@ -18,6 +18,15 @@ from .._errors import (
     ConfigurationError,
     CorruptEntryError,
 )
+from .._records import (
+    DecisionAction,
+    EffectRecord,
+    EntryKind,
+    EventKind,
+    IntentRecord,
+    ResultRecord,
+    decode_entry,
+)
 from ..store import EntryRow, SnapshotRow, Store
 from .models import (
     Decision,
@@ -60,7 +69,7 @@ async def resolve(
         ActorNotFoundError: no such actor.
         SequenceConflictError: a runtime appended to the actor meanwhile; nothing written.
     """
-    payload = _decisions.operator_decision(
+    decision = _decisions.operator_record(
         result=result, retry=retry, fail=fail, by=by, reason=reason
     )
     row = await _actor_row(store, actor_id)
@@ -84,15 +93,15 @@ async def resolve(
             f"intent seq {intent_seq} already has a retry authorized; the runtime runs it on "
             "recovery"
         )
-    action, who = str(payload["action"]), str(payload["by"])
+    action, who = decision.action, decision.by
     last = status.last_seq
-    data = _codec.encode_plain(payload, "decision entry")
-    entry = _codec.make_row(actor_id, last + 1, "decision", action, intent_seq, None, data)
+    data = _codec.encode_plain(decision.payload(), "decision entry")
+    entry = _codec.make_row(actor_id, last + 1, EntryKind.DECISION, action, intent_seq, None, data)
     await store.append(actor_id, last, [entry])
     with contextlib.suppress(Exception):  # history is best effort; the log is the truth
         await store.record_event(
             actor_id,
-            "resolved",
+            EventKind.RESOLVED,
             json.dumps(
                 {
                     "intent_seq": intent_seq,
@@ -100,7 +109,7 @@ async def resolve(
                     "action": action,
                     "tool": target.tool,
                     "by": who,
-                    "reason": payload["reason"],
+                    "reason": decision.reason,
                     "offline": True,
                 }
             ),
@@ -109,10 +118,10 @@ async def resolve(
         seq=entry.seq,
         action=action,
         by=who,
-        reason=str(payload["reason"]),
-        at=payload["at"],
-        value=payload.get("value"),
-        error=payload.get("error"),
+        reason=decision.reason,
+        at=decision.at,
+        value=decision.value,
+        error=None if decision.error is None else dict(decision.error.payload()),
     )
 
 
@@ -127,7 +136,7 @@ async def fork_effects(
     calls an operator ruled did not happen.
     """
     await _actor_row(store, actor_id)
-    intents: dict[int, tuple[EntryRow, dict[str, Any]]] = {}
+    intents: dict[int, tuple[EntryRow, IntentRecord]] = {}
     effects: dict[int, ExternalEffect] = {}
     warnings: list[str] = []
     settled: set[int] = set()  # write intents with any outcome
@@ -137,13 +146,13 @@ async def fork_effects(
             if r.seq > at:
                 warnings.append(str(err))
             continue
-        if r.kind == "intent":
-            if p.get("effect") == "write":
+        if isinstance(p, IntentRecord):
+            if p.effect == "write":
                 intents[r.seq] = (r, p)
                 if r.seq > at:
                     effects[r.seq] = _external(r, p, at, "in_doubt", None)
-        elif r.kind == "effect" and r.type_tag == "send" and r.seq > at:
-            v = p.get("value") or {}
+        elif isinstance(p, EffectRecord) and r.type_tag == "send" and r.seq > at:
+            v = p.value if isinstance(p.value, dict) else {}
             effects[r.seq] = ExternalEffect(
                 seq=r.seq,
                 step_seq=r.ref,
@@ -154,19 +163,19 @@ async def fork_effects(
                 key=v.get("message_id"),
                 outcome="ok",
                 outcome_seq=r.seq,
-                at=p.get("at"),
+                at=p.at,
                 repeated_by_fork=r.ref <= at,
             )
-        elif r.kind in ("result", "decision") and r.ref in intents:
+        elif r.kind in (EntryKind.RESULT, EntryKind.DECISION) and r.ref in intents:
             settled.add(r.ref)
             if r.seq <= at:
                 continue
             irow, ip = intents[r.ref]
-            if r.kind == "result":
-                outcome = "ok" if p.get("ok") else "error"
-            elif r.type_tag == "result":
+            if isinstance(p, ResultRecord):
+                outcome = "ok" if p.ok else "error"
+            elif r.type_tag == DecisionAction.RESULT:
                 outcome = "resolved"
-            elif r.type_tag == "fail":
+            elif r.type_tag == DecisionAction.FAIL:
                 effects.pop(irow.seq, None)
                 continue
             else:
@@ -179,19 +188,19 @@ async def fork_effects(
 
 
 def _external(
-    r: EntryRow, p: dict[str, Any], at: int, outcome: str, outcome_seq: int | None
+    r: EntryRow, p: IntentRecord, at: int, outcome: str, outcome_seq: int | None
 ) -> ExternalEffect:
     return ExternalEffect(
         seq=r.seq,
         step_seq=r.ref,
         kind="tool",
         name=r.type_tag,
-        args=list(p.get("args") or []),
-        kwargs=dict(p.get("kwargs") or {}),
-        key=p.get("key"),
+        args=list(p.args),
+        kwargs=dict(p.kwargs),
+        key=p.key,
         outcome=outcome,
         outcome_seq=outcome_seq,
-        at=p.get("at"),
+        at=p.at,
         repeated_by_fork=r.ref <= at,
     )
 
@@ -242,7 +251,7 @@ async def fork(
     rows: list[EntryRow] = []
     async for r in _scan(store, actor_id, upto=at):
         _codec.verify_row(r, actor_id, len(rows) + 1)
-        _records.decode(r)
+        decode_entry(r)
         rows.append(r)
     if len(rows) != at:
         raise CorruptEntryError(
@@ -262,7 +271,7 @@ async def fork(
     # the source's spawn options hold for the fork too (saved "for good": docs/tuning.md)
     options = _records.saved_options(await store.read_events(actor_id))
     if options is not None:
-        await store.record_event(new_id, "options", options[1])
+        await store.record_event(new_id, EventKind.OPTIONS, options[1])
     snapshot_seq = None
     for info in await store.list_snapshots(actor_id):
         if info.seq > at or await _snapshot_problem(store, info, at) is not None:
@@ -286,8 +295,8 @@ async def fork(
         "confirmed": yes,
     }
     with contextlib.suppress(Exception):
-        await store.record_event(new_id, "forked", json.dumps(detail))
-        await store.record_event(actor_id, "forked_to", json.dumps(detail))
+        await store.record_event(new_id, EventKind.FORKED, json.dumps(detail))
+        await store.record_event(actor_id, EventKind.FORKED_TO, json.dumps(detail))
     return ForkResult(
         actor_id=new_id,
         source_id=actor_id,

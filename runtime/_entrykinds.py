@@ -1,0 +1,67 @@
+"""The names the log and the operator history use: entry kinds ([F4]), event kinds, decision
+actions and how a result was settled. ``StrEnum``: stores, JSON and the wire see the plain
+strings, and a member compares equal to its string."""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["DecisionAction", "EntryKind", "EventKind", "SettledBy"]
+
+
+class EntryKind(enum.StrEnum):
+    """[F4] The kind of a log entry (``EntryRow.kind``); ``actorlog.store.KINDS`` in order."""
+
+    MESSAGE = "message"
+    INTENT = "intent"
+    RESULT = "result"
+    STEP = "step"
+    EFFECT = "effect"
+    DECISION = "decision"
+
+
+class EventKind(enum.StrEnum):
+    """The kind of an operator-history event (``EventRow.kind``; detail is a JSON object)."""
+
+    #: the spawn options saved with an actor (detail: the options)
+    OPTIONS = "options"
+    #: a runtime recovered the actor (detail: snapshot_seq, entries_read, steps_replayed, ...)
+    RECOVERED = "recovered"
+    #: damage or an unregistered class stopped it until an operator acts (error_type, error)
+    QUARANTINED = "quarantined"
+    #: a store failure or a conflict stopped it (error_type, error)
+    STOPPED = "stopped"
+    #: recovery did not use a snapshot (seq, reason)
+    SNAPSHOT_REJECTED = "snapshot_rejected"
+    #: writing a snapshot failed (seq, error)
+    SNAPSHOT_FAILED = "snapshot_failed"
+    #: a tool call waits for an operator (intent_seq, tool, policy)
+    IN_DOUBT = "in_doubt"
+    #: a tool's reconcile function raised (intent_seq, error)
+    RECONCILE_FAILED = "reconcile_failed"
+    #: an operator decided an intent (intent_seq, decision_seq, action, tool, by, reason, offline)
+    RESOLVED = "resolved"
+    #: this actor is a fork (source, at, fork, by, external_effects, confirmed)
+    FORKED = "forked"
+    #: this actor was forked (the same detail, on the source)
+    FORKED_TO = "forked_to"
+    #: written by nobody: what a store returns for an event row it cannot read (detail: error)
+    DAMAGED = "damaged"
+
+
+class DecisionAction(enum.StrEnum):
+    """[F4] The type tag (and ``action``) of a ``decision`` entry."""
+
+    RESULT = "result"
+    RETRY = "retry"
+    FAIL = "fail"
+    #: written by the runtime right before it runs an authorized retry
+    ATTEMPT = "attempt"
+
+
+class SettledBy(enum.StrEnum):
+    """[F5] ``settled_by`` of a ``result`` entry."""
+
+    RUN = "run"
+    RECONCILE = "reconcile"
+    CANCELLED = "cancelled"
