@@ -32,11 +32,14 @@ from ._errors import (
     StoreLockedError,
     StoreUnavailableError,
     StoreURLError,
+    ToolCalledDirectlyError,
     ToolCallError,
     TornTailError,
+    UnstableNameWarning,
     UnsupportedFormatError,
     WALError,
 )
+from ._names import message
 from ._ownership import Lease, OwnershipChange
 from ._system import ActorRef, ActorSystem
 from ._tools import Happened, NotHappened, Tool, tool
@@ -77,10 +80,13 @@ __all__ = [
     "StoreUnavailableError",
     "Tool",
     "ToolCallError",
+    "ToolCalledDirectlyError",
     "TornTailError",
+    "UnstableNameWarning",
     "UnsupportedFormatError",
     "WALError",
     "idempotency_key",
+    "message",
     "tool",
 ]
 

@@ -14,7 +14,7 @@ import attrs
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _records, _recovery, _snapshots, _telemetry
+from . import _codec, _records, _recovery, _snapshots, _telemetry, _tools
 from ._actor import Actor, accepted_messages, reply_type
 from ._context import Context, Recorded, is_call_error
 from ._errors import (
@@ -197,6 +197,7 @@ class Cell:
         self.cls = cls
         self.actor_id = actor_id
         self.actor_type = _codec.type_tag(cls)
+        self.where = f"{cls.__qualname__} (actor {actor_id!r})"  # for ToolCalledDirectlyError
         self.policy = policy
         # The spawn options in effect and those last saved in the store (an ``options``
         # event); None until recovery has read them.
@@ -547,7 +548,8 @@ class Cell:
             },
         ) as span:
             try:
-                await self.actor.receive(ctx, msg)
+                with _tools.in_step(self.where):  # a tool called directly raises
+                    await self.actor.receive(ctx, msg)
             except BaseException as exc:
                 if not is_call_error(exc):
                     raise
@@ -777,7 +779,8 @@ class Cell:
                     raise TypeError(
                         f"{self.cls.__qualname__} does not accept messages of type {env.type_tag}"
                     )
-                reply = await self.actor.receive(ctx, env.message)
+                with _tools.in_step(self.where):  # a tool called directly raises
+                    reply = await self.actor.receive(ctx, env.message)
                 if ctx.fatal is None and resumed:
                     ctx.check_consumed()
                 reply_plain = _codec.to_plain(reply, "reply", check=False)

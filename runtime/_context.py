@@ -22,7 +22,7 @@ import anyio
 import attrs
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _decisions, _records, _telemetry
+from . import _codec, _decisions, _names, _records, _telemetry, _tools
 from ._errors import ActorlogError, EncodeError, NonDeterminismError, ToolCallError
 from ._telemetry import ATTR, SPAN, tracer
 from ._tools import Happened, NotHappened, Tool, as_tool, unwrap_partial
@@ -237,6 +237,7 @@ class Context:
             "message_id": mid,
         }
         recorded = self._recorded[index] if index < len(self._recorded) else None
+        value["message_type"] = _names.replay_tag(type(msg), recorded, "message_type")  # alias
         if recorded is not None and recorded.kind == "effect" and recorded.type_tag == "send":
             # A recorded send keeps its recorded message id: in a fork's copied history it
             # is the original's, and re-delivering it must deduplicate against that one.
@@ -264,6 +265,7 @@ class Context:
         index = self._index
         self._index += 1
         value = {"actor_type": _codec.type_tag(cls), "actor_id": actor_id}
+        value["actor_type"] = _names.replay_tag(cls, self._recorded_at(index), "actor_type")
         rec = self._expect(index, "effect", "spawn", value)
         system = self._cell.system
         if rec is not None:
@@ -279,6 +281,9 @@ class Context:
         return await self._delivery("spawn", system.spawn(cls, actor_id, **options))
 
     # -- internals -------------------------------------------------------------------------
+
+    def _recorded_at(self, index: int) -> Recorded | None:
+        return self._recorded[index] if index < len(self._recorded) else None
 
     def _next_recorded_args(self) -> list[Any] | None:
         """The arguments of the intent recorded at the next effect position, or None (live,
@@ -478,7 +483,8 @@ class Context:
             t0 = time.perf_counter()
             failure: BaseException | None = None
             try:
-                value = await t.fn(*args, **kwargs, **extra)
+                with _tools.running_tool():  # a tool may call tools directly
+                    value = await t.fn(*args, **kwargs, **extra)
             except BaseException as exc:
                 if not is_call_error(exc):
                     raise  # a cancellation the runtime (or the handler) asked for
@@ -587,7 +593,8 @@ class Context:
                 k: v for k, v in arguments.items() if k not in ("idempotency_key", "fencing_token")
             }
             try:
-                answer = await t.reconcile(key, args_for)
+                with _tools.running_tool():
+                    answer = await t.reconcile(key, args_for)
             except BaseException as exc:
                 if not is_call_error(exc):
                     raise

@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import socket
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
@@ -19,7 +18,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from . import _codec, _decisions
+from . import _codec, _decisions, _names
 from ._actor import Actor, accepted_messages
 from ._cell import Cell, Moved, Reply
 from ._errors import (
@@ -285,31 +284,21 @@ class ActorSystem:
         """Allow this system to run (and recover) actors of ``cls``."""
         if not (isinstance(cls, type) and issubclass(cls, Actor)):
             raise ConfigurationError(f"{cls!r} is not an Actor subclass")
-        self._classes[_codec.type_tag(cls)] = cls
+        _names.learn(self._classes, cls, replace=True)  # its name and aliases
         for m in accepted_messages(cls) or ():
             self._learn_message_type(m)
 
     def _learn_message_type(self, cls: type) -> None:
-        tag = _codec.type_tag(cls)
-        if tag not in self._messages:
-            self._messages[tag] = cls
+        _names.learn(self._messages, cls)  # its name and aliases
 
     def _decode_message(self, tag: str, body: Any) -> Any:
         cls = self._messages.get(tag)
         if cls is None:
-            module, _, qual = tag.rpartition(".")
-            mod = sys.modules.get(module)
-            obj: Any = mod
-            for part in qual.split(".") if mod is not None else ():
-                obj = getattr(obj, part, None)
-            if isinstance(obj, type):
-                cls = obj
-                self._messages[tag] = obj
+            cls = _names.find_class(tag)  # a declared name, or module.QualName
+            if cls is not None:
+                self._messages[tag] = cls
         if cls is None:
-            raise ConfigurationError(
-                f"unknown message type {tag!r}: register its class with "
-                "ActorSystem(messages=[...]) or annotate receive() with it"
-            )
+            raise ConfigurationError(_names.unknown_message(tag))
         try:
             return _codec.converter.structure(body, cls)
         except Exception as exc:
@@ -570,10 +559,8 @@ class ActorSystem:
                 # (not at the first snapshot, which would fail quietly).
                 _codec.to_plain(cls().initial_state(), "initial state")
                 row = await self.store.register_actor(actor_id, tag)
-                if row.actor_type != tag:
-                    raise ConfigurationError(
-                        f"actor {actor_id!r} exists with class {row.actor_type}, not {tag}"
-                    )
+                if not _names.answers_to(cls, row.actor_type):  # its tag or an alias
+                    raise ConfigurationError(_names.class_mismatch(actor_id, row.actor_type, cls))
                 if self._ownership is not None and not await self._ownership.claim(actor_id):
                     return None  # owned by another runtime
                 cell = self._start_cell(cls, actor_id, policy)
