@@ -155,16 +155,17 @@ class AlreadyDecidedError(ConfigurationError):
 
 
 class StoreURLError(ConfigurationError):
-    """A store URL that does not parse or names an unknown scheme."""
+    """A store URL that does not parse or names an unknown scheme (or whose driver is
+    not installed)."""
 
-    def __init__(self, url: str, reason: str) -> None:
+    def __init__(self, url: str, reason: str, *, expected: bool = True) -> None:
         self.url = url
         self.reason = reason
-        super().__init__(
-            f"cannot open store URL {url!r}: {reason} "
-            "(expected sqlite:///relative.db, sqlite:////absolute.db, memory:// "
+        forms = (
+            " (expected sqlite:///relative.db, sqlite:////absolute.db, memory:// "
             "or postgresql://user@host:port/db)"
         )
+        super().__init__(f"cannot open store URL {url!r}: {reason}{forms if expected else ''}")
 
 
 class ActorNotFoundError(ActorlogError, LookupError):
