@@ -65,7 +65,7 @@ STATUS_COLOR = {
     "running": "blue",
     "in_doubt": "yellow",
     "quarantined": "red",
-    "failed": "red",
+    "stopped": "red",
 }
 
 
