@@ -88,15 +88,25 @@ converter.register_structure_hook_func(_is_pydantic_model, _structure_pydantic)
 def validate_actor_id(actor_id: object) -> str:
     """Return ``actor_id`` if it is a valid id, else raise ``ConfigurationError``."""
     if not isinstance(actor_id, str):
-        raise ConfigurationError(f"actor id must be a str, got {type(actor_id).__qualname__}")
+        raise ConfigurationError(
+            f"actor id must be a str, got {type(actor_id).__qualname__} {actor_id!r}: an id "
+            f"is a stable name such as 'run-42' (for a number, pass f\"run-{{n}}\")"
+        )
     if not actor_id:
-        raise ConfigurationError("actor id must not be empty")
+        raise ConfigurationError(
+            "actor id must not be empty: an id is a stable name such as 'run-42', the same "
+            "on every spawn (it is how a restarted actor is found again)"
+        )
     if len(actor_id) > MAX_ACTOR_ID_CHARS:
         raise ConfigurationError(
-            f"actor id is {len(actor_id)} characters; the limit is {MAX_ACTOR_ID_CHARS}"
+            f"actor id is {len(actor_id)} characters; the limit is {MAX_ACTOR_ID_CHARS} "
+            "(for a long natural key, use a digest of it, e.g. hashlib.sha256(key).hexdigest())"
         )
     if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in actor_id):
-        raise ConfigurationError(f"actor id {actor_id!r} contains control characters")
+        raise ConfigurationError(
+            f"actor id {actor_id!r} contains control characters (newlines, tabs, ...): "
+            "use printable text"
+        )
     if not _is_utf8(actor_id):
         raise ConfigurationError(
             f"actor id {actor_id!r} contains lone surrogates (text decoded with "

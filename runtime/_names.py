@@ -31,6 +31,7 @@ __all__ = [
     "message",
     "message_kind",
     "new_state",
+    "not_an_actor",
     "replay_tag",
     "tags",
     "type_tag",
@@ -302,4 +303,15 @@ def unknown_message(tag: str) -> str:
         "ActorSystem(messages=[...]) or annotate receive() with it; if the class was "
         f'renamed or moved, declare the old tag: @actorlog.message(aliases=["{tag}"]) on '
         "the new class"
+    )
+
+
+def not_an_actor(obj: object) -> str:
+    """The text of "X is not an Actor subclass", with what was likely meant."""
+    text = f"{obj!r} is not an Actor subclass"
+    if not isinstance(obj, type) and _is_actor(type(obj)):
+        return f"{text}: pass the class itself ({type(obj).__qualname__}), not an instance"
+    return (
+        f"{text}: actors are classes declared as "
+        "class Researcher(Actor[StateClass]) with an async receive(self, ctx, msg)"
     )

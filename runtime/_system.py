@@ -283,7 +283,7 @@ class ActorSystem:
     def register(self, cls: type[Actor[Any]]) -> None:
         """Allow this system to run (and recover) actors of ``cls``."""
         if not (isinstance(cls, type) and issubclass(cls, Actor)):
-            raise ConfigurationError(f"{cls!r} is not an Actor subclass")
+            raise ConfigurationError(_names.not_an_actor(cls))
         _names.learn(self._classes, cls, replace=True)  # its name and aliases
         for m in accepted_messages(cls) or ():
             self._learn_message_type(m)

@@ -41,7 +41,11 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
         return MemoryStore()
     if scheme == "sqlite":
         if parts.netloc:
-            raise StoreURLError(url, f"unexpected host {parts.netloc!r} (use three slashes)")
+            raise StoreURLError(
+                url,
+                f"unexpected host {parts.netloc!r}: a SQLite URL has three slashes "
+                f"(did you mean sqlite:///{parts.netloc}{parts.path}?)",
+            )
         path = parts.path[1:] if parts.path.startswith("/") else parts.path
         if not path:
             raise StoreURLError(url, "no database path")
@@ -62,4 +66,6 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
                 raise
             raise StoreURLError(url, _NO_ASYNCPG, expected=False) from None
         return PostgresStore(url, read_only=read_only)
-    raise StoreURLError(url, f"unknown scheme {parts.scheme!r}" if scheme else "no scheme")
+    if not scheme:
+        raise StoreURLError(url, f"no scheme (for a SQLite file: sqlite:///{url})")
+    raise StoreURLError(url, f"unknown scheme {parts.scheme!r}")
