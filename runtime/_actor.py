@@ -40,7 +40,7 @@ class Actor(Generic[S]):
 
     Class keywords: ``name="researcher"`` is the stable name the log records for the class
     (default ``module.QualName``); ``aliases=["old.Name"]`` the names it had before, so
-    actors created under them still spawn and recover (docs/recovery.md, "Names that last").
+    actors created under them still spawn and recover (docs/classes.md, "Names that last").
 
     ``self.state`` is the state; ``self.actor_id`` the stable id.
     """

@@ -211,7 +211,7 @@ def message(
 
     Works on attrs classes, dataclasses and pydantic models (put it above the class
     decorator). A named message decodes by its name even when no ``receive`` annotation
-    or ``ActorSystem(messages=[...])`` mentions it. See docs/recovery.md, "Names that last".
+    or ``ActorSystem(messages=[...])`` mentions it. See docs/classes.md, "Names that last".
     """
 
     def wrap(c: T) -> T:
