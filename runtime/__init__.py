@@ -32,12 +32,15 @@ from ._errors import (
     StoreLockedError,
     StoreUnavailableError,
     StoreURLError,
+    ToolCalledDirectlyError,
     ToolCallError,
     TornTailError,
+    UnstableNameWarning,
     UnsupportedFormatError,
     WALError,
 )
 from ._leases import Lease, OwnershipChange
+from ._names import message
 from ._ref import ActorRef
 from ._system import ActorSystem
 from ._tools import Happened, NotHappened, Tool, tool
@@ -78,10 +81,13 @@ __all__ = [
     "StoreUnavailableError",
     "Tool",
     "ToolCallError",
+    "ToolCalledDirectlyError",
     "TornTailError",
+    "UnstableNameWarning",
     "UnsupportedFormatError",
     "WALError",
     "idempotency_key",
+    "message",
     "tool",
 ]
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, get_ar
 
 import attrs
 
-from . import _codec
+from . import _codec, _names
 from ._errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -38,6 +38,10 @@ class Actor(Generic[S]):
     * ``schema_version``: bump when the state class changes incompatibly; snapshots of other
       versions are not loaded (recovery replays from an older one or from seq 1 instead).
 
+    Class keywords: ``name="researcher"`` is the stable name the log records for the class
+    (default ``module.QualName``); ``aliases=["old.Name"]`` the names it had before, so
+    actors created under them still spawn and recover (docs/classes.md, "Names that last").
+
     ``self.state`` is the state; ``self.actor_id`` the stable id.
     """
 
@@ -51,8 +55,12 @@ class Actor(Generic[S]):
     state: S
     actor_id: str
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(
+        cls, *, name: str | None = None, aliases: list[str] | None = None, **kwargs: Any
+    ) -> None:
         super().__init_subclass__(**kwargs)
+        if name is not None or aliases is not None:  # stable names: runtime/_names.py
+            _names.declare(cls, name, aliases)
         for base in getattr(cls, "__orig_bases__", ()):
             if get_origin(base) is Actor:
                 (arg,) = get_args(base)
@@ -72,7 +80,7 @@ class Actor(Generic[S]):
                 f"{type(self).__qualname__} must subclass Actor[StateClass] or override "
                 "initial_state()"
             )
-        return typing.cast("S", st())
+        return typing.cast("S", _names.new_state(type(self), st))
 
     async def receive(self, ctx: Context, msg: Any) -> Any:
         """Handle one message; the return value is the reply to ``ask``."""

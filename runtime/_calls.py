@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import anyio
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _decisions, _records, _telemetry
+from . import _codec, _decisions, _records, _telemetry, _tools
 from ._errors import ActorlogError, EncodeError, ToolCallError
 from ._records import Recorded
 from ._telemetry import ATTR, SPAN, tracer
@@ -184,7 +184,8 @@ class ToolCalls:
             t0 = time.perf_counter()
             failure: BaseException | None = None
             try:
-                value = await t.fn(*args, **kwargs, **extra)
+                with _tools.running_tool():  # a tool may call tools directly
+                    value = await t.fn(*args, **kwargs, **extra)
             except BaseException as exc:
                 if not is_call_error(exc):
                     raise  # a cancellation the runtime (or the handler) asked for
@@ -295,7 +296,8 @@ class ToolCalls:
                 k: v for k, v in arguments.items() if k not in ("idempotency_key", "fencing_token")
             }
             try:
-                answer = await t.reconcile(key, args_for)
+                with _tools.running_tool():
+                    answer = await t.reconcile(key, args_for)
             except BaseException as exc:
                 if not is_call_error(exc):
                     raise

@@ -15,7 +15,7 @@ import anyio
 import anyio.to_thread
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _records, _recovery, _snapshots, _telemetry
+from . import _codec, _records, _recovery, _snapshots, _telemetry, _tools
 from ._actor import Actor, accepted_messages, reply_type
 from ._calls import is_call_error
 from ._context import Context
@@ -146,6 +146,7 @@ class Cell:
         self.snapshot_seq = 0
         #: the fencing token of the lease this cell runs under (0 without leases)
         self.fencing_token = host.lease_token(actor_id)
+        self.where = f"{cls.__qualname__} (actor {actor_id!r})"  # for ToolCalledDirectlyError
 
     def check_lease(self) -> int:
         """Before a tool starts: the fencing token, if this runtime's lease of the actor is
@@ -542,7 +543,8 @@ class Cell:
                     raise TypeError(
                         f"{self.cls.__qualname__} does not accept messages of type {env.type_tag}"
                     )
-                reply = await self.actor.receive(ctx, env.message)
+                with _tools.in_step(self.where):  # a tool called directly raises
+                    reply = await self.actor.receive(ctx, env.message)
                 if ctx.fatal is None and resumed:
                     ctx.check_consumed()
                 reply_plain = _codec.to_plain(reply, "reply", check=False)

@@ -13,11 +13,12 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 import cattrs
 from cattrs.preconf.json import make_converter
 
 from ._errors import ConfigurationError, CorruptEntryError, EncodeError
+from ._names import is_pydantic_model as _is_pydantic_model
+from ._names import message_kind, type_tag
 from .store import FORMAT_VERSION, KINDS, EntryRow, SnapshotInfo
 
 __all__ = [
@@ -72,26 +73,40 @@ converter: cattrs.Converter = make_converter()
 _KIND_CODE = {kind: code for code, kind in enumerate(KINDS, start=1)}
 
 
-def type_tag(cls: type) -> str:
-    """[F8] A class's stable tag: ``__actorlog_tag__`` if set, else ``module.QualName``."""
-    tag = getattr(cls, "__actorlog_tag__", None)
-    if isinstance(tag, str):
-        return tag
-    return f"{cls.__module__}.{cls.__qualname__}"
+def _structure_pydantic(obj: Any, cls: Any) -> Any:
+    return cls.model_validate(obj)
+
+
+# pydantic models travel as their JSON form (``model_dump(mode="json")``) and come back
+# through ``model_validate``: what a handler gets live is what replay decodes
+converter.register_unstructure_hook_func(
+    _is_pydantic_model, lambda value: value.model_dump(mode="json")
+)
+converter.register_structure_hook_func(_is_pydantic_model, _structure_pydantic)
 
 
 def validate_actor_id(actor_id: object) -> str:
     """Return ``actor_id`` if it is a valid id, else raise ``ConfigurationError``."""
     if not isinstance(actor_id, str):
-        raise ConfigurationError(f"actor id must be a str, got {type(actor_id).__qualname__}")
+        raise ConfigurationError(
+            f"actor id must be a str, got {type(actor_id).__qualname__} {actor_id!r}: an id "
+            f"is a stable name such as 'run-42' (for a number, pass f\"run-{{n}}\")"
+        )
     if not actor_id:
-        raise ConfigurationError("actor id must not be empty")
+        raise ConfigurationError(
+            "actor id must not be empty: an id is a stable name such as 'run-42', the same "
+            "on every spawn (it is how a restarted actor is found again)"
+        )
     if len(actor_id) > MAX_ACTOR_ID_CHARS:
         raise ConfigurationError(
-            f"actor id is {len(actor_id)} characters; the limit is {MAX_ACTOR_ID_CHARS}"
+            f"actor id is {len(actor_id)} characters; the limit is {MAX_ACTOR_ID_CHARS} "
+            "(for a long natural key, use a digest of it, e.g. hashlib.sha256(key).hexdigest())"
         )
     if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in actor_id):
-        raise ConfigurationError(f"actor id {actor_id!r} contains control characters")
+        raise ConfigurationError(
+            f"actor id {actor_id!r} contains control characters (newlines, tabs, ...): "
+            "use printable text"
+        )
     if not _is_utf8(actor_id):
         raise ConfigurationError(
             f"actor id {actor_id!r} contains lone surrogates (text decoded with "
@@ -194,8 +209,15 @@ def decode_json(data: bytes) -> Any:
 
 
 def check_attrs_instance(value: object, what: str) -> None:
-    if not attrs.has(type(value)):
-        raise EncodeError(what, type(value), "it is not an instance of an attrs class")
+    """Raise ``EncodeError`` unless ``value`` is an instance of a class a message can be:
+    an attrs class, a dataclass or a pydantic model."""
+    if message_kind(type(value)) is None:
+        raise EncodeError(
+            what,
+            type(value),
+            "it is not an instance of an attrs class, a dataclass or a pydantic model "
+            "(wrap the value in one: @attrs.define class Ask: question: str)",
+        )
 
 
 _HEAD = struct.Struct(">BBQQH")  # version, kind code, seq, ref, actor id length

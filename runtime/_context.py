@@ -16,7 +16,7 @@ import uuid as _uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from . import _codec, _records
+from . import _codec, _names, _records
 from ._calls import StepHost, ToolCalls
 from ._errors import ActorlogError, EncodeError, NonDeterminismError, ToolCallError
 from ._records import Recorded
@@ -181,6 +181,7 @@ class Context(ToolCalls):
             "message_id": mid,
         }
         recorded = self._recorded[index] if index < len(self._recorded) else None
+        value["message_type"] = _names.replay_tag(type(msg), recorded, "message_type")  # alias
         if recorded is not None and recorded.kind == "effect" and recorded.type_tag == "send":
             # A recorded send keeps its recorded message id: in a fork's copied history it
             # is the original's, and re-delivering it must deduplicate against that one.
@@ -206,6 +207,7 @@ class Context(ToolCalls):
         index = self._index
         self._index += 1
         value = {"actor_type": _codec.type_tag(cls), "actor_id": actor_id}
+        value["actor_type"] = _names.replay_tag(cls, self._recorded_at(index), "actor_type")
         rec = self._expect(index, "effect", "spawn", value)
         host = self._cell
         if rec is not None:
@@ -221,6 +223,9 @@ class Context(ToolCalls):
         return await self._delivery("spawn", host.spawn(cls, actor_id, **options))
 
     # -- internals -------------------------------------------------------------------------
+
+    def _recorded_at(self, index: int) -> Recorded | None:
+        return self._recorded[index] if index < len(self._recorded) else None
 
     def _next_recorded_args(self) -> list[Any] | None:
         """The arguments of the intent recorded at the next effect position, or None (live,

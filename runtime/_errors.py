@@ -6,7 +6,8 @@
       ConfigurationError            bad arguments to an actorlog call (nothing was written)
         EncodeError                 a message/state/argument the codec cannot encode
         AlreadyDecidedError         an intent already has its one decision (nothing written)
-        StoreURLError               a store URL that does not parse
+        StoreURLError               a store URL that does not parse (or whose driver is missing)
+        ToolCalledDirectlyError     a tool awaited directly inside a handler, not via ctx.call
       ActorNotFoundError            no such actor / actor class not registered
       ActorStoppedError             the actor (or the whole system) is stopped or closed
       ActorQuarantinedError         the actor was stopped because its log cannot be trusted
@@ -30,6 +31,8 @@
         StoreLockedError            a SQLite file already has a runtime (names pid, host, since)
 
 Errors carry their fields as attributes and build their message in ``__init__``.
+
+Warnings: ``UnstableNameWarning`` (a class recorded under a ``__main__.`` tag).
 """
 
 from __future__ import annotations
@@ -59,7 +62,9 @@ __all__ = [
     "StoreURLError",
     "StoreUnavailableError",
     "ToolCallError",
+    "ToolCalledDirectlyError",
     "TornTailError",
+    "UnstableNameWarning",
     "UnsupportedFormatError",
     "WALError",
 ]
@@ -82,10 +87,29 @@ class EncodeError(ConfigurationError, TypeError):
         self.reason = reason
         super().__init__(
             f"cannot encode {what} of type {self.value_type}: {reason}. "
-            "Messages and state must be attrs classes whose fields cattrs can unstructure "
-            "to JSON (str, int, float, bool, None, lists, dicts with str keys, datetimes, "
-            "nested attrs classes)."
+            "Messages are attrs classes, dataclasses or pydantic models, and state is an "
+            "attrs class, whose fields cattrs can unstructure to JSON (str, int, float, "
+            "bool, None, lists, dicts with str keys, datetimes, nested such classes)."
         )
+
+
+class ToolCalledDirectlyError(ConfigurationError):
+    """A tool was awaited directly inside a handler (``await search(q)``): that would run
+    it without logging it, so it is refused. Call it through ``ctx.call``."""
+
+    def __init__(self, tool: str, where: str) -> None:
+        self.tool = tool
+        self.where = where
+        super().__init__(
+            f"tool {tool!r} was called directly inside the handler of {where}; a direct call "
+            "is not logged, so a crash would repeat it and replay would run it again. Call it "
+            f"through the context instead: await ctx.call({tool.rpartition('.')[2]}, ...)"
+        )
+
+
+class UnstableNameWarning(UserWarning):
+    """A class is recorded in the log under a ``__main__.`` tag, which changes when its
+    file is imported instead of run as a script. Give the class a stable ``name=``."""
 
 
 def _when(at: object) -> str:
@@ -131,16 +155,17 @@ class AlreadyDecidedError(ConfigurationError):
 
 
 class StoreURLError(ConfigurationError):
-    """A store URL that does not parse or names an unknown scheme."""
+    """A store URL that does not parse or names an unknown scheme (or whose driver is
+    not installed)."""
 
-    def __init__(self, url: str, reason: str) -> None:
+    def __init__(self, url: str, reason: str, *, expected: bool = True) -> None:
         self.url = url
         self.reason = reason
-        super().__init__(
-            f"cannot open store URL {url!r}: {reason} "
-            "(expected sqlite:///relative.db, sqlite:////absolute.db, memory:// "
+        forms = (
+            " (expected sqlite:///relative.db, sqlite:////absolute.db, memory:// "
             "or postgresql://user@host:port/db)"
         )
+        super().__init__(f"cannot open store URL {url!r}: {reason}{forms if expected else ''}")
 
 
 class ActorNotFoundError(ActorlogError, LookupError):

@@ -35,7 +35,7 @@ h1 { font-size: 22px; margin: 0 0 4px; }
          font-weight: 600; color: #fff; background: var(--dim); vertical-align: 1px;
          white-space: nowrap; }
 .b-ok, .b-idle { background: var(--ok); }
-.b-error, .b-quarantined, .b-failed, .b-damage { background: var(--err); }
+.b-error, .b-quarantined, .b-stopped, .b-damage { background: var(--err); }
 .b-in_doubt, .b-retry_interrupted, .b-resolved, .b-failed_by_operator,
 .b-retry_authorized { background: var(--warn); }
 .b-running, .b-pending, .b-auto { background: var(--info); }

@@ -20,7 +20,7 @@ import attrs
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _telemetry
+from . import _codec, _telemetry, _tools
 from ._actor import Actor
 from ._calls import StepHost, is_call_error
 from ._context import Context
@@ -307,6 +307,11 @@ class Recovering(StepHost, Protocol):
 
     def queue(self, env: Envelope) -> None: ...
 
+    @property
+    def where(self) -> str:
+        """The actor, as error messages name it."""
+        ...
+
 
 async def recover(cell: Recovering) -> None:
     """Recover the cell's actor: the newest valid snapshot, the verified tail replayed,
@@ -451,7 +456,8 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
         },
     ) as span:
         try:
-            await cell.actor.receive(ctx, msg)
+            with _tools.in_step(cell.where):  # a tool called directly raises
+                await cell.actor.receive(ctx, msg)
         except BaseException as exc:
             if not is_call_error(exc):
                 raise

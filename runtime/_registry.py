@@ -7,10 +7,9 @@ the cell, recovery and the inbox decode through it and never through the ``Actor
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from . import _codec
+from . import _codec, _names
 from ._actor import Actor, accepted_messages
 from ._errors import ConfigurationError
 
@@ -29,8 +28,8 @@ class Registry:
     def register(self, cls: type[Actor[Any]]) -> None:
         """Allow ``cls`` to run (and be recovered); learn the messages ``receive`` names."""
         if not (isinstance(cls, type) and issubclass(cls, Actor)):
-            raise ConfigurationError(f"{cls!r} is not an Actor subclass")
-        self._actors[_codec.type_tag(cls)] = cls
+            raise ConfigurationError(_names.not_an_actor(cls))
+        _names.learn(self._actors, cls, replace=True)  # its name and aliases
         for m in accepted_messages(cls) or ():
             self.learn(m)
 
@@ -39,34 +38,26 @@ class Registry:
         return self._actors.get(tag)
 
     def learn(self, cls: type) -> None:
-        """Remember a message class (the first class seen for a tag stays)."""
-        tag = _codec.type_tag(cls)
-        if tag not in self._messages:
-            self._messages[tag] = cls
+        """Remember a message class under its tag and aliases (the first class seen for a
+        tag stays)."""
+        _names.learn(self._messages, cls)  # its name and aliases
 
     def decode_message(self, tag: str, body: Any) -> Any:
         """The message logged as ``tag`` with plain ``body``, structured into its class.
 
-        A tag never learned is looked up as ``module.QualName`` among imported modules.
+        A tag never learned is looked up as a declared name, or as ``module.QualName``
+        among imported modules.
 
         Raises:
             ConfigurationError: the tag names no known class, or the body does not fit it.
         """
         cls = self._messages.get(tag)
         if cls is None:
-            module, _, qual = tag.rpartition(".")
-            mod = sys.modules.get(module)
-            obj: Any = mod
-            for part in qual.split(".") if mod is not None else ():
-                obj = getattr(obj, part, None)
-            if isinstance(obj, type):
-                cls = obj
-                self._messages[tag] = obj
+            cls = _names.find_class(tag)  # a declared name, or module.QualName
+            if cls is not None:
+                self._messages[tag] = cls
         if cls is None:
-            raise ConfigurationError(
-                f"unknown message type {tag!r}: register its class with "
-                "ActorSystem(messages=[...]) or annotate receive() with it"
-            )
+            raise ConfigurationError(_names.unknown_message(tag))
         try:
             return _codec.converter.structure(body, cls)
         except Exception as exc:

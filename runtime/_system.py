@@ -17,7 +17,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from . import _codec, _decisions, _options
+from . import _codec, _decisions, _names, _options
 from ._actor import Actor
 from ._cell import Cell
 from ._errors import (
@@ -403,10 +403,8 @@ class ActorSystem:
                 # (not at the first snapshot, which would fail quietly).
                 _codec.to_plain(cls().initial_state(), "initial state")
                 row = await self.store.register_actor(actor_id, tag)
-                if row.actor_type != tag:
-                    raise ConfigurationError(
-                        f"actor {actor_id!r} exists with class {row.actor_type}, not {tag}"
-                    )
+                if not _names.answers_to(cls, row.actor_type):  # its tag or an alias
+                    raise ConfigurationError(_names.class_mismatch(actor_id, row.actor_type, cls))
                 if self._ownership is not None and not await self._ownership.claim(actor_id):
                     return None  # owned by another runtime
                 cell = self._start_cell(cls, actor_id, policy)

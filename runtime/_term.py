@@ -66,7 +66,7 @@ STATUS_COLOR = {
     "running": "blue",
     "in_doubt": "yellow",
     "quarantined": "red",
-    "failed": "red",
+    "stopped": "red",
 }
 
 

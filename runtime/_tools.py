@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import inspect
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 import attrs
 
-from ._errors import ConfigurationError
+from ._errors import ConfigurationError, ToolCalledDirectlyError
 
-__all__ = ["Happened", "NotHappened", "Tool", "tool"]
+__all__ = ["Happened", "NotHappened", "Tool", "in_step", "running_tool", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -33,12 +35,40 @@ class NotHappened:
     """A reconcile function's answer: the call did not happen; it is safe to run it again."""
 
 
+#: Inside a handler: which actor's step runs here (``in_step``); ``None`` outside any step
+#: and while ``ctx.call`` runs a tool (``running_tool``: a tool may call tools directly).
+#: Child tasks a handler starts inherit it.
+_STEP: contextvars.ContextVar[str | None] = contextvars.ContextVar("actorlog_step", default=None)
+
+
+@contextlib.contextmanager
+def in_step(where: str) -> Iterator[None]:
+    """Around a handler's ``receive`` (live and replayed): a tool called directly in here
+    raises ``ToolCalledDirectlyError``."""
+    token = _STEP.set(where)
+    try:
+        yield
+    finally:
+        _STEP.reset(token)
+
+
+@contextlib.contextmanager
+def running_tool() -> Iterator[None]:
+    """Around ``ctx.call``'s own run of a tool (and of a reconcile function)."""
+    token = _STEP.set(None)
+    try:
+        yield
+    finally:
+        _STEP.reset(token)
+
+
 ReconcileFn = Callable[[str, dict[str, Any]], Awaitable["Happened | NotHappened | None"]]
 
 
 class Tool(Generic[P, R]):
     """A declared side effect. Call it through ``ctx.call(tool, ...)`` inside a handler;
-    calling it directly runs the function without any journaling.
+    calling it directly there raises ``ToolCalledDirectlyError`` (it would not be logged).
+    Outside any actor (plain code, tests) calling it runs the function as it is.
 
     Attributes:
         name: the name recorded in the log (defaults to the function's qualified name).
@@ -139,6 +169,9 @@ class Tool(Generic[P, R]):
             raise ConfigurationError(f"bad call of tool {self.name!r}: {exc}") from exc
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
+        where = _STEP.get()
+        if where is not None:
+            raise ToolCalledDirectlyError(self.name, where)
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:

@@ -12,6 +12,11 @@ if TYPE_CHECKING:
 
 __all__ = ["open_store"]
 
+_NO_ASYNCPG = (
+    "PostgreSQL needs the asyncpg driver, which is not installed here: "
+    "pip install 'actorlog[postgres]'"
+)
+
 
 def open_store(url: str, *, read_only: bool = False) -> Store:
     """Build (but do not open) the store a URL names.
@@ -20,7 +25,8 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
     absolute. ``?durability=survive-process-crash`` selects SQLite's faster mode.
 
     Raises:
-        StoreURLError: the URL does not parse or names an unknown scheme.
+        StoreURLError: the URL does not parse or names an unknown scheme, or its driver is
+            not installed (a ``postgresql://`` URL without asyncpg).
     """
     if not isinstance(url, str) or not url:
         raise StoreURLError(str(url), "the URL is empty")
@@ -35,7 +41,11 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
         return MemoryStore()
     if scheme == "sqlite":
         if parts.netloc:
-            raise StoreURLError(url, f"unexpected host {parts.netloc!r} (use three slashes)")
+            raise StoreURLError(
+                url,
+                f"unexpected host {parts.netloc!r}: a SQLite URL has three slashes "
+                f"(did you mean sqlite:///{parts.netloc}{parts.path}?)",
+            )
         path = parts.path[1:] if parts.path.startswith("/") else parts.path
         if not path:
             raise StoreURLError(url, "no database path")
@@ -49,7 +59,13 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
     if scheme in ("postgresql", "postgres"):
         if not parts.hostname and not parts.path.strip("/"):
             raise StoreURLError(url, "no host or database")
-        from .postgres import PostgresStore
-
+        try:
+            from .postgres import PostgresStore
+        except ModuleNotFoundError as exc:
+            if exc.name != "asyncpg":
+                raise
+            raise StoreURLError(url, _NO_ASYNCPG, expected=False) from None
         return PostgresStore(url, read_only=read_only)
-    raise StoreURLError(url, f"unknown scheme {parts.scheme!r}" if scheme else "no scheme")
+    if not scheme:
+        raise StoreURLError(url, f"no scheme (for a SQLite file: sqlite:///{url})")
+    raise StoreURLError(url, f"unknown scheme {parts.scheme!r}")

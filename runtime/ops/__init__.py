@@ -23,9 +23,14 @@ runtime's writes: if a runtime appends to the same actor first, they raise
 
 Statuses (:attr:`ActorStatus.status`), most severe first:
 
-* ``quarantined``: recovery would stop at damage in the log (checksum, seq chain, reference).
-* ``failed``: the last runtime to run it stopped it for another reason (non-determinism, a
-  class it did not know, a conflicting writer), and it has not recovered since.
+* ``quarantined``: recovery would stop at damage in the log (checksum, seq chain, reference),
+  or the last runtime to run it quarantined it (a ``quarantined`` event: non-determinism, a
+  class it did not know) and it has not recovered since.
+* ``stopped``: the last runtime to run it stopped it (a ``stopped`` event: a conflicting
+  writer, the store unavailable) and it has not recovered since.
+
+The word is the one the runtime's event and ``system.status`` use (before 0.1 both runtime
+stops were shown as ``failed``).
 * ``in_doubt``: its unfinished step has a tool call that may or may not have happened and that
   only an operator can settle (:func:`resolve`).
 * ``running``: it has messages logged but not yet handled (a runtime is handling them, or

@@ -144,8 +144,9 @@ def _run_key(
     return key
 
 
-def _failure(events: Sequence[Event]) -> str | None:
-    """Why the last runtime stopped the actor, unless it has recovered since."""
+def _failure(events: Sequence[Event]) -> tuple[str, str] | None:
+    """How (the event's word: ``quarantined`` or ``stopped``) and why the last runtime
+    stopped the actor, unless it has recovered since."""
     for i in range(len(events) - 1, -1, -1):
         e = events[i]
         if e.kind == EventKind.RECOVERED:
@@ -156,7 +157,7 @@ def _failure(events: Sequence[Event]) -> str | None:
             text = f"{etype}: {err}" if etype else str(err)
             if etype == "SequenceConflictError":
                 text += _conflicting_operator_write(events[:i])
-            return text
+            return e.kind, text
     return None
 
 
@@ -245,8 +246,8 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
                     )
                 )
         failure = _failure(events)
-        if failure is not None:
-            status, problem = "failed", failure
+        if failure is not None:  # the same word as the event: quarantined or stopped
+            status, problem = failure
         elif any(i.needs_operator for i in in_doubt):
             status = "in_doubt"
         elif pending:

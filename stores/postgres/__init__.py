@@ -47,8 +47,17 @@ asyncpg runs on asyncio only.
 
 from __future__ import annotations
 
-from .leases import INBOX_CHANNEL, REPLY_CHANNEL
-from .store import PostgresStore
+try:
+    from .leases import INBOX_CHANNEL, REPLY_CHANNEL
+    from .store import PostgresStore
+except ModuleNotFoundError as exc:  # the optional driver
+    if exc.name != "asyncpg":
+        raise
+    raise ModuleNotFoundError(
+        "PostgresStore needs the asyncpg driver, which is not installed here: "
+        "pip install 'actorlog[postgres]'",
+        name="asyncpg",
+    ) from None
 
 __all__ = ["INBOX_CHANNEL", "REPLY_CHANNEL", "PostgresStore"]
 

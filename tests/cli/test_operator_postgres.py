@@ -73,7 +73,7 @@ async def test_verify_reports_no_damage_while_a_runtime_writes(pg_store: Postgre
 async def _offline_resolve_next_to_a_live_runtime(make: Callable[[], Store], url: str) -> None:
     """An operator resolves offline while a runtime waits on that intent; the runtime's next
     write to the actor conflicts. The records must say so: one 'stopped' event naming the
-    SequenceConflictError, status 'failed' naming the offline decision; no 'quarantined'
+    SequenceConflictError, status 'stopped' naming the offline decision; no 'quarantined'
     event, no 'stopped while in doubt'. A restart applies the decision."""
     ran.clear()
     await crash_mid_call(make())
@@ -93,7 +93,7 @@ async def _offline_resolve_next_to_a_live_runtime(make: Callable[[], Store], url
     assert kinds.count("stopped") == 1 and "quarantined" not in kinds, h.events
     (stopped,) = [e for e in h.events if e.kind == "stopped"]
     assert stopped.detail["error_type"] == "SequenceConflictError"
-    assert a.status == "failed"
+    assert a.status == "stopped"
     assert a.problem is not None and "stopped while in doubt" not in a.problem
     assert f"offline decision seq {d.seq}" in a.problem and "by op" in a.problem
     async with ActorSystem(make(), actors=[Biller, Auditor]) as system:

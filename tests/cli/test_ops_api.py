@@ -117,7 +117,7 @@ async def test_export_yields_header_entries_snapshots_events() -> None:
 
 async def test_offline_resolve_next_to_a_live_runtime() -> None:
     """What docs/operators.md says: a runtime waiting on the intent does not see an offline
-    decision, its next write to the actor conflicts and stops it (status ``failed``), and the
+    decision, its next write to the actor conflicts and stops it (status ``stopped``), and the
     next start recovers with the decision."""
     store = MemoryStore()
     await crash_mid_call(store)
@@ -130,7 +130,7 @@ async def test_offline_resolve_next_to_a_live_runtime() -> None:
         with pytest.raises(ActorlogError):
             await ref.send(Job("later"), message_id="m3")
         with anyio.fail_after(5):
-            while (await ops.actor_status(store, "bill-1")).status != "failed":
+            while (await ops.actor_status(store, "bill-1")).status != "stopped":
                 await anyio.sleep(0.01)
         events = (await ops.history(store, "bill-1")).events
         assert any(e.detail.get("error_type") == "SequenceConflictError" for e in events)

@@ -899,7 +899,7 @@ class ModelMachine(RuleBasedStateMachine):
         assert set(pending) == set(plan.in_doubt), f"{where_}: in doubt {pending}, {plan}"
         assert got == plan.state, f"{where_}:\n  state    {got!r}\n  expected {plan.state!r}"
         h = self.run(lambda: ops.history(self._reader(), new_id), "history")
-        assert h.actor.status not in ("quarantined", "failed"), f"{where_}: {h.actor}"
+        assert h.actor.status not in ("quarantined", "stopped"), f"{where_}: {h.actor}"
         handled = [s.message_id for s in h.steps if s.message_seq <= at]
         for step in h.steps:
             tag = step.body.get("tag") if isinstance(step.body, dict) else None
