@@ -388,7 +388,7 @@ class UsageError(Exception):
 
 
 #: the distributions the console (``actorlog serve``) needs: the ``web`` extra
-_WEB_MODULES = ("starlette", "jinja2", "markupsafe", "uvicorn")
+_WEB_MODULES = ("starlette", "jinja2", "markupsafe", "uvicorn", "multipart", "python_multipart")
 
 
 async def cmd_serve(args: argparse.Namespace, out: Out) -> int:

@@ -16,12 +16,12 @@ from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import ops
 from .._errors import ActorlogError, ActorNotFoundError, ConfigurationError
+from .._html import CSS
 from ..ops.listing import SORTS, STATUSES
 from ..store import Store
 from . import live, writes
@@ -151,11 +151,18 @@ async def entry_page(request: Request) -> Response:
     return show(request, "entry.html", v=v)
 
 
-async def stylesheet(request: Request) -> Response:
-    from .._html import CSS
+_STATIC = Path(__file__).parent / "static"
 
-    css = CSS + (Path(__file__).parent / "static" / "console.css").read_text("utf-8")
+
+async def stylesheet(request: Request) -> Response:
+    """The timeline's style (the HTML export's) and the console's."""
+    css = CSS + (_STATIC / "console.css").read_text("utf-8")
     return PlainTextResponse(css, media_type="text/css")
+
+
+async def script(request: Request) -> Response:
+    js = (_STATIC / "console.js").read_text("utf-8")
+    return PlainTextResponse(js, media_type="text/javascript")
 
 
 def _guarded(fn: Handler) -> Handler:
@@ -203,7 +210,7 @@ def create_app(cfg: ServeConfig, *, store: Store | None = None) -> Starlette:
         Route("/resolve", _guarded(writes.resolve), methods=["POST"]),
         Route("/fork", _guarded(writes.fork_page), methods=["GET"]),
         Route("/fork", _guarded(writes.fork), methods=["POST"]),
-        Mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static"),
+        Route("/console.js", script),
     ]
     middleware = [Middleware(_SecurityHeaders)]
     if cfg.allowed_hosts is not None:
