@@ -119,7 +119,7 @@ def test_the_overview_pages_through_many_actors(tmp_path: Path) -> None:
         first = client.get("/").text
         ids = re.findall(r'data-actor="([^"]*)"', first)
         assert ids == [f"a-{i:04d}" for i in range(50)]
-        assert "1–50 of 120" in first
+        assert "1\u201350 of 120" in first  # an en dash
         nxt = re.search(r'id="next" href="([^"]*)"', first)
         assert nxt is not None
         second = client.get(html.unescape(nxt.group(1))).text
@@ -165,7 +165,7 @@ def test_read_only_console_refuses_writes_and_writes_nothing(crashed: Path) -> N
 def test_writes_need_the_token_and_the_forms_csrf_token(crashed: Path) -> None:
     url = _url(crashed)
     form = {"id": "incident-7", "intent_seq": "19", "action": "result", "value": '"PAGE-9"'}
-    with console(url, allow_writes=True, token=TOKEN) as (client, cfg):
+    with console(url, allow_writes=True, token=TOKEN) as (client, _):
         anonymous = client.post("/resolve", data=form)
         assert anonymous.status_code == 403 and "sign in" in anonymous.text
         wrong = client.get("/login", params={"token": "guess"}, follow_redirects=False)
