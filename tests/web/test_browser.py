@@ -14,11 +14,10 @@ from pathlib import Path
 import anyio
 import pytest
 from actorlog.stores import SqliteStore
+from playwright import sync_api  # the test extra installs it (the driver only, no browser)
 
 from tests.cli._support import WORKER
 from tests.web._serve import ROOT, live_worker, serve
-
-sync_api = pytest.importorskip("playwright.sync_api")  # the test extra installs it
 
 IMAGES = ROOT / "docs" / "images"
 TOKEN = "browser-token"
