@@ -387,6 +387,40 @@ class UsageError(Exception):
     """Bad command-line input that argparse could not catch."""
 
 
+#: the distributions the console (``actorlog serve``) needs: the ``web`` extra
+_WEB_MODULES = ("starlette", "jinja2", "markupsafe", "uvicorn", "multipart", "python_multipart")
+
+
+async def cmd_serve(args: argparse.Namespace, out: Out) -> int:
+    """``actorlog serve``: the operator console in the browser (``actorlog.web``)."""
+    try:
+        from .web import serve as web
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] not in _WEB_MODULES:
+            raise
+        raise UsageError(
+            f"actorlog serve needs the web extra ({exc.name} is not installed): "
+            "pip install 'actorlog[web]'"
+        ) from None
+    url = _store_url(args.store)
+    try:
+        cfg = web.build(
+            url,
+            shown_url(args.store),
+            host=args.host,
+            port=args.port,
+            allow_writes=args.allow_writes,
+            token=args.token,
+            trace_url=args.trace_url,
+        )
+    except ActorlogError as exc:
+        raise UsageError(str(exc)) from None
+    async with ops.opened(url):  # fail here, with the CLI's message, if it cannot be read
+        pass
+    await web.serve(cfg, host=args.host, port=args.port)
+    return EXIT_OK
+
+
 _COMMANDS = {
     "actors": cmd_actors,
     "history": cmd_history,
@@ -396,6 +430,7 @@ _COMMANDS = {
     "fork": cmd_fork,
     "leases": cmd_leases,
     "export": cmd_export,
+    "serve": cmd_serve,
 }
 
 

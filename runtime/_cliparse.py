@@ -10,8 +10,8 @@ if TYPE_CHECKING:
 
 _EPILOG = """\
 STORE is a store URL (sqlite:///relative.db, sqlite:////absolute.db, postgresql://...) or the
-path of a SQLite file. Stores are opened read-only, except by 'resolve' and 'fork'; reading is
-safe while a runtime is using the store.
+path of a SQLite file. Stores are opened read-only, except by 'resolve' and 'fork' (and the
+console's writes); reading is safe while a runtime is using the store.
 
 exit codes: 0 done; 1 verify found damage, or fork refused without --yes; 2 could not do it
 (bad arguments, store unreadable, actor or entry not found, intent not in doubt).
@@ -183,6 +183,32 @@ def build_parser(
         "expires (negative: expired, free to take). Stores without leases have none.",
     )
     sp.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    sp = add(
+        "serve",
+        "the operator console in the browser (needs: pip install 'actorlog[web]')",
+        "Serve a web console over the store: every actor with its status, each actor's "
+        "timeline updating live, the in-doubt queue, fork and verify. Read-only unless "
+        "--allow-writes; writes need the token printed at start (or --token, or "
+        "ACTORLOG_SERVE_TOKEN).",
+    )
+    sp.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    sp.add_argument("--port", type=_pos_int, default=8470, help="port (default 8470)")
+    sp.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="allow resolve and fork from the browser (with the token)",
+    )
+    sp.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="the write token (default: $ACTORLOG_SERVE_TOKEN, else a new one, printed)",
+    )
+    sp.add_argument(
+        "--trace-url",
+        metavar="TEMPLATE",
+        help="link each step to its trace, e.g. http://localhost:16686/trace/{trace_id}",
+    )
 
     sp = add("export", "an actor's whole log, snapshots and history as JSON lines")
     sp.add_argument("actor", metavar="ACTOR", help="actor id")

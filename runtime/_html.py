@@ -17,7 +17,7 @@ import anyio
 from . import ops
 from ._term import clean, duration, effect_value, event_text, json_text, when
 
-__all__ = ["render_history", "write_history"]
+__all__ = ["CSS", "render_history", "render_item", "trace_link", "write_history"]
 
 _CSS = """
 :root { --ok:#1a7f37; --err:#cf222e; --warn:#9a6700; --info:#0969da; --dim:#6e7781;
@@ -175,7 +175,15 @@ def _decision_row(d: ops.Decision) -> str:
     )
 
 
-def _step(st: ops.Step, resolve_hint: str) -> str:
+def trace_link(template: str | None, st: ops.Step) -> str | None:
+    """The step's trace in the user's OpenTelemetry backend: ``template`` with
+    ``{trace_id}`` (and ``{span_id}``) filled in, or None (no template, or no trace)."""
+    if not template or st.trace_id is None:
+        return None
+    return template.replace("{trace_id}", st.trace_id).replace("{span_id}", st.span_id or "")
+
+
+def _step(st: ops.Step, resolve_hint: str, trace_url: str | None = None) -> str:
     rows: list[tuple[int, str]] = []
     for c in st.calls:
         rows.append((c.intent_seq, _call_row(c)))
@@ -222,6 +230,9 @@ def _step(st: ops.Step, resolve_hint: str) -> str:
         )
         hint = f'<div class="callout">Settle with: {cmds}</div>'
     sender = f' from <span class="mono">{_e(st.sender)}</span>' if st.sender else ""
+    link = trace_link(trace_url, st)
+    if link is not None:
+        sender += f' <a class="trace" href="{_e(link)}" rel="noopener noreferrer">trace</a>'
     return (
         f'<section class="item step s-{_e(st.status)}" id="step-{st.message_seq}" '
         f'data-seq="{st.message_seq}" data-status="{_e(st.status)}">'
@@ -231,6 +242,10 @@ def _step(st: ops.Step, resolve_hint: str) -> str:
         f'<span class="mono">{_e(st.message_id or "")}</span>{sender}{_badge(st.status)}</div>'
         f'<div class="body">{_value(st.body, 140)}</div>{table}{end}{hint}</section>'
     )
+
+
+#: The timeline's style sheet (also served by the console).
+CSS = _CSS
 
 
 def render_history(h: ops.History, *, source: str = "") -> str:
@@ -274,9 +289,26 @@ def _resolve_hint(a: ops.ActorStatus, source: str) -> str:
     )
 
 
-def _item(item: ops.Step | ops.SnapshotView | ops.Event | ops.Finding, resolve_hint: str) -> str:
+def render_item(
+    item: ops.Step | ops.SnapshotView | ops.Event | ops.Finding,
+    resolve_hint: str,
+    *,
+    trace_url: str | None = None,
+) -> str:
+    """One timeline item as an HTML fragment, every value escaped (the page here and the
+    console, ``actorlog serve``, draw the same timeline). ``resolve_hint`` is the resolve
+    command shown under an in-doubt step (``{seq}`` stands for the intent's seq);
+    ``trace_url`` a template for :func:`trace_link`."""
+    return _item(item, resolve_hint, trace_url)
+
+
+def _item(
+    item: ops.Step | ops.SnapshotView | ops.Event | ops.Finding,
+    resolve_hint: str,
+    trace_url: str | None = None,
+) -> str:
     if isinstance(item, ops.Step):
-        return _step(item, resolve_hint)
+        return _step(item, resolve_hint, trace_url)
     if isinstance(item, ops.SnapshotView):
         bad = "" if item.valid else f" — INVALID: {_e(item.problem)}"
         return (

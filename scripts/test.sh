@@ -4,7 +4,8 @@
 # Creates .venv (with uv if it can, else python -m venv + pip), installs actorlog with its
 # test extras, starts the real services the tests use when this machine can run them
 # (PostgreSQL from Debian's packages, Arize Phoenix as the OTLP backend, Chromium for the
-# HTML checks), and runs pytest. Outside CI a service that cannot start makes its tests
+# HTML checks and the console's browser tests, driven by Playwright from the test extra), and
+# runs pytest. Outside CI a service that cannot start makes its tests
 # skip with a reason; with CI set they fail instead (see .ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -15,6 +15,7 @@ runtime's writes: if a runtime appends to the same actor first, they raise
     async with ops.opened("sqlite:///agents.db") as store:      # read-only
         for a in await ops.list_actors(store):
             print(a.actor_id, a.status, [i.intent_seq for i in a.in_doubt])
+        page = await ops.list_actors_page(store, status="in_doubt", limit=50)  # many actors
         h = await ops.history(store, "run-42")
         report = await ops.verify(store)
 
@@ -41,8 +42,10 @@ stops were shown as ``failed``).
 from __future__ import annotations
 
 from .history import history, iter_history
+from .listing import list_actors_page, waiting_intents
 from .models import (
     NEEDS_OPERATOR,
+    ActorPage,
     ActorStatus,
     Call,
     Decision,
@@ -66,6 +69,7 @@ from .verify import Progress, verify
 from .writes import fork, fork_effects, resolve
 
 __all__ = [
+    "ActorPage",
     "ActorStatus",
     "Call",
     "Decision",
@@ -92,11 +96,13 @@ __all__ = [
     "iter_history",
     "leases",
     "list_actors",
+    "list_actors_page",
     "opened",
     "resolve",
     "show",
     "to_json",
     "verify",
+    "waiting_intents",
 ]
 
 for _name in __all__:  # show the public classes as actorlog.ops.X, where users import them

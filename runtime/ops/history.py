@@ -116,6 +116,7 @@ class _Builder:
                 body=rec.body,
                 sender=rec.sender,
                 received_at=at,
+                trace_id=_parent_trace(p.get("trace")),
             )
             return
         if isinstance(rec, IntentRecord | EffectRecord | StepRecord):
@@ -151,6 +152,10 @@ class _Builder:
                 step.error = _plain(rec.error)
                 step.duration = rec.duration
                 step.finished_at = at
+                span = p.get("span")
+                if isinstance(span, dict) and _hex(span.get("trace_id"), 32):
+                    step.trace_id = span["trace_id"]
+                    step.span_id = span["span_id"] if _hex(span.get("span_id"), 16) else None
             return
         owner = self.calls.get(row.ref)
         if owner is None:
@@ -375,6 +380,25 @@ async def _history_stream(store: Store, actor_id: str, since: int) -> AsyncItera
         side.first = float(at or 0.0) if at_row is not None else float("inf")
     for item in side.rest():
         yield item
+
+
+def _hex(value: object, digits: int) -> bool:
+    """A valid OpenTelemetry id: ``digits`` lowercase hex digits, not all zero."""
+    return (
+        isinstance(value, str)
+        and len(value) == digits
+        and all(c in "0123456789abcdef" for c in value)
+        and value.strip("0") != ""
+    )
+
+
+def _parent_trace(carrier: object) -> str | None:
+    """The trace id in a message's stored W3C trace context (``traceparent``
+    ``00-<trace id>-<span id>-<flags>``), or None."""
+    if not isinstance(carrier, dict):
+        return None
+    parts = str(carrier.get("traceparent", "")).split("-")
+    return parts[1] if len(parts) == 4 and _hex(parts[1], 32) else None
 
 
 def _sort_time(t: float | None) -> float:

@@ -163,6 +163,12 @@ class Step:
     error: dict[str, Any] | None = None
     duration: float | None = None
     finished_at: float | None = None
+    #: the OpenTelemetry trace the step ran in (32 hex digits): its own span's, recorded with
+    #: the step; before the step is logged, the trace of the message's sender (the step's
+    #: span joins it). None when no tracing was configured.
+    trace_id: str | None = None
+    #: the step span's id (16 hex digits), once the step is logged with one
+    span_id: str | None = None
 
     @property
     def started_at(self) -> float | None:
@@ -289,6 +295,33 @@ class ExternalEffect:
     outcome_seq: int | None
     at: float | None
     repeated_by_fork: bool
+
+
+@attrs.define
+class ActorPage:
+    """One page of :func:`list_actors_page`: the actors on it with their status, and what is
+    known about all the actors that match the filters.
+
+    ``total`` is the number of matching actors, or None when a status filter was given and
+    the scan stopped once the page was full (a status needs the actor's log read; see
+    :func:`list_actors_page`). ``next_offset`` is where the next page starts (pass it as
+    ``offset``), None on the last page.
+    """
+
+    actors: list[ActorStatus]
+    total: int | None
+    offset: int
+    next_offset: int | None
+    #: every actor in the store, before filtering
+    actors_in_store: int
+    #: actors (matching the class and id filters) with messages logged but not yet handled:
+    #: the only ones that can be ``running`` or ``in_doubt``
+    with_pending_work: int
+    #: the statuses of the actors with pending work, when there are at most
+    #: ``status_limit`` of them (else None); the others have no pending work
+    status_counts: dict[str, int] | None
+    #: actor classes in the store with their number of actors, by name
+    classes: dict[str, int]
 
 
 @attrs.define

@@ -277,4 +277,4 @@ async def test_a_recorded_send_of_a_renamed_message_replays(make_store: StoreFac
         ref = await system.spawn(Sender, "s")  # replays the recorded send of legacy.app.Ping
         with anyio.fail_after(10):
             await ref.ask(Go(2))
-        assert ref.system._cells["s"].actor.state.items == ["1", "2"]  # step 1 replayed
+        assert system._cells["s"].actor.state.items == ["1", "2"]  # step 1 replayed

@@ -1,0 +1,81 @@
+"""Pages from templates (Jinja2, autoescaped) and the actor timeline, drawn by the same code
+as ``actorlog history --html`` (:func:`actorlog._html.render_item`)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+from starlette.responses import HTMLResponse
+
+from .. import ops
+from .._html import render_item, trace_link
+from .._term import ago, call_text, clean, duration, json_text, short, when
+from .config import ServeConfig
+
+HERE = Path(__file__).parent
+
+_env = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(HERE / "templates"),
+    autoescape=True,  # every value from the log is escaped; Markup only for _html's output
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_env.filters.update(
+    {
+        "clean": clean,
+        "short": short,
+        "when": lambda ts: "" if ts is None else when(ts),
+        "ago": lambda ts: "-" if ts is None else ago(ts, time.time()),
+        "json": lambda v: json_text(v, indent=2),
+        "duration": duration,
+    }
+)
+_env.globals.update({"call_text": call_text})
+
+
+def page(
+    name: str, cfg: ServeConfig, *, status_code: int = 200, signed_in: bool = False, **ctx: Any
+) -> HTMLResponse:
+    """A whole page (``templates/NAME``) with what every page shows."""
+    html = _env.get_template(name).render(
+        cfg=cfg,
+        can_write=cfg.allow_writes and signed_in,
+        csrf=cfg.csrf_value() if cfg.allow_writes and signed_in else "",
+        **ctx,
+    )
+    return HTMLResponse(html, status_code=status_code)
+
+
+def fragment(name: str, **ctx: Any) -> str:
+    """A template's HTML on its own (for the live updates of a page)."""
+    return _env.get_template(name).render(**ctx)
+
+
+def timeline(h: ops.History, cfg: ServeConfig) -> Markup:
+    """The actor's timeline, newest last: the HTML export's items, escaped there."""
+    hint = f"actorlog resolve {cfg.source or 'STORE'} {h.actor.actor_id} {{seq}} ..."
+    parts = [render_item(item, hint, trace_url=cfg.trace_url) for item in h.timeline()]
+    return Markup("".join(parts))  # built by _html, which escapes every value
+
+
+def step_links(h: ops.History, cfg: ServeConfig) -> list[dict[str, Any]]:
+    """Per finished step: where a fork after it starts, and its trace link (if any)."""
+    out = []
+    for st in h.steps:
+        if st.step_seq is None:
+            continue
+        out.append(
+            {
+                "message_seq": st.message_seq,
+                "step_seq": st.step_seq,
+                "message_type": st.message_type,
+                "status": st.status,
+                "trace": trace_link(cfg.trace_url, st),
+            }
+        )
+    return out

@@ -1,0 +1,135 @@
+"""The console in a real browser: Playwright driving Debian's Chromium (no browser download)
+against ``actorlog serve`` running as a process, with real runtimes writing the store.
+
+Takes the screenshots docs/operators.md shows (docs/images/console-*.png).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from actorlog.stores import SqliteStore
+from playwright import sync_api  # the test extra installs it (the driver only, no browser)
+
+from tests.cli._support import WORKER
+from tests.web._serve import ROOT, live_worker, serve
+
+IMAGES = ROOT / "docs" / "images"
+TOKEN = "browser-token"
+
+
+@pytest.fixture
+def browser(chromium: str) -> Iterator[object]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def crowded(crashed: Path) -> Path:
+    """The crashed store and a few more actors (registered, nothing logged), so the overview
+    has a list to show. Made before the browser starts (its sync API runs an event loop)."""
+    _add_quiet_actors(crashed)
+    return crashed
+
+
+def _add_quiet_actors(db: Path) -> None:
+
+    async def add() -> None:
+        store = SqliteStore(db)
+        await store.open()
+        try:
+            for i in range(3):
+                await store.register_actor(f"triage-{i}", "oncall.Triage")
+        finally:
+            await store.close()
+
+    anyio.run(add, backend="asyncio")
+
+
+def test_resolve_in_the_browser_and_watch_the_actor_finish(crowded: Path, browser: object) -> None:
+    crashed = crowded
+    expect = sync_api.expect
+    with serve(crashed, "--allow-writes", "--token", TOKEN) as s:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})  # type: ignore[attr-defined]
+        page.goto(s.base + "/")
+        rows = page.locator("table.actors tbody tr")
+        expect(rows).to_have_count(4)
+        IMAGES.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(IMAGES / "console-overview.png"), full_page=True)
+
+        page.select_option("select[name=status]", "in_doubt")  # applies on change
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-actor", "incident-7")
+        page.click("text=incident-7")
+        expect(page.locator("#status")).to_have_text("in doubt")
+        expect(page.locator("#live")).to_have_text("live: watching the log")
+
+        # not signed in: no form, and a write straight to the endpoint is refused
+        expect(page.locator("form.resolve")).to_have_count(0)
+        refused = page.request.post(
+            s.base + "/resolve",
+            form={"id": "incident-7", "intent_seq": "19", "action": "retry"},
+        )
+        assert refused.status == 403 and "sign in" in refused.text()
+
+        page.goto(s.base + f"/login?token={TOKEN}")
+        page.goto(s.base + "/actor?id=incident-7")
+        form = page.locator("form.resolve")
+        form.locator("input[name=value]").fill('"PAGE-42"')
+        form.locator("input[name=reason]").fill("seen in PagerDuty")
+        form.locator("button[type=submit]").click()
+        expect(page.locator("#notice")).to_contain_text("recorded decision seq 20 (result)")
+        expect(page.locator("#status")).to_have_text("running")  # settled, not yet run
+
+        # a runtime recovers the actor: the open page shows the step finish, live
+        resumed = subprocess.run(
+            [sys.executable, str(WORKER), str(crashed), "resume"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        assert '"reply"' in resumed.stdout
+        expect(page.locator("#status")).to_have_text("idle", timeout=20_000)
+        expect(page.locator("section.step")).to_have_count(3)
+        expect(page.locator("section.step.s-ok")).to_have_count(3)
+        expect(page.locator("tr.decision")).to_contain_text("PAGE-42")
+        page.screenshot(path=str(IMAGES / "console-actor.png"), full_page=True)
+        page.close()
+
+
+def test_a_step_arrives_live_while_a_runtime_writes(tmp_path: Path, browser: object) -> None:
+    db = tmp_path / "live.db"
+    expect = sync_api.expect
+    template = "http://localhost:16686/trace/{trace_id}"
+    with live_worker(db) as worker, serve(db, "--trace-url", template) as s:
+        page = browser.new_page()  # type: ignore[attr-defined]
+        page.goto(s.base + "/")
+        page.fill("input[name=q]", "chat")
+        page.click("button[type=submit]")
+        page.click("text=chat-1")
+        steps = page.locator("section.step")
+        expect(steps).to_have_count(1)
+        expect(page.locator("#live")).to_have_text("live: watching the log")
+        worker.ask("are you <there>?")
+        expect(steps).to_have_count(2, timeout=20_000)  # no reload: pushed by the server
+        expect(steps.nth(1)).to_contain_text("are you <there>?")  # shown as text
+        assert page.locator("section.step script").count() == 0
+        link = steps.nth(1).locator("a.trace")
+        expect(link).to_have_attribute("href", _trace_pattern())
+        page.close()
+
+
+def _trace_pattern() -> object:
+    import re
+
+    return re.compile(r"^http://localhost:16686/trace/[0-9a-f]{32}$")
