@@ -116,7 +116,7 @@ class _Builder:
                 body=rec.body,
                 sender=rec.sender,
                 received_at=at,
-                trace_id=_parent_trace(p.get("trace")),
+                trace_id=_parent_trace(rec.trace),
             )
             return
         if isinstance(rec, IntentRecord | EffectRecord | StepRecord):
@@ -152,7 +152,7 @@ class _Builder:
                 step.error = _plain(rec.error)
                 step.duration = rec.duration
                 step.finished_at = at
-                span = p.get("span")
+                span = rec.span
                 if isinstance(span, dict) and _hex(span.get("trace_id"), 32):
                     step.trace_id = span["trace_id"]
                     step.span_id = span["span_id"] if _hex(span.get("span_id"), 16) else None
