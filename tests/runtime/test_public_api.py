@@ -16,7 +16,7 @@ def test_all_lists_exactly_the_public_names() -> None:
     }
     public -= {"ops", "inspect", "testing"}  # public submodules: the operator API (and its
     # old name), the store kit
-    public -= {"integrations"}  # optional extras (actorlog.integrations.pydantic_ai)
+    public -= {"integrations", "web"}  # optional extras (pydantic_ai, the console)
     assert public <= set(actorlog.__all__), public - set(actorlog.__all__)
 
 
