@@ -18,7 +18,17 @@ from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _decisions, _records, _telemetry, _tools
 from ._errors import ActorlogError, EncodeError, ToolCallError
-from ._records import Recorded
+from ._records import (
+    DecisionAction,
+    DecisionRecord,
+    EffectRecord,
+    EntryKind,
+    ErrorInfo,
+    EventKind,
+    Recorded,
+    ResultRecord,
+    SettledBy,
+)
 from ._telemetry import ATTR, SPAN, tracer
 from ._tools import Happened, NotHappened, Tool
 
@@ -56,7 +66,7 @@ class StepHost(Protocol):
         """Record an operator-history event, best effort."""
         ...
 
-    async def wait_in_doubt(self, intent_seq: int, tool: str, key: str) -> dict[str, Any]:
+    async def wait_in_doubt(self, intent_seq: int, tool: str, key: str) -> DecisionRecord:
         """Escalate an in-doubt intent and wait for the operator's decision."""
         ...
 
@@ -133,14 +143,16 @@ class ToolCalls:
             self.fatal = self.fatal or exc
             raise
 
-    def _logged(self, key: str, plain: Any) -> Any:
-        """Field ``key`` (given as ``plain``) of the entry just written, decoded from its
-        bytes: the live path hands out exactly what replay will read (DESIGN.md section 10,
-        live equals replay), and nothing that aliases the value given to the log. A scalar
-        decodes to itself: no decode for it."""
+    def _logged(self, plain: Any) -> Any:
+        """The value (given as ``plain``) of the result or effect just written, decoded from
+        its bytes: the live path hands out exactly what replay will read (DESIGN.md section
+        10, live equals replay), and nothing that aliases the value given to the log. A
+        scalar decodes to itself: no decode for it."""
         if _codec.is_scalar(plain):
             return plain
-        return self._cell.journal.last_payload()[key]
+        logged = self._cell.journal.last_record()
+        assert isinstance(logged, ResultRecord | EffectRecord)
+        return logged.value
 
     def _value(self, t: Tool[Any, Any], plain: Any) -> Any:
         rt = t.return_type
@@ -197,7 +209,7 @@ class ToolCalls:
                     # result that cannot be logged settles the intent as an error, or
                     # replaying the completed step would run the tool again.
                     cell.journal.write(
-                        "result",
+                        EntryKind.RESULT,
                         t.name,
                         intent_seq,
                         _records.result_payload(
@@ -208,11 +220,11 @@ class ToolCalls:
                     failure = EncodeError(f"result of tool {t.name}", type(value), exc.reason)
                 else:
                     del self._open[intent_seq]
-                    return self._value(t, self._logged("value", plain))
-            info = _records.error_info(failure)  # always loggable: sanitized, truncated
-            span.set_status(Status(StatusCode.ERROR, f"{info['type']}: {info['message']}"))
+                    return self._value(t, self._logged(plain))
+            info = ErrorInfo.of(failure)  # always loggable: sanitized, truncated
+            span.set_status(Status(StatusCode.ERROR, f"{info.type}: {info.message}"))
             cell.journal.write(
-                "result",
+                EntryKind.RESULT,
                 t.name,
                 intent_seq,
                 _records.result_payload(
@@ -220,23 +232,21 @@ class ToolCalls:
                 ),
             )
             del self._open[intent_seq]
-            raise ToolCallError(t.name, info["type"], info["message"]) from failure
+            raise ToolCallError(t.name, info.type, info.message) from failure
 
-    def _served(self, t: Tool[Any, Any], kind: str, action: str, payload: dict[str, Any]) -> Any:
-        """Return (or raise) a recorded outcome."""
-        if kind == "result":
-            if payload.get("ok"):
-                return self._value(t, payload.get("value"))
-            err = payload.get("error") or {}
-            raise ToolCallError(t.name, str(err.get("type")), str(err.get("message")))
-        # an operator's decision
-        if action == "result":
-            return self._value(t, payload.get("value"))
-        err = payload.get("error") or {}
+    def _served(self, t: Tool[Any, Any], outcome: ResultRecord | DecisionRecord) -> Any:
+        """Return (or raise) a recorded outcome: a result, or an operator's decision."""
+        err = outcome.error
+        if isinstance(outcome, ResultRecord):
+            if outcome.ok:
+                return self._value(t, outcome.value)
+            raise ToolCallError(t.name, str(err and err.type), str(err and err.message))
+        if outcome.action == DecisionAction.RESULT:
+            return self._value(t, outcome.value)
         raise ToolCallError(
             t.name,
-            str(err.get("type", "OperatorFailed")),
-            str(err.get("message", payload.get("reason", ""))),
+            "OperatorFailed" if err is None else err.type,
+            outcome.reason if err is None else err.message,
         )
 
     async def _settle(
@@ -250,13 +260,15 @@ class ToolCalls:
     ) -> Any:
         """A recorded intent: serve its outcome, or settle it by its tool's in-doubt policy."""
         # attempts so far: the original run plus each authorized retry that started
-        attempts = 1 + sum(1 for k, a, _ in rec.outcomes if k == "decision" and a == "attempt")
+        attempts = 1 + sum(
+            1 for o in rec.outcomes if o.kind == EntryKind.DECISION and o.tag == "attempt"
+        )
         if rec.outcomes:
             # the outcome that settled it is the one the live step used; a later decision
             # (only a store from before the one-decision rule holds one) is ignored
             settled = _decisions.settling(rec.outcomes)
-            kind, action, payload = settled or rec.outcomes[-1]
-            if kind == "result" and payload.get("settled_by") == "cancelled":
+            last = (settled or rec.outcomes[-1]).record
+            if isinstance(last, ResultRecord) and last.settled_by == SettledBy.CANCELLED:
                 # Live, the handler's own scope cancelled this call and the step went on
                 # without its result: take the same path, waiting for the same scope.
                 await anyio.sleep_forever()
@@ -270,21 +282,22 @@ class ToolCalls:
                         ATTR.TOOL_EFFECT: t.effect,
                         ATTR.TOOL_POLICY: t.policy,
                         ATTR.IDEMPOTENCY_KEY: key,
-                        ATTR.ATTEMPT: int(payload.get("attempt") or attempts),
+                        ATTR.ATTEMPT: last.attempt if isinstance(last, ResultRecord) else attempts,
                         ATTR.INTENT_SEQ: rec.seq,
                         ATTR.SERVED_FROM_LOG: True,
                     },
                 ):
-                    return self._served(t, kind, action, payload)
-            if action == "retry":
+                    return self._served(t, last)
+            assert isinstance(last, DecisionRecord)  # results always settle
+            if last.action == DecisionAction.RETRY:
                 # the operator authorized one more attempt; mark it started, then run
-                _telemetry.settled(rec.seq, t.name, t.policy, "operator.retry", _by(payload))
+                _telemetry.settled(rec.seq, t.name, t.policy, "operator.retry", _by(last))
                 return await self._authorized_retry(t, rec.seq, args, kwargs, key, attempts)
             # action == "attempt" with no result: the authorized retry was interrupted too
             return await self._escalate(t, rec, args, kwargs, key, attempts)
         # in doubt: intent logged, no outcome
         self._cell.note_event(
-            "in_doubt", {"intent_seq": rec.seq, "tool": t.name, "policy": t.policy}
+            EventKind.IN_DOUBT, {"intent_seq": rec.seq, "tool": t.name, "policy": t.policy}
         )
         policy = t.policy
         if policy in ("rerun", "rerun-same-key"):
@@ -303,15 +316,15 @@ class ToolCalls:
                     raise
                 answer = None
                 self._cell.note_event(
-                    "reconcile_failed",
-                    {"intent_seq": rec.seq, "error": _records.error_info(exc)["message"]},
+                    EventKind.RECONCILE_FAILED,
+                    {"intent_seq": rec.seq, "error": ErrorInfo.of(exc).message},
                 )
             if isinstance(answer, Happened):
                 _telemetry.settled(rec.seq, t.name, policy, "reconcile.happened")
                 try:
                     plain = _codec.to_plain(answer.result, "result", check=False)
                     self._cell.journal.write(
-                        "result",
+                        EntryKind.RESULT,
                         t.name,
                         rec.seq,
                         _records.result_payload(
@@ -323,17 +336,17 @@ class ToolCalls:
                     err = EncodeError(
                         f"reconciled result of tool {t.name}", type(answer.result), exc.reason
                     )
-                    info = _records.error_info(err)
+                    info = ErrorInfo.of(err)
                     self._cell.journal.write(
-                        "result",
+                        EntryKind.RESULT,
                         t.name,
                         rec.seq,
                         _records.result_payload(
                             error=info, attempt=attempts, settled_by="reconcile"
                         ),
                     )
-                    raise ToolCallError(t.name, info["type"], info["message"]) from err
-                return self._value(t, self._logged("value", plain))
+                    raise ToolCallError(t.name, info.type, info.message) from err
+                return self._value(t, self._logged(plain))
             if isinstance(answer, NotHappened):
                 _telemetry.settled(rec.seq, t.name, policy, "reconcile.not_happened")
                 return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)
@@ -351,8 +364,8 @@ class ToolCalls:
         """Run an operator-authorized retry: mark the attempt started (durably), then run.
         If this attempt is interrupted too, the call is in doubt again, never re-run blindly."""
         self._cell.journal.write(
-            "decision",
-            "attempt",
+            EntryKind.DECISION,
+            DecisionAction.ATTEMPT,
             intent_seq,
             _records.decision_payload(action="attempt", by="runtime", reason="retry authorized"),
         )
@@ -369,20 +382,16 @@ class ToolCalls:
         attempts: int,
     ) -> Any:
         self._open[rec.seq] = t.name
+        # the decision as its entry was logged (and as replay will read it)
         decision = await self._guard(self._cell.wait_in_doubt(rec.seq, t.name, key))
         del self._open[rec.seq]
-        # the decision as its entry was logged (and as replay will read it)
-        decision = _codec.decode_json(_codec.encode_plain(decision, "decision"))
-        action = decision["action"]
+        action = decision.action
         _telemetry.settled(rec.seq, t.name, t.policy, f"operator.{action}", _by(decision))
-        if action == "retry":
+        if action == DecisionAction.RETRY:
             return await self._authorized_retry(t, rec.seq, args, kwargs, key, attempts)
-        return self._served(t, "decision", action, decision)
+        return self._served(t, decision)
 
 
-def _by(decision: dict[str, Any]) -> dict[str, str | int]:
+def _by(decision: DecisionRecord) -> dict[str, str | int]:
     """Who decided an in-doubt intent, and why (span event attributes)."""
-    return {
-        ATTR.DECIDED_BY: str(decision.get("by", "")),
-        ATTR.DECISION_REASON: str(decision.get("reason", "")),
-    }
+    return {ATTR.DECIDED_BY: decision.by, ATTR.DECISION_REASON: decision.reason}

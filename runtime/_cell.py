@@ -13,12 +13,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
-from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _records, _recovery, _snapshots, _telemetry, _tools
+from . import _codec, _records, _recovery, _snapshots, _step, _telemetry
 from ._actor import Actor, accepted_messages, reply_type
-from ._calls import is_call_error
-from ._context import Context
 from ._errors import (
     ActorlogError,
     ActorQuarantinedError,
@@ -42,8 +39,15 @@ from ._mailbox import (
     settle,
     step_outcome,
 )
+from ._records import (
+    DecisionRecord,
+    EntryKind,
+    EventKind,
+    MessageRecord,
+    StepRecord,
+    decode_entry,
+)
 from ._snapshots import SnapshotPolicy
-from ._telemetry import ATTR, SPAN, tracer
 from ._wal import Journal
 
 if TYPE_CHECKING:
@@ -231,6 +235,20 @@ class Cell:
         """Seconds recovering this actor would take now (see ``RecoveryCost``)."""
         return sum(self.recovery_parts())
 
+    def restartable(self) -> bool:
+        """Finished, and spawning starts it again: it stopped cleanly, or a store failure
+        (possibly transient: disk full, lock timeout, I/O error) stopped it, or it lost its
+        lease to another runtime (spawning takes the lease again if it is free, else reaches
+        the actor where it runs). Recovery reads the truth back from the store; a damaged log
+        or a conflict stays stopped."""
+        if not self.done.is_set():
+            return False
+        return (
+            self.error is None
+            or isinstance(self.error, (StoreUnavailableError, LeaseLostError))
+            or isinstance(self.journal.broken, StoreUnavailableError)
+        )
+
     def is_idle(self) -> bool:
         """Between steps with nothing queued or awaited: safe to passivate."""
         return (
@@ -379,11 +397,12 @@ class Cell:
                     return None
             else:
                 message_id = _codec.new_message_id()
-            payload = _records.message_payload(body, sender=sender, trace=_telemetry.inject())
+            trace = _telemetry.inject()
+            payload = _records.message_payload(body, sender=sender, trace=trace)
             if self.passivating or self.done.is_set():
                 raise Moved  # checked with no await before the write: no post is lost
             try:
-                seq = self.journal.write("message", tag, 0, payload, message_id=message_id)
+                seq = self.journal.write(EntryKind.MESSAGE, tag, 0, payload, message_id=message_id)
             except EncodeError as exc:
                 raise EncodeError("message", type(msg), exc.reason) from exc
             self.inflight_ids[message_id] = seq
@@ -392,13 +411,14 @@ class Cell:
             # will (live equals replay; the caller's object is not shared with the handler).
             # It may start before the commit completes: nothing it does escapes before the
             # journal is flushed, and every flush covers this entry.
-            env = Envelope(seq, tag, None, message_id, payload["trace"])
+            env = Envelope(seq, tag, None, message_id, trace)
             if isinstance(msg, Undecodable):
                 env.decode_error = msg.error
             else:
                 try:
-                    body = self.journal.last_payload()["body"]
-                    env.message = self.host.registry.decode_message(tag, body)
+                    logged = self.journal.last_record()
+                    assert isinstance(logged, MessageRecord)
+                    env.message = self.host.registry.decode_message(tag, logged.body)
                 except ActorlogError as exc:
                     env.decode_error = exc
             self._mailbox.put(env)
@@ -478,10 +498,13 @@ class Cell:
             await self.journal.flush()  # its step may still be buffered (no-op if not)
         except ActorlogError as exc:
             failure = self._commit_failure(exc)
-        for row in await self.store.find_ref(self.actor_id, "step", seq):
+        for row in await self.store.find_ref(self.actor_id, EntryKind.STEP, seq):
             _codec.verify_row(row, self.actor_id, row.seq)
             slot = Reply()
-            slot.set(*self._outcome(seq, _records.decode(row)))
+            step = decode_entry(row)
+            if not isinstance(step, StepRecord):
+                raise CorruptEntryError(self.actor_id, row.seq, "decode", "not a step")
+            slot.set(*self.outcome(seq, step))
             return slot
         if failure is not None:
             raise failure
@@ -489,7 +512,7 @@ class Cell:
             self.actor_id, seq, "reference", "a handled message has no step in the log"
         )
 
-    def _outcome(self, seq: int, step: dict[str, Any]) -> tuple[Any, BaseException | None]:
+    def outcome(self, seq: int, step: StepRecord) -> tuple[Any, BaseException | None]:
         return step_outcome(self.actor_id, seq, step, self.reply_type)
 
     # -- the step loop ---------------------------------------------------------------------
@@ -501,7 +524,7 @@ class Cell:
             except anyio.WouldBlock:
                 self.status = "idle" if self.status == "running" else self.status
                 await self.journal.flush()  # idle: make buffered steps durable
-                self._prune_inflight()
+                self.prune_inflight()
                 env = await self._mailbox.get()
             if env is STOP:
                 await self.journal.flush()
@@ -515,114 +538,9 @@ class Cell:
             assert isinstance(env, Envelope)
             self.status = "running"
             self.last_active = time.monotonic()
-            await self._handle(env)
+            await _step.handle(self, env)
 
-    async def _handle(self, env: Envelope) -> None:
-        ctx = Context(self, env.seq, env.recorded, complete=False)
-        resumed = bool(env.recorded)
-        name = SPAN.REPLAY_STEP if resumed else SPAN.STEP
-        parent = env.parent if resumed else _telemetry.extract(env.trace)
-        attributes: dict[str, Any] = {
-            ATTR.ACTOR_ID: self.actor_id,
-            ATTR.ACTOR_TYPE: self.actor_type,
-            ATTR.SEQ: env.seq,
-            ATTR.MESSAGE_TYPE: env.type_tag,
-        }
-        if env.message_id is not None:
-            attributes[ATTR.MESSAGE_ID] = env.message_id
-        if resumed:
-            attributes[ATTR.FINISHED_LIVE] = True
-        t0 = time.perf_counter()
-        reply: Any = None
-        error: BaseException | None = None
-        with tracer.start_as_current_span(name, context=parent, attributes=attributes) as span:
-            try:
-                if env.decode_error is not None:
-                    raise env.decode_error
-                if self.accepts is not None and not isinstance(env.message, self.accepts):
-                    raise TypeError(
-                        f"{self.cls.__qualname__} does not accept messages of type {env.type_tag}"
-                    )
-                with _tools.in_step(self.where):  # a tool called directly raises
-                    reply = await self.actor.receive(ctx, env.message)
-                if ctx.fatal is None and resumed:
-                    ctx.check_consumed()
-                reply_plain = _codec.to_plain(reply, "reply", check=False)
-            except BaseException as exc:
-                if not is_call_error(exc):
-                    raise  # a cancellation the runtime asked for, KeyboardInterrupt, ...
-                if ctx.fatal is not None:
-                    span.set_status(Status(StatusCode.ERROR, str(ctx.fatal)))
-                    raise ctx.fatal from None
-                if self.journal.broken is not None:
-                    raise
-                error = exc
-                reply_plain = None
-                span.set_status(Status(StatusCode.ERROR, _records.error_info(exc)["message"]))
-            if ctx.fatal is not None:
-                raise ctx.fatal
-            ctx.settle_abandoned()
-            span.set_attribute(ATTR.OUTCOME, "ok" if error is None else "error")
-            if resumed:
-                span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
-            try:
-                step_seq = self.journal.write(
-                    "step",
-                    env.type_tag,
-                    env.seq,
-                    _records.step_payload(
-                        reply=reply_plain,
-                        error=None if error is None else _records.error_info(error),
-                        span=_telemetry.span_ids(),
-                        duration=time.perf_counter() - t0,
-                    ),
-                )
-            except EncodeError as exc:
-                # The reply cannot be encoded or is too large for one entry (or the error
-                # text is): record the step as failed with that error instead of stopping.
-                if error is None:
-                    exc = EncodeError("reply", type(reply), exc.reason)
-                error, reply_plain = exc, None
-                span.set_attribute(ATTR.OUTCOME, "error")
-                step_seq = self.journal.write(
-                    "step",
-                    env.type_tag,
-                    env.seq,
-                    _records.step_payload(
-                        error=_records.error_info(exc),
-                        span=_telemetry.span_ids(),
-                        duration=time.perf_counter() - t0,
-                    ),
-                )
-            wanted = env.seq in self.waiters
-            # the callers get the decoded form of what was logged: what a re-ask gets, and
-            # never a reference to the actor's state
-            outcome = None
-            if wanted:
-                scalar = error is None and _codec.is_scalar(reply_plain)
-                logged = {"ok": True, "reply": reply_plain} if scalar else None
-                outcome = self._outcome(env.seq, logged or self.journal.last_payload())
-        self.handled_seq = env.seq
-        self.steps_since_snapshot += 1
-        self.replay_cpu += max(time.perf_counter() - t0 - ctx.awaited, 0.0)
-        due = self.policy.due(
-            self.steps_since_snapshot,
-            time.monotonic() - self.last_snapshot_at,
-            self.recovery_parts(),
-        )
-        if wanted or due:
-            # If this commit fails, the slots stay registered and quarantine() fails them.
-            await self.journal.flush()
-        self._prune_inflight()
-        if outcome is not None:
-            value, herr = outcome
-            if herr is not None:
-                herr.__cause__ = error
-            settle(self.waiters, env.seq, value, herr)
-        if due:
-            await self.snapshot(step_seq)
-
-    def _prune_inflight(self) -> None:
+    def prune_inflight(self) -> None:
         """Forget the ids of messages both handled and durable (a retry finds those in the
         store). ``inflight_ids`` is in seq order, so this looks only at its head."""
         bound = min(self.handled_seq, self.journal.durable_seq)
@@ -652,7 +570,7 @@ class Cell:
                 offload=self.snapshot_bytes >= _snapshots.OFFLOAD_BYTES,
             )
         except Exception as exc:
-            self.note_event("snapshot_failed", {"seq": seq, "error": str(exc)})
+            self.note_event(EventKind.SNAPSHOT_FAILED, {"seq": seq, "error": str(exc)})
         else:
             self.snapshot_bytes, self.snapshot_seq = size, seq
             self.replay_cpu = 0.0
@@ -662,13 +580,13 @@ class Cell:
 
     # -- in doubt --------------------------------------------------------------------------
 
-    async def wait_in_doubt(self, intent_seq: int, tool: str, key: str) -> dict[str, Any]:
+    async def wait_in_doubt(self, intent_seq: int, tool: str, key: str) -> DecisionRecord:
         """Escalate: wait (status ``in_doubt``) until an operator resolves the intent."""
         self.status = "in_doubt"
-        decision: dict[str, Any] = await self.escalations.wait(self.journal, intent_seq, tool, key)
+        decision = await self.escalations.wait(self.journal, intent_seq, tool, key)
         self.status = "running"
         return decision
 
-    async def resolve(self, intent_seq: int, **decision: Any) -> None:
+    async def resolve(self, intent_seq: int, decision: DecisionRecord) -> None:
         """An operator's decision (see ``Escalations.resolve``)."""
-        await self.escalations.resolve(self.journal, intent_seq, **decision)
+        await self.escalations.resolve(self.journal, intent_seq, decision)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from . import _codec, _names, _records
 from ._calls import StepHost, ToolCalls
 from ._errors import ActorlogError, EncodeError, NonDeterminismError, ToolCallError
-from ._records import Recorded
+from ._records import EffectRecord, EntryKind, ErrorInfo, IntentRecord, Recorded
 from ._tools import Tool, as_tool, unwrap_partial
 
 if TYPE_CHECKING:
@@ -129,12 +129,12 @@ class Context(ToolCalls):
         kwargs_plain = _codec.to_plain(dict(kwargs), what, check=check)
         self._index += 1
         key = idempotency_key(self.actor_id, self.step_seq, index)
-        rec = self._expect(index, "intent", t.name, args_plain, kwargs_plain)
+        rec = self._expect(index, EntryKind.INTENT, t.name, args_plain, kwargs_plain)
         if rec is None:
             cell = self._cell
             try:
                 intent_seq = cell.journal.write(
-                    "intent",
+                    EntryKind.INTENT,
                     t.name,
                     self.step_seq,
                     _records.intent_payload(
@@ -182,13 +182,14 @@ class Context(ToolCalls):
         }
         recorded = self._recorded[index] if index < len(self._recorded) else None
         value["message_type"] = _names.replay_tag(type(msg), recorded, "message_type")  # alias
-        if recorded is not None and recorded.kind == "effect" and recorded.type_tag == "send":
+        if recorded is not None and recorded.type_tag == "send":
             # A recorded send keeps its recorded message id: in a fork's copied history it
             # is the original's, and re-delivering it must deduplicate against that one.
-            logged_mid = (recorded.payload.get("value") or {}).get("message_id")
+            logged = _effect_value(recorded)
+            logged_mid = logged.get("message_id") if isinstance(logged, dict) else None
             if isinstance(logged_mid, str):
                 value["message_id"] = mid = logged_mid
-        rec = self._expect(index, "effect", "send", value)
+        rec = self._expect(index, EntryKind.EFFECT, "send", value)
         if rec is not None:
             self.effects_from_log += 1
             self._recorded_failure("send")
@@ -196,7 +197,10 @@ class Context(ToolCalls):
                 return  # delivered: the step went on (or completed) after it
         else:
             self._cell.journal.write(
-                "effect", "send", self.step_seq, _records.effect_payload(index=index, value=value)
+                EntryKind.EFFECT,
+                "send",
+                self.step_seq,
+                _records.effect_payload(index=index, value=value),
             )
             await self._guard(self._cell.journal.flush())
         await self._delivery("send", self._cell.deliver(ref, msg, message_id=mid))
@@ -208,7 +212,7 @@ class Context(ToolCalls):
         self._index += 1
         value = {"actor_type": _codec.type_tag(cls), "actor_id": actor_id}
         value["actor_type"] = _names.replay_tag(cls, self._recorded_at(index), "actor_type")
-        rec = self._expect(index, "effect", "spawn", value)
+        rec = self._expect(index, EntryKind.EFFECT, "spawn", value)
         host = self._cell
         if rec is not None:
             self.effects_from_log += 1
@@ -217,7 +221,10 @@ class Context(ToolCalls):
                 return host.ref(cls, actor_id)
         else:
             self._cell.journal.write(
-                "effect", "spawn", self.step_seq, _records.effect_payload(index=index, value=value)
+                EntryKind.EFFECT,
+                "spawn",
+                self.step_seq,
+                _records.effect_payload(index=index, value=value),
             )
             await self._guard(self._cell.journal.flush())
         return await self._delivery("spawn", host.spawn(cls, actor_id, **options))
@@ -232,10 +239,9 @@ class Context(ToolCalls):
         or another kind of effect there). For integrations whose logged arguments changed
         between versions: they match the shape the log holds."""
         if self._index < len(self._recorded):
-            rec = self._recorded[self._index]
-            args = rec.payload.get("args")
-            if rec.kind == "intent" and isinstance(args, list):
-                return args
+            intent = _intent(self._recorded[self._index])
+            if intent is not None:
+                return intent.args
         return None
 
     async def _delivery(self, tag: str, aw: Awaitable[R]) -> R:
@@ -252,39 +258,41 @@ class Context(ToolCalls):
                 raise
             index = self._index
             self._index += 1
-            info = _records.error_info(exc)
+            info = ErrorInfo.of(exc)
             self._cell.journal.write(
-                "effect",
+                EntryKind.EFFECT,
                 f"{tag}.failed",
                 self.step_seq,
-                _records.effect_payload(index=index, value=info),
+                _records.effect_payload(index=index, value=info.payload()),
             )
-            raise ToolCallError(f"ctx.{tag}", info["type"], info["message"]) from exc
+            raise ToolCallError(f"ctx.{tag}", info.type, info.message) from exc
 
     def _recorded_failure(self, tag: str) -> None:
         """On replay: raise the recorded failure of the send/spawn just served, if any."""
         index = self._index
         if index < len(self._recorded):
             rec = self._recorded[index]
-            if rec.kind == "effect" and rec.type_tag == f"{tag}.failed":
+            if rec.kind == EntryKind.EFFECT and rec.type_tag == f"{tag}.failed":
                 self._index += 1
                 self.effects_from_log += 1
-                err = rec.payload.get("value")
-                err = err if isinstance(err, dict) else {}
-                raise ToolCallError(f"ctx.{tag}", str(err.get("type")), str(err.get("message")))
+                try:
+                    err = ErrorInfo.from_plain(_effect_value(rec))
+                except ValueError:
+                    err = ErrorInfo("None", "None")  # as recorded: not an error object
+                raise ToolCallError(f"ctx.{tag}", err.type, err.message)
 
     def _effect(self, tag: str, make: Callable[[], Any]) -> Any:
         index = self._index
         self._index += 1
-        rec = self._expect(index, "effect", tag, None)
+        rec = self._expect(index, EntryKind.EFFECT, tag, None)
         if rec is not None:
             self.effects_from_log += 1
-            return rec.payload["value"]
+            return _effect_value(rec)
         value = make()
         self._cell.journal.write(
-            "effect", tag, self.step_seq, _records.effect_payload(index=index, value=value)
+            EntryKind.EFFECT, tag, self.step_seq, _records.effect_payload(index=index, value=value)
         )
-        return self._logged("value", value)
+        return self._logged(value)
 
     def _expect(
         self, index: int, kind: str, tag: str, args: Any, kwargs: Any = None
@@ -301,27 +309,26 @@ class Context(ToolCalls):
             self._nondeterminism(
                 index, self._describe_rec(rec), _describe(tag, *self._args(kind, args, kwargs))
             )
-        if kind == "intent":
-            if _normalize(args) != rec.payload.get("args") or _normalize(kwargs) != rec.payload.get(
-                "kwargs"
-            ):
+        intent = _intent(rec)
+        if intent is not None:
+            if _normalize(args) != intent.args or _normalize(kwargs) != intent.kwargs:
                 self._nondeterminism(index, self._describe_rec(rec), _describe(tag, args, kwargs))
-        elif args is not None and _normalize(args) != rec.payload.get("value"):
-            self._nondeterminism(
-                index, f"{tag} {json.dumps(rec.payload.get('value'))}", f"{tag} {json.dumps(args)}"
-            )
+        elif args is not None and _normalize(args) != _effect_value(rec):
+            recorded = json.dumps(_effect_value(rec))
+            self._nondeterminism(index, f"{tag} {recorded}", f"{tag} {json.dumps(args)}")
         return rec
 
     @staticmethod
     def _args(kind: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
-        if kind == "intent":
+        if kind == EntryKind.INTENT:
             return args, kwargs
         return None, None
 
     @staticmethod
     def _describe_rec(rec: Recorded) -> str:
-        if rec.kind == "intent":
-            call = _describe(rec.type_tag, rec.payload.get("args"), rec.payload.get("kwargs"))
+        intent = _intent(rec)
+        if intent is not None:
+            call = _describe(rec.type_tag, intent.args, intent.kwargs)
             return f"tool {call} (seq {rec.seq})"
         return f"{rec.type_tag} (seq {rec.seq})"
 
@@ -336,7 +343,7 @@ class Context(ToolCalls):
         unsettled intent; replay takes the same path (see ``_settle``)."""
         for intent_seq, name in sorted(self._open.items()):
             self._cell.journal.write(
-                "result",
+                EntryKind.RESULT,
                 name,
                 intent_seq,
                 _records.result_payload(
@@ -355,3 +362,13 @@ class Context(ToolCalls):
         if self.fatal is None and self._index < len(self._recorded):
             rec = self._recorded[self._index]
             self._nondeterminism(self._index, self._describe_rec(rec), "the end of the step")
+
+
+def _intent(rec: Recorded) -> IntentRecord | None:
+    """The recorded tool call, if ``rec`` is one."""
+    return rec.record if isinstance(rec.record, IntentRecord) else None
+
+
+def _effect_value(rec: Recorded) -> Any:
+    """The value a recorded plain effect holds (None for a tool call)."""
+    return rec.record.value if isinstance(rec.record, EffectRecord) else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import getpass
 import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from . import _codec
@@ -34,7 +34,6 @@ __all__ = [
     "MISSING",
     "already_decided",
     "check_decidable",
-    "operator_decision",
     "operator_record",
     "settling",
     "state",
@@ -122,17 +121,9 @@ async def check_decidable(
 
 
 def already_decided(
-    actor_id: str, intent_seq: int, decision: DecisionRecord | Mapping[str, Any]
+    actor_id: str, intent_seq: int, decision: DecisionRecord
 ) -> AlreadyDecidedError:
-    """The error for a decision this runtime took (or is writing) for a waiting step.
-
-    (A ``Mapping``: the decision's payload, as the core passes it today; to be removed.)"""
-    if not isinstance(decision, DecisionRecord):
-        decision = DecisionRecord(
-            action=str(decision.get("action")),
-            by=str(decision.get("by")),
-            at=decision.get("at"),
-        )
+    """The error for a decision this runtime took (or is writing) for a waiting step."""
     return AlreadyDecidedError(
         actor_id,
         intent_seq,
@@ -183,10 +174,3 @@ def operator_record(
         reason=reason or str(fail),
         at=now,
     )
-
-
-def operator_decision(
-    *, result: Any, retry: bool, fail: str | None, by: str | None, reason: str
-) -> dict[str, Any]:
-    """:func:`operator_record`'s payload. For the core modules being re-laid; to be removed."""
-    return operator_record(result=result, retry=retry, fail=fail, by=by, reason=reason).payload()

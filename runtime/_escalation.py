@@ -3,13 +3,14 @@ wake them (``ActorSystem.resolve``). One decision per intent (``_decisions``).""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import attrs
 
-from . import _decisions, _records, _telemetry
+from . import _decisions, _telemetry
 from ._errors import ActorStoppedError, ConfigurationError
+from ._records import DecisionRecord, EntryKind
 
 if TYPE_CHECKING:
     from ._wal import Journal
@@ -25,9 +26,10 @@ class Waiting:
     tool: str
     key: str
     event: anyio.Event = attrs.Factory(anyio.Event)
-    decision: dict[str, Any] | None = None
+    #: the decision as its entry was logged (and as replay will read it)
+    decision: DecisionRecord | None = None
     #: the decision being written: a second resolve is refused from the first one's start
-    claimed: dict[str, Any] | None = None
+    claimed: DecisionRecord | None = None
 
 
 class Escalations:
@@ -45,7 +47,7 @@ class Escalations:
         for w in self.waiting.values():
             w.event.set()
 
-    async def wait(self, journal: Journal, intent_seq: int, tool: str, key: str) -> dict[str, Any]:
+    async def wait(self, journal: Journal, intent_seq: int, tool: str, key: str) -> DecisionRecord:
         """Wait until an operator decides the intent (its entry is made durable first)."""
         w = self.waiting[intent_seq] = Waiting(tool, key)
         _telemetry.add_in_doubt(1)
@@ -59,17 +61,7 @@ class Escalations:
             raise ActorStoppedError(f"actor {self.actor_id!r} stopped while in doubt")
         return w.decision
 
-    async def resolve(
-        self,
-        journal: Journal,
-        intent_seq: int,
-        *,
-        action: str,
-        value: Any = None,
-        error: dict[str, str] | None = None,
-        by: str,
-        reason: str,
-    ) -> None:
+    async def resolve(self, journal: Journal, intent_seq: int, decision: DecisionRecord) -> None:
         """Log the decision and wake the step waiting on it.
 
         Raises:
@@ -96,11 +88,10 @@ class Escalations:
         w = unless_taken()
         if w is None:
             raise ConfigurationError(head() + ": no step of this runtime waits for it")
-        payload = _records.decision_payload(
-            action=action, value=value, error=error, by=by, reason=reason
-        )
-        w.claimed = payload
-        journal.write("decision", action, intent_seq, payload)
+        w.claimed = decision
+        journal.write(EntryKind.DECISION, decision.action, intent_seq, decision.payload())
+        logged = journal.last_record()
+        assert isinstance(logged, DecisionRecord)
         await journal.flush()
-        w.decision = payload
+        w.decision = logged
         w.event.set()

@@ -13,7 +13,7 @@ import attrs
 
 from . import _codec
 from ._errors import HandlerError
-from ._records import Recorded
+from ._records import Recorded, StepRecord
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context as OtelContext
@@ -177,18 +177,23 @@ class Undecodable:
 
 
 def step_outcome(
-    actor_id: str, seq: int, step: dict[str, Any], reply_type: Any
+    actor_id: str, seq: int, step: StepRecord, reply_type: Any
 ) -> tuple[Any, BaseException | None]:
     """What the ``ask`` of message ``seq`` gets from its recorded step: the reply decoded
     into the handler's annotated return type (as logged, if it does not fit), or the
     ``HandlerError`` the step recorded. Used live, on a re-ask, and for remote asks."""
-    if step.get("ok"):
-        value = step.get("reply")
+    if step.ok:
+        value = step.reply
         if reply_type is not Any and value is not None:
             try:
                 value = _codec.converter.structure(value, reply_type)
             except Exception:
                 pass
         return value, None
-    err = step.get("error") or {}
-    return None, HandlerError(actor_id, seq, str(err.get("type")), str(err.get("message")))
+    err = step.error
+    return None, HandlerError(
+        actor_id,
+        seq,
+        str(None if err is None else err.type),
+        str(None if err is None else err.message),
+    )

@@ -13,6 +13,7 @@ from typing import Any
 
 from ._actor import Actor
 from ._errors import ActorlogError, ConfigurationError
+from ._records import EventKind
 from ._snapshots import SnapshotPolicy
 from .store import Store
 
@@ -76,7 +77,9 @@ class SpawnOptions:
         fail the spawn: the options hold in this runtime, a warning is logged, and False
         says the next ``spawn`` with options should save them again."""
         try:
-            await store.record_event(actor_id, "options", json.dumps(options, sort_keys=True))
+            await store.record_event(
+                actor_id, EventKind.OPTIONS, json.dumps(options, sort_keys=True)
+            )
         except ActorlogError as exc:
             logger.warning(
                 "actor %r: spawn options %s hold in this system but could not be saved: %s",
@@ -86,3 +89,41 @@ class SpawnOptions:
             )
             return False
         return True
+
+
+def check_system(
+    *,
+    max_actors: object,
+    shutdown_grace: object,
+    passivate_after: object,
+    lease_ttl: object,
+    poll_interval: object,
+    reply_poll_interval: object,
+) -> None:
+    """Check ``ActorSystem``'s tuning arguments (None: not given, where allowed).
+
+    Raises:
+        ConfigurationError: naming the argument and the value given.
+    """
+    if max_actors is not None and (
+        not isinstance(max_actors, int) or isinstance(max_actors, bool) or max_actors < 1
+    ):
+        raise ConfigurationError(f"max_actors must be a positive int, not {max_actors!r}")
+    for name, seconds in (
+        ("passivate_after", 1.0 if passivate_after is None else passivate_after),
+        ("lease_ttl", lease_ttl),
+        ("poll_interval", poll_interval),
+        ("reply_poll_interval", 1.0 if reply_poll_interval is None else reply_poll_interval),
+    ):
+        if isinstance(seconds, bool) or not (
+            isinstance(seconds, (int, float)) and 0 < seconds < float("inf")
+        ):
+            raise ConfigurationError(
+                f"{name} must be a positive number of seconds, not {seconds!r}"
+            )
+    if isinstance(shutdown_grace, bool) or not (
+        isinstance(shutdown_grace, (int, float)) and 0 <= shutdown_grace < float("inf")
+    ):
+        raise ConfigurationError(
+            f"shutdown_grace must be a number of seconds >= 0, not {shutdown_grace!r}"
+        )

@@ -44,7 +44,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from . import _codec, _records
+from . import _codec
 from ._actor import Actor, reply_type
 from ._errors import (
     ActorlogError,
@@ -54,7 +54,9 @@ from ._errors import (
     SequenceConflictError,
 )
 from ._leases import LEASE_MARGIN, ChangeFeed, ChangeKind, Lease, OwnershipChange
-from ._mailbox import Undecodable, step_outcome
+from ._mailbox import Undecodable
+from ._records import EntryKind
+from ._remote import RemoteAsks
 from .store import LeaseStore, ReplyStore, Store
 
 if TYPE_CHECKING:
@@ -82,15 +84,6 @@ class OwnershipHost(Protocol):
     async def spawn(self, cls: type[Any], actor_id: str) -> Any:
         """Start the actor here (taking its lease) or find where it runs."""
         ...
-
-
-class _Ask:
-    """One remote ``ask`` waiting for its step: woken by a reply notification."""
-
-    __slots__ = ("woken",)
-
-    def __init__(self) -> None:
-        self.woken = anyio.Event()
 
 
 class Ownership:
@@ -133,11 +126,6 @@ class Ownership:
         self.owner = owner
         self.ttl = float(lease_ttl)
         self.poll_interval = poll_interval
-        #: how often a remote ``ask`` looks at the log when no notification came (a fallback:
-        #: notifications can be lost); default ``4 x poll_interval`` (1 s)
-        self.reply_poll_interval = (
-            4 * poll_interval if reply_poll_interval is None else reply_poll_interval
-        )
         store: Any = system.store
         self._replies: ReplyStore | None = (
             store
@@ -145,9 +133,17 @@ class Ownership:
             and callable(getattr(store, "listen_replies", None))
             else None
         )
-        #: remote asks waiting here: actor id -> message id -> waiters
-        self._asks: dict[str, dict[str, list[_Ask]]] = {}
-        self._stop_replies: Callable[[], Awaitable[None]] | None = None
+        #: this runtime's asks of actors owned elsewhere, woken by reply notifications
+        self.remote = RemoteAsks(
+            system.store,
+            self._replies,
+            poll_interval=poll_interval,
+            #: how often a remote ``ask`` looks at the log when no notification came (a
+            #: fallback: notifications can be lost); default ``4 x poll_interval`` (1 s)
+            reply_poll_interval=(
+                4 * poll_interval if reply_poll_interval is None else reply_poll_interval
+            ),
+        )
         #: durable steps of inbox messages not yet announced, and the announcer's wake-up
         self._announce: list[tuple[str, str]] = []
         self._announce_wake = anyio.Event()
@@ -164,11 +160,7 @@ class Ownership:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self, tg: TaskGroup) -> None:
-        if self._replies is not None:
-            try:
-                self._stop_replies = await self._replies.listen_replies(self._reply_notified)
-            except ActorlogError:
-                self._stop_replies = None  # asks poll
+        await self.remote.start()
         self._tg = tg
         if self.client:
             return  # no leases, no inbox, no take-over: asks wait for replies only
@@ -188,10 +180,10 @@ class Ownership:
             self._tg = None
             with anyio.move_on_after(self.ttl / 3):
                 await self._send_announcements()  # replies of the last steps
-            for stop in (self._stop_listening, self._stop_replies):
-                if stop is not None:
-                    await stop()
-            self._stop_listening = self._stop_replies = None
+            await self.remote.stop()
+            if self._stop_listening is not None:
+                await self._stop_listening()
+            self._stop_listening = None
             for actor_id, token in list(self.tokens.items()):
                 try:
                     await self.store.release_lease(actor_id, self.owner, token)
@@ -208,28 +200,6 @@ class Ownership:
             # Perhaps nobody holds it (a client's first message to it): place it now
             # rather than at the next periodic scan.
             self._scan_wake.set()
-
-    def _reply_notified(self, actor_id: str | None, message_id: str | None) -> None:
-        """A reply notification: wake the asks waiting on it (all of the actor's without a
-        message id; every ask when the listener reconnected)."""
-        if actor_id is None:
-            groups = list(self._asks.values())
-        else:
-            by_message = self._asks.get(actor_id)
-            if not by_message:
-                return
-            if message_id is None:
-                groups = [by_message]
-            else:
-                waiting = by_message.get(message_id)
-                if waiting:
-                    for ask in waiting:
-                        ask.woken.set()
-                return
-        for group in groups:
-            for waiting in group.values():
-                for ask in waiting:
-                    ask.woken.set()
 
     # -- leases ----------------------------------------------------------------------------
 
@@ -287,7 +257,7 @@ class Ownership:
 
     async def _logged_messages(self, actor_id: str, after: int) -> list[tuple[int, str]]:
         """``(seq, message_id)`` of the actor's logged messages after seq ``after``."""
-        rows = await self.system.store.read(actor_id, after_seq=after, kinds=("message",))
+        rows = await self.system.store.read(actor_id, after_seq=after, kinds=(EntryKind.MESSAGE,))
         return [(r.seq, r.message_id) for r in rows if r.message_id is not None]
 
     def _remember_foreign(self, actor_id: str) -> None:
@@ -468,53 +438,9 @@ class Ownership:
         if not want_reply:
             await self.store.inbox_put(actor_id, message_id, tag, body, sender)
             return None
-        # Wait for the notification from before the message is queued: none is missed.
-        ask = _Ask()
-        waiting = self._asks.setdefault(actor_id, {}).setdefault(message_id, [])
-        waiting.append(ask)
-        try:
+        with self.remote.waiting(actor_id, message_id) as ask:
             await self.store.inbox_put(actor_id, message_id, tag, body, sender)
-            return await self._await_reply(cls, actor_id, message_id, ask)
-        finally:
-            waiting.remove(ask)
-            by_message = self._asks.get(actor_id)
-            if by_message is not None and not waiting:
-                by_message.pop(message_id, None)
-                if not by_message:
-                    del self._asks[actor_id]
-
-    async def _await_reply(
-        self, cls: type[Actor[Any]], actor_id: str, message_id: str, ask: _Ask
-    ) -> Any:
-        """Read the step of the message from the log: now, whenever a notification wakes
-        ``ask``, and every ``reply_poll_interval`` as a fallback (with back-off from 5 ms up to
-        ``poll_interval`` instead when this runtime has no reply listener)."""
-        store = self.system.store
-        delay = 0.005
-        seq: int | None = None
-        while True:
-            if ask.woken.is_set():
-                ask.woken = anyio.Event()  # re-armed before reading: no wake-up is lost
-            if seq is None:
-                row = await store.find_message(actor_id, message_id)
-                if row is not None:
-                    _codec.verify_row(row, actor_id, row.seq)
-                    seq = row.seq
-            if seq is not None:
-                for step in await store.find_ref(actor_id, "step", seq):
-                    _codec.verify_row(step, actor_id, step.seq)
-                    value, error = step_outcome(
-                        actor_id, seq, _records.decode(step), reply_type(cls)
-                    )
-                    if error is not None:
-                        raise error
-                    return value
-            if self._stop_replies is None:
-                await anyio.sleep(delay)
-                delay = min(delay * 2, self.poll_interval)
-                continue
-            with anyio.move_on_after(self.reply_poll_interval):
-                await ask.woken.wait()
+            return await self.remote.reply(ask, reply_type(cls))
 
     # -- inbox -----------------------------------------------------------------------------
 

@@ -34,17 +34,13 @@ new entry, stamped ``at`` now, and return its payload: ``step_payload(reply=r)``
 :class:`Recorded` is one effect recorded for a step (an intent with its :class:`Outcome`
 list, or a plain effect), as recovery hands it to the replaying ``Context``.
 
-Transitional, for the core modules being re-laid (``_cell``, ``_context``, ``_ownership``,
-``_system``) and to be removed once they read records: :func:`decode` (row to dict), the
-dict-like ``get``/``[]`` of every record (reading its ``payload()``), ``Recorded.payload``
-(the record), and iterating an :class:`Outcome` as ``(kind, tag, record)``.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, TypeAlias
 
 import attrs
@@ -71,7 +67,6 @@ __all__ = [
     "SettledBy",
     "StepRecord",
     "decision_payload",
-    "decode",
     "decode_entry",
     "effect_payload",
     "error_info",
@@ -101,22 +96,6 @@ def loggable_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
     if len(text) > limit:
         text = f"{text[:limit]}... [truncated: {len(text)} characters in all]"
     return text
-
-
-class _PayloadView:
-    """Transitional (for the core modules being re-laid; to be removed): read a record like
-    the payload dict it replaces, ``rec.get("ok")``, ``rec["value"]``."""
-
-    __slots__ = ()
-
-    def payload(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.payload().get(key, default)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.payload()[key]
 
 
 @attrs.frozen
@@ -170,7 +149,7 @@ def _plain_error(error: ErrorInfo | None) -> dict[str, str] | None:
 
 
 @attrs.frozen
-class MessageRecord(_PayloadView):
+class MessageRecord:
     """``message`` (type_tag = message class tag, ref = 0)."""
 
     KIND: ClassVar[EntryKind] = EntryKind.MESSAGE
@@ -191,7 +170,7 @@ class MessageRecord(_PayloadView):
 
 
 @attrs.frozen
-class IntentRecord(_PayloadView):
+class IntentRecord:
     """``intent`` (type_tag = tool name, ref = the step's message seq)."""
 
     KIND: ClassVar[EntryKind] = EntryKind.INTENT
@@ -230,7 +209,7 @@ class IntentRecord(_PayloadView):
 
 
 @attrs.frozen
-class ResultRecord(_PayloadView):
+class ResultRecord:
     """``result`` (type_tag = tool name, ref = intent seq): ``value`` if ``ok``, else
     ``error``. ``settled_by``: see :class:`SettledBy`."""
 
@@ -272,7 +251,7 @@ class ResultRecord(_PayloadView):
 
 
 @attrs.frozen
-class EffectRecord(_PayloadView):
+class EffectRecord:
     """``effect`` (type_tag = now|random|uuid|send|spawn|send.failed|spawn.failed, ref = the
     step's message seq). ``value``: see [F5] (an error object for the ``.failed`` tags)."""
 
@@ -290,7 +269,7 @@ class EffectRecord(_PayloadView):
 
 
 @attrs.frozen
-class StepRecord(_PayloadView):
+class StepRecord:
     """``step`` (type_tag = message class tag, ref = message seq): ``reply`` if ``ok``, else
     ``error``. ``span``: the live step's trace_id and span_id (for replay links), or None."""
 
@@ -328,7 +307,7 @@ class StepRecord(_PayloadView):
 
 
 @attrs.frozen
-class DecisionRecord(_PayloadView):
+class DecisionRecord:
     """``decision`` (type_tag = ``action``, ref = intent seq): an operator's ruling, or the
     runtime's ``attempt`` marker. ``value`` for action ``result``, ``error`` for ``fail``."""
 
@@ -425,10 +404,6 @@ class Outcome:
         """A result, or a ``result``/``fail`` decision: what the live step used."""
         return isinstance(self.record, ResultRecord) or self.record.settles
 
-    def __iter__(self) -> Iterator[Any]:
-        """Transitional (the core's ``kind, action, payload = outcome``; to be removed)."""
-        return iter((self.kind, self.tag, self.record))
-
 
 @attrs.define
 class Recorded:
@@ -440,11 +415,6 @@ class Recorded:
     record: IntentRecord | EffectRecord
     #: for intents: the results and decisions that refer to it, in log order
     outcomes: list[Outcome] = attrs.Factory(list)
-
-    @property
-    def payload(self) -> IntentRecord | EffectRecord:
-        """Transitional (the core reads ``rec.payload.get(...)``; to be removed)."""
-        return self.record
 
 
 # -- builders: the payload of a new entry, stamped now -----------------------------------------
@@ -521,19 +491,6 @@ def decision_payload(
 ) -> dict[str, Any]:
     """``decision`` (type_tag = result|retry|fail|attempt, ref = intent seq)."""
     return DecisionRecord(str(action), value, _error_of(error), by, reason, time.time()).payload()
-
-
-def decode(row: EntryRow) -> dict[str, Any]:
-    """Parse a verified row's payload into a dict. Raises ``CorruptEntryError(check="decode")``.
-
-    For the core modules being re-laid; to be removed (use :func:`decode_entry`)."""
-    try:
-        obj = _codec.decode_json(row.payload)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise CorruptEntryError(row.actor_id, row.seq, "decode", str(exc)) from exc
-    if not isinstance(obj, dict):
-        raise CorruptEntryError(row.actor_id, row.seq, "decode", "payload is not a JSON object")
-    return obj
 
 
 def saved_options(events: Iterable[EventRow]) -> tuple[dict[str, Any], str] | None:

@@ -37,6 +37,7 @@ from ._records import (
     DecisionRecord,
     EffectRecord,
     EntryKind,
+    EventKind,
     IntentRecord,
     MessageRecord,
     Outcome,
@@ -64,9 +65,8 @@ class PendingMessage:
     sender: str | None
     trace: dict[str, str] | None
     recorded: list[Recorded] = attrs.Factory(list)
-    #: the step's record if the step completed (a ``StepRecord``; typed ``Any`` only until
-    #: ``_cell`` reads it as one instead of a dict: then ``StepRecord | None``)
-    step: Any = None
+    #: the step's record if the step completed
+    step: StepRecord | None = None
 
 
 @attrs.define
@@ -331,7 +331,7 @@ async def recover(cell: Recovering) -> None:
                 EVENT.SNAPSHOT_REJECTED,
                 {ATTR.SNAPSHOT_SEQ: info.seq, ATTR.REJECT_REASON: reason},
             )
-            cell.note_event("snapshot_rejected", {"seq": info.seq, "reason": reason})
+            cell.note_event(EventKind.SNAPSHOT_REJECTED, {"seq": info.seq, "reason": reason})
 
         try:
             found = await plan(
@@ -369,7 +369,8 @@ async def recover(cell: Recovering) -> None:
                     env.recorded = m.recorded
                     env.parent = parent
                     for rec in m.recorded:
-                        if rec.kind == "intent" and not rec.outcomes:
+                        intent = rec.record
+                        if isinstance(intent, IntentRecord) and not rec.outcomes:
                             in_doubt += 1
                             span.add_event(
                                 EVENT.IN_DOUBT,
@@ -377,9 +378,9 @@ async def recover(cell: Recovering) -> None:
                                     ATTR.SEQ: m.seq,
                                     ATTR.INTENT_SEQ: rec.seq,
                                     ATTR.TOOL: rec.type_tag,
-                                    ATTR.TOOL_EFFECT: str(rec.payload.get("effect")),
-                                    ATTR.TOOL_POLICY: str(rec.payload.get("policy")),
-                                    ATTR.IDEMPOTENCY_KEY: str(rec.payload.get("key")),
+                                    ATTR.TOOL_EFFECT: intent.effect,
+                                    ATTR.TOOL_POLICY: intent.policy,
+                                    ATTR.IDEMPOTENCY_KEY: intent.key,
                                 },
                             )
                 cell.queue(env)
@@ -415,7 +416,7 @@ async def recover(cell: Recovering) -> None:
                 "duration_s": duration,
             }
             if found.entries_read or found.snapshot_seq:
-                cell.note_event("recovered", cell.last_recovery)
+                cell.note_event(EventKind.RECOVERED, cell.last_recovery)
         except ActorlogError as exc:
             _telemetry.record_failure(span, exc, cell.actor_id)
             raise
@@ -441,17 +442,17 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
             return
         raise
     ctx = Context(cell, m.seq, m.recorded, complete=True)
-    step = m.step or {}
+    step = m.step
     with tracer.start_as_current_span(
         SPAN.REPLAY_STEP,
-        links=_telemetry.link_to(step.get("span")),
+        links=_telemetry.link_to(None if step is None else step.span),
         attributes={
             ATTR.ACTOR_ID: cell.actor_id,
             ATTR.ACTOR_TYPE: cell.actor_type,
             ATTR.SEQ: m.seq,
             ATTR.MESSAGE_TYPE: m.type_tag,
             ATTR.MESSAGE_ID: m.message_id or "",
-            ATTR.OUTCOME: "ok" if step.get("ok") else "error",
+            ATTR.OUTCOME: "ok" if step is not None and step.ok else "error",
             ATTR.FINISHED_LIVE: False,
         },
     ) as span:
@@ -474,11 +475,12 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
     cell.handled_seq = m.seq
 
 
-def _decode_failed(p: dict[str, Any]) -> bool:
+def _decode_failed(step: StepRecord) -> bool:
     """A recorded step whose message could not be decoded: its handler never ran."""
-    err = p.get("error") or {}
+    err = step.error
     return (
-        not p.get("ok")
-        and err.get("type") == "ConfigurationError"
-        and str(err.get("message", "")).startswith(("unknown message type", "cannot decode"))
+        not step.ok
+        and err is not None
+        and err.type == "ConfigurationError"
+        and err.message.startswith(("unknown message type", "cannot decode"))
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
@@ -26,17 +25,17 @@ from ._errors import (
     ActorStoppedError,
     ConfigurationError,
     CorruptEntryError,
-    LeaseLostError,
-    StoreUnavailableError,
 )
+from ._host import Host
 from ._leases import Lease, OwnershipChange
 from ._mailbox import Moved, Reply
 from ._options import SpawnOptions
 from ._ownership import Ownership
-from ._passivation import Passivator
+from ._passivation import KeyedLock, Passivator
+from ._records import EventKind
 from ._ref import ActorRef
 from ._registry import Registry
-from ._snapshots import RecoveryCost, SnapshotPolicy
+from ._snapshots import SnapshotPolicy
 from .store import Store
 
 __all__ = ["ActorRef", "ActorSystem"]
@@ -45,14 +44,6 @@ logger = logging.getLogger("actorlog")
 
 A = TypeVar("A", bound=Actor[Any])
 _MISSING: Any = object()
-
-
-class _IdLock:
-    __slots__ = ("lock", "users")
-
-    def __init__(self) -> None:
-        self.lock = anyio.Lock()
-        self.users = 0
 
 
 class ActorSystem:
@@ -138,36 +129,21 @@ class ActorSystem:
         #: snapshot options given to ``spawn`` per actor id: they hold for this system,
         #: through passivation and restarts of the actor, not only for the first cell
         self._options = SpawnOptions()
-        self._costs: dict[str, RecoveryCost] = {}
         self._quarantined: dict[str, BaseException] = {}
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
         self._closed = False
         #: one lock per actor id being spawned: spawns of different actors run (and commit
         #: their registrations) concurrently; two spawns of one id never start two cells
-        self._spawn_locks: dict[str, _IdLock] = {}
-        if max_actors is not None and (
-            not isinstance(max_actors, int) or isinstance(max_actors, bool) or max_actors < 1
-        ):
-            raise ConfigurationError(f"max_actors must be a positive int, not {max_actors!r}")
-        for name, seconds in (
-            ("passivate_after", 1.0 if passivate_after is None else passivate_after),
-            ("lease_ttl", lease_ttl),
-            ("poll_interval", poll_interval),
-            ("reply_poll_interval", 1.0 if reply_poll_interval is None else reply_poll_interval),
-        ):
-            if isinstance(seconds, bool) or not (
-                isinstance(seconds, (int, float)) and 0 < seconds < float("inf")
-            ):
-                raise ConfigurationError(
-                    f"{name} must be a positive number of seconds, not {seconds!r}"
-                )
-        if isinstance(shutdown_grace, bool) or not (
-            isinstance(shutdown_grace, (int, float)) and 0 <= shutdown_grace < float("inf")
-        ):
-            raise ConfigurationError(
-                f"shutdown_grace must be a number of seconds >= 0, not {shutdown_grace!r}"
-            )
+        self._spawn_locks = KeyedLock()
+        _options.check_system(
+            max_actors=max_actors,
+            shutdown_grace=shutdown_grace,
+            passivate_after=passivate_after,
+            lease_ttl=lease_ttl,
+            poll_interval=poll_interval,
+            reply_poll_interval=reply_poll_interval,
+        )
         self.max_actors = max_actors
         self.passivate_after = passivate_after
         # One passivation policy for both modes; with leases, max_actors bounds placement
@@ -180,7 +156,18 @@ class ActorSystem:
             max_actors=None if leases else max_actors,
         )
         self._ownership: Ownership | None = None
-        self._host = _Host(self)
+        self._host = Host(
+            store=self.store,
+            registry=self.registry,
+            cells=self._cells,
+            options=self._options,
+            closing=lambda: self._closed,
+            forget=self._forget,
+            spawn_task=self._spawn_task,
+            deliver=self._deliver,
+            spawn=self.spawn,
+            ref=self.ref,
+        )
         if client:
             if not self.store.capabilities.leases:
                 raise ConfigurationError(
@@ -199,6 +186,7 @@ class ActorSystem:
                 reply_poll_interval=reply_poll_interval,
                 client=client,
             )
+            self._host.ownership = self._ownership
 
     # -- registration ----------------------------------------------------------------------
 
@@ -304,7 +292,7 @@ class ActorSystem:
                 try:
                     await self.store.record_event(
                         row.actor_id,
-                        "quarantined",
+                        EventKind.QUARANTINED,
                         f'{{"error": "class {row.actor_type} not registered"}}',
                     )
                 except Exception:
@@ -396,9 +384,9 @@ class ActorSystem:
         cell = self._cells.get(actor_id)
         if cell is not None and cell.passivating:
             await cell.done.wait()
-        async with self._spawn_lock(actor_id):
+        async with self._spawn_locks.hold(actor_id):
             cell = self._cells.get(actor_id)
-            if cell is None or _restartable(cell):
+            if cell is None or cell.restartable():
                 # A state type the codec cannot encode fails here, before anything is written
                 # (not at the first snapshot, which would fail quietly).
                 _codec.to_plain(cls().initial_state(), "initial state")
@@ -421,20 +409,6 @@ class ActorSystem:
             raise
         return cell
 
-    @contextlib.asynccontextmanager
-    async def _spawn_lock(self, actor_id: str) -> AsyncIterator[None]:
-        entry = self._spawn_locks.get(actor_id)
-        if entry is None:
-            entry = self._spawn_locks[actor_id] = _IdLock()
-        entry.users += 1
-        try:
-            async with entry.lock:
-                yield
-        finally:
-            entry.users -= 1
-            if not entry.users:
-                del self._spawn_locks[actor_id]
-
     def ref(self, cls: type[A], actor_id: str) -> ActorRef[A]:
         """A reference without I/O; the actor is started on first use."""
         _codec.validate_actor_id(actor_id)
@@ -450,7 +424,7 @@ class ActorSystem:
             if cell is not None and cell.passivating:
                 await cell.done.wait()  # writing its last snapshot; then start it again
                 continue
-            if cell is None or _restartable(cell):
+            if cell is None or cell.restartable():
                 started = await self._spawn_cell(
                     cls, actor_id, self._options.policy_for(cls, actor_id)
                 )
@@ -624,92 +598,13 @@ class ActorSystem:
         (run it again, once) or ``fail="why"`` (the call did not happen; ``ctx.call`` raises
         ``ToolCallError`` in the handler).
         """
-        decision = _decisions.operator_decision(
+        decision = _decisions.operator_record(
             result=result, retry=retry, fail=fail, by=by, reason=reason
         )
         cell = self._cells.get(actor_id)
         if cell is None:
             raise ActorNotFoundError(f"actor {actor_id!r} is not running in this system")
-        await cell.resolve(
-            intent_seq,
-            action=decision["action"],
-            value=decision.get("value"),
-            error=decision.get("error"),
-            by=decision["by"],
-            reason=decision["reason"],
-        )
-
-
-class _Host:
-    """The runtime as its cells and its ownership see it (``CellHost``, ``OwnershipHost``):
-    the few things they may ask of the ``ActorSystem``, with no reach into its attributes."""
-
-    __slots__ = ("registry", "store", "system")
-
-    def __init__(self, system: ActorSystem) -> None:
-        self.system = system
-        self.store = system.store
-        self.registry = system.registry
-
-    @property
-    def closing(self) -> bool:
-        return self.system._closed
-
-    def recovery_cost(self, actor_type: str) -> RecoveryCost:
-        costs = self.system._costs
-        cost = costs.get(actor_type)
-        if cost is None:
-            cost = costs[actor_type] = RecoveryCost()
-        return cost
-
-    def lease_token(self, actor_id: str) -> int:
-        own = self.system._ownership
-        return 0 if own is None else own.tokens.get(actor_id, 0)
-
-    def check_lease(self, actor_id: str, token: int) -> None:
-        own = self.system._ownership
-        if own is not None:
-            own.check_lease(actor_id, token)
-
-    def adopt_options(
-        self, cls: type[Actor[Any]], actor_id: str, saved: dict[str, Any]
-    ) -> SnapshotPolicy | None:
-        return self.system._options.adopt(cls, actor_id, saved)
-
-    def forget(self, cell: Cell) -> None:
-        self.system._forget(cell)
-
-    def spawn_task(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        self.system._spawn_task(fn, *args)
-
-    async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str, sender: str) -> None:
-        await self.system._deliver(
-            ref.cls, ref.actor_id, msg, message_id=message_id, sender=sender, want_reply=False
-        )
-
-    async def spawn(self, cls: type[Any], actor_id: str, **options: Any) -> ActorRef[Any]:
-        return await self.system.spawn(cls, actor_id, **options)
-
-    def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]:
-        return self.system.ref(cls, actor_id)
-
-    def loaded(self, actor_id: str) -> Cell | None:
-        return self.system._cells.get(actor_id)
-
-
-def _restartable(cell: Cell) -> bool:
-    """A finished cell that spawning starts again: it stopped cleanly, or a store failure
-    (possibly transient: disk full, lock timeout, I/O error) stopped it, or it lost its lease
-    to another runtime (spawning takes the lease again if it is free, else reaches the actor
-    where it runs). Recovery reads the truth back from the store; a damaged log or a conflict
-    stays stopped."""
-    if not cell.done.is_set():
-        return False
-    return (
-        cell.error is None
-        or isinstance(cell.error, (StoreUnavailableError, LeaseLostError))
-        or isinstance(cell.journal.broken, StoreUnavailableError)
-    )
+        await cell.resolve(intent_seq, decision)
 
 
 def _client_name() -> str:

@@ -16,8 +16,9 @@ from typing import Any
 
 import anyio
 
-from . import _codec, _telemetry
+from . import _codec, _records, _telemetry
 from ._errors import ActorStoppedError
+from ._records import Record
 from .store import EntryRow, Store
 
 __all__ = ["Journal"]
@@ -55,10 +56,10 @@ class Journal:
         self.last_seq = seq
         return seq
 
-    def last_payload(self) -> Any:
-        """The decoded payload of the entry ``write`` just buffered (call it right after
-        ``write``, with no await between): the value exactly as replay will read it."""
-        return _codec.decode_json(self._buffer[-1].payload)
+    def last_record(self) -> Record:
+        """The entry ``write`` just buffered, decoded from its bytes (call it right after
+        ``write``, with no await between): exactly what replay will read."""
+        return _records.decode_entry(self._buffer[-1])
 
     async def flush(self) -> None:
         """Make every written entry durable. A cancellation point; if cancelled, the

@@ -70,7 +70,7 @@ async def test_remote_ask_is_answered_by_notification(pg_url: str, pg_schema: st
         # Asking again with a used message id: the recorded reply, no second step.
         assert await remote.ask(Deposit(100), message_id="m3", timeout=10) == 6
         own = b._ownership
-        assert own is not None and own._asks == {}  # no waiter left behind
+        assert own is not None and own.remote.asks == {}  # no waiter left behind
         assert len(await _steps(a.store, "acct")) == 6
     assert sorted(n for _, n in LEDGER) == [1, 2, 3, 4, 5, 6]  # each step ran once
 
@@ -182,7 +182,7 @@ async def test_timeout_and_cancellation_leave_no_waiters(pg_url: str, pg_schema:
             with anyio.move_on_after(0.1):
                 await remote.ask(Nap(0.1), message_id="c")
             own = b._ownership
-            assert own is not None and own._asks == {}
+            assert own is not None and own.remote.asks == {}
             # The messages stay queued and are handled once; asking again gets the replies.
             assert await remote.ask(Nap(9), message_id="t", timeout=10) == "rested"
             assert await remote.ask(Nap(9), message_id="c", timeout=10) == "rested"

@@ -8,6 +8,7 @@ in-doubt intent is settled.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,6 @@ from actorlog import (
     RecoveryError,
     idempotency_key,
 )
-from actorlog._records import decode
 from actorlog._telemetry import ATTR, EVENT, SPAN, record_failure
 from actorlog.store import EntryRow, Store
 from actorlog.stores import MemoryStore, SqliteStore
@@ -141,7 +141,7 @@ async def test_step_joins_the_trace_of_the_code_that_called_ask(
     # the W3C context is stored in the message entry itself
     await store.open()
     message = (await store.read("r", kinds=("message",)))[0]
-    carrier = decode(message)["trace"]
+    carrier = json.loads(message.payload)["trace"]
     assert carrier["traceparent"].split("-")[1:3] == [
         format(ctx.trace_id, "032x"),
         format(ctx.span_id, "016x"),

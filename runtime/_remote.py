@@ -1,0 +1,138 @@
+"""Asks of actors owned by another runtime: waiting for the reply their step records.
+
+A remote ``ask`` queues its message in the owner's inbox (``Ownership.post_remote``) and
+waits here. It reads the step of the message from the log: at once, whenever a reply
+notification wakes it (``store.listen_replies``; PostgreSQL ``LISTEN actorlog_reply``), and
+every ``reply_poll_interval`` as a fallback (notifications can be lost); without a listener
+it polls with back-off from 5 ms up to ``poll_interval``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import anyio
+
+from . import _codec
+from ._errors import ActorlogError, CorruptEntryError
+from ._mailbox import step_outcome
+from ._records import EntryKind, StepRecord, decode_entry
+from .store import ReplyStore, Store
+
+__all__ = ["RemoteAsks"]
+
+
+class _Ask:
+    """One remote ``ask`` waiting for its step: woken by a reply notification."""
+
+    __slots__ = ("actor_id", "message_id", "woken")
+
+    def __init__(self, actor_id: str, message_id: str) -> None:
+        self.actor_id = actor_id
+        self.message_id = message_id
+        self.woken = anyio.Event()
+
+
+class RemoteAsks:
+    """The asks of this runtime waiting for steps on other runtimes."""
+
+    def __init__(
+        self,
+        store: Store,
+        replies: ReplyStore | None,
+        *,
+        poll_interval: float,
+        reply_poll_interval: float,
+    ) -> None:
+        self.store = store
+        self._replies = replies
+        self.poll_interval = poll_interval
+        self.reply_poll_interval = reply_poll_interval
+        #: asks waiting here: actor id -> message id -> waiters
+        self.asks: dict[str, dict[str, list[_Ask]]] = {}
+        self._stop: Callable[[], Awaitable[None]] | None = None
+
+    async def start(self) -> None:
+        """Listen for reply notifications (if the store can send them)."""
+        if self._replies is not None:
+            try:
+                self._stop = await self._replies.listen_replies(self.notified)
+            except ActorlogError:
+                self._stop = None  # asks poll
+
+    async def stop(self) -> None:
+        stop, self._stop = self._stop, None
+        if stop is not None:
+            await stop()
+
+    def notified(self, actor_id: str | None, message_id: str | None) -> None:
+        """A reply notification: wake the asks waiting on it (all of the actor's without a
+        message id; every ask when the listener reconnected)."""
+        if actor_id is None:
+            groups = list(self.asks.values())
+        else:
+            by_message = self.asks.get(actor_id)
+            if not by_message:
+                return
+            if message_id is None:
+                groups = [by_message]
+            else:
+                waiting = by_message.get(message_id)
+                if waiting:
+                    for ask in waiting:
+                        ask.woken.set()
+                return
+        for group in groups:
+            for waiting in group.values():
+                for ask in waiting:
+                    ask.woken.set()
+
+    @contextlib.contextmanager
+    def waiting(self, actor_id: str, message_id: str) -> Iterator[_Ask]:
+        """Register an ask before its message is queued (no notification is missed), and
+        withdraw it when the caller stops waiting."""
+        ask = _Ask(actor_id, message_id)
+        waiting = self.asks.setdefault(actor_id, {}).setdefault(message_id, [])
+        waiting.append(ask)
+        try:
+            yield ask
+        finally:
+            waiting.remove(ask)
+            by_message = self.asks.get(actor_id)
+            if by_message is not None and not waiting:
+                by_message.pop(message_id, None)
+                if not by_message:
+                    del self.asks[actor_id]
+
+    async def reply(self, ask: _Ask, reply_type: Any) -> Any:
+        """The reply of the asked message's step (or its ``HandlerError``), once logged."""
+        actor_id, message_id = ask.actor_id, ask.message_id
+        store = self.store
+        delay = 0.005
+        seq: int | None = None
+        while True:
+            if ask.woken.is_set():
+                ask.woken = anyio.Event()  # re-armed before reading: no wake-up is lost
+            if seq is None:
+                row = await store.find_message(actor_id, message_id)
+                if row is not None:
+                    _codec.verify_row(row, actor_id, row.seq)
+                    seq = row.seq
+            if seq is not None:
+                for step in await store.find_ref(actor_id, EntryKind.STEP, seq):
+                    _codec.verify_row(step, actor_id, step.seq)
+                    record = decode_entry(step)
+                    if not isinstance(record, StepRecord):
+                        raise CorruptEntryError(actor_id, step.seq, "decode", "not a step")
+                    value, error = step_outcome(actor_id, seq, record, reply_type)
+                    if error is not None:
+                        raise error
+                    return value
+            if self._stop is None:
+                await anyio.sleep(delay)
+                delay = min(delay * 2, self.poll_interval)
+                continue
+            with anyio.move_on_after(self.reply_poll_interval):
+                await ask.woken.wait()
