@@ -1,4 +1,4 @@
-"""``ActorSystem`` and ``ActorRef``: spawning, messaging and recovery on start."""
+"""``ActorSystem``: spawning, the one delivery path, placement, and recovery on start."""
 
 from __future__ import annotations
 
