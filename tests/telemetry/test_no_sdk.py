@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent(
     import sys
     import anyio
     from actorlog import ActorSystem
-    from actorlog._records import decode
+    import json
     from actorlog.stores import MemoryStore
     from tests.telemetry.telemetry_agents import Ask, Researcher
 
@@ -28,7 +28,7 @@ SCRIPT = textwrap.dedent(
         async with ActorSystem(store, actors=[Researcher]) as system:
             await system.spawn(Researcher, "r")
         await store.open()
-        rows = {r.kind: decode(r) for r in await store.read("r")}
+        rows = {r.kind: json.loads(r.payload) for r in await store.read("r")}
         assert rows["message"]["trace"] is None, rows["message"]
         assert rows["step"]["span"] is None, rows["step"]
 
