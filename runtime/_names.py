@@ -48,10 +48,27 @@ _DECLARED: weakref.WeakValueDictionary[str, type] = weakref.WeakValueDictionary(
 _WARNED: weakref.WeakSet[type] = weakref.WeakSet()
 
 
+#: tags already worked out, per class (every post and step asks, several times)
+_TAGS: weakref.WeakKeyDictionary[type, str] = weakref.WeakKeyDictionary()
+
+
 def type_tag(cls: type) -> str:
     """[F8] A class's stable tag: its declared ``name=``, else ``__actorlog_tag__``, else
     ``module.QualName``. Warns (``UnstableNameWarning``, once per class) when the tag
     starts with ``__main__.``: it changes when the file is imported instead of run."""
+    try:
+        return _TAGS[cls]
+    except (KeyError, TypeError):
+        pass
+    tag = _work_out_tag(cls)
+    try:
+        _TAGS[cls] = tag
+    except TypeError:
+        pass  # a type that takes no weak reference: worked out each time
+    return tag
+
+
+def _work_out_tag(cls: type) -> str:
     # the class's own dict: a subclass of a named class is not that class
     name = cls.__dict__.get("__actorlog_name__")
     if isinstance(name, str):
@@ -175,6 +192,7 @@ def declare(cls: type, name: str | None, aliases: Iterable[str] | None) -> None:
     if name is not None:
         cls.__actorlog_name__ = name  # type: ignore[attr-defined]  # read by type_tag
         _DECLARED[name] = cls
+        _TAGS.pop(cls, None)
     cls.__actorlog_aliases__ = old  # type: ignore[attr-defined]  # read by aliases()
     for tag in old:
         _DECLARED[tag] = cls

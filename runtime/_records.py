@@ -428,8 +428,11 @@ def error_info(exc: BaseException) -> dict[str, str]:
 def message_payload(
     body: Any, *, sender: str | None, trace: dict[str, str] | None
 ) -> dict[str, Any]:
-    """``message``: the unstructured message, who sent it, the sender's W3C trace context."""
-    return MessageRecord(body, sender, trace, time.time()).payload()
+    """``message``: the unstructured message, who sent it, the sender's W3C trace context.
+
+    The builders write the dict of ``XRecord(...).payload()`` directly (same keys, same
+    order: tests/runtime/test_records.py holds them equal): they run for every entry."""
+    return {"body": body, "sender": sender, "trace": trace, "at": time.time()}
 
 
 def intent_payload(
@@ -442,7 +445,15 @@ def intent_payload(
     key: str,
 ) -> dict[str, Any]:
     """``intent`` (type_tag = tool name, ref = step's message seq)."""
-    return IntentRecord(index, effect, policy, args, kwargs, key, time.time()).payload()
+    return {
+        "index": index,
+        "effect": effect,
+        "policy": policy,
+        "args": args,
+        "kwargs": kwargs,
+        "key": key,
+        "at": time.time(),
+    }
 
 
 def result_payload(
@@ -458,15 +469,23 @@ def result_payload(
     ``settled_by`` is ``run`` (the tool ran), ``reconcile`` (its reconcile fn answered), or
     ``cancelled`` (the handler's own cancel scope cancelled the call and the step went on).
     """
-    err = _error_of(error)
-    return ResultRecord(
-        err is None, value, err, attempt, duration, str(settled_by), time.time()
-    ).payload()
+    p: dict[str, Any] = {
+        "ok": error is None,
+        "attempt": attempt,
+        "duration": duration,
+        "settled_by": str(settled_by),
+        "at": time.time(),
+    }
+    if error is None:
+        p["value"] = value
+    else:
+        p["error"] = _plain_error(_error_of(error))
+    return p
 
 
 def effect_payload(*, index: int, value: Any) -> dict[str, Any]:
     """``effect`` (type_tag = now|random|uuid|send|spawn, ref = step's message seq)."""
-    return EffectRecord(index, value, time.time()).payload()
+    return {"index": index, "value": value, "at": time.time()}
 
 
 def step_payload(
@@ -477,8 +496,12 @@ def step_payload(
     duration: float = 0.0,
 ) -> dict[str, Any]:
     """``step`` (type_tag = message type tag, ref = message seq); ``ok`` unless ``error``."""
-    err = _error_of(error)
-    return StepRecord(err is None, reply, err, span, duration, time.time()).payload()
+    p: dict[str, Any] = {"ok": error is None, "span": span, "duration": duration, "at": time.time()}
+    if error is None:
+        p["reply"] = reply
+    else:
+        p["error"] = _plain_error(_error_of(error))
+    return p
 
 
 def decision_payload(

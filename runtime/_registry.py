@@ -7,6 +7,7 @@ the cell, recovery and the inbox decode through it and never through the ``Actor
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from . import _codec, _names
@@ -19,11 +20,12 @@ __all__ = ["Registry"]
 class Registry:
     """Actor classes a system may run, and message classes it can decode, by tag."""
 
-    __slots__ = ("_actors", "_messages")
+    __slots__ = ("_actors", "_learned", "_messages")
 
     def __init__(self) -> None:
         self._actors: dict[str, type[Actor[Any]]] = {}
         self._messages: dict[str, type] = {}
+        self._learned: weakref.WeakSet[type] = weakref.WeakSet()
 
     def register(self, cls: type[Actor[Any]]) -> None:
         """Allow ``cls`` to run (and be recovered); learn the messages ``receive`` names."""
@@ -40,7 +42,10 @@ class Registry:
     def learn(self, cls: type) -> None:
         """Remember a message class under its tag and aliases (the first class seen for a
         tag stays)."""
+        if cls in self._learned:
+            return  # every post learns its message's class: once is enough
         _names.learn(self._messages, cls)  # its name and aliases
+        self._learned.add(cls)
 
     def decode_message(self, tag: str, body: Any) -> Any:
         """The message logged as ``tag`` with plain ``body``, structured into its class.

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
 import inspect
 import typing
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 import attrs
@@ -41,25 +40,33 @@ class NotHappened:
 _STEP: contextvars.ContextVar[str | None] = contextvars.ContextVar("actorlog_step", default=None)
 
 
-@contextlib.contextmanager
-def in_step(where: str) -> Iterator[None]:
+class _StepMark:
+    """Sets ``_STEP`` for the duration of a ``with`` block (a class, not a generator-based
+    context manager: it runs twice per step, and once per tool call)."""
+
+    __slots__ = ("_token", "_value")
+
+    def __init__(self, value: str | None) -> None:
+        self._value = value
+        self._token: contextvars.Token[str | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _STEP.set(self._value)
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        _STEP.reset(self._token)
+
+
+def in_step(where: str) -> _StepMark:
     """Around a handler's ``receive`` (live and replayed): a tool called directly in here
     raises ``ToolCalledDirectlyError``."""
-    token = _STEP.set(where)
-    try:
-        yield
-    finally:
-        _STEP.reset(token)
+    return _StepMark(where)
 
 
-@contextlib.contextmanager
-def running_tool() -> Iterator[None]:
+def running_tool() -> _StepMark:
     """Around ``ctx.call``'s own run of a tool (and of a reconcile function)."""
-    token = _STEP.set(None)
-    try:
-        yield
-    finally:
-        _STEP.reset(token)
+    return _StepMark(None)
 
 
 ReconcileFn = Callable[[str, dict[str, Any]], Awaitable["Happened | NotHappened | None"]]

@@ -276,3 +276,59 @@ def test_outcomes_and_recorded() -> None:
     intent = IntentRecord(index=0, policy="escalate")
     r = _records.Recorded(EntryKind.INTENT, 5, "tool", intent, [retry])
     assert r.record is intent and r.outcomes[0].tag == "retry"
+
+
+# -- the builders write what the records would ----------------------------------------------
+
+_err = st.none() | st.builds(ErrorInfo, _text, _text)
+
+
+@given(
+    value=_json,
+    error=_err,
+    attempt=st.integers(1, 9),
+    duration=st.floats(min_value=0, max_value=1e6),
+    settled_by=st.sampled_from(["run", "reconcile", "cancelled"]),
+)
+def test_result_builder_writes_the_records_payload(
+    value: Any, error: ErrorInfo | None, attempt: int, duration: float, settled_by: str
+) -> None:
+    """The hot-path builders write dicts directly; keys, order and values must be exactly
+    those of the record's ``payload()`` (the order is part of the checksummed bytes)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("actorlog._records.time.time", lambda: T)
+        built = _records.result_payload(
+            value=value, error=error, attempt=attempt, duration=duration, settled_by=settled_by
+        )
+    rec = ResultRecord(error is None, value, error, attempt, duration, settled_by, T)
+    assert list(built.items()) == list(rec.payload().items())
+
+
+@given(reply=_json, error=_err, duration=st.floats(min_value=0, max_value=1e6))
+def test_step_builder_writes_the_records_payload(
+    reply: Any, error: ErrorInfo | None, duration: float
+) -> None:
+    span = {"trace_id": "t", "span_id": "s"}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("actorlog._records.time.time", lambda: T)
+        built = _records.step_payload(reply=reply, error=error, span=span, duration=duration)
+    rec = StepRecord(error is None, reply, error, span, duration, T)
+    assert list(built.items()) == list(rec.payload().items())
+
+
+@given(body=_json, sender=st.none() | _text, index=st.integers(0, 9), args=st.lists(_json))
+def test_message_intent_effect_builders_write_the_records_payload(
+    body: Any, sender: str | None, index: int, args: list[Any]
+) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("actorlog._records.time.time", lambda: T)
+        message = _records.message_payload(body, sender=sender, trace=None)
+        intent = _records.intent_payload(
+            index=index, effect="write", policy="escalate", args=args, kwargs={"k": 1}, key="k"
+        )
+        effect = _records.effect_payload(index=index, value=body)
+    assert list(message.items()) == list(MessageRecord(body, sender, None, T).payload().items())
+    assert list(intent.items()) == list(
+        IntentRecord(index, "write", "escalate", args, {"k": 1}, "k", T).payload().items()
+    )
+    assert list(effect.items()) == list(EffectRecord(index, body, T).payload().items())
