@@ -42,11 +42,11 @@ def test_help_of_the_package_is_a_page_not_a_book() -> None:
 
     import actorlog.errors
 
-    page = pydoc.render_doc(actorlog, renderer=pydoc.plaintext)
+    page = pydoc.plain(pydoc.render_doc(actorlog))
     assert "Start here" in page and "class ActorSystem" in page
     assert "class InDoubtError" not in page
     assert len(page.splitlines()) < 1200, len(page.splitlines())
-    errors_page = pydoc.render_doc(actorlog.errors, renderer=pydoc.plaintext)
+    errors_page = pydoc.plain(pydoc.render_doc(actorlog.errors))
     assert "class InDoubtError" in errors_page
 
 
