@@ -1,6 +1,11 @@
-"""Benchmarks for actorlog. Run each as ``python -m benchmarks.<name>``.
+"""Benchmarks for actorlog, installed with it as ``actorlog.benchmarks``.
 
-Every benchmark prints its figures and writes them as Markdown under ``docs/benchmarks/``
-together with the machine, the versions and the exact command. Benchmarks measure; they never
-assert timings.
+Run one with ``python -m actorlog.benchmarks NAME [options]`` (``--help`` lists them; each
+``NAME --help`` shows its options and their defaults, ``--quick`` a short run). From a
+repository checkout ``python -m benchmarks.NAME`` works the same.
+
+Every benchmark prints its figures; those that write a report write Markdown (and plots, with
+matplotlib) to ``--out DIR`` (default ``./benchmark-results``), with the machine, the versions
+and the exact command. ``--write-docs`` writes the committed reports in ``docs/benchmarks/`` of
+a checkout instead. Benchmarks measure; they never assert timings.
 """

@@ -1,7 +1,9 @@
-"""Shared helpers: machine description, Markdown tables, and writing results to docs/benchmarks/."""
+"""Shared helpers: the command line (``--out``, ``--write-docs``, ``--quick``), machine
+description, Markdown tables, and writing reports."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime as _dt
 import math
@@ -21,9 +23,14 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
 __all__ = [
+    "DEFAULT_OUT",
     "DOCS_DIR",
     "REPO_ROOT",
     "Table",
+    "bench_parser",
+    "configure_output",
+    "output_dir",
+    "quick",
     "command_line",
     "filesystem_of",
     "loadavg",
@@ -38,7 +45,72 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: the committed reports (written only with ``--write-docs``, from a repository checkout)
 DOCS_DIR = REPO_ROOT / "docs" / "benchmarks"
+#: where reports go by default: relative to the current directory, never docs/
+DEFAULT_OUT = Path("benchmark-results")
+
+_output: Path | None = None
+
+
+def bench_parser(
+    doc: str | None, *, quick_help: str | None = None, writes: bool = True
+) -> argparse.ArgumentParser:
+    """An argument parser whose ``--help`` shows every default; with ``writes``, the report
+    options (``--out DIR``, ``--write-docs``); with ``quick_help``, ``--quick``."""
+    parser = argparse.ArgumentParser(
+        description=(doc or "").split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    if quick_help:
+        parser.add_argument("--quick", action="store_true", help=f"a short run: {quick_help}")
+    if writes:
+        group = parser.add_argument_group("report")
+        group.add_argument(
+            "--out",
+            metavar="DIR",
+            type=Path,
+            default=DEFAULT_OUT,
+            help="directory for the Markdown report and plots (created if missing)",
+        )
+        group.add_argument(
+            "--write-docs",
+            action="store_true",
+            help="write the committed report in docs/benchmarks/ of this repository checkout "
+            "instead of --out (maintainers)",
+        )
+    return parser
+
+
+def quick(args: argparse.Namespace, parser: argparse.ArgumentParser, **values: object) -> None:
+    """With ``--quick``, use ``values`` for the options the user left at their defaults."""
+    if not getattr(args, "quick", False):
+        return
+    for name, value in values.items():
+        if getattr(args, name) == parser.get_default(name):
+            setattr(args, name, value)
+
+
+def configure_output(args: argparse.Namespace) -> Path:
+    """Choose where this run's report goes (``--out``, or docs/benchmarks/ with
+    ``--write-docs``); exits with a message if ``--write-docs`` has no checkout to write to."""
+    global _output
+    if getattr(args, "write_docs", False):
+        if not (REPO_ROOT / "pyproject.toml").is_file():
+            raise SystemExit(
+                "--write-docs writes docs/benchmarks/ of a repository checkout; this is an "
+                f"installed copy ({REPO_ROOT}). Use --out DIR."
+            )
+        _output = DOCS_DIR
+    else:
+        _output = Path(getattr(args, "out", DEFAULT_OUT)).resolve()
+    return _output
+
+
+def output_dir() -> Path:
+    """Where reports and plots go (:func:`configure_output`; default ``./benchmark-results``)."""
+    return _output if _output is not None else DEFAULT_OUT.resolve()
+
 
 #: Distributions whose versions every report lists (the ones missing are shown as such).
 PACKAGES = (
@@ -296,8 +368,9 @@ def write_report(
     command: str | None = None,
     out_dir: Path | None = None,
 ) -> Path:
-    """Write ``docs/benchmarks/<name>.md``: title, command, body (tables), machine."""
-    out = (out_dir or DOCS_DIR) / f"{name}.md"
+    """Write ``<name>.md`` in :func:`output_dir` (or ``out_dir``): title, command, body
+    (tables), machine."""
+    out = (out_dir or output_dir()) / f"{name}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = command or command_line()
     text = (
@@ -332,6 +405,7 @@ def plot_lines(
     except ImportError:
         print("(matplotlib is not installed: no plot; pip install 'actorlog[bench]')")
         return None
+    out.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
     for name, points in series.items():
         pts = sorted(points)

@@ -13,7 +13,6 @@ against the budget, with the snapshot writes each policy paid for it. Policies c
 
 from __future__ import annotations
 
-import argparse
 import random
 import time
 from pathlib import Path
@@ -25,7 +24,16 @@ from actorlog import Actor, ActorSystem, Context, tool
 from actorlog.store import SnapshotRow
 from actorlog.stores import SqliteStore
 
-from ._common import Table, fmt_bytes, machine_info, scratch_dir, write_report
+from ._common import (
+    Table,
+    bench_parser,
+    configure_output,
+    fmt_bytes,
+    machine_info,
+    quick,
+    scratch_dir,
+    write_report,
+)
 
 
 @tool(effect="read")
@@ -99,11 +107,13 @@ async def run_one(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--budget", type=float, default=0.05)
-    parser.add_argument("--seed", type=int, default=7)
+    parser = bench_parser(__doc__, quick_help="--steps 100", writes=True)
+    parser.add_argument("--steps", type=int, default=400, help="steps per setting")
+    parser.add_argument("--budget", type=float, default=0.05, help="recovery_budget, seconds")
+    parser.add_argument("--seed", type=int, default=7, help="random seed")
     args = parser.parse_args()
+    quick(args, parser, steps=100)
+    configure_output(args)
     rng = random.Random(args.seed)
     stop_at = rng.randint(args.steps // 2, args.steps)
     policies: list[tuple[str, dict[str, Any]]] = [

@@ -13,7 +13,6 @@ Measures; asserts nothing. Needs the web extra (``pip install 'actorlog[web]'``)
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
@@ -24,7 +23,7 @@ from actorlog.stores import SqliteStore
 from actorlog.web import ServeConfig, create_app
 from starlette.testclient import TestClient
 
-from ._common import loadavg, scratch_dir
+from ._common import bench_parser, loadavg, quick, scratch_dir
 
 
 @attrs.define
@@ -60,11 +59,12 @@ async def build(path: str, actors: int, with_steps: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--actors", type=int, default=10_000)
-    ap.add_argument("--with-steps", type=int, default=200)
-    ap.add_argument("--runs", type=int, default=5)
+    ap = bench_parser(__doc__, quick_help="--actors 1000 --with-steps 50 --runs 1", writes=False)
+    ap.add_argument("--actors", type=int, default=10_000, help="actors in the store")
+    ap.add_argument("--with-steps", type=int, default=200, help="steps of the actor shown")
+    ap.add_argument("--runs", type=int, default=5, help="requests per page; median")
     args = ap.parse_args()
+    quick(args, ap, actors=1000, with_steps=50, runs=1)
     with scratch_dir() as d:
         db = str(d / "console.db")
         t0 = time.perf_counter()

@@ -28,7 +28,6 @@ are reported and skipped.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import math
 import os
@@ -46,10 +45,13 @@ import attrs
 from ._common import (
     REPO_ROOT,
     Table,
+    bench_parser,
+    configure_output,
     fmt_bytes,
     fmt_num,
     loadavg,
     machine_info,
+    quick,
     scratch_dir,
     write_report,
 )
@@ -182,7 +184,7 @@ def _spawn(
     cmd = [
         sys.executable,
         "-m",
-        "benchmarks._peer_worker",
+        f"{__package__}._peer_worker",
         system,
         phase,
         "--db",
@@ -432,7 +434,7 @@ def ratios(summaries: Sequence[Summary]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = bench_parser(__doc__, quick_help="--steps 100 --concurrent 10", writes=True)
     parser.add_argument("--steps", type=int, default=1000, help="steps per run (default 1000)")
     parser.add_argument(
         "--crash-at", type=float, default=0.75, help="fraction of the run at which to kill"
@@ -453,8 +455,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--concurrent-steps", type=int, default=20, help="steps of each concurrent run"
     )
     parser.add_argument("--name", default="peers", help="report name: docs/benchmarks/NAME.md")
-    parser.add_argument("--no-write", action="store_true", help="print only; no docs/ file")
+    parser.add_argument("--no-write", action="store_true", help="print only; write no report")
     args = parser.parse_args(argv)
+    quick(args, parser, steps=100, concurrent=10)
+    configure_output(args)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
 
     results: list[PeerResult] = []

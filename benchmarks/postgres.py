@@ -33,6 +33,8 @@ import attrs
 from actorlog import Actor, ActorSystem, Context, tool
 from actorlog.stores import PostgresStore
 
+from ._common import bench_parser, quick
+
 
 @attrs.define
 class Bump:
@@ -92,7 +94,7 @@ async def _holder(url: str, schema: str, ttl: float) -> None:
 
 def _spawn(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.postgres", *args],
+        [sys.executable, "-m", f"{__package__}.postgres", *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -195,9 +197,11 @@ if __name__ == "__main__":
     elif len(sys.argv) > 1 and sys.argv[1] == "--holder":
         anyio.run(_holder, sys.argv[2], sys.argv[3], float(sys.argv[4]), backend="asyncio")
     else:
-        ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-        ap.add_argument("--url")
-        ap.add_argument("--actors", type=int, default=60)
-        ap.add_argument("--asks", type=int, default=30)
-        ap.add_argument("--ttls", default="1,2,4")
-        anyio.run(main, ap.parse_args(), backend="asyncio")
+        ap = bench_parser(__doc__, quick_help="--actors 10 --asks 5 --ttls 1", writes=False)
+        ap.add_argument("--url", help="PostgreSQL URL (default: $DATABASE_URL)")
+        ap.add_argument("--actors", type=int, default=60, help="actors")
+        ap.add_argument("--asks", type=int, default=30, help="asks per actor")
+        ap.add_argument("--ttls", default="1,2,4", help="lease TTLs to try, seconds")
+        args = ap.parse_args()
+        quick(args, ap, actors=10, asks=5, ttls="1")
+        anyio.run(main, args, backend="asyncio")

@@ -12,7 +12,6 @@ a power loss).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import sqlite3
@@ -21,7 +20,16 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from ._common import Table, loadavg, machine_info, scratch_dir, write_report
+from ._common import (
+    Table,
+    bench_parser,
+    configure_output,
+    loadavg,
+    machine_info,
+    quick,
+    scratch_dir,
+    write_report,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -180,12 +188,14 @@ def results_table(results: Sequence[RawResult]) -> Table:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = bench_parser(__doc__, quick_help="--seconds 0.3", writes=True)
     parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
     parser.add_argument("--repeat", type=int, default=1, help="interleaved runs; medians shown")
     parser.add_argument("--dir", default=None, help="where to create the temp database files")
-    parser.add_argument("--no-write", action="store_true", help="print only; no docs/ file")
+    parser.add_argument("--no-write", action="store_true", help="print only; write no report")
     args = parser.parse_args(argv)
+    quick(args, parser, seconds=0.3)
+    configure_output(args)
 
     with scratch_dir(args.dir) as d:
         info = machine_info(d)

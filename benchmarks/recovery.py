@@ -46,13 +46,16 @@ from actorlog.stores import SqliteStore  # noqa: E402
 
 from . import _agent  # noqa: E402
 from ._common import (  # noqa: E402
-    DOCS_DIR,
     REPO_ROOT,
     Table,
+    bench_parser,
+    configure_output,
     fmt_bytes,
     loadavg,
     machine_info,
+    output_dir,
     plot_lines,
+    quick,
     scratch_dir,
     write_report,
 )
@@ -162,7 +165,7 @@ def measure(path: Path, series: str, label: str, state_bytes: int, repeat: int) 
         db = copy_db(path, path.with_name(f"{path.stem}-m{rep}.db"))
         env = dict(os.environ)
         env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-        cmd = [sys.executable, "-m", "benchmarks.recovery", "--measure", str(db)]
+        cmd = [sys.executable, "-m", f"{__package__}.recovery", "--measure", str(db)]
         t0 = time.monotonic_ns()
         proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
         p = Point(series, label, state_bytes)
@@ -293,7 +296,9 @@ def _table(points: Sequence[Point]) -> Table:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = bench_parser(
+        __doc__, quick_help="--max-tail 2500 --tail 100 --sizes 1000 --repeat 1", writes=True
+    )
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument(
         "--max-tail", type=int, default=25_000, help="longest tail, in steps (4 entries each)"
@@ -304,8 +309,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--repeat", type=int, default=3, help="fresh processes per point; best")
     parser.add_argument("--dir", default=None, help="where to create the scratch databases")
-    parser.add_argument("--no-write", action="store_true", help="print only; no docs/ file")
+    parser.add_argument("--no-write", action="store_true", help="print only; write no report")
     args = parser.parse_args(argv)
+    quick(args, parser, max_tail=2500, tail=100, sizes="1000", repeat=1)
+    configure_output(args)
     if args.measure:
         print(json.dumps(anyio.run(_measure, args.measure)))
         return
@@ -340,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     plots = []
     tail_pts = [p for p in ok if p.series == "tail"]
     png = plot_lines(
-        DOCS_DIR / "recovery_tail.png",
+        output_dir() / "recovery_tail.png",
         "actorlog recovery time vs log tail since the last snapshot",
         "tail entries replayed",
         "time (ms)",
@@ -361,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         plots.append(f"![recovery vs tail]({png.name})")
     if hist:
         png = plot_lines(
-            DOCS_DIR / "recovery_history.png",
+            output_dir() / "recovery_history.png",
             f"actorlog recovery time vs history, fixed tail ({args.tail:,} steps)",
             "history entries before the snapshot",
             "time (ms)",

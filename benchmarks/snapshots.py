@@ -21,7 +21,6 @@ and the time to its first live step is measured. Reported per setting:
 
 from __future__ import annotations
 
-import argparse
 import random
 import time
 from typing import TYPE_CHECKING
@@ -33,12 +32,15 @@ from actorlog.stores import SqliteStore
 
 from . import _agent
 from ._common import (
-    DOCS_DIR,
     Table,
+    bench_parser,
+    configure_output,
     fmt_bytes,
     loadavg,
     machine_info,
+    output_dir,
     plot_lines,
+    quick,
     scratch_dir,
     write_report,
 )
@@ -217,20 +219,24 @@ def stall_main(size_mb: float, snapshots: int, directory: str | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = bench_parser(
+        __doc__, quick_help="--steps 500 --every 10,100,never --sizes 1000 --points 1", writes=True
+    )
     parser.add_argument("--steps", type=int, default=5000, help="longest run, in steps")
     parser.add_argument("--every", default="10,100,1000,10000,never", help="snapshot_every values")
     parser.add_argument("--sizes", default="1000,100000", help="state sizes in bytes")
     parser.add_argument("--points", type=int, default=3, help="random stop points per setting")
     parser.add_argument("--repeat", type=int, default=1, help="fresh processes per point; best")
-    parser.add_argument("--seed", type=int, default=47)
+    parser.add_argument("--seed", type=int, default=47, help="random seed")
     parser.add_argument("--dir", default=None, help="where to create the scratch databases")
-    parser.add_argument("--no-write", action="store_true", help="print only; no docs/ file")
+    parser.add_argument("--no-write", action="store_true", help="print only; write no report")
     parser.add_argument(
         "--stall", type=float, default=None, help="MB: measure the loop stall of snapshots only"
     )
     parser.add_argument("--snapshots", type=int, default=5, help="snapshots for --stall")
     args = parser.parse_args(argv)
+    quick(args, parser, steps=500, every="10,100,never", sizes="1000", points=1)
+    configure_output(args)
     if args.stall is not None:
         stall_main(args.stall, args.snapshots, args.dir)
         return
@@ -289,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for size in sizes:
         ss = [s for s in settings if s.state_bytes == size]
         png = plot_lines(
-            DOCS_DIR / f"snapshots_{size}.png",
+            output_dir() / f"snapshots_{size}.png",
             f"snapshot_every: running cost vs recovery (state {fmt_bytes(size)})",
             f"snapshot_every (never drawn at {NEVER_X:,})",
             "spawn → first live step (ms)",

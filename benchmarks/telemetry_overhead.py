@@ -18,7 +18,6 @@ Prints a Markdown summary (docs/tracing.md quotes it).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import platform
 import statistics
@@ -39,6 +38,8 @@ from actorlog._telemetry import ATTR, SPAN
 from actorlog.store import Store
 from actorlog.stores import MemoryStore, SqliteStore
 from opentelemetry import trace
+
+from ._common import bench_parser, quick
 
 
 @attrs.define
@@ -198,11 +199,12 @@ def macro(make_store: Any, steps: int, rounds: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=9)
+    parser = bench_parser(__doc__, quick_help="--steps 300 --rounds 3", writes=False)
+    parser.add_argument("--steps", type=int, default=2000, help="steps per round")
+    parser.add_argument("--rounds", type=int, default=9, help="rounds; median")
     parser.add_argument("--sqlite", action="store_true", help="also measure on SqliteStore")
     args = parser.parse_args()
+    quick(args, parser, steps=300, rounds=3)
 
     provider = trace.get_tracer_provider()
     if type(provider).__name__ != "ProxyTracerProvider":

@@ -18,7 +18,6 @@ Measured in one run, on one machine:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 from typing import TYPE_CHECKING, Any
@@ -29,7 +28,18 @@ from actorlog import ActorSystem
 from actorlog.stores import MemoryStore, SqliteStore
 
 from . import _agent
-from ._common import Table, fmt_num, loadavg, machine_info, percentile, scratch_dir, write_report
+from ._common import (
+    Table,
+    bench_parser,
+    configure_output,
+    fmt_num,
+    loadavg,
+    machine_info,
+    percentile,
+    quick,
+    scratch_dir,
+    write_report,
+)
 from .raw_sqlite import RawResult, measure_aiosqlite, measure_sqlite3
 
 if TYPE_CHECKING:
@@ -261,7 +271,9 @@ def _raw_rates(directory: Path, seconds: float) -> dict[tuple[str, int], RawResu
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = bench_parser(
+        __doc__, quick_help="--calls 200 --actors 1,10 --steps 200 --raw-seconds 0.3", writes=True
+    )
     parser.add_argument("--calls", type=int, default=2000, help="ctx.calls of the one actor")
     parser.add_argument("--actors", default="1,10,100,1000", help="concurrency levels")
     parser.add_argument(
@@ -275,8 +287,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="stores for the concurrent runs: sqlite, sqlite-no-group, memory",
     )
     parser.add_argument("--dir", default=None, help="where to create the scratch databases")
-    parser.add_argument("--no-write", action="store_true", help="print only; no docs/ file")
+    parser.add_argument("--no-write", action="store_true", help="print only; write no report")
     args = parser.parse_args(argv)
+    quick(args, parser, calls=200, actors="1,10", steps=200, raw_seconds=0.3)
+    configure_output(args)
     levels = [int(x) for x in args.actors.split(",") if x.strip()]
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
 

@@ -22,6 +22,7 @@ import time
 from contextlib import closing
 from pathlib import Path
 
+import actorlog
 import anyio
 import attrs
 from actorlog import Actor, ActorSystem, Context, tool
@@ -40,7 +41,7 @@ def say(line: str) -> None:
 # -- tools: every side effect goes through ctx.call ----------------------------------------
 
 
-@tool(effect="read")
+@tool(name="ask_llm", effect="read")
 async def ask_llm(prompt: str) -> str:
     """A slow, paid model call. Safe to repeat, but we'd rather not pay twice."""
     await anyio.sleep(0.05)
@@ -48,7 +49,7 @@ async def ask_llm(prompt: str) -> str:
     return f"answer to {prompt}"
 
 
-@tool(effect="write", idempotent=True)
+@tool(name="book", effect="write", idempotent=True)
 async def book(leg: int, what: str, *, idempotency_key: str) -> str:
     """An irreversible booking, deduplicated by the provider on the idempotency key."""
     with closing(sqlite3.connect(LEDGER)) as db, db:
@@ -63,18 +64,21 @@ async def book(leg: int, what: str, *, idempotency_key: str) -> str:
 # -- the agent ------------------------------------------------------------------------------
 
 
+# stable names: this file runs as a script (__main__), and the log records names
+@actorlog.message(name="plan-leg")
 @attrs.define
 class PlanLeg:
     leg: int
     city: str
 
 
+@actorlog.message(name="trip")
 @attrs.define
 class Trip:
     legs: list[str] = attrs.Factory(list)
 
 
-class TripPlanner(Actor[Trip]):
+class TripPlanner(Actor[Trip], name="trip-planner"):
     snapshot_every = 2
 
     async def receive(self, ctx: Context, msg: PlanLeg) -> str:

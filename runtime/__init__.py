@@ -1,94 +1,165 @@
-"""actorlog: durable async actors on a checksummed write-ahead log.
+"""actorlog: durable async actors for AI agents, on a checksummed write-ahead log.
 
-Every message an actor receives and every side effect it makes is logged before it happens;
+Every message an actor receives and every tool call it makes is logged before it happens;
 after a crash the actor resumes from its newest valid snapshot plus the log tail, without
-redoing completed steps or repeating side effects. See README.md and docs/.
+redoing completed steps or repeating side effects.
+
+Start here::
+
+    import anyio, attrs
+    from actorlog import Actor, ActorSystem, Context, tool
+
+    @attrs.define
+    class Ask:
+        question: str
+
+    @attrs.define
+    class Notes:
+        answers: list[str] = attrs.Factory(list)
+
+    @tool(effect="read")
+    async def search(query: str) -> str:
+        return f"results for {query}"
+
+    class Researcher(Actor[Notes]):
+        async def receive(self, ctx: Context, msg: Ask) -> str:
+            found = await ctx.call(search, msg.question)  # logged before and after it runs
+            self.state.answers.append(found)
+            return found
+
+    async def main() -> None:
+        async with ActorSystem("sqlite:///agents.db", actors=[Researcher]) as system:
+            ref = await system.spawn(Researcher, "run-42")  # resumes run-42 if it exists
+            print(await ref.ask(Ask("hotels in Lisbon"), message_id="q-1"))
+
+    anyio.run(main)
+
+Where things are:
+
+- ``ActorSystem``, ``Actor``, ``Context``, ``ActorRef``, ``tool``: this page.
+- The exceptions and the warning: ``help(actorlog.errors)`` (each is importable from
+  ``actorlog`` too, e.g. ``from actorlog import InDoubtError``).
+- Stores: ``actorlog.stores`` (``SqliteStore``, ``PostgresStore``, ``MemoryStore``); writing
+  one: ``actorlog.store`` and the contract kit ``actorlog.testing``.
+- The operator API (history, verify, resolve, fork): ``actorlog.ops``; the same from a shell:
+  the ``actorlog`` command.
+- Guides and the API reference: https://github.com/actorlog/actorlog/tree/main/docs
 """
 
 from __future__ import annotations
 
+from . import errors
 from ._actor import Actor
 from ._context import Context, idempotency_key
-from ._errors import (
-    ActorlogError,
-    ActorNotFoundError,
-    ActorQuarantinedError,
-    ActorStoppedError,
-    AlreadyDecidedError,
-    ConfigurationError,
-    CorruptEntryError,
-    EncodeError,
-    HandlerError,
-    InDoubtError,
-    LeaseLostError,
-    LogCompactedError,
-    NonDeterminismError,
-    RecoveryError,
-    SequenceConflictError,
-    SnapshotError,
-    StoreClosedError,
-    StoreCorruptError,
-    StoreError,
-    StoreLockedError,
-    StoreUnavailableError,
-    StoreURLError,
-    ToolCalledDirectlyError,
-    ToolCallError,
-    TornTailError,
-    UnstableNameWarning,
-    UnsupportedFormatError,
-    WALError,
-)
 from ._leases import Lease, OwnershipChange
 from ._names import message
 from ._ref import ActorRef
 from ._system import ActorSystem
 from ._tools import Happened, NotHappened, Tool, tool
 
+# the exceptions: documented in actorlog.errors, importable from here
+from .errors import (
+    ActorlogError as ActorlogError,
+)
+from .errors import (
+    ActorNotFoundError as ActorNotFoundError,
+)
+from .errors import (
+    ActorQuarantinedError as ActorQuarantinedError,
+)
+from .errors import (
+    ActorStoppedError as ActorStoppedError,
+)
+from .errors import (
+    AlreadyDecidedError as AlreadyDecidedError,
+)
+from .errors import (
+    ConfigurationError as ConfigurationError,
+)
+from .errors import (
+    CorruptEntryError as CorruptEntryError,
+)
+from .errors import (
+    EncodeError as EncodeError,
+)
+from .errors import (
+    HandlerError as HandlerError,
+)
+from .errors import (
+    InDoubtError as InDoubtError,
+)
+from .errors import (
+    LeaseLostError as LeaseLostError,
+)
+from .errors import (
+    LogCompactedError as LogCompactedError,
+)
+from .errors import (
+    NonDeterminismError as NonDeterminismError,
+)
+from .errors import (
+    RecoveryError as RecoveryError,
+)
+from .errors import (
+    SequenceConflictError as SequenceConflictError,
+)
+from .errors import (
+    SnapshotError as SnapshotError,
+)
+from .errors import (
+    StoreClosedError as StoreClosedError,
+)
+from .errors import (
+    StoreCorruptError as StoreCorruptError,
+)
+from .errors import (
+    StoreError as StoreError,
+)
+from .errors import (
+    StoreLockedError as StoreLockedError,
+)
+from .errors import (
+    StoreUnavailableError as StoreUnavailableError,
+)
+from .errors import (
+    StoreURLError as StoreURLError,
+)
+from .errors import (
+    ToolCalledDirectlyError as ToolCalledDirectlyError,
+)
+from .errors import (
+    ToolCallError as ToolCallError,
+)
+from .errors import (
+    TornTailError as TornTailError,
+)
+from .errors import (
+    UnstableNameWarning as UnstableNameWarning,
+)
+from .errors import (
+    UnsupportedFormatError as UnsupportedFormatError,
+)
+from .errors import (
+    WALError as WALError,
+)
+
 __all__ = [
     "Actor",
-    "ActorNotFoundError",
-    "ActorQuarantinedError",
     "ActorRef",
-    "ActorStoppedError",
     "ActorSystem",
-    "ActorlogError",
-    "AlreadyDecidedError",
-    "ConfigurationError",
     "Context",
-    "CorruptEntryError",
-    "EncodeError",
     "Happened",
-    "HandlerError",
-    "InDoubtError",
     "Lease",
-    "LeaseLostError",
-    "LogCompactedError",
     "MemoryStore",
-    "NonDeterminismError",
     "NotHappened",
     "OwnershipChange",
     "PostgresStore",
-    "RecoveryError",
-    "SequenceConflictError",
-    "SnapshotError",
     "SqliteStore",
-    "StoreClosedError",
-    "StoreCorruptError",
-    "StoreError",
-    "StoreLockedError",
-    "StoreURLError",
-    "StoreUnavailableError",
     "Tool",
-    "ToolCallError",
-    "ToolCalledDirectlyError",
-    "TornTailError",
-    "UnstableNameWarning",
-    "UnsupportedFormatError",
-    "WALError",
     "idempotency_key",
     "message",
     "tool",
+    # the exceptions (actorlog.errors.__all__) are importable from here too
 ]
 
 __version__ = "0.1.0.dev0"
@@ -103,7 +174,7 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'actorlog' has no attribute {name!r}")
 
 
-for _name in __all__:
+for _name in (*__all__, *errors.__all__):
     _obj = globals().get(_name)
     if _obj is not None and getattr(_obj, "__module__", "").startswith("actorlog._"):
         try:

@@ -532,7 +532,7 @@ class Cell:
             if env is PASSIVATE:
                 await self.journal.flush()
                 if self.steps_since_snapshot:
-                    await self.snapshot()
+                    await self.snapshot(trigger=_snapshots.SnapshotTrigger.PASSIVATION)
                 self.status = "passivated"
                 return
             assert isinstance(env, Envelope)
@@ -552,11 +552,14 @@ class Cell:
             del ids[message_id]
             self._pruned += 1
 
-    async def snapshot(self, seq: int | None = None) -> None:
-        """Write a snapshot covering ``seq`` (default: the last durable entry). Never fatal:
-        a failure is traced and noted in the actor's history."""
+    async def snapshot(
+        self, seq: int | None = None, *, trigger: str = _snapshots.SnapshotTrigger.MANUAL
+    ) -> None:
+        """Write a snapshot covering ``seq`` (default: the last durable entry), noted in the
+        actor's history with its ``trigger``. Never fatal: a failure is traced and noted."""
         await self.journal.flush()
         seq = self.journal.durable_seq if seq is None else seq
+        estimate = self.estimated_recovery()
         try:
             size = await _snapshots.write_snapshot(
                 self.store,
@@ -568,11 +571,18 @@ class Cell:
                 schema_version=self.cls.schema_version,
                 keep=self.policy.keep,
                 offload=self.snapshot_bytes >= _snapshots.OFFLOAD_BYTES,
+                trigger=trigger,
+                recovery_estimate=estimate,
             )
         except Exception as exc:
             self.note_event(EventKind.SNAPSHOT_FAILED, {"seq": seq, "error": str(exc)})
         else:
             self.snapshot_bytes, self.snapshot_seq = size, seq
+            # awaited (the reply is already out): counted even when the system stops next
+            detail = {"seq": seq, "trigger": str(trigger), "bytes": size}
+            await self._record_event(
+                EventKind.SNAPSHOT, json.dumps({**detail, "recovery_estimate": estimate})
+            )
             self.replay_cpu = 0.0
         finally:
             self.steps_since_snapshot = 0

@@ -336,12 +336,22 @@ def _print_effects(out: Out, effects: Sequence[ops.ExternalEffect], at: int) -> 
         )
 
 
+def _one_of(positional: Any, option: Any, what: str, flag: str) -> Any:
+    """``fork``'s SEQ and NEW_ID, given as arguments or as ``--at``/``--as`` (not both)."""
+    if positional is not None and option is not None and positional != option:
+        raise UsageError(f"{what} given twice ({positional} and {flag} {option}): give one")
+    value = positional if positional is not None else option
+    if value is None:
+        raise UsageError(f"fork needs {what}: actorlog fork STORE ACTOR SEQ NEW_ID")
+    return value
+
+
 async def cmd_fork(args: argparse.Namespace, out: Out) -> int:
+    at = _one_of(args.seq, args.at, "SEQ", "--at")
+    new_id = _one_of(args.new_id, args.as_id, "NEW_ID", "--as")
     async with ops.opened(_store_url(args.store), read_only=False) as store:
         try:
-            r = await ops.fork(
-                store, args.actor, at=args.at, new_id=args.new_id, yes=args.yes, by=args.by
-            )
+            r = await ops.fork(store, args.actor, at=at, new_id=new_id, yes=args.yes, by=args.by)
         except ops.ForkRefusedError as exc:
             _print_effects(out, exc.effects, exc.at)
             for w in exc.warnings:
@@ -365,6 +375,11 @@ async def cmd_fork(args: argparse.Namespace, out: Out) -> int:
 
 
 async def cmd_export(args: argparse.Namespace, out: Out) -> int:
+    if args.html:  # an alias: the HTML timeline is history's (one way to write it)
+        if args.output or args.raw:
+            raise UsageError("--html writes the HTML timeline; it takes no -o or --raw")
+        args.since, args.json = 0, False
+        return await cmd_history(args, out)
     stream: TextIO = out.stream
     f = None
     if args.output and args.output != "-":

@@ -69,6 +69,8 @@ class HistoryPrinter:
         self.t = _Timeline(out)
         self.actor_id = ""
         self.shown = 0
+        self.written = 0  # ``snapshot`` events: every snapshot written, kept or not
+        self.kept = 0
 
     def item(self, item: ops.HistoryItem) -> None:
         s, t = self.out.s, self.t
@@ -80,6 +82,7 @@ class HistoryPrinter:
         if isinstance(item, ops.Step):
             _print_step(item, t, self.url, self.actor_id)
         elif isinstance(item, ops.SnapshotView):
+            self.kept += 1
             text = s.dim(
                 f"snapshot seq {item.seq} (handled up to {item.handled_seq}, {item.size:,} B)"
             )
@@ -87,6 +90,7 @@ class HistoryPrinter:
                 text += s.red(clean(f" INVALID: {item.problem}"))
             t.row(item.seq, item.created_at, text)
         elif isinstance(item, ops.Event):
+            self.written += item.kind == EventKind.SNAPSHOT
             color: Callable[[str], str] = getattr(s, _EVENT_COLOR.get(item.kind, "bold"))
             t.row("", item.at, color(clean(f"[{item.kind}] " + event_text(item))))
         else:
@@ -97,6 +101,8 @@ class HistoryPrinter:
             )
 
     def end(self) -> None:
+        if self.written or self.kept:
+            self.out.line(self.out.s.dim(f"snapshots: {self.written} written, {self.kept} kept"))
         if not self.shown:
             since = self.since
             self.out.line(

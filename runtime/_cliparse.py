@@ -165,8 +165,11 @@ def build_parser(
         "are listed first; without --yes the fork is refused when there are any.",
     )
     sp.add_argument("actor", metavar="ACTOR", help="actor id to fork")
-    sp.add_argument("--at", type=_pos_int, required=True, metavar="SEQ", help="fork point")
-    sp.add_argument("--as", dest="new_id", required=True, metavar="NEW_ID", help="the new id")
+    # positional like resolve's ACTOR INTENT_SEQ; --at/--as are the same, spelled as options
+    sp.add_argument("seq", metavar="SEQ", type=_pos_int, nargs="?", help="fork point (or --at SEQ)")
+    sp.add_argument("new_id", metavar="NEW_ID", nargs="?", help="the new id (or --as NEW_ID)")
+    sp.add_argument("--at", type=_pos_int, metavar="SEQ", help="the same as SEQ")
+    sp.add_argument("--as", dest="as_id", metavar="NEW_ID", help="the same as NEW_ID")
     sp.add_argument(
         "--yes",
         action="store_true",
@@ -215,5 +218,10 @@ def build_parser(
     sp.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     sp.add_argument(
         "--raw", action="store_true", help="also include every payload's exact bytes (base64)"
+    )
+    sp.add_argument(
+        "--html",
+        metavar="FILE",
+        help="instead: the HTML timeline, the same as 'history STORE ACTOR --html FILE'",
     )
     return p

@@ -33,6 +33,9 @@ class EventKind(enum.StrEnum):
     STOPPED = "stopped"
     #: recovery did not use a snapshot (seq, reason)
     SNAPSHOT_REJECTED = "snapshot_rejected"
+    #: a snapshot was written (seq, trigger, bytes, recovery_estimate): counts every snapshot,
+    #: also those later deleted beyond ``snapshot_keep``
+    SNAPSHOT = "snapshot"
     #: writing a snapshot failed (seq, error)
     SNAPSHOT_FAILED = "snapshot_failed"
     #: a tool call waits for an operator (intent_seq, tool, policy)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import functools
 import json
 import time
@@ -24,6 +25,7 @@ __all__ = [
     "OFFLOAD_BYTES",
     "RecoveryCost",
     "SnapshotPolicy",
+    "SnapshotTrigger",
     "build_snapshot",
     "check_round_trip",
     "write_snapshot",
@@ -36,6 +38,22 @@ OFFLOAD_BYTES = 256 * 1024
 
 #: [F12] Largest encoded state.
 MAX_SNAPSHOT_BYTES = 1024 * 1024 * 1024
+
+
+class SnapshotTrigger(enum.StrEnum):
+    """Why a snapshot was written (the ``actorlog.snapshot.trigger`` span attribute and the
+    ``trigger`` of the ``snapshot`` history event)."""
+
+    #: ``snapshot_every`` steps since the last one
+    EVERY_STEPS = "every_steps"
+    #: ``snapshot_every_seconds`` since the last one
+    EVERY_SECONDS = "every_seconds"
+    #: the estimated recovery time reached the headroom mark of ``recovery_budget``
+    RECOVERY_BUDGET = "recovery_budget"
+    #: the actor was passivated (idle, or ``max_actors`` reached)
+    PASSIVATION = "passivation"
+    #: called directly (not by a policy)
+    MANUAL = "manual"
 
 
 @attrs.frozen
@@ -77,10 +95,20 @@ class SnapshotPolicy:
         """``recovery`` is the estimated (floor, tail) of recovering now: the floor is what
         even a fresh snapshot costs to load, the tail what replaying since the last one costs.
         """
+        return self.trigger(steps_since, seconds_since, recovery) is not None
+
+    def trigger(
+        self,
+        steps_since: int,
+        seconds_since: float,
+        recovery: tuple[float, float] = (0.0, 0.0),
+    ) -> SnapshotTrigger | None:
+        """Which setting makes a snapshot due now (the first that does), or None (see
+        :meth:`due`)."""
         if steps_since <= 0:
-            return False
+            return None
         if self.every is not None and steps_since >= self.every:
-            return True
+            return SnapshotTrigger.EVERY_STEPS
         if self.recovery_budget is not None:
             floor, tail = recovery
             budget = self.recovery_budget
@@ -88,8 +116,10 @@ class SnapshotPolicy:
             # that high (a huge state), snapshotting more cannot help: then snapshot only
             # once the tail is worth a tenth of the budget, instead of on every step.
             if tail >= max(budget * BUDGET_HEADROOM - floor, budget * MIN_TAIL_SHARE):
-                return True
-        return self.every_seconds is not None and seconds_since >= self.every_seconds
+                return SnapshotTrigger.RECOVERY_BUDGET
+        if self.every_seconds is not None and seconds_since >= self.every_seconds:
+            return SnapshotTrigger.EVERY_SECONDS
+        return None
 
 
 def _is_int(value: object) -> bool:
@@ -220,12 +250,15 @@ async def write_snapshot(
     schema_version: int,
     keep: int,
     offload: bool,
+    trigger: str = SnapshotTrigger.MANUAL,
+    recovery_estimate: float | None = None,
 ) -> int:
     """Save a snapshot of ``state`` covering ``seq`` and delete those beyond the newest
     ``keep``; traced as ``actorlog.snapshot``. Returns its size in bytes.
 
     With ``offload`` (a large state) it is encoded on a worker thread: the caller's handler
-    is not running meanwhile, so the state does not change under it.
+    is not running meanwhile, so the state does not change under it. ``trigger`` (a
+    :class:`SnapshotTrigger`) and ``recovery_estimate`` (seconds) go on the span.
     """
     t0 = time.perf_counter()
     attributes: dict[str, Any] = {
@@ -233,7 +266,10 @@ async def write_snapshot(
         ATTR.ACTOR_TYPE: actor_type,
         ATTR.SNAPSHOT_SEQ: seq,
         ATTR.SNAPSHOT_HANDLED_SEQ: handled_seq,
+        ATTR.SNAPSHOT_TRIGGER: str(trigger),
     }
+    if recovery_estimate is not None:
+        attributes[ATTR.SNAPSHOT_RECOVERY_ESTIMATE] = recovery_estimate
     with tracer.start_as_current_span(SPAN.SNAPSHOT, attributes=attributes) as span:
         try:
             build = functools.partial(

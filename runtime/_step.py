@@ -38,7 +38,7 @@ class Stepping(Recovering, Protocol):
 
     def outcome(self, seq: int, step: StepRecord) -> tuple[Any, BaseException | None]: ...
 
-    async def snapshot(self, seq: int | None = None) -> None: ...
+    async def snapshot(self, seq: int | None = None, *, trigger: str = ...) -> None: ...
 
 
 async def handle(cell: Stepping, env: Envelope) -> None:
@@ -135,12 +135,12 @@ async def handle(cell: Stepping, env: Envelope) -> None:
     cell.handled_seq = env.seq
     cell.steps_since_snapshot += 1
     cell.replay_cpu += max(time.perf_counter() - t0 - ctx.awaited, 0.0)
-    due = cell.policy.due(
+    due = cell.policy.trigger(
         cell.steps_since_snapshot,
         time.monotonic() - cell.last_snapshot_at,
         cell.recovery_parts(),
     )
-    if wanted or due:
+    if wanted or due is not None:
         # If this commit fails, the slots stay registered and quarantine() fails them.
         await cell.journal.flush()
     cell.prune_inflight()
@@ -149,5 +149,5 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         if herr is not None:
             herr.__cause__ = error
         settle(cell.waiters, env.seq, value, herr)
-    if due:
-        await cell.snapshot(step_seq)
+    if due is not None:
+        await cell.snapshot(step_seq, trigger=due)

@@ -142,6 +142,12 @@ class ATTR:
     SNAPSHOT_HANDLED_SEQ = "actorlog.snapshot.handled_seq"
     SNAPSHOT_BYTES = "actorlog.snapshot.bytes"
     SNAPSHOT_DURATION = "actorlog.snapshot.duration"
+    #: what made the runtime write it (``SnapshotTrigger``: every_steps, every_seconds,
+    #: recovery_budget, passivation, manual)
+    SNAPSHOT_TRIGGER = "actorlog.snapshot.trigger"
+    #: seconds recovering the actor would have taken right before this snapshot (the
+    #: ``RecoveryCost`` estimate that ``recovery_budget`` compares against)
+    SNAPSHOT_RECOVERY_ESTIMATE = "actorlog.snapshot.recovery_estimate"
     REJECT_REASON = "actorlog.snapshot.reject_reason"
     # recovery
     SNAPSHOTS_REJECTED = "actorlog.recover.snapshots_rejected"

@@ -283,6 +283,13 @@ def event_text(e: ops.Event) -> str:
         return text
     if e.kind == EventKind.SNAPSHOT_REJECTED:
         return f"snapshot seq {d.get('seq')} rejected: {d.get('reason')}"
+    if e.kind == EventKind.SNAPSHOT:
+        size = d.get("bytes")
+        return (
+            f"snapshot seq {d.get('seq')} written ({d.get('trigger')}"
+            + (f", {size:,} B" if isinstance(size, int) else "")
+            + f", recovery estimate before it {duration(d.get('recovery_estimate'))})"
+        )
     if e.kind in (EventKind.QUARANTINED, EventKind.STOPPED):
         etype = f"{d['error_type']}: " if d.get("error_type") else ""
         return f"{e.kind}: {etype}{d.get('error')}"

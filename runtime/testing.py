@@ -3,7 +3,8 @@
 Like Akka's journal TCK (``JournalSpec``): a store written by a third party runs the same
 suite as actorlog's own stores. This module imports only public actorlog modules
 (``actorlog.store``; ``actorlog.stores`` only for the default :meth:`StoreHarness.open_url`)
-and needs pytest and anyio's pytest plugin (which comes with anyio), nothing else.
+and needs pytest (``pip install 'actorlog[testing]'``) and anyio's pytest plugin (which
+comes with anyio), nothing else.
 
 Use (``docs/stores.md`` has the whole walk-through)::
 
@@ -33,7 +34,13 @@ that the rows the kit appends are valid entries a runtime could read back.
 
 from __future__ import annotations
 
-import pytest
+try:
+    import pytest
+except ImportError as exc:  # pragma: no cover - exercised by scripts/check_install.sh
+    raise ImportError(
+        "actorlog.testing is the store contract kit, a pytest suite: "
+        "pip install 'actorlog[testing]' (or pytest)"
+    ) from exc
 
 from ._kit import StoreHarness, entry_checksum, make_entry, needs, snapshot_digest
 from ._kit_log import LogContract

@@ -17,7 +17,37 @@ def test_all_lists_exactly_the_public_names() -> None:
     public -= {"ops", "inspect", "testing"}  # public submodules: the operator API (and its
     # old name), the store kit
     public -= {"integrations", "web"}  # optional extras (pydantic_ai, the console)
-    assert public <= set(actorlog.__all__), public - set(actorlog.__all__)
+    public -= {"errors"}  # the exceptions' own module (their names are importable here too)
+    listed = set(actorlog.__all__) | set(actorlog.errors.__all__)
+    assert public <= listed, public - listed
+
+
+def test_the_exceptions_live_in_actorlog_errors_and_import_from_actorlog() -> None:
+    import actorlog.errors
+
+    assert "InDoubtError" in actorlog.errors.__all__
+    assert not set(actorlog.errors.__all__) & set(actorlog.__all__)
+    for name in actorlog.errors.__all__:
+        assert getattr(actorlog, name) is getattr(actorlog.errors, name), name
+    from actorlog import CorruptEntryError, InDoubtError  # still importable from the package
+
+    assert issubclass(InDoubtError, actorlog.ActorlogError)
+    assert CorruptEntryError.__module__ == "actorlog"
+
+
+def test_help_of_the_package_is_a_page_not_a_book() -> None:
+    """``help(actorlog)`` shows the quick start and the main classes; the exceptions' long
+    inherited-method listings are on ``help(actorlog.errors)``."""
+    import pydoc
+
+    import actorlog.errors
+
+    page = pydoc.plain(pydoc.render_doc(actorlog))
+    assert "Start here" in page and "class ActorSystem" in page
+    assert "class InDoubtError" not in page
+    assert len(page.splitlines()) < 1200, len(page.splitlines())
+    errors_page = pydoc.plain(pydoc.render_doc(actorlog.errors))
+    assert "class InDoubtError" in errors_page
 
 
 def test_inspect_is_the_old_name_of_ops() -> None:

@@ -1,0 +1,42 @@
+"""``python -m actorlog.benchmarks NAME [options]``: run one benchmark."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+
+#: name -> what it measures (each is a module of this package)
+BENCHMARKS = {
+    "recovery": "recovery time vs log tail, history and state size (SQLite)",
+    "snapshots": "snapshot_every vs recovery time and step cost",
+    "adaptive": "recovery_budget: adaptive snapshots",
+    "throughput": "durable steps per second, group commit, concurrency",
+    "raw_sqlite": "the raw SQLite commit rate of this disk (the ceiling)",
+    "telemetry_overhead": "the cost of tracing with and without an OpenTelemetry SDK",
+    "console": "the web console's page times (needs actorlog[web])",
+    "postgres": "PostgreSQL throughput and failover (needs a server and actorlog[postgres])",
+    "peers": "crash-and-resume against DBOS and LangGraph (needs actorlog[peers])",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help") or args[0] not in BENCHMARKS:
+        width = max(map(len, BENCHMARKS))
+        lines = [f"  {name:<{width}}  {what}" for name, what in BENCHMARKS.items()]
+        print(
+            "usage: python -m actorlog.benchmarks NAME [--quick] [--out DIR] [options]\n\n"
+            "benchmarks (NAME --help: options and defaults):\n" + "\n".join(lines)
+        )
+        if args and args[0] not in ("-h", "--help"):
+            print(f"\nunknown benchmark {args[0]!r}", file=sys.stderr)
+            return 2
+        return 0 if args else 2
+    package = __spec__.parent if __spec__ is not None else "benchmarks"
+    sys.argv = [f"{package}.{args[0]}", *args[1:]]
+    runpy.run_module(f"{package}.{args[0]}", run_name="__main__", alter_sys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""The benchmarks as a user runs them: ``python -m actorlog.benchmarks NAME``, defaults shown
+in ``--help``, reports to ``--out DIR`` and never to docs/benchmarks/ unless asked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks"
+
+
+def _bench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "actorlog.benchmarks", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def _docs_state() -> dict[str, float]:
+    return {p.name: p.stat().st_mtime for p in DOCS.iterdir()}
+
+
+def test_the_entry_point_lists_the_benchmarks(tmp_path: Path) -> None:
+    run = _bench("--help", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "recovery" in run.stdout and "--quick" in run.stdout
+    unknown = _bench("nope", cwd=tmp_path)
+    assert unknown.returncode == 2 and "unknown benchmark 'nope'" in unknown.stderr
+
+
+def test_help_shows_the_defaults(tmp_path: Path) -> None:
+    run = _bench("recovery", "--help", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    text = " ".join(run.stdout.split())
+    assert "(default: 25000)" in text and "--out DIR" in text and "--write-docs" in text
+    assert "--quick" in text
+
+
+def test_a_quick_run_writes_to_out_and_leaves_docs_alone(tmp_path: Path) -> None:
+    before = _docs_state()
+    run = _bench("raw_sqlite", "--quick", "--seconds", "0.05", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    report = tmp_path / "benchmark-results" / "raw_sqlite.md"  # the default --out
+    assert report.is_file() and "Raw SQLite commit rate" in report.read_text()
+    other = tmp_path / "elsewhere"
+    run = _bench("raw_sqlite", "--quick", "--seconds", "0.05", "--out", str(other), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (other / "raw_sqlite.md").is_file()
+    assert _docs_state() == before
