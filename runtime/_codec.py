@@ -271,6 +271,10 @@ def entry_checksum(
     return zlib.crc32(body, zlib.crc32(head))
 
 
+#: type tags already checked by make_row (bounded)
+_GOOD_TAGS: set[str] = set()
+
+
 def make_row(
     actor_id: str,
     seq: int,
@@ -281,11 +285,17 @@ def make_row(
     payload: bytes,
 ) -> EntryRow:
     """Build a checksummed row. Raises ``ConfigurationError`` for a field no entry can hold."""
-    if not _is_utf8(type_tag):
-        raise ConfigurationError(f"type tag {type_tag!r} contains lone surrogates")
-    if len(type_tag.encode()) > _MAX_TAG_BYTES:
-        raise ConfigurationError(f"type tag longer than {_MAX_TAG_BYTES} bytes: {type_tag[:80]}...")
-    validate_message_id(message_id)
+    if type_tag not in _GOOD_TAGS:
+        if not _is_utf8(type_tag):
+            raise ConfigurationError(f"type tag {type_tag!r} contains lone surrogates")
+        if len(type_tag.encode()) > _MAX_TAG_BYTES:
+            raise ConfigurationError(
+                f"type tag longer than {_MAX_TAG_BYTES} bytes: {type_tag[:80]}..."
+            )
+        if len(_GOOD_TAGS) < 4096:  # tags are a few per program: message types, tool names
+            _GOOD_TAGS.add(type_tag)
+    if message_id is not None:
+        validate_message_id(message_id)
     return EntryRow(
         actor_id=actor_id,
         seq=seq,

@@ -119,7 +119,7 @@ class Context(ToolCalls):
     async def _call(self, tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         tool, args, kwargs = unwrap_partial(tool, args, kwargs)
         t = as_tool(tool)
-        bound = t.bind(args, kwargs)
+        t.check_call(args, kwargs)
         what = f"arguments of tool {t.name}"
         index = self._index
         # Live, the intent entry's encode is the check (arguments encoded once); compared
@@ -151,7 +151,8 @@ class Context(ToolCalls):
             await self._guard(cell.journal.flush())
             return await self._run(t, args, kwargs, intent_seq, key, attempt=1)
         self.effects_from_log += 1
-        return await self._settle(t, rec, args, kwargs, bound.arguments, key)
+        arguments = t.bind(args, kwargs).arguments
+        return await self._settle(t, rec, args, kwargs, arguments, key)
 
     def now(self) -> datetime.datetime:
         """The current time (UTC), recorded; replay returns the recorded time."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import metrics, propagate, trace
+from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, SpanContext, Status, StatusCode, TraceFlags
 
 from . import store as _store
@@ -240,6 +240,8 @@ def inject() -> dict[str, str] | None:
     """The W3C trace context of the caller, to store with a message (None if no span)."""
     if not trace.get_current_span().get_span_context().is_valid:
         return None
+    from opentelemetry import propagate  # lazily: it loads the configured propagators
+
     carrier: dict[str, str] = {}
     propagate.inject(carrier)
     return carrier or None
@@ -248,6 +250,8 @@ def inject() -> dict[str, str] | None:
 def extract(carrier: dict[str, str] | None) -> OtelContext | None:
     if not carrier:
         return None
+    from opentelemetry import propagate
+
     return propagate.extract(carrier)
 
 

@@ -139,6 +139,7 @@ class Tool(Generic[P, R]):
         #: the function takes a ``fencing_token`` keyword: ``ctx.call`` passes the actor's
         #: current fencing token (docs/scaling.md, "Fencing tokens for the outside world")
         self.wants_fencing_token = _takes_keyword(self.signature, "fencing_token")
+        self._arity = _plain_arity(self.signature, self._supplied_names())
         functools.update_wrapper(self, fn)
 
     @property
@@ -159,6 +160,17 @@ class Tool(Generic[P, R]):
         except Exception:  # unresolvable annotations: results come back as plain JSON values
             return Any
         return hints.get("return", Any)
+
+    def _supplied_names(self) -> tuple[str, ...]:
+        return (("idempotency_key",) if self.idempotent else ()) + (
+            ("fencing_token",) if self.wants_fencing_token else ()
+        )
+
+    def check_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """``bind`` without building its result: a call that passes exactly the positional
+        parameters of a plain signature is accepted at once. Raises ``ConfigurationError``."""
+        if kwargs or len(args) != self._arity:
+            self.bind(args, kwargs)
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
         """Check the call against the signature. Raises ``ConfigurationError`` on mismatch."""
@@ -183,6 +195,23 @@ class Tool(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"<tool {self.name} effect={self.effect} policy={self.policy}>"
+
+
+def _plain_arity(signature: inspect.Signature, supplied: tuple[str, ...]) -> int:
+    """How many positional arguments alone make a valid call, when the parameters other than
+    the ``supplied`` ones are positional without defaults and come before them; else -1
+    (every call is bound against the signature)."""
+    n = 0
+    seen_supplied = False
+    for p in signature.parameters.values():
+        if p.name in supplied:
+            seen_supplied = True
+            continue
+        plain = p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        if not plain or seen_supplied:
+            return -1
+        n += 1
+    return n
 
 
 def _takes_keyword(signature: inspect.Signature, name: str) -> bool:
