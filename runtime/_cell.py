@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import anyio.to_thread
 
-from . import _codec, _records, _recovery, _snapshots, _step, _telemetry
+from . import _codec, _records, _recovery, _retention, _snapshots, _step, _telemetry
 from ._actor import Actor, accepted_messages, reply_type
 from ._errors import (
     ActorlogError,
@@ -574,6 +574,14 @@ class Cell:
         else:
             self.snapshot_bytes, self.snapshot_seq = size, seq
             self.replay_cpu = 0.0
+            if self.policy.retention != "all":  # in the background, off the step's path
+                self.host.spawn_task(
+                    _retention.after_snapshot,
+                    self.store,
+                    self.actor_id,
+                    self.policy.retention,
+                    self.cls.schema_version,
+                )
         finally:
             self.steps_since_snapshot = 0
             self.last_snapshot_at = time.monotonic()
