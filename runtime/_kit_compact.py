@@ -1,5 +1,6 @@
 """Contract tests of compaction (``actorlog.store.CompactingStore``), a mixin of
-:class:`actorlog.testing.StoreContract`. A store that does not implement it skips them."""
+:class:`actorlog.testing.StoreContract`. A store that does not implement it skips them (or
+deselects them: they need ``"compaction"``, which such a harness lists in ``lacks``)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ async def _log(store: Store, n: int = 10) -> list[EntryRow]:
 class CompactionContract:
     """Compaction: atomic, recorded, never empties a log, and appends go on after it."""
 
+    @needs("compaction")
     async def test_compact_removes_the_start_and_records_it(self, store: Store) -> None:
         c = _compacting(store)
         rows = await _log(store)
@@ -56,6 +58,7 @@ class CompactionContract:
         assert (start.actor_id, start.first_seq) == (ACTOR, 5)
         assert start.checksum == log_start_checksum(ACTOR, 5)
 
+    @needs("compaction")
     async def test_compact_before_the_start_changes_nothing(self, store: Store) -> None:
         c = _compacting(store)
         rows = await _log(store)
@@ -65,6 +68,7 @@ class CompactionContract:
         assert await c.log_start(ACTOR) == before
         assert await store.read(ACTOR) == rows[6:]
 
+    @needs("compaction")
     async def test_compact_never_removes_the_last_entry(self, store: Store) -> None:
         c = _compacting(store)
         rows = await _log(store)
@@ -76,6 +80,7 @@ class CompactionContract:
         with pytest.raises(ConfigurationError):
             await c.compact("nobody", 1, checksum=log_start_checksum("nobody", 2))
 
+    @needs("compaction")
     async def test_appends_go_on_after_compaction(self, store: Store) -> None:
         c = _compacting(store)
         await _log(store)
@@ -90,7 +95,7 @@ class CompactionContract:
         actor = await store.get_actor(ACTOR)
         assert actor is not None and (actor.first_seq, actor.last_seq) == (9, 12)
 
-    @needs("durable")
+    @needs("durable", "compaction")
     async def test_compaction_is_durable(self, harness: StoreHarness) -> None:
         store = await harness.open()
         c = _compacting(store)

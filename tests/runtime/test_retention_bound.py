@@ -55,3 +55,12 @@ async def test_compaction_keeps_an_intent_with_no_outcome() -> None:
     store.replace_row("k", 2, intent)
     _first, upto, reason = await bound(store, "k", "since-snapshot")
     assert upto == 1 and "intent with no outcome at seq 2" in reason
+
+
+def test_log_start_checksum_matches_the_format_example() -> None:
+    """[F16] The runtime's frame and the kit's (written from FORMAT.md) agree with its
+    example."""
+    from actorlog._codec import log_start_checksum
+    from actorlog.testing import log_start_checksum as from_spec
+
+    assert log_start_checksum("a1", 5) == from_spec("a1", 5) == 0x0A82BC64
