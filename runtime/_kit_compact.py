@@ -103,7 +103,7 @@ class CompactionContract:
         rows = await _log(store)
         await c.compact(ACTOR, 2, checksum=log_start_checksum(ACTOR, 3))
         await store.close()
-        again = _compacting(await harness.open())
-        assert await again.read(ACTOR) == rows[2:]
-        start = await again.log_start(ACTOR)
+        reopened = await harness.open()
+        assert await reopened.read(ACTOR) == rows[2:]
+        start = await _compacting(reopened).log_start(ACTOR)
         assert start is not None and start.first_seq == 3
