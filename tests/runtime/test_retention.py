@@ -219,3 +219,19 @@ async def test_compact_refuses_a_store_that_cannot() -> None:
 
     with pytest.raises(ConfigurationError, match="cannot compact"):
         await compact(Plain(), "k", "since-snapshot", by="t")  # type: ignore[arg-type]  # a stand-in
+
+
+async def test_a_start_inside_a_step_is_not_damage(make_store: StoreFactory) -> None:
+    """A crash between two compaction transactions can leave the kept log starting inside a
+    step (its message removed, its effect and step kept): history and verify show the kept
+    steps and no damage."""
+    store = await _log_with_snapshot(make_store)
+    assert isinstance(store, CompactingStore)
+    from actorlog._codec import log_start_checksum
+
+    await store.compact("k", 4, checksum=log_start_checksum("k", 5))  # message 4 removed
+    h = await ops.history(store, "k")
+    assert h.damage == []
+    assert h.steps[0].message_seq == 7
+    assert (await ops.verify(store, "k")).ok
+    await store.close()
