@@ -25,11 +25,13 @@ from datetime import timedelta
 from typing import Any
 
 import attrs
+from opentelemetry.trace import Status, StatusCode
 
 from . import _codec
 from ._entrykinds import EventKind
 from ._errors import ActorlogError, ConfigurationError, CorruptEntryError
 from ._records import DecisionRecord, IntentRecord, MessageRecord, ResultRecord, decode_entry
+from ._telemetry import ATTR, SPAN, tracer
 from .store import CompactingStore, Store
 
 __all__ = ["Compaction", "Retention", "bound", "compact", "describe", "parse"]
@@ -175,6 +177,27 @@ async def compact(
     """
     if not isinstance(store, CompactingStore):
         raise ConfigurationError(f"the store {store.url} cannot compact logs")
+    attributes = {ATTR.ACTOR_ID: actor_id, ATTR.COMPACT_RETENTION: describe(retention)}
+    with tracer.start_as_current_span(SPAN.COMPACT, attributes=attributes) as span:
+        try:
+            done = await _compact(store, actor_id, retention, by, schema_version, now)
+        except Exception as exc:
+            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            raise
+        span.set_attribute(ATTR.COMPACT_FIRST_SEQ, done.first_seq)
+        span.set_attribute(ATTR.COMPACT_REMOVED, done.removed)
+        return done
+
+
+async def _compact(
+    store: Store,
+    actor_id: str,
+    retention: Retention,
+    by: str,
+    schema_version: int | None,
+    now: float | None,
+) -> Compaction:
+    assert isinstance(store, CompactingStore)
     first, upto, reason = await bound(
         store, actor_id, retention, schema_version=schema_version, now=now
     )
