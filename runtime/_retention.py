@@ -44,6 +44,9 @@ Retention = str | float
 #: Most entries one store call removes: a long log is compacted in several short
 #: transactions, so appends never wait long behind one.
 MAX_PER_CALL = 10_000
+#: Most entries one compaction looks at (and may remove): the first compaction of a long
+#: log is spread over several snapshots instead of one long scan on the event loop.
+MAX_SCAN = 100_000
 _READ_CHUNK = 2_000
 
 
@@ -120,11 +123,15 @@ async def bound(
     if base is None:
         return first, 0, "no valid snapshot"
     upto, reason = base.handled_seq - 1, f"the oldest valid snapshot (seq {base.seq})"
+    if upto >= first + MAX_SCAN:
+        upto, reason = first + MAX_SCAN - 1, f"the scan limit ({MAX_SCAN:,} entries per compaction)"
+    # beyond ``upto``, read only far enough to find the outcomes of intents before it
+    end = min(base.seq, upto + 5 * _READ_CHUNK)
     cutoff = None if isinstance(retention, str) else (now or time.time()) - retention
     pending: dict[int, int] = {}  # intent seq -> itself, while it has no result or decision
     after = first - 1
-    while after < base.seq:
-        rows = await store.read(actor_id, after_seq=after, upto_seq=base.seq, limit=_READ_CHUNK)
+    while after < end:
+        rows = await store.read(actor_id, after_seq=after, upto_seq=end, limit=_READ_CHUNK)
         if not rows:
             break
         for row in rows:

@@ -64,3 +64,20 @@ def test_log_start_checksum_matches_the_format_example() -> None:
     from actorlog.testing import log_start_checksum as from_spec
 
     assert log_start_checksum("a1", 5) == from_spec("a1", 5) == 0x0A82BC64
+
+
+async def test_one_compaction_scans_a_bounded_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long log is compacted over several compactions, each looking at MAX_SCAN entries."""
+    from actorlog import _retention
+
+    store = MemoryStore()
+    async with ActorSystem(store, actors=[Keeper]) as system:
+        ref = await system.spawn(Keeper, "k", retention="all")
+        for _ in range(20):
+            await ref.ask(Add(1))
+    await store.open()
+    monkeypatch.setattr(_retention, "MAX_SCAN", 7)
+    done = await _retention.compact(store, "k", "since-snapshot", by="t")
+    assert (done.removed, done.first_seq) == (7, 8) and "scan limit" in done.reason
+    done = await _retention.compact(store, "k", "since-snapshot", by="t")
+    assert (done.removed, done.first_seq) == (7, 15)
