@@ -5,6 +5,7 @@ from __future__ import annotations
 import types
 import typing
 import weakref
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, get_args, get_origin
 
 import attrs
@@ -35,6 +36,10 @@ class Actor(Generic[S]):
     * ``recovery_budget``: seconds; snapshot whenever recovering the actor would otherwise
       take longer than this (estimated online from measured replay costs; see
       ``docs/tuning.md``). Combines with the other triggers.
+    * ``retention``: what compaction may remove from the log: ``"all"`` (default: nothing,
+      an audit trail), ``"since-snapshot"`` (entries covered by the oldest kept snapshot),
+      or a ``timedelta`` window (the same, but never what was logged within the window).
+      See docs/recovery.md, "Retention and compaction".
     * ``schema_version``: bump when the state class changes incompatibly; snapshots of other
       versions are not loaded (recovery replays from an older one or from seq 1 instead).
 
@@ -49,6 +54,7 @@ class Actor(Generic[S]):
     snapshot_every_seconds: ClassVar[float | None] = None
     snapshot_keep: ClassVar[int] = 3
     recovery_budget: ClassVar[float | None] = None
+    retention: ClassVar[str | float | timedelta] = "all"
     schema_version: ClassVar[int] = 1
     state_type: ClassVar[type[Any]]
 

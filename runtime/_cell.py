@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import anyio.to_thread
 
-from . import _codec, _records, _recovery, _snapshots, _step, _telemetry
+from . import _codec, _records, _recovery, _retention, _snapshots, _step, _telemetry
 from ._actor import Actor, accepted_messages, reply_type
 from ._errors import (
     ActorlogError,
@@ -584,6 +584,14 @@ class Cell:
                 EventKind.SNAPSHOT, json.dumps({**detail, "recovery_estimate": estimate})
             )
             self.replay_cpu = 0.0
+            if self.policy.retention != "all":  # in the background, off the step's path
+                self.host.spawn_task(
+                    _retention.after_snapshot,
+                    self.store,
+                    self.actor_id,
+                    self.policy.retention,
+                    self.cls.schema_version,
+                )
         finally:
             self.steps_since_snapshot = 0
             self.last_snapshot_at = time.monotonic()

@@ -244,6 +244,7 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
                 "actors": report.actors,
                 "entries": report.entries,
                 "snapshots": report.snapshots,
+                "compacted": report.compacted,
                 "findings": ops.to_json(report.findings),
                 "limits": report.limits,
             },
@@ -254,6 +255,10 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
         f"checked {report.actors} actor(s), {report.entries:,} entries, "
         f"{report.snapshots} snapshot(s)"
     )
+    if report.compacted:  # compaction is not damage: say where the kept logs start
+        starts = ", ".join(f"{k} from seq {v}" for k, v in list(report.compacted.items())[:5])
+        more = len(report.compacted) - 5
+        summary += f"; compacted logs: {starts}" + (f" and {more} more" if more > 0 else "")
     if report.ok:
         out.line(s.green("ok") + f": {summary}; no damage found")
         for limit in report.limits:  # what no check of the rows can see (SQLite's own files)
@@ -311,6 +316,24 @@ async def cmd_resolve(args: argparse.Namespace, out: Out) -> int:
             "decision until it restarts."
         )
     )
+    return EXIT_OK
+
+
+async def cmd_compact(args: argparse.Namespace, out: Out) -> int:
+    async with ops.opened(_store_url(args.store), read_only=False) as store:
+        done = await ops.compact(store, args.actor, retention=args.retention, by=args.by)
+    if args.json:
+        for r in done:
+            json_line(out.stream, ops.to_json(r))
+        return EXIT_OK
+    for r in done:
+        if r.removed:
+            text = f"removed {r.removed:,} entries; the log starts at seq {r.first_seq}"
+        else:
+            text = f"nothing removed (log starts at seq {r.first_seq})"
+        out.line(clean(f"{r.actor_id}: {text} [{r.retention}; stopped by {r.reason}]"))
+    total = sum(r.removed for r in done)
+    out.line(out.s.dim(f"{len(done)} actor(s), {total:,} entries removed"))
     return EXIT_OK
 
 
@@ -443,6 +466,7 @@ _COMMANDS = {
     "verify": cmd_verify,
     "resolve": cmd_resolve,
     "fork": cmd_fork,
+    "compact": cmd_compact,
     "leases": cmd_leases,
     "export": cmd_export,
     "serve": cmd_serve,

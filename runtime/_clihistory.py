@@ -32,6 +32,7 @@ _EVENT_COLOR: dict[str, str] = {
     EventKind.SNAPSHOT_REJECTED: "red",
     EventKind.RESOLVED: "yellow",
     EventKind.IN_DOUBT: "yellow",
+    EventKind.COMPACTED: "blue",
 }
 
 
@@ -122,6 +123,8 @@ def _print_header(a: ops.ActorStatus, out: Out) -> None:
     )
     if a.problem:
         out.line(s.red(f"  {clean(a.problem)}"))
+    if a.first_seq > 1:  # compaction removed the start (see its 'compacted' events)
+        out.line(s.dim(f"  log compacted: kept from seq {a.first_seq} (seqs before it removed)"))
     out.line()
 
 

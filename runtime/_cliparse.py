@@ -35,6 +35,25 @@ def _pos_int(text: str) -> int:
     return v
 
 
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _retention_arg(text: str) -> str | float:
+    """``since-snapshot`` or a window: seconds, or a number with a unit s/m/h/d."""
+    if text == "since-snapshot":
+        return text
+    scale = _UNITS.get(text[-1:], 0.0)
+    try:
+        seconds = float(text[:-1] if scale else text) * (scale or 1.0)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"expected 'since-snapshot' or a window like 30d, 12h, 90m, 3600s, not {text!r}"
+        )
+    return seconds
+
+
 def build_parser(
     commands: Mapping[str, Callable[..., Awaitable[int]]],
 ) -> argparse.ArgumentParser:
@@ -176,6 +195,26 @@ def build_parser(
         help="fork even though external effects after SEQ already happened",
     )
     sp.add_argument("--by", metavar="WHO", help="who forks (default: user@host)")
+
+    sp = add(
+        "compact",
+        "remove the start of actors' logs that their retention lets go",
+        "Compact every actor's log (or one actor's) as far as its retention allows: the one "
+        "its spawn saved or its runtime compacted with (actors with none keep everything), "
+        "or --retention for all actors named. Never removes what recovery, verify, history "
+        "of the kept log, an in-doubt call or message-id deduplication still needs "
+        "(docs/recovery.md). SQLite: only while no runtime has the file open.",
+    )
+    sp.add_argument("--actor", metavar="ID", help="only this actor")
+    sp.add_argument(
+        "--retention",
+        type=_retention_arg,
+        metavar="RULE",
+        help="'since-snapshot', or a window such as 30d, 12h, 90m, 3600s (overrides each "
+        "actor's own; recorded as your decision)",
+    )
+    sp.add_argument("--by", metavar="WHO", help="who compacts (default: user@host)")
+    sp.add_argument("--json", action="store_true", help="one JSON object per actor")
 
     # -- ownership (docs/scaling.md) ----------------------------------------------------
     sp = add(

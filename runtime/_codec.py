@@ -30,6 +30,7 @@ __all__ = [
     "entry_checksum",
     "make_row",
     "info_digest",
+    "log_start_checksum",
     "snapshot_digest",
     "type_tag",
     "validate_actor_id",
@@ -369,6 +370,12 @@ def info_digest(info: SnapshotInfo, data: bytes) -> bytes:
     return snapshot_digest(
         info.actor_id, info.seq, info.handled_seq, info.type_tag, info.schema_version, data
     )
+
+
+def log_start_checksum(actor_id: str, first_seq: int) -> int:
+    """[F16] CRC-32 of a compacted log's start record: the first seq still stored."""
+    a = actor_id.encode()
+    return zlib.crc32(struct.pack(">BBQH", FORMAT_VERSION, 0x80, first_seq, len(a)) + a)
 
 
 def new_message_id() -> str:

@@ -48,6 +48,8 @@ class EventKind(enum.StrEnum):
     FORKED = "forked"
     #: this actor was forked (the same detail, on the source)
     FORKED_TO = "forked_to"
+    #: the start of its log was removed (first_seq, removed, retention, stopped_by, by)
+    COMPACTED = "compacted"
     #: written by nobody: what a store returns for an event row it cannot read (detail: error)
     DAMAGED = "damaged"
 

@@ -2,7 +2,8 @@
 
 They override the class attributes for that actor in this runtime (through passivation
 and restarts) and are saved in the store as an ``options`` event, so a later process starts
-the actor with them too (docs/tuning.md). They only tune snapshots, never correctness.
+the actor with them too (docs/tuning.md). They tune snapshots and retention (what
+compaction may remove), never correctness.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import logging
 from typing import Any
 
+from . import _retention
 from ._actor import Actor
 from ._errors import ActorlogError, ConfigurationError
 from ._records import EventKind
@@ -22,7 +24,26 @@ __all__ = ["NAMES", "SpawnOptions"]
 logger = logging.getLogger("actorlog")
 
 #: the options ``spawn`` takes, as they are saved
-NAMES = ("snapshot_every", "snapshot_every_seconds", "snapshot_keep", "recovery_budget")
+NAMES = (
+    "snapshot_every",
+    "snapshot_every_seconds",
+    "snapshot_keep",
+    "recovery_budget",
+    "retention",
+)
+
+
+def given(values: tuple[Any, ...], missing: Any) -> dict[str, Any]:
+    """The options a ``spawn`` gave (``values`` in the order of ``NAMES``; ``missing``:
+    not given), as they are saved (a retention window as seconds).
+
+    Raises:
+        ConfigurationError: a bad ``retention``.
+    """
+    options = {k: v for k, v in zip(NAMES, values, strict=True) if v is not missing}
+    if "retention" in options:
+        options["retention"] = _retention.parse(options["retention"])
+    return options
 
 
 def policy(cls: type[Actor[Any]], options: dict[str, Any]) -> SnapshotPolicy:
@@ -39,6 +60,7 @@ def policy(cls: type[Actor[Any]], options: dict[str, Any]) -> SnapshotPolicy:
         every_seconds=options.get("snapshot_every_seconds", cls.snapshot_every_seconds),
         keep=options.get("snapshot_keep", cls.snapshot_keep),
         recovery_budget=options.get("recovery_budget", cls.recovery_budget),
+        retention=options.get("retention", cls.retention),
     )
 
 

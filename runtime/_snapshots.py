@@ -13,7 +13,7 @@ import anyio.to_thread
 import attrs
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec
+from . import _codec, _retention
 from ._errors import ConfigurationError, SnapshotError
 from ._telemetry import ATTR, SPAN, tracer
 from .store import SnapshotInfo, SnapshotRow, Store
@@ -66,6 +66,8 @@ class SnapshotPolicy:
     #: seconds: snapshot when the estimated recovery time of the current tail reaches
     #: ``BUDGET_HEADROOM`` of this (see :class:`RecoveryCost`)
     recovery_budget: float | None = None
+    #: what of the log may be compacted away (``_retention.parse``: checked, normalized)
+    retention: _retention.Retention = attrs.field(default="all", converter=_retention.parse)
 
     def __attrs_post_init__(self) -> None:
         for name, value in (

@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
+from datetime import timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -331,6 +332,7 @@ class ActorSystem:
         snapshot_every_seconds: float | None = _MISSING,
         snapshot_keep: int = _MISSING,
         recovery_budget: float | None = _MISSING,
+        retention: str | float | timedelta = _MISSING,
     ) -> ActorRef[A]:
         """Start (or resume) the actor ``actor_id`` of class ``cls``.
 
@@ -342,7 +344,8 @@ class ActorSystem:
         returns, and hold through passivation, restarts and new processes until a later
         ``spawn`` changes them (options not given keep their saved values). An actor already
         running takes them at once. A store error while saving them does not fail the spawn
-        (they only tune snapshots): a warning is logged. See ``docs/tuning.md``.
+        (they only tune snapshots): a warning is logged. See ``docs/tuning.md``. ``retention``
+        (like the class attribute) is what compaction may remove (docs/recovery.md).
 
         Raises:
             ConfigurationError: bad id or options, or the id exists with another class.
@@ -350,8 +353,8 @@ class ActorSystem:
         """
         self._check_open()
         _codec.validate_actor_id(actor_id)
-        values = (snapshot_every, snapshot_every_seconds, snapshot_keep, recovery_budget)
-        options = {k: v for k, v in zip(_options.NAMES, values, strict=True) if v is not _MISSING}
+        values = (snapshot_every, snapshot_every_seconds, snapshot_keep, recovery_budget, retention)
+        options = _options.given(values, _MISSING)
         merged = {**self._options.given.get(actor_id, {}), **options}
         policy = _options.policy(cls, merged)
         self.register(cls)

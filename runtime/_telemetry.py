@@ -88,6 +88,8 @@ class SPAN:
     STEP = "actorlog.step"
     TOOL_CALL = "actorlog.tool_call"
     SNAPSHOT = "actorlog.snapshot"
+    #: one compaction of one actor's log (docs/recovery.md, "Retention and compaction")
+    COMPACT = "actorlog.compact"
     #: a change of an actor's owner seen by this runtime (one ``EVENT.LEASE_*`` on it)
     OWNERSHIP = "actorlog.ownership"
 
@@ -137,6 +139,10 @@ class ATTR:
     SETTLEMENT = "actorlog.intent.settlement"
     DECIDED_BY = "actorlog.decision.by"
     DECISION_REASON = "actorlog.decision.reason"
+    # compaction
+    COMPACT_FIRST_SEQ = "actorlog.compact.first_seq"
+    COMPACT_REMOVED = "actorlog.compact.removed"
+    COMPACT_RETENTION = "actorlog.compact.retention"
     # snapshots
     SNAPSHOT_SEQ = "actorlog.snapshot.seq"
     SNAPSHOT_HANDLED_SEQ = "actorlog.snapshot.handled_seq"

@@ -95,8 +95,10 @@ __all__ = [
     "SNAPSHOT_INFO_COLUMNS",
     "ActorRow",
     "CommitObserver",
+    "CompactingStore",
     "InboxRow",
     "LeaseStore",
+    "LogStartRow",
     "OrphanRow",
     "ReplyStore",
     "ConfigurationError",
@@ -340,6 +342,58 @@ class ReplyStore(Protocol):
         """Call ``callback(actor_id, message_id)`` for each announced reply (``message_id``
         None: any of the actor's; ``(None, None)``: notifications may have been lost, look
         again). Returns an async function that stops listening."""
+        ...
+
+
+# -- compaction (optional; docs/recovery.md "Retention and compaction") ---------------------
+
+
+class LogStartRow(NamedTuple):
+    """Where an actor's compacted log starts (FORMAT.md [F16]).
+
+    Attributes:
+        actor_id: whose log.
+        first_seq: the first seq still stored; every entry before it was removed.
+        checksum: CRC-32 of the start frame (``actor_id``, ``first_seq``), computed by the
+            runtime; a store never computes or checks it.
+        at: Unix time of the compaction that wrote it.
+    """
+
+    actor_id: str
+    first_seq: int
+    checksum: int
+    at: float
+
+
+@runtime_checkable
+class CompactingStore(Protocol):
+    """Optional: a store that can remove the start of an actor's log.
+
+    The runtime decides *what* may go (it never removes what recovery, ``verify``,
+    ``history``, an in-doubt intent or message-id deduplication still needs); the store only
+    removes it, atomically with the record of where the log now starts.
+    """
+
+    async def compact(self, actor_id: str, upto_seq: int, *, checksum: int) -> int:
+        """Atomically remove the actor's entries with ``seq <= upto_seq`` and record
+        ``LogStartRow(actor_id, upto_seq + 1, checksum, now)`` (replacing the previous one);
+        the summary row's ``first_seq`` becomes ``upto_seq + 1``. Appends are not blocked
+        beyond one short transaction, and never conflict with it (they touch the log's end).
+
+        Returns the number of entries removed. A ``upto_seq`` before the log's current start
+        removes nothing and changes nothing (returns 0), so two compactions racing are safe.
+
+        Raises:
+            ConfigurationError: ``upto_seq`` is not below the actor's last seq (the log is
+                never emptied: its last entry stays), or the actor does not exist. Nothing
+                was changed.
+            StoreUnavailableError: I/O failed; the compaction may or may not have happened
+                (a later :meth:`log_start` tells); either way the log is whole.
+        """
+        ...
+
+    async def log_start(self, actor_id: str) -> LogStartRow | None:
+        """The actor's log start record, or None if its log was never compacted."""
         ...
 
 

@@ -28,7 +28,8 @@ database, ...) skips with the reason; tests that need a capability flag the stor
 claim (``StoreCapabilities``) skip too.
 
 The module also holds the frames of ``docs/FORMAT.md`` written from the spec, independently
-of the runtime's codec: :func:`entry_checksum` ([F6]) and :func:`snapshot_digest` ([F12]), so
+of the runtime's codec: :func:`entry_checksum` ([F6]), :func:`snapshot_digest` ([F12]) and
+:func:`log_start_checksum` ([F16]), so
 that the rows the kit appends are valid entries a runtime could read back.
 """
 
@@ -43,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - exercised by scripts/check_inst
     ) from exc
 
 from ._kit import StoreHarness, entry_checksum, make_entry, needs, snapshot_digest
+from ._kit_compact import CompactionContract, log_start_checksum
 from ._kit_log import LogContract
 from ._kit_more import SharingContract
 from .store import Store
@@ -51,13 +53,14 @@ __all__ = [
     "StoreContract",
     "StoreHarness",
     "entry_checksum",
+    "log_start_checksum",
     "make_entry",
     "needs",
     "snapshot_digest",
 ]
 
 
-class StoreContract(LogContract, SharingContract):
+class StoreContract(LogContract, SharingContract, CompactionContract):
     """The contract tests. Subclass it as ``Test<YourStore>`` and give it a ``harness``
     fixture yielding a :class:`StoreHarness` (and closing it afterwards).
 
@@ -78,5 +81,5 @@ class StoreContract(LogContract, SharingContract):
         return await harness.open()
 
 
-for _obj in (StoreHarness, entry_checksum, make_entry, needs, snapshot_digest):
+for _obj in (StoreHarness, entry_checksum, log_start_checksum, make_entry, needs, snapshot_digest):
     _obj.__module__ = __name__  # documented and shown as actorlog.testing.X

@@ -3,7 +3,11 @@ open for writing, in one ``BEGIN IMMEDIATE`` transaction."""
 
 from __future__ import annotations
 
-__all__ = ["SCHEMA"]
+__all__ = ["PRELUDE", "SCHEMA"]
+
+#: Run before the schema: takes effect only in a new, empty file (before its first table);
+#: an existing file keeps its mode (docs/tuning.md, "Reclaiming space").
+PRELUDE = "PRAGMA auto_vacuum=INCREMENTAL"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS actorlog_meta (
@@ -68,5 +72,20 @@ CREATE TRIGGER IF NOT EXISTS entries_summary AFTER INSERT ON entries BEGIN
         handled_seq = CASE WHEN NEW.kind = 'step' AND NEW.ref > handled_seq THEN NEW.ref
                            ELSE handled_seq END
     WHERE actor_id = NEW.actor_id;
+END;
+CREATE TABLE IF NOT EXISTS log_starts (
+    actor_id  TEXT PRIMARY KEY,
+    first_seq INTEGER NOT NULL,
+    checksum  INTEGER NOT NULL,
+    at        REAL    NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS log_starts_check BEFORE INSERT ON log_starts BEGIN
+    SELECT RAISE(ABORT, 'actorlog: compaction must keep the last entry')
+    WHERE NEW.first_seq > coalesce(
+        (SELECT last_seq FROM actors WHERE actor_id = NEW.actor_id), 0);
+END;
+CREATE TRIGGER IF NOT EXISTS log_starts_compact AFTER INSERT ON log_starts BEGIN
+    DELETE FROM entries WHERE actor_id = NEW.actor_id AND seq < NEW.first_seq;
+    UPDATE actors SET first_seq = NEW.first_seq WHERE actor_id = NEW.actor_id;
 END;
 """

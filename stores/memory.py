@@ -10,8 +10,10 @@ from collections.abc import AsyncIterator, Sequence
 import attrs
 from actorlog.store import (
     ActorRow,
+    ConfigurationError,
     EntryRow,
     EventRow,
+    LogStartRow,
     SequenceConflictError,
     SnapshotInfo,
     SnapshotRow,
@@ -33,6 +35,7 @@ class _Actor:
     handled_seq: int = 0
     snapshots: dict[int, SnapshotRow] = attrs.Factory(dict)
     events: list[EventRow] = attrs.Factory(list)
+    log_start: LogStartRow | None = None
 
 
 class MemoryStore:
@@ -197,6 +200,32 @@ class MemoryStore:
         self._check()
         a = self.actors.get(actor_id)
         return [] if a is None else list(a.events)
+
+    # -- compaction (actorlog.store.CompactingStore) -----------------------------------------
+
+    async def compact(self, actor_id: str, upto_seq: int, *, checksum: int) -> int:
+        self._check()
+        a = self.actors.get(actor_id)
+        if a is None or not a.actor_type:
+            raise ConfigurationError(f"cannot compact {actor_id!r}: no such actor")
+        if not a.seqs or upto_seq >= a.seqs[-1]:
+            raise ConfigurationError(
+                f"cannot compact {actor_id!r} up to seq {upto_seq}: its last entry must stay"
+            )
+        cut = bisect.bisect_right(a.seqs, upto_seq)
+        if cut == 0:
+            return 0
+        for row in a.entries[:cut]:
+            if row.message_id is not None:
+                a.message_ids.pop(row.message_id, None)
+        del a.entries[:cut], a.seqs[:cut]
+        a.log_start = LogStartRow(actor_id, upto_seq + 1, checksum, time.time())
+        return cut
+
+    async def log_start(self, actor_id: str) -> LogStartRow | None:
+        self._check()
+        a = self.actors.get(actor_id)
+        return None if a is None else a.log_start
 
     # -- test helpers ---------------------------------------------------------------------
 

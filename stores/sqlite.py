@@ -73,7 +73,8 @@ from ._sql import (
     select_entries,
     snapshot_values,
 )
-from ._sqlite_schema import SCHEMA
+from ._sqlite_compact import SqliteCompaction
+from ._sqlite_schema import PRELUDE, SCHEMA
 
 __all__ = ["SqliteStore"]
 
@@ -118,7 +119,7 @@ def _is_corrupt(exc: BaseException) -> bool:
     return "malformed" in text or "not a database" in text
 
 
-class SqliteStore:
+class SqliteStore(SqliteCompaction):
     """A SQLite file store (aiosqlite, WAL journal, group commit).
 
     Args:
@@ -213,6 +214,7 @@ class SqliteStore:
             self._w = w
             w.text_factory = _text
             await w.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+            await w.execute(PRELUDE)  # before WAL mode writes the header of a new file
             await self._when_not_busy(w, "PRAGMA journal_mode=WAL")
             sync = "FULL" if self.durability == "fsync" else "NORMAL"
             await w.execute(f"PRAGMA synchronous={sync}")

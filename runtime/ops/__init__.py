@@ -41,6 +41,7 @@ stops were shown as ``failed``).
 
 from __future__ import annotations
 
+from .compaction import CompactResult, compact
 from .history import history, iter_history
 from .listing import list_actors_page, waiting_intents
 from .models import (
@@ -72,6 +73,7 @@ __all__ = [
     "ActorPage",
     "ActorStatus",
     "Call",
+    "CompactResult",
     "Decision",
     "Effect",
     "EntryView",
@@ -89,6 +91,7 @@ __all__ = [
     "Step",
     "VerifyReport",
     "actor_status",
+    "compact",
     "export",
     "fork",
     "fork_effects",

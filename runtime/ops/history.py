@@ -69,9 +69,11 @@ def _decision(row: EntryRow, d: DecisionRecord, *, ignored: bool = False) -> Dec
 class _Builder:
     """Folds verified entries into steps and calls."""
 
-    def __init__(self, actor_id: str, fork_at: int | None = None) -> None:
+    def __init__(self, actor_id: str, fork_at: int | None = None, first_seq: int = 1) -> None:
         self.actor_id = actor_id
         self.fork_at = fork_at
+        #: where the kept log starts: entries referring before it belong to compacted steps
+        self.first_seq = first_seq
         self.steps: dict[int, Step] = {}
         self.calls: dict[int, Call] = {}
         self.damage: list[Finding] = []
@@ -105,6 +107,8 @@ class _Builder:
             return
         if row.ref in self.damaged:
             return  # what it belongs to is unreadable; the damage is already reported
+        if 0 < row.ref < self.first_seq:
+            return  # the rest of a step whose start was compacted away (FORMAT.md [F16])
         at = rec.at
         if at is not None:
             self.last_at = at
@@ -316,7 +320,7 @@ async def _history_stream(store: Store, actor_id: str, since: int) -> AsyncItera
     events = await _events(store, actor_id)
     snapshots = [s for s in await _snapshot_views(store, actor_id, row.last_seq) if s.seq > since]
     side = _Side(snapshots, events, since)
-    b = _Builder(actor_id, _fork_point(events))
+    b = _Builder(actor_id, _fork_point(events), first_seq=max(1, row.first_seq))
 
     def emit(done: list[Step]) -> list[HistoryItem]:
         out: list[HistoryItem] = list(b.damage)

@@ -266,6 +266,9 @@ class VerifyReport:
     entries: int = 0
     snapshots: int = 0
     findings: list[Finding] = attrs.Factory(list)
+    #: actor id -> the seq its compacted log starts at (a verified log start record: the
+    #: entries before it were removed by compaction, which is not damage)
+    compacted: dict[str, int] = attrs.Factory(dict)
     #: what this check cannot see in this kind of store (the store's ``verify_limits``)
     limits: list[str] = attrs.Factory(list)
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from .. import _codec
 from .._errors import (
     ActorNotFoundError,
     CorruptEntryError,
 )
 from .._records import EntryKind
-from ..store import ActorRow, Store
+from ..store import ActorRow, CompactingStore, Store
 from .models import (
     Finding,
     VerifyReport,
@@ -92,10 +93,11 @@ async def _verify_actor(
     damaged: set[int] = set()  # no reference findings for what refers to these
     last_message = 0
     handled = 0
-    expected = a.first_seq or 1
     after = 0
     if a.damage is not None:  # its summary row cannot be read: nothing to compare
         report.findings.append(Finding(aid, "actor", 0, "column type", a.damage))
+    start = await _log_start(store, a, report)
+    expected = start
     while True:
         bad: CorruptEntryError | None = None
         try:
@@ -135,13 +137,13 @@ async def _verify_actor(
                 messages.add(r.seq)
                 last_message = r.seq
             elif r.kind in (EntryKind.INTENT, EntryKind.EFFECT, EntryKind.STEP):
-                if r.ref not in messages and r.ref >= (a.first_seq or 1):
+                if r.ref not in messages and r.ref >= start:
                     problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier message"
                 if r.kind == EntryKind.INTENT:
                     intents.add(r.seq)
                 if r.kind == EntryKind.STEP:
                     handled = max(handled, r.ref)
-            elif r.ref not in intents and r.ref >= (a.first_seq or 1):
+            elif r.ref not in intents and r.ref >= start:
                 problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier intent"
             if problem is not None:
                 report.findings.append(Finding(aid, "entry", r.seq, "reference", problem))
@@ -204,6 +206,47 @@ async def _verify_actor(
                     snap_problem,
                 )
             )
+
+
+async def _log_start(store: Store, a: ActorRow, report: VerifyReport) -> int:
+    """[F16] Where the actor's log must start: 1, or the first seq of a log start record
+    whose checksum verifies (recorded in ``report.compacted``). A log that starts later
+    without one, or a record that does not verify, is a finding."""
+    aid = a.actor_id
+    ls = await store.log_start(aid) if isinstance(store, CompactingStore) else None
+    first = a.first_seq if a.damage is None and isinstance(a.first_seq, int) else 0
+    if ls is None:
+        if first > 1:
+            report.findings.append(
+                Finding(
+                    aid,
+                    "actor",
+                    first,
+                    "log start",
+                    f"the log starts at seq {first} but no compaction is recorded: "
+                    f"seqs 1..{first - 1} are missing",
+                )
+            )
+        return 1
+    ok = isinstance(ls.first_seq, int) and ls.first_seq >= 1
+    if not ok or ls.checksum != _codec.log_start_checksum(aid, ls.first_seq):
+        report.findings.append(
+            Finding(aid, "actor", 0, "log start", "the log start record's checksum is wrong")
+        )
+        return max(first, 1)
+    if a.damage is None and first != ls.first_seq:
+        report.findings.append(
+            Finding(
+                aid,
+                "actor",
+                0,
+                "summary",
+                f"summary says the log starts at seq {first}; the log start record says "
+                f"{ls.first_seq}",
+            )
+        )
+    report.compacted[aid] = ls.first_seq
+    return ls.first_seq
 
 
 def _is_time(value: object) -> bool:

@@ -181,11 +181,21 @@ CREATE INDEX IF NOT EXISTS entries_step ON entries (actor_id, ref) WHERE kind = 
 DROP INDEX IF EXISTS entries_ref;
 """
 
+# Version 4: where a compacted log starts (FORMAT.md [F16]); CompactionMethods writes it.
+_SCHEMA_V4 = """
+CREATE TABLE IF NOT EXISTS log_starts (
+    actor_id  TEXT PRIMARY KEY,
+    first_seq BIGINT NOT NULL,
+    checksum  BIGINT NOT NULL,
+    at        DOUBLE PRECISION NOT NULL
+);
+"""
+
 #: Schema migrations: ``MIGRATIONS[v]`` takes a store from schema version ``v - 1`` to
 #: ``v``. They run in the schema they create tables in; ``{actors}`` and ``{leases}`` stand
 #: for its tables. Version 1 is log format 1; version 2 adds leases, fencing and the inbox;
-#: version 3 narrows the ref index to step rows.
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+#: version 3 narrows the ref index to step rows; version 4 adds log starts (compaction).
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: The WHERE clause of a fenced ``INSERT ... SELECT``: true if the statement's fencing

@@ -44,6 +44,7 @@ from .._sql import (
     snapshot_values,
 )
 from .commit import Append, commit_batch
+from .compaction import CompactionMethods
 from .driver import DRIVER_ERRORS, is_bad_input, redact
 from .leases import LeaseMethods
 from .listener import Listener
@@ -73,7 +74,7 @@ async def _keep_session(conn: Any) -> None:
 # internal TypeError.
 
 
-class PostgresStore(LeaseMethods):
+class PostgresStore(LeaseMethods, CompactionMethods):
     """A PostgreSQL store (asyncpg pool, group commit, conditional appends in the database).
 
     Several runtimes, on several machines, may open the same database: appends to one actor

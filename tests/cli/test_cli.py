@@ -26,7 +26,7 @@ from ._support import (
     worker,
 )
 
-COMMANDS = ("actors", "history", "show", "verify", "resolve", "fork", "export")
+COMMANDS = ("actors", "history", "show", "verify", "resolve", "fork", "export", "compact")
 
 
 def _calls(d: Path) -> list[dict[str, str]]:

@@ -1,0 +1,73 @@
+"""Compaction in SQLite (``actorlog.store.CompactingStore``; FORMAT.md [F16]).
+
+One ``INSERT OR REPLACE`` into ``log_starts`` does it all: its triggers (``_sqlite_schema``)
+refuse to remove the last entry, delete the entries before the new start and move
+``actors.first_seq``, in that one statement's transaction. One statement also means it can
+share the writer connection with group commit, which must never find itself inside another
+caller's open transaction. Freed pages go back to the file with ``PRAGMA incremental_vacuum``
+when the file is in incremental auto-vacuum mode (new files are; docs/tuning.md), and are
+reused for new entries otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from actorlog.store import ConfigurationError, LogStartRow
+
+__all__ = ["SqliteCompaction"]
+
+
+class SqliteCompaction:
+    """The compaction methods of ``SqliteStore`` (through the few members it declares)."""
+
+    if TYPE_CHECKING:
+
+        async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+        async def _write(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+
+    async def compact(self, actor_id: str, upto_seq: int, *, checksum: int) -> int:
+        rows = await self._fetch(
+            "SELECT first_seq, last_seq FROM actors WHERE actor_id = ?", (actor_id,)
+        )
+        if not rows:
+            raise ConfigurationError(f"cannot compact {actor_id!r}: no such actor")
+        first, last = int(rows[0][0]), int(rows[0][1])
+        if not isinstance(upto_seq, int) or upto_seq >= last:
+            raise ConfigurationError(
+                f"cannot compact {actor_id!r} up to seq {upto_seq}: its last entry must stay"
+            )
+        first = max(1, first)
+        if upto_seq < first:
+            return 0
+        # the WHERE makes a compaction that lost a race with another one a no-op
+        await self._write(
+            "INSERT OR REPLACE INTO log_starts (actor_id, first_seq, checksum, at) "
+            "SELECT ?, ?, ?, ? WHERE ? > (SELECT max(first_seq, 1) FROM actors "
+            "WHERE actor_id = ?)",
+            (actor_id, upto_seq + 1, checksum, time.time(), upto_seq + 1, actor_id),
+        )
+        await self._write("PRAGMA incremental_vacuum")
+        return upto_seq + 1 - first
+
+    async def log_start(self, actor_id: str) -> LogStartRow | None:
+        if not await self._fetch(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'log_starts'"
+        ):
+            return None  # a file no writer of this version has opened: never compacted
+        rows = await self._fetch(
+            "SELECT actor_id, first_seq, checksum, at FROM log_starts WHERE actor_id = ?",
+            (actor_id,),
+        )
+        if not rows:
+            return None
+        aid, first, checksum, at = rows[0]
+        # damage shows as a value of the wrong type: the runtime's checksum check reports it
+        return LogStartRow(
+            aid if isinstance(aid, str) else "",
+            first if isinstance(first, int) else -1,
+            checksum if isinstance(checksum, int) else -1,
+            at if isinstance(at, int | float) else float("nan"),
+        )
