@@ -34,6 +34,7 @@ from ._errors import (
     StoreURLError,
     ToolCalledDirectlyError,
     ToolCallError,
+    ToolTimeoutError,
     TornTailError,
     UnstableNameWarning,
     UnsupportedFormatError,
@@ -42,6 +43,7 @@ from ._errors import (
 from ._leases import Lease, OwnershipChange
 from ._names import message
 from ._ref import ActorRef
+from ._retry import Retry
 from ._system import ActorSystem
 from ._tools import Happened, NotHappened, Tool, tool
 
@@ -70,6 +72,7 @@ __all__ = [
     "OwnershipChange",
     "PostgresStore",
     "RecoveryError",
+    "Retry",
     "SequenceConflictError",
     "SnapshotError",
     "SqliteStore",
@@ -81,6 +84,7 @@ __all__ = [
     "StoreUnavailableError",
     "Tool",
     "ToolCallError",
+    "ToolTimeoutError",
     "ToolCalledDirectlyError",
     "TornTailError",
     "UnstableNameWarning",
