@@ -32,15 +32,21 @@ class Done:
     name="retry_crash.flaky",
 )
 async def flaky(what: str, *, idempotency_key: str) -> str:
+    n = _note_run(idempotency_key)
+    if n == 1:
+        raise ConnectionError(f"{what}: the service is down")
+    return f"{what} done on run {n}"
+
+
+def _note_run(idempotency_key: str) -> int:
+    """Append this run to the runs file (durably); return its number."""
     with open(os.environ["ACTORLOG_RETRY_RUNS"], "a+", encoding="utf-8") as f:
         f.seek(0)
         n = len(f.read().splitlines()) + 1
         f.write(f"{n} {idempotency_key} pid={os.getpid()}\n")
         f.flush()
         os.fsync(f.fileno())
-    if n == 1:
-        raise ConnectionError(f"{what}: the service is down")
-    return f"{what} done on run {n}"
+    return n
 
 
 class Retrier(Actor[Done]):

@@ -65,6 +65,17 @@ async def _decisions(url: str) -> list[DecisionRecord | ResultRecord]:
     return out
 
 
+def _start_worker(url: str, env: dict[str, str], output: Path) -> subprocess.Popen[bytes]:
+    with output.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.torture.retry_worker", url],
+            env=env,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
 async def test_sigkill_during_backoff_resumes_the_wait_and_the_count(
     store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -72,14 +83,7 @@ async def test_sigkill_during_backoff_resumes_the_wait_and_the_count(
     monkeypatch.setenv("ACTORLOG_RETRY_RUNS", str(runs))  # the restarted runtime's tool
     env = dict(os.environ, ACTORLOG_RETRY_RUNS=str(runs), PYTHONPATH=str(ROOT))
     output = tmp_path / "worker.out"
-    with output.open("wb") as out:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "tests.torture.retry_worker", store_url],
-            env=env,
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    worker = _start_worker(store_url, env, output)
     try:
         # wait until attempt 1's failure and its back-off are durable, then kill mid-wait
         with anyio.fail_after(60):
