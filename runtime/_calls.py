@@ -296,7 +296,9 @@ class ToolCalls:
             doubt = await self._attempt_in_doubt(t, args, kwargs, intent_seq, key, attempt)
             if doubt is not None:
                 return doubt
-        return await self._start_attempt(intent_seq, attempt + 1, "retry policy")
+        return await self._start_attempt(
+            intent_seq, attempt + 1, f"retry policy: attempt {attempt + 1} of {t.retry.attempts}"
+        )
 
     async def _attempt_in_doubt(
         self,
