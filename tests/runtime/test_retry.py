@@ -39,13 +39,15 @@ RUNS: dict[str, list[Any]] = {}
 #: per tool: how many of its first runs fail (ValueError) or hang (a timeout)
 FAIL: dict[str, int] = {}
 HANG: dict[str, int] = {}
+#: per tool: the numbers of the runs that hang (a crash happens while they run)
+HANG_AT: dict[str, set[int]] = {}
 #: what reconcile answers
 RECONCILE: dict[str, Any] = {}
 
 
 @pytest.fixture(autouse=True)
 def _reset() -> None:
-    for d in (RUNS, FAIL, HANG, RECONCILE):
+    for d in (RUNS, FAIL, HANG, HANG_AT, RECONCILE):
         d.clear()
 
 
@@ -53,7 +55,7 @@ async def _behave(name: str, record: Any) -> str:
     runs = RUNS.setdefault(name, [])
     runs.append(record)
     n = len(runs)
-    if n <= HANG.get(name, 0):
+    if n <= HANG.get(name, 0) or n in HANG_AT.get(name, ()):
         await anyio.sleep_forever()
     if n <= FAIL.get(name, 0):
         raise ValueError(f"{name} failure {n}")
@@ -374,3 +376,83 @@ async def test_a_write_that_timed_out_is_reconciled_before_another_attempt(
     log = await _log(make_store(), "t5")
     assert [tag for _, tag, _ in log] == ["attempt_failed", "book"]
     assert isinstance(log[1][2], ResultRecord) and log[1][2].settled_by == "reconcile"
+
+
+# -- a crash while a retried attempt runs ------------------------------------------------
+
+
+@tool(effect="read", retry=FAST, name="crashy_read")
+async def crashy_read(q: str) -> str:
+    return await _behave("crashy_read", q)
+
+
+@tool(effect="write", retry=Retry(attempts=4, initial=0.0), name="crashy_write")
+async def crashy_write(q: str) -> str:
+    return await _behave("crashy_write", q)
+
+
+TOOLS["crashy_read"] = crashy_read
+TOOLS["crashy_write"] = crashy_write
+
+
+async def _crash_during_attempt_2(make_store: StoreFactory, actor_id: str, name: str) -> None:
+    """Attempt 1 fails, attempt 2 hangs; the system stops without grace (a crash mid-tool)."""
+    FAIL[name], HANG_AT[name] = 1, {2}
+    async with ActorSystem(make_store(), actors=[Caller], shutdown_grace=0) as system:
+        ref = await system.spawn(Caller, actor_id)
+        await ref.send(Use(name), message_id="m1")
+        with anyio.fail_after(10):
+            while len(RUNS.get(name, [])) < 2:
+                await anyio.sleep(0.01)
+    HANG_AT[name] = set()
+
+
+async def test_a_read_interrupted_in_a_retried_attempt_runs_again_as_the_next(
+    make_store: StoreFactory,
+) -> None:
+    await _crash_during_attempt_2(make_store, "c1", "crashy_read")
+    assert await _ask(make_store, "c1", Use("crashy_read")) == "crashy_read ok on run 3"
+    log = await _log(make_store(), "c1")
+    assert [tag for _, tag, _ in log] == [
+        "attempt_failed",
+        "attempt",  # attempt 2: interrupted, in doubt, a read: run again
+        "attempt",
+        "crashy_read",
+    ]
+    result = log[-1][2]
+    assert isinstance(result, ResultRecord) and result.attempt == 3
+
+
+async def test_a_write_interrupted_in_a_retried_attempt_waits_for_an_operator(
+    make_store: StoreFactory,
+) -> None:
+    await _crash_during_attempt_2(make_store, "c2", "crashy_write")
+    async with ActorSystem(make_store(), actors=[Caller]) as system:
+        ref = await system.spawn(Caller, "c2")
+        with anyio.fail_after(10):
+            (seq,) = await system.wait_in_doubt("c2")
+        assert len(RUNS["crashy_write"]) == 2  # not re-run blindly
+        await system.resolve("c2", seq, result="done by hand")
+        with anyio.fail_after(10):
+            assert await ref.ask(Use("crashy_write"), message_id="m1") == "done by hand"
+    assert len(RUNS["crashy_write"]) == 2
+
+
+def test_attempt_failed_payload_keys_are_in_format_order() -> None:
+    """FORMAT.md [F5]/[F16]: the key order is part of the checksummed bytes."""
+    from actorlog._records import ErrorInfo, attempt_failed_payload
+
+    p = attempt_failed_payload(
+        attempt=2, error=ErrorInfo("ValueError", "x"), delay=1.5, in_doubt=False, reason="r"
+    )
+    assert list(p) == [
+        "action",
+        "attempt",
+        "error",
+        "delay",
+        "in_doubt",
+        "by",
+        "reason",
+        "at",
+    ]
+    assert (p["action"], p["attempt"], p["delay"], p["by"]) == ("attempt_failed", 2, 1.5, "runtime")
