@@ -439,7 +439,7 @@ async def test_a_write_interrupted_in_a_retried_attempt_waits_for_an_operator(
 
 
 def test_attempt_failed_payload_keys_are_in_format_order() -> None:
-    """FORMAT.md [F5]/[F16]: the key order is part of the checksummed bytes."""
+    """FORMAT.md [F5]/[F17]: the key order is part of the checksummed bytes."""
     from actorlog._records import ErrorInfo, attempt_failed_payload
 
     p = attempt_failed_payload(
