@@ -54,6 +54,7 @@ from ._context import Context, idempotency_key
 from ._leases import Lease, OwnershipChange
 from ._names import message
 from ._ref import ActorRef
+from ._retry import Retry
 from ._system import ActorSystem
 from ._tools import Happened, NotHappened, Tool, tool
 
@@ -131,6 +132,9 @@ from .errors import (
     ToolCallError as ToolCallError,
 )
 from .errors import (
+    ToolTimeoutError as ToolTimeoutError,
+)
+from .errors import (
     TornTailError as TornTailError,
 )
 from .errors import (
@@ -154,6 +158,7 @@ __all__ = [
     "NotHappened",
     "OwnershipChange",
     "PostgresStore",
+    "Retry",
     "SqliteStore",
     "Tool",
     "idempotency_key",

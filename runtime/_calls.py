@@ -14,10 +14,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
+from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _decisions, _records, _telemetry, _tools
-from ._errors import ActorlogError, EncodeError, ToolCallError
+from ._attempts import Settled, attempt_event, attempts_so_far, policy_attempt
+from ._errors import ActorlogError, EncodeError, ToolCallError, ToolTimeoutError
 from ._records import (
     DecisionAction,
     DecisionRecord,
@@ -25,6 +27,7 @@ from ._records import (
     EntryKind,
     ErrorInfo,
     EventKind,
+    Outcome,
     Recorded,
     ResultRecord,
     SettledBy,
@@ -172,9 +175,12 @@ class ToolCalls:
         key: str,
         *,
         attempt: int,
+        resume: Outcome | None = None,
     ) -> Any:
-        """Run the tool now (its intent is durable) and log the result."""
-        cell = self._cell
+        """Run the tool now (its intent is durable) and log the result; after a failure its
+        retry policy may run it again (docs/retries.md): one span for all the attempts.
+        ``resume``: recovery found the call between attempts (this is its last outcome, about
+        attempt ``attempt``): go on from there instead of starting attempt ``attempt``."""
         self._open[intent_seq] = t.name  # until its result is written (settle_abandoned)
         attributes: dict[str, Any] = {
             ATTR.ACTOR_ID: self.actor_id,
@@ -187,43 +193,71 @@ class ToolCalls:
             ATTR.INTENT_SEQ: intent_seq,
             ATTR.SERVED_FROM_LOG: False,
         }
+        if t.retry.attempts > 1:
+            attributes[ATTR.MAX_ATTEMPTS] = t.retry.attempts
+        if t.timeout is not None:
+            attributes[ATTR.TIMEOUT] = t.timeout
         with tracer.start_as_current_span(SPAN.TOOL_CALL, attributes=attributes) as span:
-            # Start no tool on a lease that may have expired (LeaseLostError stops the actor).
-            token = self._guard_now(cell.check_lease)
-            extra: dict[str, Any] = {"idempotency_key": key} if t.idempotent else {}
-            if t.wants_fencing_token:
-                extra["fencing_token"] = token
-            t0 = time.perf_counter()
-            failure: BaseException | None = None
             try:
-                with _tools.running_tool():  # a tool may call tools directly
-                    value = await t.fn(*args, **kwargs, **extra)
-            except BaseException as exc:
-                if not is_call_error(exc):
-                    raise  # a cancellation the runtime (or the handler) asked for
-                failure = exc
-            else:
-                try:
-                    plain = _codec.to_plain(value, "result", check=False)
-                    # The entry's encode is the check (the result is encoded once). A
-                    # result that cannot be logged settles the intent as an error, or
-                    # replaying the completed step would run the tool again.
-                    cell.journal.write(
-                        EntryKind.RESULT,
-                        t.name,
-                        intent_seq,
-                        _records.result_payload(
-                            value=plain, attempt=attempt, duration=time.perf_counter() - t0
-                        ),
-                    )
-                except EncodeError as exc:
-                    failure = EncodeError(f"result of tool {t.name}", type(value), exc.reason)
-                else:
-                    del self._open[intent_seq]
-                    return self._value(t, self._logged(plain))
+                return await self._attempts(t, args, kwargs, intent_seq, key, attempt, resume)
+            except ToolCallError as exc:  # settled as an error: no longer open
+                self._open.pop(intent_seq, None)
+                span.set_status(Status(StatusCode.ERROR, f"{exc.error_type}: {exc.message}"))
+                raise
+
+    async def _attempts(
+        self,
+        t: Tool[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        intent_seq: int,
+        key: str,
+        attempt: int,
+        resume: Outcome | None,
+    ) -> Any:
+        """The attempts loop of ``_run`` (inside its span)."""
+        span = trace.get_current_span()
+        step: int | Settled | None = None
+        if resume is not None:
+            step = await self._resume(t, args, kwargs, intent_seq, key, attempt, resume)
+        while True:
+            if isinstance(step, Settled):
+                self._open.pop(intent_seq, None)
+                return step.value
+            if step is not None:
+                attempt = step
+            span.set_attribute(ATTR.ATTEMPT, attempt)
+            ok, value, t0 = await self._attempt(t, args, kwargs, intent_seq, key, attempt)
+            if ok:
+                del self._open[intent_seq]
+                return value
+            failure: BaseException = value
             info = ErrorInfo.of(failure)  # always loggable: sanitized, truncated
-            span.set_status(Status(StatusCode.ERROR, f"{info.type}: {info.message}"))
-            cell.journal.write(
+            if (
+                attempt < t.retry.attempts
+                and t.retry.retries(failure)
+                and not isinstance(failure, EncodeError)  # it ran: running it again is no cure
+            ):
+                failed = DecisionRecord(
+                    DecisionAction.ATTEMPT_FAILED.value,
+                    error=info,
+                    by="runtime",
+                    reason=f"retry policy: attempt {attempt} of {t.retry.attempts} failed",
+                    at=time.time(),
+                    attempt=attempt,
+                    delay=t.retry.delay(attempt),
+                    in_doubt=isinstance(failure, ToolTimeoutError) and t.effect == "write",
+                )
+                self._cell.journal.write(
+                    EntryKind.DECISION, DecisionAction.ATTEMPT_FAILED, intent_seq, failed.payload()
+                )
+                # durable before the wait: a crash during the back-off resumes it
+                await self._guard(self._cell.journal.flush())
+                attempt_event(span, failed)
+                out = Outcome(failed, DecisionAction.ATTEMPT_FAILED.value)
+                step = await self._resume(t, args, kwargs, intent_seq, key, attempt, out)
+                continue
+            self._cell.journal.write(
                 EntryKind.RESULT,
                 t.name,
                 intent_seq,
@@ -231,8 +265,134 @@ class ToolCalls:
                     error=info, attempt=attempt, duration=time.perf_counter() - t0
                 ),
             )
-            del self._open[intent_seq]
             raise ToolCallError(t.name, info.type, info.message) from failure
+
+    async def _resume(
+        self,
+        t: Tool[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        intent_seq: int,
+        key: str,
+        attempt: int,
+        last: Outcome,
+    ) -> int | Settled:
+        """Between attempts (live, or found so by recovery): ``last`` is the call's last
+        outcome, about attempt number ``attempt``. Settle that attempt if it is in doubt (by
+        the tool's in-doubt policy), wait out what is left of the logged back-off, mark the
+        next attempt started (durably); return its number, or what settled the call."""
+        rec = last.record
+        if isinstance(rec, DecisionRecord) and rec.action == DecisionAction.ATTEMPT_FAILED:
+            if rec.in_doubt:
+                doubt = await self._attempt_in_doubt(t, args, kwargs, intent_seq, key, attempt)
+                if doubt is not None:
+                    return doubt
+            # the back-off counts from the failure's logged time: after a restart only what
+            # is left of it is waited, and it is never drawn again
+            left = (rec.at if rec.at is not None else 0.0) + rec.delay - time.time()
+            if left > 0:
+                await anyio.sleep(left)
+        else:  # an attempt marked started that never finished: in doubt
+            doubt = await self._attempt_in_doubt(t, args, kwargs, intent_seq, key, attempt)
+            if doubt is not None:
+                return doubt
+        return await self._start_attempt(
+            intent_seq, attempt + 1, f"retry policy: attempt {attempt + 1} of {t.retry.attempts}"
+        )
+
+    async def _attempt_in_doubt(
+        self,
+        t: Tool[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        intent_seq: int,
+        key: str,
+        attempt: int,
+    ) -> int | Settled | None:
+        """Attempt ``attempt`` may have taken effect (a write that timed out, or one running
+        at a crash): its tool's in-doubt policy decides. ``None``: go on with the next
+        attempt (after the back-off); a number: an operator authorized it, start it now."""
+        policy = t.policy
+        self._cell.note_event(
+            EventKind.IN_DOUBT,
+            {"intent_seq": intent_seq, "tool": t.name, "policy": policy, "attempt": attempt},
+        )
+        if policy in ("rerun", "rerun-same-key"):
+            _telemetry.settled(intent_seq, t.name, policy, policy)
+            return None
+        if policy == "reconcile":
+            answer = await self._ask_reconcile(t, args, kwargs, intent_seq, key)
+            if isinstance(answer, Happened):
+                _telemetry.settled(intent_seq, t.name, policy, "reconcile.happened")
+                return Settled(self._reconciled(t, intent_seq, answer, attempt))
+            if isinstance(answer, NotHappened):
+                _telemetry.settled(intent_seq, t.name, policy, "reconcile.not_happened")
+                return None
+        decision = await self._guard(self._cell.wait_in_doubt(intent_seq, t.name, key))
+        _telemetry.settled(intent_seq, t.name, policy, f"operator.{decision.action}", _by(decision))
+        if decision.action == DecisionAction.RETRY:
+            return await self._start_attempt(intent_seq, attempt + 1, "retry authorized")
+        return Settled(self._served(t, decision))
+
+    async def _start_attempt(self, intent_seq: int, attempt: int, reason: str) -> int:
+        """Mark attempt ``attempt`` (> 1) started, durably, before it runs: if it is
+        interrupted it is in doubt, never re-run blindly, and the count goes on from it."""
+        self._cell.journal.write(
+            EntryKind.DECISION,
+            DecisionAction.ATTEMPT,
+            intent_seq,
+            _records.decision_payload(action="attempt", by="runtime", reason=reason),
+        )
+        await self._guard(self._cell.journal.flush())
+        return attempt
+
+    async def _attempt(
+        self,
+        t: Tool[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        intent_seq: int,
+        key: str,
+        attempt: int,
+    ) -> tuple[bool, Any, float]:
+        """One attempt: (True, the logged value, start) after writing its result, or
+        (False, the error, start) with nothing written."""
+        cell = self._cell
+        # Start no tool on a lease that may have expired (LeaseLostError stops the actor).
+        token = self._guard_now(cell.check_lease)
+        extra: dict[str, Any] = {"idempotency_key": key} if t.idempotent else {}
+        if t.wants_fencing_token:
+            extra["fencing_token"] = token
+        t0 = time.perf_counter()
+        try:
+            with _tools.running_tool():  # a tool may call tools directly
+                if t.timeout is None:
+                    value = await t.fn(*args, **kwargs, **extra)
+                else:
+                    with anyio.move_on_after(t.timeout) as scope:
+                        value = await t.fn(*args, **kwargs, **extra)
+                    if scope.cancelled_caught:
+                        return False, ToolTimeoutError(t.name, t.timeout), t0
+        except BaseException as exc:
+            if not is_call_error(exc):
+                raise  # a cancellation the runtime (or the handler) asked for
+            return False, exc, t0
+        try:
+            plain = _codec.to_plain(value, "result", check=False)
+            # The entry's encode is the check (the result is encoded once). A result that
+            # cannot be logged settles the intent as an error, or replaying the completed
+            # step would run the tool again.
+            cell.journal.write(
+                EntryKind.RESULT,
+                t.name,
+                intent_seq,
+                _records.result_payload(
+                    value=plain, attempt=attempt, duration=time.perf_counter() - t0
+                ),
+            )
+        except EncodeError as exc:
+            return False, EncodeError(f"result of tool {t.name}", type(value), exc.reason), t0
+        return True, self._value(t, self._logged(plain)), t0
 
     def _served(self, t: Tool[Any, Any], outcome: ResultRecord | DecisionRecord) -> Any:
         """Return (or raise) a recorded outcome: a result, or an operator's decision."""
@@ -259,10 +419,9 @@ class ToolCalls:
         key: str,
     ) -> Any:
         """A recorded intent: serve its outcome, or settle it by its tool's in-doubt policy."""
-        # attempts so far: the original run plus each authorized retry that started
-        attempts = 1 + sum(
-            1 for o in rec.outcomes if o.kind == EntryKind.DECISION and o.tag == "attempt"
-        )
+        # the attempt the last outcome is about: the original run, +1 for each attempt
+        # marked started, and the number an ``attempt_failed`` names
+        attempts = attempts_so_far(rec.outcomes)
         if rec.outcomes:
             # the outcome that settled it is the one the live step used; a later decision
             # (only a store from before the one-decision rule holds one) is ignored
@@ -286,13 +445,24 @@ class ToolCalls:
                         ATTR.INTENT_SEQ: rec.seq,
                         ATTR.SERVED_FROM_LOG: True,
                     },
-                ):
+                ) as span:
+                    for o in rec.outcomes:  # the recorded attempts, never slept again
+                        if o.record is last:
+                            break
+                        if isinstance(o.record, DecisionRecord):
+                            attempt_event(span, o.record)
                     return self._served(t, last)
             assert isinstance(last, DecisionRecord)  # results always settle
             if last.action == DecisionAction.RETRY:
                 # the operator authorized one more attempt; mark it started, then run
                 _telemetry.settled(rec.seq, t.name, t.policy, "operator.retry", _by(last))
                 return await self._authorized_retry(t, rec.seq, args, kwargs, key, attempts)
+            if last.action == DecisionAction.ATTEMPT_FAILED or policy_attempt(rec.outcomes):
+                # between attempts of the retry policy (a back-off, or an attempt that was
+                # running): go on from there
+                return await self._run(
+                    t, args, kwargs, rec.seq, key, attempt=attempts, resume=rec.outcomes[-1]
+                )
             # action == "attempt" with no result: the authorized retry was interrupted too
             return await self._escalate(t, rec, args, kwargs, key, attempts)
         # in doubt: intent logged, no outcome
@@ -304,53 +474,67 @@ class ToolCalls:
             _telemetry.settled(rec.seq, t.name, policy, policy)
             return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)
         if policy == "reconcile":
-            assert t.reconcile is not None
-            args_for = {
-                k: v for k, v in arguments.items() if k not in ("idempotency_key", "fencing_token")
-            }
-            try:
-                with _tools.running_tool():
-                    answer = await t.reconcile(key, args_for)
-            except BaseException as exc:
-                if not is_call_error(exc):
-                    raise
-                answer = None
-                self._cell.note_event(
-                    EventKind.RECONCILE_FAILED,
-                    {"intent_seq": rec.seq, "error": ErrorInfo.of(exc).message},
-                )
+            answer = await self._ask_reconcile(t, args, kwargs, rec.seq, key)
             if isinstance(answer, Happened):
                 _telemetry.settled(rec.seq, t.name, policy, "reconcile.happened")
-                try:
-                    plain = _codec.to_plain(answer.result, "result", check=False)
-                    self._cell.journal.write(
-                        EntryKind.RESULT,
-                        t.name,
-                        rec.seq,
-                        _records.result_payload(
-                            value=plain, attempt=attempts, settled_by="reconcile"
-                        ),
-                    )
-                except EncodeError as exc:
-                    # it happened, but its result cannot be logged: settle it as that error
-                    err = EncodeError(
-                        f"reconciled result of tool {t.name}", type(answer.result), exc.reason
-                    )
-                    info = ErrorInfo.of(err)
-                    self._cell.journal.write(
-                        EntryKind.RESULT,
-                        t.name,
-                        rec.seq,
-                        _records.result_payload(
-                            error=info, attempt=attempts, settled_by="reconcile"
-                        ),
-                    )
-                    raise ToolCallError(t.name, info.type, info.message) from err
-                return self._value(t, self._logged(plain))
+                return self._reconciled(t, rec.seq, answer, attempts)
             if isinstance(answer, NotHappened):
                 _telemetry.settled(rec.seq, t.name, policy, "reconcile.not_happened")
                 return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)
         return await self._escalate(t, rec, args, kwargs, key, attempts)
+
+    async def _ask_reconcile(
+        self,
+        t: Tool[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        intent_seq: int,
+        key: str,
+    ) -> Happened | NotHappened | None:
+        """Ask the tool's reconcile function whether the call happened (None: don't know)."""
+        assert t.reconcile is not None
+        arguments = t.bind(args, kwargs).arguments
+        args_for = {
+            k: v for k, v in arguments.items() if k not in ("idempotency_key", "fencing_token")
+        }
+        try:
+            with _tools.running_tool():
+                return await t.reconcile(key, args_for)
+        except BaseException as exc:
+            if not is_call_error(exc):
+                raise
+            self._cell.note_event(
+                EventKind.RECONCILE_FAILED,
+                {"intent_seq": intent_seq, "error": ErrorInfo.of(exc).message},
+            )
+            return None
+
+    def _reconciled(
+        self, t: Tool[Any, Any], intent_seq: int, answer: Happened, attempt: int
+    ) -> Any:
+        """Settle the intent with the result its reconcile function said it had."""
+        try:
+            plain = _codec.to_plain(answer.result, "result", check=False)
+            self._cell.journal.write(
+                EntryKind.RESULT,
+                t.name,
+                intent_seq,
+                _records.result_payload(value=plain, attempt=attempt, settled_by="reconcile"),
+            )
+        except EncodeError as exc:
+            # it happened, but its result cannot be logged: settle it as that error
+            err = EncodeError(
+                f"reconciled result of tool {t.name}", type(answer.result), exc.reason
+            )
+            info = ErrorInfo.of(err)
+            self._cell.journal.write(
+                EntryKind.RESULT,
+                t.name,
+                intent_seq,
+                _records.result_payload(error=info, attempt=attempt, settled_by="reconcile"),
+            )
+            raise ToolCallError(t.name, info.type, info.message) from err
+        return self._value(t, self._logged(plain))
 
     async def _authorized_retry(
         self,

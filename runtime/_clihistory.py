@@ -11,6 +11,7 @@ from ._term import (
     Out,
     Style,
     ago,
+    attempt_failed_text,
     call_text,
     clean,
     duration,
@@ -162,6 +163,7 @@ def _print_step(st: ops.Step, t: _Timeline, url: str, actor_id: str) -> None:
                 "fail": f"fail {short(d.error, 60)}",
                 "retry": "retry",
                 "attempt": "retry started",
+                "attempt_failed": attempt_failed_text(d),
             }.get(d.action, d.action)
             reason = f" - {clean(d.reason)}" if d.reason else ""
             if d.ignored:

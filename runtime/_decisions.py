@@ -51,7 +51,8 @@ def settling(outcomes: Sequence[Outcome]) -> Outcome | None:
 
 def state(outcomes: Sequence[Outcome], policy: object) -> str | None:
     """``None`` (settled), ``in_doubt`` (waits for an operator), ``auto`` (its policy settles
-    it on recovery), ``retry_authorized`` or ``retry_interrupted`` (waits again)."""
+    it on recovery, or its retry policy goes on), ``retry_authorized`` or
+    ``retry_interrupted`` (waits again)."""
     if settling(outcomes) is not None:
         return None
     if not outcomes:
@@ -59,6 +60,13 @@ def state(outcomes: Sequence[Outcome], policy: object) -> str | None:
     last = outcomes[-1].record
     if isinstance(last, DecisionRecord) and last.action == DecisionAction.RETRY:
         return "retry_authorized"
+    if isinstance(last, DecisionRecord) and last.action == DecisionAction.ATTEMPT_FAILED:
+        # between attempts of the tool's retry policy: recovery waits out the back-off and
+        # goes on; a write that timed out goes by its in-doubt policy first
+        return "in_doubt" if last.in_doubt and policy == "escalate" else "auto"
+    if len(outcomes) >= 2 and outcomes[-2].tag == DecisionAction.ATTEMPT_FAILED:
+        # an attempt of the retry policy was running: in doubt like a first attempt
+        return "in_doubt" if policy == "escalate" else "auto"
     return "retry_interrupted"
 
 

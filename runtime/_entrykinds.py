@@ -60,8 +60,12 @@ class DecisionAction(enum.StrEnum):
     RESULT = "result"
     RETRY = "retry"
     FAIL = "fail"
-    #: written by the runtime right before it runs an authorized retry
+    #: written by the runtime right before it runs an authorized retry, or the next attempt
+    #: of a tool's retry policy
     ATTEMPT = "attempt"
+    #: written by the runtime when an attempt failed and its retry policy runs another one
+    #: after ``delay`` seconds (since format 1, actorlog 0.1: older readers escalate it)
+    ATTEMPT_FAILED = "attempt_failed"
 
 
 class SettledBy(enum.StrEnum):

@@ -62,6 +62,7 @@ __all__ = [
     "StoreURLError",
     "StoreUnavailableError",
     "ToolCallError",
+    "ToolTimeoutError",
     "ToolCalledDirectlyError",
     "TornTailError",
     "UnstableNameWarning",
@@ -210,6 +211,17 @@ class ToolCallError(ActorlogError):
         self.error_type = error_type
         self.message = message
         super().__init__(f"tool {tool!r} failed: {error_type}: {message}")
+
+
+class ToolTimeoutError(ActorlogError, TimeoutError):
+    """A tool attempt ran longer than its ``timeout`` and was cancelled. It is the recorded
+    error of that attempt (``ToolCallError.error_type == "ToolTimeoutError"``), retried by a
+    ``Retry`` whose ``on`` includes ``TimeoutError`` (the default retries every error)."""
+
+    def __init__(self, tool: str, timeout: float) -> None:
+        self.tool = tool
+        self.timeout = timeout
+        super().__init__(f"tool {tool!r} did not finish within its timeout of {timeout:g}s")
 
 
 class NonDeterminismError(ActorlogError):

@@ -15,7 +15,15 @@ from typing import Any
 import anyio
 
 from . import ops
-from ._term import clean, duration, effect_value, event_text, json_text, when
+from ._term import (
+    attempt_failed_text,
+    clean,
+    duration,
+    effect_value,
+    event_text,
+    json_text,
+    when,
+)
 
 __all__ = ["CSS", "render_history", "render_item", "trace_link", "write_history"]
 
@@ -164,6 +172,7 @@ def _decision_row(d: ops.Decision) -> str:
         "retry": "retry",
         "fail": f"fail {_short(d.error, 80)}",
         "attempt": "retry started",
+        "attempt_failed": attempt_failed_text(d),
     }.get(d.action, d.action)
     reason = f" — {d.reason}" if d.reason else ""
     if d.ignored:

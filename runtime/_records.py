@@ -18,7 +18,7 @@ class of its kind, type-checking the fields the runtime relies on::
     effect      EffectRecord(index, value=None, at)
     step        StepRecord(ok, reply=None, error=None, span=None, duration=None, at)
     decision    DecisionRecord(action=<type tag>, value=None, error=None, by="", reason="",
-                at)
+                at, attempt=0, delay=0.0, in_doubt=False)
     ==========  =======================================================================
 
 ``index`` and ``ok`` have no default (every writer since format 1 wrote them, and recovery
@@ -52,6 +52,7 @@ from ._fields import REQUIRED, FieldError, Fields, as_object
 from .store import EntryRow, EventRow
 
 __all__ = [
+    "attempt_failed_payload",
     "DecisionAction",
     "DecisionRecord",
     "EffectRecord",
@@ -318,6 +319,12 @@ class DecisionRecord:
     by: str = ""
     reason: str = ""
     at: float | None = None
+    #: ``attempt_failed`` only: the attempt that failed, the back-off chosen before the next
+    #: one (seconds from ``at``), and whether that attempt is in doubt (a write that timed
+    #: out: its in-doubt policy runs before the next attempt)
+    attempt: int = 0
+    delay: float = 0.0
+    in_doubt: bool = False
 
     @property
     def settles(self) -> bool:
@@ -325,6 +332,17 @@ class DecisionRecord:
         return self.action in (DecisionAction.RESULT, DecisionAction.FAIL)
 
     def payload(self) -> dict[str, Any]:
+        if self.action == DecisionAction.ATTEMPT_FAILED:
+            return {
+                "action": self.action,
+                "attempt": self.attempt,
+                "error": _plain_error(self.error),
+                "delay": self.delay,
+                "in_doubt": self.in_doubt,
+                "by": self.by,
+                "reason": self.reason,
+                "at": self.at,
+            }
         p: dict[str, Any] = {
             "action": self.action,
             "by": self.by,
@@ -349,6 +367,9 @@ class DecisionRecord:
             by=f.text("by", ""),
             reason=f.text("reason", ""),
             at=f.opt_float("at"),
+            attempt=f.integer("attempt", 0),
+            delay=f.opt_float("delay") or 0.0,
+            in_doubt=f.boolean("in_doubt", False),
         )
 
 
@@ -514,6 +535,23 @@ def decision_payload(
 ) -> dict[str, Any]:
     """``decision`` (type_tag = result|retry|fail|attempt, ref = intent seq)."""
     return DecisionRecord(str(action), value, _error_of(error), by, reason, time.time()).payload()
+
+
+def attempt_failed_payload(
+    *, attempt: int, error: ErrorInfo, delay: float, in_doubt: bool, reason: str
+) -> dict[str, Any]:
+    """``decision`` ``attempt_failed`` (ref = intent seq): attempt number ``attempt`` failed
+    with ``error``; the next one starts ``delay`` seconds after ``at``."""
+    return DecisionRecord(
+        DecisionAction.ATTEMPT_FAILED.value,
+        error=error,
+        by="runtime",
+        reason=reason,
+        at=time.time(),
+        attempt=attempt,
+        delay=delay,
+        in_doubt=in_doubt,
+    ).payload()
 
 
 def saved_options(events: Iterable[EventRow]) -> tuple[dict[str, Any], str] | None:

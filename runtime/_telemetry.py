@@ -114,6 +114,9 @@ class EVENT:
     CORRUPTION = "actorlog.corruption"
     #: on ``actorlog.recover`` (status ERROR): recovery stopped for another reason
     RECOVERY_FAILED = "actorlog.recovery.failed"
+    #: on ``actorlog.tool_call``: one per attempt that failed (attempt, error, the delay
+    #: chosen before the next one; served from the log too)
+    ATTEMPT_FAILED = "actorlog.tool.attempt_failed"
 
 
 class ATTR:
@@ -134,6 +137,12 @@ class ATTR:
     TOOL_POLICY = "actorlog.tool.policy"
     IDEMPOTENCY_KEY = "actorlog.tool.idempotency_key"
     ATTEMPT = "actorlog.tool.attempt"
+    #: the retry policy's most attempts; the back-off before the next attempt (seconds);
+    #: the per-attempt timeout (seconds); a timed-out write attempt is in doubt
+    MAX_ATTEMPTS = "actorlog.tool.max_attempts"
+    RETRY_DELAY = "actorlog.tool.retry_delay"
+    TIMEOUT = "actorlog.tool.timeout"
+    ATTEMPT_IN_DOUBT = "actorlog.tool.attempt_in_doubt"
     SERVED_FROM_LOG = "actorlog.tool.served_from_log"
     INTENT_SEQ = "actorlog.intent.seq"
     SETTLEMENT = "actorlog.intent.settlement"

@@ -267,6 +267,15 @@ def json_line(stream: TextIO, obj: Any) -> None:
     stream.write(json_text(obj, separators=(",", ":")) + "\n")
 
 
+def attempt_failed_text(d: ops.Decision) -> str:
+    """A failed attempt of a tool's retry policy (an ``attempt_failed`` decision), in words."""
+    err = d.error or {}
+    text = f"attempt {d.attempt} failed: {err.get('type', '?')}: {short(err.get('message'), 80)}"
+    if d.in_doubt:
+        text += " (in doubt: the tool's in-doubt policy runs first)"
+    return f"{text}; next attempt after {d.delay or 0:.3g}s"
+
+
 def event_text(e: ops.Event) -> str:
     d = e.detail
     if e.kind == EventKind.RECOVERED:

@@ -7,11 +7,13 @@ import functools
 import inspect
 import typing
 from collections.abc import Awaitable, Callable
+from types import EllipsisType
 from typing import Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 import attrs
 
 from ._errors import ConfigurationError, ToolCalledDirectlyError
+from ._retry import NO_RETRY, Retry, check_timeout
 
 __all__ = ["Happened", "NotHappened", "Tool", "in_step", "running_tool", "tool"]
 
@@ -84,6 +86,9 @@ class Tool(Generic[P, R]):
             it twice with the same key has the effect of applying it once.
         reconcile: ``async fn(idempotency_key, arguments) -> Happened | NotHappened | None``
             asked after a crash whether an in-doubt call happened (``None``: don't know).
+        retry: the :class:`Retry` policy (``None``: one attempt).
+        timeout: seconds an attempt may run before it is cancelled and recorded as a
+            ``ToolTimeoutError`` (``None``: no limit).
     """
 
     def __init__(
@@ -94,7 +99,13 @@ class Tool(Generic[P, R]):
         effect: Effect,
         idempotent: bool,
         reconcile: ReconcileFn | None,
+        retry: Retry | None = None,
+        timeout: float | None = None,
     ) -> None:
+        if retry is not None and not isinstance(retry, Retry):
+            raise ConfigurationError(f"retry must be an actorlog.Retry(...) or None, not {retry!r}")
+        self.retry: Retry = retry or NO_RETRY
+        self.timeout = check_timeout(timeout)
         if not inspect.iscoroutinefunction(fn):
             raise ConfigurationError(
                 f"@tool needs an async function; {getattr(fn, '__qualname__', fn)!r} is not"
@@ -141,6 +152,28 @@ class Tool(Generic[P, R]):
         self.wants_fencing_token = _takes_keyword(self.signature, "fencing_token")
         self._arity = _plain_arity(self.signature, self._supplied_names())
         functools.update_wrapper(self, fn)
+
+    def with_options(
+        self,
+        *,
+        retry: Retry | EllipsisType | None = ...,
+        timeout: float | EllipsisType | None = ...,
+    ) -> Tool[P, R]:
+        """This tool with another retry policy and/or timeout, for one call:
+        ``ctx.call(t.with_options(retry=Retry(attempts=2), timeout=5), ...)``. The name,
+        effect and in-doubt policy stay, so the log cannot tell the two apart (the options
+        are not logged: they decide what happens, and what happened is logged)."""
+        copy = Tool.__new__(Tool)
+        copy.__dict__.update(self.__dict__)
+        if retry is not ...:
+            if retry is not None and not isinstance(retry, Retry):
+                raise ConfigurationError(
+                    f"retry must be an actorlog.Retry(...) or None, not {retry!r}"
+                )
+            copy.retry = retry or NO_RETRY
+        if timeout is not ...:
+            copy.timeout = check_timeout(timeout)
+        return copy
 
     @property
     def policy(self) -> Policy:
@@ -233,6 +266,8 @@ def tool(
     idempotent: bool = False,
     reconcile: ReconcileFn | None = None,
     name: str | None = None,
+    retry: Retry | None = None,
+    timeout: float | None = None,
 ) -> Callable[[Callable[P, Awaitable[R]]], Tool[P, R]]: ...
 
 
@@ -244,17 +279,31 @@ def tool(
     idempotent: bool = False,
     reconcile: ReconcileFn | None = None,
     name: str | None = None,
+    retry: Retry | None = None,
+    timeout: float | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, Awaitable[R]]], Tool[P, R]]:
     """Declare an async function as a tool: a side effect journaled by ``ctx.call``.
 
     ``@tool(effect="read")`` is re-run when in doubt; ``@tool(effect="write",
     idempotent=True)`` is re-run with the same ``idempotency_key``; ``reconcile=fn`` asks
     ``fn`` whether the call happened; any other write (including bare ``@tool``) escalates
-    to an operator.
+    to an operator. ``retry=Retry(...)`` runs it again after a failure, ``timeout=`` cancels
+    an attempt that runs longer (docs/retries.md).
     """
+    if retry is not None and not isinstance(retry, Retry):
+        raise ConfigurationError(f"retry must be an actorlog.Retry(...) or None, not {retry!r}")
+    check_timeout(timeout)
 
     def wrap(f: Callable[P, Awaitable[R]]) -> Tool[P, R]:
-        return Tool(f, name=name, effect=effect, idempotent=idempotent, reconcile=reconcile)
+        return Tool(
+            f,
+            name=name,
+            effect=effect,
+            idempotent=idempotent,
+            reconcile=reconcile,
+            retry=retry,
+            timeout=timeout,
+        )
 
     if fn is not None:
         return wrap(fn)

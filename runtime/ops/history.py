@@ -63,6 +63,9 @@ def _decision(row: EntryRow, d: DecisionRecord, *, ignored: bool = False) -> Dec
         value=d.value,
         error=_plain(d.error),
         ignored=ignored,
+        attempt=d.attempt,
+        delay=d.delay if d.action == DecisionAction.ATTEMPT_FAILED else None,
+        in_doubt=d.in_doubt,
     )
 
 
@@ -199,6 +202,8 @@ class _Builder:
             elif d.action == DecisionAction.ATTEMPT:
                 owner.status = "retry_interrupted"
                 owner.attempts += 1
+            elif d.action == DecisionAction.ATTEMPT_FAILED:
+                owner.attempts = max(owner.attempts, d.attempt)
 
     def finish_keys(self, step: Step) -> None:
         """In a fork: the keys its runtime ran copied calls with."""

@@ -83,10 +83,11 @@ class ActorStatus:
 
 @attrs.define
 class Decision:
-    """An operator's ruling on an intent (or the runtime's marker that a retry started)."""
+    """An operator's ruling on an intent, the runtime's marker that a retry started, or a
+    failed attempt of the tool's retry policy (``attempt_failed``)."""
 
     seq: int
-    action: str  # result | retry | fail | attempt
+    action: str  # result | retry | fail | attempt | attempt_failed
     by: str
     reason: str
     at: float | None
@@ -95,6 +96,11 @@ class Decision:
     #: a decision logged after the intent was already settled (only a store written before
     #: the one-decision rule holds one): replay ignores it
     ignored: bool = False
+    #: ``attempt_failed`` (the runtime's retry policy): the attempt that failed, the
+    #: back-off chosen before the next one (seconds), whether that attempt is in doubt
+    attempt: int = 0
+    delay: float | None = None
+    in_doubt: bool = False
 
 
 @attrs.define

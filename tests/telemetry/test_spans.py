@@ -521,3 +521,46 @@ async def test_failure_event_names_corruption_only_for_damaged_entries(
     ]
     assert _events(compacted, EVENT.RECOVERY_FAILED)[0][ATTR.ERROR_TYPE] == "LogCompactedError"
     assert _events(other, EVENT.RECOVERY_FAILED)[0][ATTR.SEQ] == 9
+
+
+async def test_a_retried_call_is_one_span_with_an_event_per_failed_attempt(
+    spans: InMemorySpanExporter, memory_store: Callable[[], Store]
+) -> None:
+    """docs/tracing.md, "Retries": one tool_call span, one attempt_failed event per failed
+    attempt, live and served from the log on replay."""
+    from tests.runtime import test_retry as agents
+
+    agents.RUNS.clear()
+    agents.FAIL["flaky_read"] = 2
+    try:
+        async with ActorSystem(memory_store(), actors=[agents.Caller]) as system:
+            ref = await system.spawn(agents.Caller, "r1")
+            assert await ref.ask(agents.Use("flaky_read"), message_id="m1") == (
+                "flaky_read ok on run 3"
+            )
+        (live,) = named(spans.get_finished_spans(), SPAN.TOOL_CALL)
+        assert attrs_of(live)[ATTR.ATTEMPT] == 3
+        assert attrs_of(live)[ATTR.MAX_ATTEMPTS] == 4
+        events = [e for e in live.events if e.name == EVENT.ATTEMPT_FAILED]
+        assert [dict(e.attributes or {}) for e in events] == [
+            {
+                ATTR.ATTEMPT: n,
+                ATTR.ERROR_TYPE: "ValueError",
+                ATTR.ERROR_MESSAGE: f"flaky_read failure {n}",
+                ATTR.RETRY_DELAY: delay,
+                ATTR.ATTEMPT_IN_DOUBT: False,
+            }
+            for n, delay in ((1, 0.01), (2, 0.02))
+        ]
+        spans.clear()
+        async with ActorSystem(memory_store(), actors=[agents.Caller]) as system:
+            await system.spawn(agents.Caller, "r1")  # recovery replays the step
+        (served,) = named(spans.get_finished_spans(), SPAN.TOOL_CALL)
+        assert attrs_of(served)[ATTR.SERVED_FROM_LOG] is True
+        assert [e.attributes for e in served.events if e.name == EVENT.ATTEMPT_FAILED] == [
+            e.attributes for e in events
+        ]
+        assert len(agents.RUNS["flaky_read"]) == 3  # replay ran nothing
+    finally:
+        agents.FAIL.clear()
+        agents.RUNS.clear()

@@ -1,0 +1,128 @@
+"""A tool's retry back-off survives SIGKILL (issue 14, part 1): a real worker process is
+killed while it waits between attempts; the restarted runtime resumes what is left of the
+logged wait (not a fresh one), goes on with attempt 2 (the count is not restarted), and
+never re-runs the attempt that had failed. SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+from actorlog import ActorSystem, StoreError
+from actorlog._records import DecisionRecord, ResultRecord, decode_entry
+from actorlog.stores.url import open_store
+
+from tests import _pg
+
+from .retry_agents import DELAY, Go, Retrier
+
+pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'agents.db'}"
+        return
+    url = _pg.postgres_url("the retry crash test")
+    schema = _pg.new_schema("retry")
+    from actorlog.stores import PostgresStore  # needs asyncpg: only when used
+
+    created = PostgresStore(url, schema=schema)  # the worker opens it by URL
+    await created.open()
+    await created.close()
+    yield _pg.schema_url(url, schema)
+    await _pg.drop_schemas(url, schema)
+
+
+async def _decisions(url: str) -> list[DecisionRecord | ResultRecord]:
+    store = open_store(url, read_only=True)
+    try:
+        await store.open()
+        rows = await store.read("retrier", kinds=["decision", "result"])
+    except StoreError:  # the worker has not created the store yet
+        return []
+    finally:
+        await store.close()
+    out: list[DecisionRecord | ResultRecord] = []
+    for r in rows:
+        rec = decode_entry(r)
+        assert isinstance(rec, DecisionRecord | ResultRecord)
+        out.append(rec)
+    return out
+
+
+def _start_worker(url: str, env: dict[str, str], output: Path) -> subprocess.Popen[bytes]:
+    with output.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.torture.retry_worker", url],
+            env=env,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+async def test_sigkill_during_backoff_resumes_the_wait_and_the_count(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = tmp_path / "runs.txt"
+    monkeypatch.setenv("ACTORLOG_RETRY_RUNS", str(runs))  # the restarted runtime's tool
+    env = dict(os.environ, ACTORLOG_RETRY_RUNS=str(runs), PYTHONPATH=str(ROOT))
+    output = tmp_path / "worker.out"
+    worker = _start_worker(store_url, env, output)
+    try:
+        # wait until attempt 1's failure and its back-off are durable, then kill mid-wait
+        with anyio.fail_after(60):
+            while not await _decisions(store_url):
+                assert worker.poll() is None, output.read_text()
+                await anyio.sleep(0.05)
+        worker.send_signal(signal.SIGKILL)
+        assert worker.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    (failed,) = await _decisions(store_url)
+    assert isinstance(failed, DecisionRecord) and failed.action == "attempt_failed"
+    assert (failed.attempt, failed.delay) == (1, DELAY)
+    assert failed.at is not None and failed.error is not None
+    assert failed.error.type == "ConnectionError"
+    assert len(runs.read_text().splitlines()) == 1  # killed before attempt 2 started
+    await anyio.sleep(1.0)  # part of the back-off passes while nothing runs
+    restarted = time.time()
+    async with ActorSystem(open_store(store_url), actors=[Retrier]) as system:
+        ref = await system.spawn(Retrier, "retrier")
+        with anyio.fail_after(60):
+            got = await ref.ask(Go("report"), message_id="go-1")
+    assert got == "report done on run 2"
+    lines = runs.read_text().splitlines()
+    # attempt 1 ran once (before the kill), attempt 2 once (after): nothing repeated, and
+    # both with the same idempotency key
+    assert [line.split()[:2] for line in lines] == [["1", "retrier:1:0"], ["2", "retrier:1:0"]]
+    after = await _decisions(store_url)
+    assert [getattr(r, "action", "result") for r in after] == [
+        "attempt_failed",
+        "attempt",
+        "result",
+    ]
+    marker, result = after[1], after[2]
+    assert isinstance(result, ResultRecord) and result.ok and result.attempt == 2
+    assert marker.at is not None
+    # attempt 2 started only once the logged back-off was over, counted from the failure's
+    # logged time (not from the restart: that would be a fresh wait of DELAY seconds)
+    assert marker.at >= failed.at + DELAY - 0.01
+    assert marker.at < restarted + DELAY, (marker.at - restarted, "the wait started again")
