@@ -7,6 +7,8 @@ redoing completed steps or repeating side effects. See README.md and docs/.
 
 from __future__ import annotations
 
+import logging
+
 from ._actor import Actor
 from ._context import Context, idempotency_key
 from ._errors import (
@@ -111,3 +113,6 @@ for _name in __all__:
         except (AttributeError, TypeError):
             pass
 del _name, _obj
+
+# a library is quiet unless the application configures logging (docs/operators.md)
+logging.getLogger("actorlog").addHandler(logging.NullHandler())

@@ -33,6 +33,7 @@ from ._options import SpawnOptions
 from ._ownership import Ownership
 from ._passivation import KeyedLock, Passivator
 from ._records import EventKind
+from ._recovery import RecoveryReport
 from ._ref import ActorRef
 from ._registry import Registry
 from ._snapshots import SnapshotPolicy
@@ -554,12 +555,12 @@ class ActorSystem:
             return cell.error
         return self._quarantined.get(actor_id)
 
-    def last_recovery(self, actor_id: str) -> dict[str, Any] | None:
-        """What the last recovery of this actor did (snapshot used, snapshots rejected,
-        entries read, steps replayed, pending messages, in-doubt intents, duration), or None
-        if it is not loaded."""
+    def last_recovery(self, actor_id: str) -> RecoveryReport | None:
+        """What the last recovery of this actor did (a ``RecoveryReport``: snapshot used and
+        rejected, entries read, steps replayed, pending messages, in-doubt calls, duration),
+        or None if it is not loaded."""
         cell = self._cells.get(actor_id)
-        return None if cell is None or cell.last_recovery is None else dict(cell.last_recovery)
+        return None if cell is None else cell.last_recovery
 
     def in_doubt(self, actor_id: str) -> dict[int, tuple[str, str]]:
         """The actor's intents waiting for an operator: ``{intent_seq: (tool, key)}``."""
