@@ -51,7 +51,15 @@ from ._telemetry import ATTR, EVENT, SPAN, tracer
 from ._wal import Journal
 from .store import EntryRow, SnapshotInfo, Store
 
-__all__ = ["PendingMessage", "Plan", "Recovering", "RecoveryReport", "plan", "recover"]
+__all__ = [
+    "PendingMessage",
+    "Plan",
+    "Recovering",
+    "RecoveryReport",
+    "decode_failed",
+    "plan",
+    "recover",
+]
 
 _READ_CHUNK = 20_000
 
@@ -489,7 +497,7 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
     try:
         msg = cell.decode_message(m.type_tag, m.body)
     except ActorlogError:
-        if m.step is not None and _decode_failed(m.step):
+        if m.step is not None and decode_failed(m.step):
             cell.handled_seq = m.seq  # live, the handler never ran either
             return
         raise
@@ -527,7 +535,7 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
     cell.handled_seq = m.seq
 
 
-def _decode_failed(step: StepRecord) -> bool:
+def decode_failed(step: StepRecord) -> bool:
     """A recorded step whose message could not be decoded: its handler never ran."""
     err = step.error
     return (
