@@ -158,9 +158,9 @@ async def replay(
     """Replay recorded histories against the current code, with no tool running.
 
     Args:
-        source: a ``Store`` (read only; opened and closed here if it is not open yet), a
-            store URL or SQLite path (opened read-only), or an ``actorlog export`` file
-            (JSON lines; several exports may be concatenated).
+        source: an open ``Store`` (only read), a store URL or SQLite file path (opened
+            read-only here), or an ``actorlog export`` file (JSON lines; several exports
+            may be concatenated).
         actors: the actor classes to check; actors of other classes are skipped.
         messages: extra message classes (as for ``ActorSystem``).
         actor_ids: only these actors (default: every actor in the source).
@@ -280,7 +280,10 @@ async def _sources(
     if isinstance(source, str | os.PathLike):
         from . import ops
 
-        async with ops.opened(os.fspath(source)) as store:
+        url = os.fspath(source)
+        if "://" not in url:  # a path: a SQLite file
+            url = "sqlite:///" + os.path.abspath(url)
+        async with ops.opened(url) as store:
             async for src in _read_store(store, wanted):
                 yield src
         return

@@ -45,7 +45,9 @@ async def quarantined_class(
     cell = cells.get(actor_id)
     cls: type[Actor[Any]] | None
     if cell is not None and cell.status == "quarantined" and cell.done.is_set():
-        cls, error = cell.cls, cell.error
+        # the class registered for its tag now (``system.register`` the fixed one), else
+        # the one it ran with
+        cls, error = registry.actor_class(cell.actor_type) or cell.cls, cell.error
     elif actor_id in quarantined:
         error = quarantined[actor_id]
         row = await store.get_actor(actor_id)
