@@ -7,7 +7,7 @@ redoing completed steps or repeating side effects. See README.md and docs/.
 
 from __future__ import annotations
 
-import logging
+import logging as _logging
 
 from ._actor import Actor
 from ._context import Context, idempotency_key
@@ -43,6 +43,7 @@ from ._errors import (
 )
 from ._leases import Lease, OwnershipChange
 from ._names import message
+from ._recovery import RecoveryReport
 from ._ref import ActorRef
 from ._system import ActorSystem
 from ._tools import Happened, NotHappened, Tool, tool
@@ -72,6 +73,7 @@ __all__ = [
     "OwnershipChange",
     "PostgresStore",
     "RecoveryError",
+    "RecoveryReport",
     "SequenceConflictError",
     "SnapshotError",
     "SqliteStore",
@@ -115,4 +117,4 @@ for _name in __all__:
 del _name, _obj
 
 # a library is quiet unless the application configures logging (docs/operators.md)
-logging.getLogger("actorlog").addHandler(logging.NullHandler())
+_logging.getLogger("actorlog").addHandler(_logging.NullHandler())
