@@ -40,6 +40,7 @@ from actorlog import (
     EncodeError,
     HandlerError,
     InDoubtError,
+    RecoveryReport,
     StoreClosedError,
     ops,
 )
@@ -177,7 +178,7 @@ class ActorModel:
         #: a fork: spawned without options, as an operator would (it has its source's)
         self.plain_spawn = False
         #: a fork's first recovery (which may replay many copied steps)
-        self.first_recovery: dict[str, Any] | None = None
+        self.first_recovery: RecoveryReport | None = None
 
     @property
     def busy(self) -> bool:

@@ -112,9 +112,9 @@ async def test_an_actor_caught_mid_step_by_the_upgrade_finishes_on_the_new_branc
                 await anyio.sleep(0.01)
     CALLS.clear()
     async with ActorSystem(SqliteStore(db), actors=[ResearcherV2]) as system:
-        ref = system.ref(ResearcherV2, "r1")
+        ref2 = system.ref(ResearcherV2, "r1")
         with anyio.fail_after(5):
-            got = await ref.ask(Question("comets"), message_id="comets")
+            got = await ref2.ask(Question("comets"), message_id="comets")
     assert got == "found comets + details of comets"
     assert CALLS == ["search:comets", "lookup:comets"]
 
