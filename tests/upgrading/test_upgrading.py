@@ -343,3 +343,44 @@ async def test_restart_command_clears_the_quarantine_status(
     async with ActorSystem(SqliteStore(db), actors=[ResearcherV2]) as system:
         ref = await system.spawn(ResearcherV2, "r1")
         assert await ref.ask(Question("tides"), message_id="tides") == "found tides"
+
+
+async def test_restart_of_an_actor_whose_class_was_not_registered(tmp_path: Path) -> None:
+    """Quarantined on start (unfinished work, class not given): restart names the missing
+    class, then, with the class registered, recovers and finishes the step."""
+    db = str(tmp_path / "u.db")
+    HANG_ONCE.add("comets")
+    async with ActorSystem(SqliteStore(db), actors=[ResearcherV1], shutdown_grace=0.1) as system:
+        ref = await system.spawn(ResearcherV1, "r1")
+        await ref.send(Question("comets"), message_id="comets")
+        with anyio.fail_after(5):
+            while "search:comets" not in CALLS:
+                await anyio.sleep(0.01)
+    async with ActorSystem(SqliteStore(db), actors=[]) as system:
+        assert system.status("r1") == "quarantined"
+        with pytest.raises(ActorNotFoundError, match=r"its class 'upgrade\.researcher' is not"):
+            await system.restart("r1")
+        system.register(ResearcherV2)
+        ref2 = await system.restart("r1", reason="class deployed")
+        with anyio.fail_after(5):
+            got = await ref2.ask(Question("comets"), message_id="comets")
+        assert got == "found comets + details of comets"
+
+
+def test_history_shows_the_restart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "h.db")
+
+    async def setup() -> None:
+        await record_v1(db, "tides")
+        async with ActorSystem(SqliteStore(db), actors=[ResearcherUngated]) as system:
+            with pytest.raises(ActorQuarantinedError):
+                await system.spawn(ResearcherUngated, "r1")
+
+    anyio.run(setup)
+    assert main(["restart", db, "r1", "--reason", "gated"]) == 0
+    capsys.readouterr()
+    assert main(["history", db, "r1"]) == 0
+    out = capsys.readouterr().out
+    assert "restarted" in out
+    assert main(["history", db, "r1", "--json"]) == 0
+    assert '"restarted"' in capsys.readouterr().out
