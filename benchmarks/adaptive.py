@@ -95,7 +95,8 @@ async def run_one(
         estimate = cell.estimated_recovery()
     async with ActorSystem(SqliteStore(path), actors=[Worker]) as system:
         await system.spawn(Worker, "w", **policy)
-        rec = system.last_recovery("w") or {}
+        found = system.last_recovery("w")
+        rec = found.as_dict() if found is not None else {}
     return {
         "steps_per_s": stop_at / elapsed,
         "snapshots": store.snapshots,

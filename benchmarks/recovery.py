@@ -125,7 +125,8 @@ async def _measure(path: str) -> dict[str, Any]:
         ref = await system.spawn(_agent.Agent, ACTOR, snapshot_every=None)
         t_spawned = time.monotonic_ns()
         await ref.ask(_agent.Step(-1))
-        rec = system.last_recovery(ACTOR) or {}
+        found = system.last_recovery(ACTOR)
+        rec = found.as_dict() if found is not None else {}
         snaps = await system.store.list_snapshots(ACTOR)
     return {
         "t_main": _T_MAIN,

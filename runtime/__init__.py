@@ -48,11 +48,14 @@ Where things are:
 
 from __future__ import annotations
 
+import logging as _logging
+
 from . import errors
 from ._actor import Actor
 from ._context import Context, idempotency_key
 from ._leases import Lease, OwnershipChange
 from ._names import message
+from ._recovery import RecoveryReport
 from ._ref import ActorRef
 from ._retry import Retry
 from ._system import ActorSystem
@@ -158,6 +161,7 @@ __all__ = [
     "NotHappened",
     "OwnershipChange",
     "PostgresStore",
+    "RecoveryReport",
     "Retry",
     "SqliteStore",
     "Tool",
@@ -187,3 +191,6 @@ for _name in (*__all__, *errors.__all__):
         except (AttributeError, TypeError):
             pass
 del _name, _obj
+
+# a library is quiet unless the application configures logging (docs/operators.md)
+_logging.getLogger("actorlog").addHandler(_logging.NullHandler())

@@ -69,8 +69,11 @@ class StepHost(Protocol):
         """Record an operator-history event, best effort."""
         ...
 
-    async def wait_in_doubt(self, intent_seq: int, tool: str, key: str) -> DecisionRecord:
-        """Escalate an in-doubt intent and wait for the operator's decision."""
+    async def wait_in_doubt(
+        self, intent_seq: int, tool: str, key: str, *, step_seq: int
+    ) -> DecisionRecord:
+        """Escalate an in-doubt intent of the step of message ``step_seq`` and wait for the
+        operator's decision (its asks get ``InDoubtError`` meanwhile)."""
         ...
 
     async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str) -> None: ...
@@ -328,7 +331,9 @@ class ToolCalls:
             if isinstance(answer, NotHappened):
                 _telemetry.settled(intent_seq, t.name, policy, "reconcile.not_happened")
                 return None
-        decision = await self._guard(self._cell.wait_in_doubt(intent_seq, t.name, key))
+        decision = await self._guard(
+            self._cell.wait_in_doubt(intent_seq, t.name, key, step_seq=self.step_seq)
+        )
         _telemetry.settled(intent_seq, t.name, policy, f"operator.{decision.action}", _by(decision))
         if decision.action == DecisionAction.RETRY:
             return await self._start_attempt(intent_seq, attempt + 1, "retry authorized")
@@ -567,7 +572,9 @@ class ToolCalls:
     ) -> Any:
         self._open[rec.seq] = t.name
         # the decision as its entry was logged (and as replay will read it)
-        decision = await self._guard(self._cell.wait_in_doubt(rec.seq, t.name, key))
+        decision = await self._guard(
+            self._cell.wait_in_doubt(rec.seq, t.name, key, step_seq=self.step_seq)
+        )
         del self._open[rec.seq]
         action = decision.action
         _telemetry.settled(rec.seq, t.name, t.policy, f"operator.{action}", _by(decision))

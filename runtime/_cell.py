@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import anyio.to_thread
 
-from . import _codec, _records, _recovery, _retention, _snapshots, _step, _telemetry
+from . import _codec, _logs, _records, _recovery, _retention, _snapshots, _step, _telemetry
 from ._actor import Actor, accepted_messages, reply_type
 from ._errors import (
     ActorlogError,
@@ -141,7 +141,7 @@ class Cell:
         self.last_snapshot_at = time.monotonic()
         self.accepts = accepted_messages(cls)
         self.reply_type = reply_type(cls)
-        self.last_recovery: dict[str, Any] | None = None
+        self.last_recovery: _recovery.RecoveryReport | None = None
         self.last_active = time.monotonic()
         self.passivating = False
         self.cost = host.recovery_cost(self.actor_type)
@@ -300,6 +300,7 @@ class Cell:
             # A runtime that lost the actor writes nothing for it, not even history: the
             # owner's history says how it is (the loss is logged and traced by Ownership).
             self.note_event(status, {"error_type": type(exc).__qualname__, "error": str(exc)})
+            _logs.stopped(self.actor_id, self.actor_type, status, exc)
 
     def failure(self) -> BaseException:
         """What a caller of this stopped or quarantined actor gets: the conflict itself for
@@ -492,7 +493,10 @@ class Cell:
             self.check_usable()
             if self.done.is_set():
                 raise Moved  # stopped under the caller: the retry meets the error
-            return Reply(self.waiters, seq)
+            slot = Reply(self.waiters, seq)
+            if seq in self.escalations.escalated:  # its step waits for an operator
+                settle(self.waiters, seq, None, self.escalations.escalated[seq])
+            return slot
         failure: ActorlogError | None = None
         try:
             await self.journal.flush()  # its step may still be buffered (no-op if not)
@@ -598,10 +602,15 @@ class Cell:
 
     # -- in doubt --------------------------------------------------------------------------
 
-    async def wait_in_doubt(self, intent_seq: int, tool: str, key: str) -> DecisionRecord:
-        """Escalate: wait (status ``in_doubt``) until an operator resolves the intent."""
+    async def wait_in_doubt(
+        self, intent_seq: int, tool: str, key: str, *, step_seq: int
+    ) -> DecisionRecord:
+        """Escalate: wait (status ``in_doubt``) until an operator resolves the intent; the
+        asks of the step's message get ``InDoubtError`` meanwhile."""
         self.status = "in_doubt"
-        decision = await self.escalations.wait(self.journal, intent_seq, tool, key)
+        decision = await self.escalations.wait(
+            self.journal, intent_seq, tool, key, step_seq=step_seq, waiters=self.waiters
+        )
         self.status = "running"
         return decision
 

@@ -25,6 +25,7 @@ import anyio
 import attrs
 
 from . import ops
+from ._clicheck import ClassSpecError, cmd_replay_check, cmd_restart
 from ._clihistory import HistoryPrinter
 from ._cliparse import build_parser
 from ._errors import ActorlogError
@@ -470,6 +471,8 @@ _COMMANDS = {
     "leases": cmd_leases,
     "export": cmd_export,
     "serve": cmd_serve,
+    "replay-check": cmd_replay_check,
+    "restart": cmd_restart,
 }
 
 
@@ -492,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_FOUND
-    except (ActorlogError, UsageError, OSError) as exc:
+    except (ActorlogError, UsageError, ClassSpecError, OSError) as exc:
         if args.debug:
             raise
         print(f"actorlog: error: {clean(_message(exc))}", file=sys.stderr)

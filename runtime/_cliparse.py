@@ -252,6 +252,36 @@ def build_parser(
         help="link each step to its trace, e.g. http://localhost:16686/trace/{trace_id}",
     )
 
+    sp = add(
+        "replay-check",
+        "replay recorded histories against the current code (exit 1 on divergence)",
+        "Replay every actor's recorded steps (from a store, read only, or an 'actorlog "
+        "export' file) against the handler code importable now, with no tool running, and "
+        "report each divergence: actor, step, what the log recorded and what the code asked "
+        "for. For CI, before deploying a change to a handler (docs/upgrading.md).",
+    )
+    sp.add_argument(
+        "--actors",
+        nargs="+",
+        required=True,
+        metavar="MODULE:CLASS",
+        help="the actor classes to check (e.g. myapp.agents:Researcher)",
+    )
+    sp.add_argument("--messages", nargs="+", metavar="MODULE:CLASS", help="extra message classes")
+    sp.add_argument("--actor", action="append", metavar="ACTOR", help="only this actor (repeat)")
+    sp.add_argument("--json", action="store_true", help="the report as JSON lines")
+
+    sp = add(
+        "restart",
+        "restart a quarantined actor once its cause is fixed (recorded as an event)",
+        "Record that an operator restarts a quarantined actor (e.g. after fixing the "
+        "handler's non-determinism). The next runtime to start it recovers it with the "
+        "code it runs; a runtime running now: call system.restart(actor_id) there.",
+    )
+    sp.add_argument("actor", metavar="ACTOR", help="actor id")
+    sp.add_argument("--reason", metavar="TEXT", help="why (recorded in the history)")
+    sp.add_argument("--by", metavar="WHO", help="who restarts it (default: user@host)")
+
     sp = add("export", "an actor's whole log, snapshots and history as JSON lines")
     sp.add_argument("actor", metavar="ACTOR", help="actor id")
     sp.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")

@@ -18,14 +18,23 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import _codec, _names, _records
 from ._calls import StepHost, ToolCalls
-from ._errors import ActorlogError, EncodeError, NonDeterminismError, ToolCallError
+from ._errors import (
+    ActorlogError,
+    ConfigurationError,
+    EncodeError,
+    NonDeterminismError,
+    ToolCallError,
+)
 from ._records import EffectRecord, EntryKind, ErrorInfo, IntentRecord, Recorded
 from ._tools import Tool, as_tool, unwrap_partial
 
 if TYPE_CHECKING:
     from ._ref import ActorRef
 
-__all__ = ["Context", "idempotency_key"]
+__all__ = ["VERSION_TAG", "Context", "idempotency_key"]
+
+#: the type tag of a version gate's effect entry (``ctx.version``)
+VERSION_TAG = "version"
 
 R = TypeVar("R")
 A = TypeVar("A")
@@ -166,6 +175,62 @@ class Context(ToolCalls):
     def uuid(self) -> _uuid.UUID:
         """A random UUID, recorded."""
         return _uuid.UUID(self._effect("uuid", lambda: _uuid.uuid4().hex))
+
+    def version(self, change_id: str, /, *, default: int = 1, max: int = 2) -> int:
+        """A version gate: which version of the code named ``change_id`` this step runs.
+
+        A step recorded before the gate existed (by code that had no such call here) gets
+        ``default``, so its replay takes the old branch; a new step gets ``max``, recorded
+        in the log as an effect, so its replay takes the same branch even after ``max``
+        grows. Gate every change to the effects a handler makes (docs/upgrading.md)::
+
+            if ctx.version("add-lookup", max=2) >= 2:
+                await ctx.call(lookup, q)
+
+        Raises:
+            ConfigurationError: bad arguments (``default <= max``, a non-empty id).
+            NonDeterminismError: the step recorded a version above ``max`` or below
+                ``default`` (code rolled back, or support for that version removed).
+        """
+        if not isinstance(change_id, str) or not change_id:
+            raise ConfigurationError(
+                f"ctx.version: change_id must be a non-empty str, not {change_id!r}"
+            )
+        if type(default) is not int or type(max) is not int or default > max:
+            raise ConfigurationError(
+                f"ctx.version({change_id!r}): default and max must be ints with default <= max "
+                f"(got default={default!r}, max={max!r})"
+            )
+        index = self._index
+        rec = self._recorded_at(index)
+        marker = _version_marker(rec)
+        if marker is not None and marker[0] == change_id:
+            self._index += 1
+            self.effects_from_log += 1
+            got = marker[1]
+            if not default <= got <= max:
+                self._nondeterminism(
+                    index,
+                    f"version {got} of {change_id!r} (seq {rec.seq if rec else 0})",
+                    f"a version from {default} to {max}",
+                )
+            return got
+        if rec is not None or self._complete:
+            # recorded before this gate existed: the code of that time, the old branch
+            return default
+        self._index += 1
+        self._cell.journal.write(
+            EntryKind.EFFECT,
+            VERSION_TAG,
+            self.step_seq,
+            _records.effect_payload(index=index, value={"change": change_id, "version": max}),
+        )
+        return max
+
+    def patched(self, change_id: str, /) -> bool:
+        """``ctx.version(change_id, default=1, max=2) >= 2``: True for a step recorded with
+        (or running) the patched code, False for one recorded before the patch."""
+        return self.version(change_id, default=1, max=2) >= 2
 
     async def send(self, ref: ActorRef[Any], msg: Any, /) -> None:
         """Send ``msg`` to another actor, exactly once. The send is logged here first; the
@@ -363,6 +428,19 @@ class Context(ToolCalls):
         if self.fatal is None and self._index < len(self._recorded):
             rec = self._recorded[self._index]
             self._nondeterminism(self._index, self._describe_rec(rec), "the end of the step")
+
+
+def _version_marker(rec: Recorded | None) -> tuple[str, int] | None:
+    """``(change_id, version)`` if ``rec`` is a recorded version gate."""
+    if rec is None or rec.kind != EntryKind.EFFECT or rec.type_tag != VERSION_TAG:
+        return None
+    value = _effect_value(rec)
+    if not isinstance(value, dict):
+        return None
+    change, version = value.get("change"), value.get("version")
+    if isinstance(change, str) and type(version) is int:
+        return change, version
+    return None
 
 
 def _intent(rec: Recorded) -> IntentRecord | None:

@@ -31,6 +31,8 @@ class EventKind(enum.StrEnum):
     QUARANTINED = "quarantined"
     #: a store failure or a conflict stopped it (error_type, error)
     STOPPED = "stopped"
+    #: an operator restarted it after a quarantine (by, reason, error: why it was)
+    RESTARTED = "restarted"
     #: recovery did not use a snapshot (seq, reason)
     SNAPSHOT_REJECTED = "snapshot_rejected"
     #: a snapshot was written (seq, trigger, bytes, recovery_estimate): counts every snapshot,

@@ -225,7 +225,13 @@ class ToolTimeoutError(ActorlogError, TimeoutError):
 
 
 class NonDeterminismError(ActorlogError):
-    """The handler asked for a different effect than the log recorded at that position."""
+    """The handler asked for a different effect than the log recorded at that position.
+
+    The actor is quarantined; nothing was called. To recover, make the handler take the
+    recorded path for steps recorded by the old code (a version gate, ``ctx.version`` or
+    ``ctx.patched``, docs/upgrading.md), check it with ``actorlog replay-check``, deploy,
+    then ``system.restart(actor_id)`` (or ``actorlog restart STORE ACTOR``).
+    """
 
     def __init__(self, actor_id: str, step_seq: int, index: int, expected: str, got: str) -> None:
         self.actor_id = actor_id
@@ -237,22 +243,45 @@ class NonDeterminismError(ActorlogError):
             f"non-deterministic replay of actor {actor_id!r}, step seq {step_seq}, effect "
             f"#{index}: the log recorded {expected} but the handler asked for {got}. "
             "No tool was called. Handlers must route every effect through ctx and make the "
-            "same calls for the same message and state."
+            "same calls for the same message and state. If the handler's code changed, gate "
+            "the change with ctx.version()/ctx.patched() so recorded steps take the old path "
+            "(docs/upgrading.md), check it with `actorlog replay-check`, then restart the "
+            f"actor: system.restart({actor_id!r}) or `actorlog restart STORE {actor_id}`"
         )
 
 
 class InDoubtError(ActorlogError):
-    """An intent was logged but its outcome was not, and its tool's policy is to escalate."""
+    """The step of the message asked for waits for an operator's decision on a tool call
+    that may or may not have happened (an intent with no outcome whose tool escalates).
 
-    def __init__(self, actor_id: str, intent_seq: int, tool: str, idempotency_key: str) -> None:
+    Raised to ``ask`` as soon as the step escalates. The message stays logged: it is handled
+    once an operator decides, and asking again with the same ``message_id`` then returns
+    its reply (or raises this again while it still waits).
+    """
+
+    def __init__(
+        self,
+        actor_id: str,
+        intent_seq: int,
+        tool: str,
+        idempotency_key: str,
+        *,
+        store: str = "STORE",
+        step_seq: int = 0,
+    ) -> None:
         self.actor_id = actor_id
         self.intent_seq = intent_seq
         self.tool = tool
         self.idempotency_key = idempotency_key
+        self.step_seq = step_seq
+        step = f", in the step of message seq {step_seq}" if step_seq else ""
         super().__init__(
-            f"actor {actor_id!r}: call to tool {tool!r} (intent seq {intent_seq}, key "
-            f"{idempotency_key}) may or may not have happened; resolve it with "
-            "system.resolve(actor_id, intent_seq, result=... | retry=True | fail='why')"
+            f"actor {actor_id!r} waits for an operator: call to tool {tool!r} (intent seq "
+            f"{intent_seq}, key {idempotency_key}{step}) may or may not have happened. "
+            f"Resolve it with system.resolve({actor_id!r}, {intent_seq}, result=... | "
+            f"retry=True | fail='why') or `actorlog resolve {store} {actor_id} {intent_seq} "
+            "--result JSON | --retry | --fail WHY`; the message stays logged and is handled "
+            "after the decision (ask again with the same message_id for its reply)"
         )
 
 

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 import anyio
 import attrs
 
-from . import _decisions, _telemetry
-from ._errors import ActorStoppedError, ConfigurationError
+from . import _decisions, _logs, _telemetry
+from ._errors import ActorStoppedError, ConfigurationError, InDoubtError
+from ._mailbox import Reply, settle
 from ._records import DecisionRecord, EntryKind
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ class Waiting:
 
     tool: str
     key: str
+    #: seq of the message whose step waits
+    step_seq: int = 0
     event: anyio.Event = attrs.Factory(anyio.Event)
     #: the decision as its entry was logged (and as replay will read it)
     decision: DecisionRecord | None = None
@@ -35,27 +38,53 @@ class Waiting:
 class Escalations:
     """The intents of one actor waiting for an operator, by intent seq."""
 
-    __slots__ = ("actor_id", "store", "waiting")
+    __slots__ = ("actor_id", "escalated", "store", "waiting")
 
     def __init__(self, store: Store, actor_id: str) -> None:
         self.store = store
         self.actor_id = actor_id
         self.waiting: dict[int, Waiting] = {}
+        #: message seq -> what its asks get while its step waits for an operator
+        self.escalated: dict[int, InDoubtError] = {}
 
     def wake_all(self) -> None:
         """The actor stopped: every waiting step ends (``ActorStoppedError``)."""
         for w in self.waiting.values():
             w.event.set()
 
-    async def wait(self, journal: Journal, intent_seq: int, tool: str, key: str) -> DecisionRecord:
-        """Wait until an operator decides the intent (its entry is made durable first)."""
-        w = self.waiting[intent_seq] = Waiting(tool, key)
+    async def wait(
+        self,
+        journal: Journal,
+        intent_seq: int,
+        tool: str,
+        key: str,
+        *,
+        step_seq: int,
+        waiters: dict[int, list[Reply]],
+    ) -> DecisionRecord:
+        """Wait until an operator decides the intent. Its entry is made durable first;
+        then the asks of message ``step_seq`` (in ``waiters``, and those that come while it
+        waits) get ``InDoubtError``, and the escalation is logged."""
+        w = self.waiting[intent_seq] = Waiting(tool, key, step_seq)
         _telemetry.add_in_doubt(1)
         try:
             await journal.flush()
+            if w.decision is None:
+                err = InDoubtError(
+                    self.actor_id,
+                    intent_seq,
+                    tool,
+                    key,
+                    store=_logs.shown_store(self.store),
+                    step_seq=step_seq,
+                )
+                self.escalated[step_seq] = err
+                settle(waiters, step_seq, None, err)
+                _logs.in_doubt.warning("%s", err)
             await w.event.wait()
         finally:
             self.waiting.pop(intent_seq, None)
+            self.escalated.pop(step_seq, None)
             _telemetry.add_in_doubt(-1)
         if w.decision is None:
             raise ActorStoppedError(f"actor {self.actor_id!r} stopped while in doubt")
@@ -94,4 +123,5 @@ class Escalations:
         assert isinstance(logged, DecisionRecord)
         await journal.flush()
         w.decision = logged
+        self.escalated.pop(w.step_seq, None)  # decided: its asks wait for the step again
         w.event.set()

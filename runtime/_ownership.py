@@ -244,7 +244,7 @@ class Ownership:
         await cell.ready.wait()
         if self.tokens.get(actor_id) != token or cell.done.is_set():
             return
-        if not (cell.last_recovery or {}).get("pending_messages"):
+        if cell.last_recovery is None or not cell.last_recovery.pending_messages:
             return  # nothing was waiting in its log
         try:
             pending = await self._logged_messages(actor_id, cell.handled_seq)

@@ -20,7 +20,7 @@ import attrs
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _telemetry, _tools
+from . import _codec, _logs, _telemetry, _tools
 from ._actor import Actor
 from ._calls import StepHost, is_call_error
 from ._context import Context
@@ -51,9 +51,52 @@ from ._telemetry import ATTR, EVENT, SPAN, tracer
 from ._wal import Journal
 from .store import EntryRow, SnapshotInfo, Store
 
-__all__ = ["PendingMessage", "Plan", "Recovering", "plan", "recover"]
+__all__ = [
+    "PendingMessage",
+    "Plan",
+    "Recovering",
+    "RecoveryReport",
+    "decode_failed",
+    "plan",
+    "recover",
+]
 
 _READ_CHUNK = 20_000
+
+
+@attrs.frozen
+class RecoveryReport:
+    """What the last recovery of an actor did (``ActorSystem.last_recovery``).
+
+    Also readable by key, as the dict it replaces (``report["entries_read"]``);
+    ``as_dict()`` gives that dict (the detail of the ``recovered`` history event).
+    """
+
+    #: seq of the snapshot recovery started from (0: none, the initial state)
+    snapshot_seq: int
+    #: the snapshots tried and not used, newest first: ``(seq, reason)``
+    snapshots_rejected: list[tuple[int, str]]
+    #: log entries read and verified
+    entries_read: int
+    #: completed steps whose handlers were re-run with their effects served from the log
+    steps_replayed: int
+    #: messages logged but not yet handled (the interrupted step included), queued again
+    pending_messages: int
+    #: tool calls of the interrupted step with an intent and no outcome
+    in_doubt: int
+    #: seconds the recovery took
+    duration_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in attrs.fields(RecoveryReport)}
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in attrs.fields_dict(RecoveryReport):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in attrs.fields_dict(RecoveryReport) else default
 
 
 @attrs.define
@@ -297,7 +340,7 @@ class Recovering(StepHost, Protocol):
     replay_cpu: float
     steps_since_snapshot: int
     last_snapshot_at: float
-    last_recovery: dict[str, Any] | None
+    last_recovery: RecoveryReport | None
     status: str
     ready: anyio.Event
 
@@ -406,22 +449,39 @@ async def recover(cell: Recovering) -> None:
             )
             _telemetry.recovery_duration.record(duration, {ATTR.ACTOR_TYPE: cell.actor_type})
             _telemetry.replayed_steps.add(replayed, {ATTR.ACTOR_TYPE: cell.actor_type})
-            cell.last_recovery = {
-                "snapshot_seq": found.snapshot_seq,
-                "snapshots_rejected": found.rejected,
-                "entries_read": found.entries_read,
-                "steps_replayed": replayed,
-                "pending_messages": len(pending),
-                "in_doubt": in_doubt,
-                "duration_s": duration,
-            }
+            report = cell.last_recovery = RecoveryReport(
+                snapshot_seq=found.snapshot_seq,
+                snapshots_rejected=found.rejected,
+                entries_read=found.entries_read,
+                steps_replayed=replayed,
+                pending_messages=len(pending),
+                in_doubt=in_doubt,
+                duration_s=duration,
+            )
             if found.entries_read or found.snapshot_seq:
-                cell.note_event(EventKind.RECOVERED, cell.last_recovery)
+                cell.note_event(EventKind.RECOVERED, report.as_dict())
+                _log_recovered(cell, report)
         except ActorlogError as exc:
             _telemetry.record_failure(span, exc, cell.actor_id)
             raise
     cell.status = "running"
     cell.ready.set()
+
+
+def _log_recovered(cell: Recovering, r: RecoveryReport) -> None:
+    _logs.recovery.info(
+        "recovered actor %s (%s) in %.3fs: snapshot seq %d%s, %d entries read, %d steps "
+        "replayed, %d messages pending, %d tool calls in doubt",
+        cell.actor_id,
+        cell.actor_type,
+        r.duration_s,
+        r.snapshot_seq,
+        f" ({len(r.snapshots_rejected)} rejected)" if r.snapshots_rejected else "",
+        r.entries_read,
+        r.steps_replayed,
+        r.pending_messages,
+        r.in_doubt,
+    )
 
 
 def _envelope(cell: Recovering, m: PendingMessage) -> Envelope:
@@ -437,7 +497,7 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
     try:
         msg = cell.decode_message(m.type_tag, m.body)
     except ActorlogError:
-        if m.step is not None and _decode_failed(m.step):
+        if m.step is not None and decode_failed(m.step):
             cell.handled_seq = m.seq  # live, the handler never ran either
             return
         raise
@@ -475,7 +535,7 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
     cell.handled_seq = m.seq
 
 
-def _decode_failed(step: StepRecord) -> bool:
+def decode_failed(step: StepRecord) -> bool:
     """A recorded step whose message could not be decoded: its handler never ran."""
     err = step.error
     return (

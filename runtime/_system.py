@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import time
@@ -17,7 +16,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from . import _codec, _decisions, _names, _options
+from . import _codec, _decisions, _names, _options, _restart
 from ._actor import Actor
 from ._cell import Cell
 from ._errors import (
@@ -34,14 +33,13 @@ from ._options import SpawnOptions
 from ._ownership import Ownership
 from ._passivation import KeyedLock, Passivator
 from ._records import EventKind
+from ._recovery import RecoveryReport
 from ._ref import ActorRef
 from ._registry import Registry
 from ._snapshots import SnapshotPolicy
 from .store import Store
 
 __all__ = ["ActorRef", "ActorSystem"]
-
-logger = logging.getLogger("actorlog")
 
 A = TypeVar("A", bound=Actor[Any])
 _MISSING: Any = object()
@@ -557,12 +555,20 @@ class ActorSystem:
             return cell.error
         return self._quarantined.get(actor_id)
 
-    def last_recovery(self, actor_id: str) -> dict[str, Any] | None:
-        """What the last recovery of this actor did (snapshot used, snapshots rejected,
-        entries read, steps replayed, pending messages, in-doubt intents, duration), or None
-        if it is not loaded."""
+    def last_recovery(self, actor_id: str) -> RecoveryReport | None:
+        """What the last recovery of this actor did (a ``RecoveryReport``), or None if it
+        is not loaded."""
         cell = self._cells.get(actor_id)
-        return None if cell is None or cell.last_recovery is None else dict(cell.last_recovery)
+        return None if cell is None else cell.last_recovery
+
+    async def restart(
+        self, actor_id: str, *, by: str | None = None, reason: str = ""
+    ) -> ActorRef[Any]:
+        """Start a quarantined actor again, its cause fixed (docs/upgrading.md): recorded (a
+        ``restarted`` event), it recovers with the current code (``ActorQuarantinedError`` if
+        it still fails). ``ActorNotFoundError`` if it is not quarantined here."""
+        q = (self.store, self.registry, self._cells, self._quarantined, actor_id, by, reason)
+        return await self.spawn(await _restart.quarantined_class(*q), actor_id)
 
     def in_doubt(self, actor_id: str) -> dict[int, tuple[str, str]]:
         """The actor's intents waiting for an operator: ``{intent_seq: (tool, key)}``."""

@@ -27,6 +27,9 @@ harness). A test that needs something the harness cannot do (a damaging write, a
 database, ...) skips with the reason; tests that need a capability flag the store does not
 claim (``StoreCapabilities``) skip too.
 
+It also holds the replay tester, :func:`replay` (docs/upgrading.md): recorded histories
+replayed against the current code with no tool running, every divergence reported.
+
 The module also holds the frames of ``docs/FORMAT.md`` written from the spec, independently
 of the runtime's codec: :func:`entry_checksum` ([F6]), :func:`snapshot_digest` ([F12]) and
 :func:`log_start_checksum` ([F16]), so
@@ -47,15 +50,19 @@ from ._kit import StoreHarness, entry_checksum, make_entry, needs, snapshot_dige
 from ._kit_compact import CompactionContract, log_start_checksum
 from ._kit_log import LogContract
 from ._kit_more import SharingContract
+from ._replaycheck import Divergence, ReplayReport, replay
 from .store import Store
 
 __all__ = [
+    "Divergence",
+    "ReplayReport",
     "StoreContract",
     "StoreHarness",
     "entry_checksum",
     "log_start_checksum",
     "make_entry",
     "needs",
+    "replay",
     "snapshot_digest",
 ]
 
@@ -81,5 +88,15 @@ class StoreContract(LogContract, SharingContract, CompactionContract):
         return await harness.open()
 
 
-for _obj in (StoreHarness, entry_checksum, log_start_checksum, make_entry, needs, snapshot_digest):
+for _obj in (
+    Divergence,
+    ReplayReport,
+    StoreHarness,
+    entry_checksum,
+    log_start_checksum,
+    make_entry,
+    needs,
+    replay,
+    snapshot_digest,
+):
     _obj.__module__ = __name__  # documented and shown as actorlog.testing.X

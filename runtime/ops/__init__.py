@@ -66,6 +66,7 @@ from .models import (
     to_json,
 )
 from .reads import actor_status, export, leases, list_actors, opened, show
+from .restart import restart
 from .verify import Progress, verify
 from .writes import fork, fork_effects, resolve
 
@@ -102,6 +103,7 @@ __all__ = [
     "list_actors_page",
     "opened",
     "resolve",
+    "restart",
     "show",
     "to_json",
     "verify",

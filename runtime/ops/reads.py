@@ -149,7 +149,7 @@ def _failure(events: Sequence[Event]) -> tuple[str, str] | None:
     stopped the actor, unless it has recovered since."""
     for i in range(len(events) - 1, -1, -1):
         e = events[i]
-        if e.kind == EventKind.RECOVERED:
+        if e.kind in (EventKind.RECOVERED, EventKind.RESTARTED):
             return None
         if e.kind in (EventKind.QUARANTINED, EventKind.STOPPED):
             err = e.detail.get("error") or e.detail.get("raw") or e.kind

@@ -1,0 +1,75 @@
+"""Restarting a quarantined actor once its cause is fixed (``ActorSystem.restart``,
+``actorlog restart``): the restart is recorded as a ``restarted`` event in the actor's
+history, then the actor recovers with the code that runs now (docs/upgrading.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from . import _codec, _decisions, _logs
+from ._errors import ActorNotFoundError
+from ._records import EventKind
+
+if TYPE_CHECKING:
+    from ._actor import Actor
+    from ._cell import Cell
+    from ._registry import Registry
+    from .store import Store
+
+__all__ = ["detail", "quarantined_class"]
+
+
+def detail(by: str | None, reason: str, error: object) -> dict[str, Any]:
+    """The detail of a ``restarted`` event: who, why, and the error it was quarantined with."""
+    return {"by": by or _decisions.whoami(), "reason": reason, "error": str(error)}
+
+
+async def quarantined_class(
+    store: Store,
+    registry: Registry,
+    cells: dict[str, Cell],
+    quarantined: dict[str, BaseException],
+    actor_id: str,
+    by: str | None,
+    reason: str,
+) -> type[Actor[Any]]:
+    """Check that the actor is quarantined here, record its restart and forget the
+    quarantine; return its class (the caller spawns it again).
+
+    Raises:
+        ActorNotFoundError: it is not quarantined in this system, or its class is not
+            registered.
+    """
+    _codec.validate_actor_id(actor_id)
+    cell = cells.get(actor_id)
+    cls: type[Actor[Any]] | None
+    if cell is not None and cell.status == "quarantined" and cell.done.is_set():
+        # the class registered for its tag now (``system.register`` the fixed one), else
+        # the one it ran with
+        cls, error = registry.actor_class(cell.actor_type) or cell.cls, cell.error
+    elif actor_id in quarantined:
+        error = quarantined[actor_id]
+        row = await store.get_actor(actor_id)
+        cls = None if row is None else registry.actor_class(row.actor_type)
+        if cls is None:
+            raise ActorNotFoundError(
+                f"actor {actor_id!r} cannot be restarted: its class "
+                f"{None if row is None else row.actor_type!r} is not registered with this "
+                "system (add it to actors=[...])"
+            )
+    else:
+        status = "not loaded" if cell is None else cell.status
+        raise ActorNotFoundError(
+            f"actor {actor_id!r} is not quarantined in this system ({status}): nothing to "
+            "restart (system.spawn starts an actor that is not running)"
+        )
+    found = detail(by, reason, error)
+    await store.record_event(actor_id, EventKind.RESTARTED, json.dumps(found))
+    if cell is not None and cells.get(actor_id) is cell:
+        del cells[actor_id]
+    quarantined.pop(actor_id, None)
+    _logs.quarantine.info(
+        "actor %s restarted by %s (was quarantined: %s)", actor_id, found["by"], error
+    )
+    return cls

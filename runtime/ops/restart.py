@@ -1,0 +1,44 @@
+"""``restart``: mark a quarantined actor restarted, offline (``actorlog restart``)."""
+
+from __future__ import annotations
+
+import json
+
+from .. import _restart
+from .._errors import ConfigurationError
+from .._records import EventKind
+from ..store import Store
+from .reads import _actor_row, _events, _failure, _status
+
+__all__ = ["restart"]
+
+
+async def restart(store: Store, actor_id: str, *, by: str | None = None, reason: str = "") -> str:
+    """Record that an operator restarts a quarantined actor (a ``restarted`` event, with who
+    and why), once the cause is fixed (the handler's code, docs/upgrading.md). Its status
+    is no longer ``quarantined``; the next runtime to start it (``spawn``, a message, or on
+    start if it has unfinished work) recovers it with the code it runs, and quarantines it
+    again if that still fails. A runtime running right now keeps its quarantine: call
+    ``ActorSystem.restart`` there. Returns the error it was quarantined with.
+
+    Raises:
+        ConfigurationError: it is not quarantined, or its log is damaged (a restart cannot
+            help: ``actorlog verify``).
+        ActorNotFoundError: no such actor.
+    """
+    row = await _actor_row(store, actor_id)
+    status = await _status(store, row)
+    if status.status != "quarantined":
+        raise ConfigurationError(
+            f"actor {actor_id!r} is not quarantined ({status.status}): nothing to restart"
+        )
+    failure = _failure(await _events(store, actor_id))
+    if failure is None:
+        raise ConfigurationError(
+            f"actor {actor_id!r} cannot recover from its log: {status.problem}. A restart "
+            "would not help: run 'actorlog verify' and deal with the damage first"
+        )
+    problem = status.problem or failure[1]
+    detail = _restart.detail(by, reason, problem)
+    await store.record_event(actor_id, EventKind.RESTARTED, json.dumps(detail))
+    return problem
