@@ -10,6 +10,7 @@ from __future__ import annotations
 from ._actor import Actor
 from ._context import Context, idempotency_key
 from ._errors import (
+    ActorFinishedError,
     ActorlogError,
     ActorNotFoundError,
     ActorQuarantinedError,
@@ -26,6 +27,7 @@ from ._errors import (
     RecoveryError,
     SequenceConflictError,
     SnapshotError,
+    StepCancelledError,
     StoreClosedError,
     StoreCorruptError,
     StoreError,
@@ -47,6 +49,7 @@ from ._tools import Happened, NotHappened, Tool, tool
 
 __all__ = [
     "Actor",
+    "ActorFinishedError",
     "ActorNotFoundError",
     "ActorQuarantinedError",
     "ActorRef",
@@ -72,6 +75,7 @@ __all__ = [
     "RecoveryError",
     "SequenceConflictError",
     "SnapshotError",
+    "StepCancelledError",
     "SqliteStore",
     "StoreClosedError",
     "StoreCorruptError",

@@ -120,6 +120,9 @@ class ToolCalls:
     fatal: BaseException | None
     #: intents of this step running (or waiting for an operator) now: seq -> tool name
     _open: dict[int, str]
+    open_tools: dict[str, tuple[str, str]]
+    #: replaying a step an operator cancelled: its scope (see ``Context.stop``/``_expect``)
+    cancel_replay: Any
 
     @property
     def actor_id(self) -> str:
@@ -176,6 +179,7 @@ class ToolCalls:
         """Run the tool now (its intent is durable) and log the result."""
         cell = self._cell
         self._open[intent_seq] = t.name  # until its result is written (settle_abandoned)
+        self.open_tools[t.name] = (t.effect, t.policy)
         attributes: dict[str, Any] = {
             ATTR.ACTOR_ID: self.actor_id,
             ATTR.SEQ: self.step_seq,
@@ -269,6 +273,9 @@ class ToolCalls:
             settled = _decisions.settling(rec.outcomes)
             last = (settled or rec.outcomes[-1]).record
             if isinstance(last, ResultRecord) and last.settled_by == SettledBy.CANCELLED:
+                why = last.error
+                if self.cancel_replay is not None and why and why.type == "StepCancelledError":
+                    self.cancel_replay.cancel()  # an operator's cancel cut it short here
                 # Live, the handler's own scope cancelled this call and the step went on
                 # without its result: take the same path, waiting for the same scope.
                 await anyio.sleep_forever()

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import anyio.to_thread
 
-from . import _codec, _records, _recovery, _snapshots, _step, _telemetry
+from . import _codec, _lifecycle, _records, _recovery, _snapshots, _step, _telemetry
 from ._actor import Actor, accepted_messages, reply_type
 from ._errors import (
+    ActorFinishedError,
     ActorlogError,
     ActorQuarantinedError,
     ActorStoppedError,
@@ -151,6 +152,18 @@ class Cell:
         #: the fencing token of the lease this cell runs under (0 without leases)
         self.fencing_token = host.lease_token(actor_id)
         self.where = f"{cls.__qualname__} (actor {actor_id!r})"  # for ToolCalledDirectlyError
+        # lifecycle (_lifecycle.py): how it ended, the running step's scope, a cancel asked
+        self.ended: tuple[str, str] | None = None
+        self.step_scope: anyio.CancelScope | None = None
+        self.cancel_pending: dict[str, Any] | None = None
+
+    def cancel_step(self, *, reason: str, by: str) -> bool:
+        """Cancel the running step (an operator's cancel); False if none runs."""
+        if self.step_scope is None:
+            return False
+        self.cancel_pending = {"reason": reason, "by": by}
+        self.step_scope.cancel()
+        return True
 
     def check_lease(self) -> int:
         """Before a tool starts: the fencing token, if this runtime's lease of the actor is
@@ -319,6 +332,8 @@ class Cell:
         return err
 
     def check_usable(self) -> None:
+        if self.ended is not None:
+            raise ActorFinishedError(self.actor_id, *self.ended)
         if self.status in ("quarantined", "stopped") and self.error is not None:
             raise self.failure()
         if self.passivating or self.status == "passivated":
@@ -340,7 +355,12 @@ class Cell:
         """Take the spawn options last saved for this actor (``ActorSystem.spawn``), unless
         a ``spawn`` in this system gave some already. Damaged saved options are ignored
         (the class attributes hold), never fatal."""
-        found = _records.saved_options(await self.store.read_events(self.actor_id))
+        events = await self.store.read_events(self.actor_id)
+        self.ended, self.cancel_pending = (
+            _lifecycle.ended(events),
+            _lifecycle.pending_cancel(events),
+        )
+        found = _records.saved_options(events)
         saved: dict[str, Any] = found[0] if found is not None else {}
         self.saved_options = saved
         if saved:
@@ -522,7 +542,8 @@ class Cell:
             try:
                 env = self._mailbox.get_nowait()
             except anyio.WouldBlock:
-                self.status = "idle" if self.status == "running" else self.status
+                if self.status == "running":
+                    self.status = "idle" if self.ended is None else self.ended[0]
                 await self.journal.flush()  # idle: make buffered steps durable
                 self.prune_inflight()
                 env = await self._mailbox.get()
@@ -536,6 +557,9 @@ class Cell:
                 self.status = "passivated"
                 return
             assert isinstance(env, Envelope)
+            if self.ended is not None:
+                await _lifecycle.refuse(self, env)  # logged before it ended: refused
+                continue
             self.status = "running"
             self.last_active = time.monotonic()
             await _step.handle(self, env)
@@ -554,8 +578,11 @@ class Cell:
 
     async def snapshot(self, seq: int | None = None) -> None:
         """Write a snapshot covering ``seq`` (default: the last durable entry). Never fatal:
-        a failure is traced and noted in the actor's history."""
+        a failure is traced and noted in the actor's history. None once it ended (recovery
+        must see its finish effect)."""
         await self.journal.flush()
+        if self.ended is not None:
+            return
         seq = self.journal.durable_seq if seq is None else seq
         try:
             size = await _snapshots.write_snapshot(

@@ -299,6 +299,8 @@ class Recovering(StepHost, Protocol):
     last_snapshot_at: float
     last_recovery: dict[str, Any] | None
     status: str
+    #: (finished | terminated, reason) once the actor ended (``_lifecycle``)
+    ended: tuple[str, str] | None
     ready: anyio.Event
 
     async def load_options(self) -> None: ...
@@ -457,12 +459,19 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
         },
     ) as span:
         try:
-            with _tools.in_step(cell.where):  # a tool called directly raises
+            with anyio.CancelScope() as scope, _tools.in_step(cell.where):
+                err = None if step is None else step.error
+                if err is not None and err.type == "StepCancelledError":
+                    ctx.cancel_replay = scope  # cancelled live: cut where its log ends
                 await cell.actor.receive(ctx, msg)
         except BaseException as exc:
             if not is_call_error(exc):
                 raise
             # the recorded outcome stands; only effects must match
+        if ctx.stopped is not None:
+            if cell.ended is None:  # the history missed it (a crash right after the step)
+                cell.note_event(EventKind.FINISHED, {"seq": m.seq, "reason": ctx.stopped})
+            cell.ended = ("finished", ctx.stopped)
         if ctx.fatal is None:
             try:
                 ctx.check_consumed()

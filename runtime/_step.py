@@ -9,12 +9,14 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
+import anyio
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _records, _telemetry, _tools
+from . import _codec, _lifecycle, _records, _telemetry, _tools
 from ._calls import is_call_error
 from ._context import Context
-from ._errors import EncodeError
+from ._entrykinds import EventKind
+from ._errors import EncodeError, StepCancelledError
 from ._mailbox import Envelope, Reply, settle
 from ._records import EntryKind, ErrorInfo, Record, StepRecord
 from ._recovery import Recovering
@@ -24,7 +26,7 @@ from ._telemetry import ATTR, SPAN, tracer
 __all__ = ["Stepping", "handle"]
 
 
-class Stepping(Recovering, Protocol):
+class Stepping(Recovering, _lifecycle.Endable, Protocol):
     """What a step needs of its cell beyond what recovery does (``Cell``)."""
 
     accepts: tuple[type, ...] | None
@@ -70,8 +72,15 @@ async def handle(cell: Stepping, env: Envelope) -> None:
                 raise TypeError(
                     f"{cell.cls.__qualname__} does not accept messages of type {env.type_tag}"
                 )
-            with _tools.in_step(cell.where):  # a tool called directly raises
+            with anyio.CancelScope() as scope, _tools.in_step(cell.where):
+                cell.step_scope = scope  # an operator's cancel (Cell.cancel_step)
+                if resumed and cell.cancel_pending is not None:
+                    ctx.cancel_replay = scope  # asked while it was down: cut where its log ends
                 reply = await cell.actor.receive(ctx, env.message)
+            cell.step_scope = None
+            if scope.cancel_called:
+                why = (cell.cancel_pending or {}).get("reason") or "cancelled by an operator"
+                raise StepCancelledError(cell.actor_id, env.seq, "StepCancelledError", why)
             if ctx.fatal is None and resumed:
                 ctx.check_consumed()
             reply_plain = _codec.to_plain(reply, "reply", check=False)
@@ -86,9 +95,13 @@ async def handle(cell: Stepping, env: Envelope) -> None:
             error = exc
             reply_plain = None
             span.set_status(Status(StatusCode.ERROR, ErrorInfo.of(exc).message))
+        cell.step_scope = None
         if ctx.fatal is not None:
             raise ctx.fatal
-        ctx.settle_abandoned()
+        cancel = cell.cancel_pending if isinstance(error, StepCancelledError) else None
+        calls = ctx.settle_abandoned(
+            None if cancel is None else _lifecycle.cancelled_call(ctx.open_tools)
+        )
         span.set_attribute(ATTR.OUTCOME, "ok" if error is None else "error")
         if resumed:
             span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
@@ -99,7 +112,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
                 env.seq,
                 _records.step_payload(
                     reply=reply_plain,
-                    error=None if error is None else ErrorInfo.of(error),
+                    error=None if error is None else _lifecycle.error_info(error),
                     span=_telemetry.span_ids(),
                     duration=time.perf_counter() - t0,
                 ),
@@ -133,6 +146,8 @@ async def handle(cell: Stepping, env: Envelope) -> None:
             assert isinstance(logged, StepRecord)
             outcome = cell.outcome(env.seq, logged)
     cell.handled_seq = env.seq
+    if ctx.stopped is not None:
+        cell.ended = ("finished", ctx.stopped)  # refuse what follows; snapshots stop
     cell.steps_since_snapshot += 1
     cell.replay_cpu += max(time.perf_counter() - t0 - ctx.awaited, 0.0)
     due = cell.policy.due(
@@ -140,9 +155,16 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         time.monotonic() - cell.last_snapshot_at,
         cell.recovery_parts(),
     )
-    if wanted or due:
+    if wanted or due or ctx.stopped is not None or cancel is not None:
         # If this commit fails, the slots stay registered and quarantine() fails them.
         await cell.journal.flush()
+    if cancel is not None:
+        cell.cancel_pending = None
+        detail = {"seq": env.seq, **cancel, "calls": calls}
+        await _lifecycle.note(cell.store, cell.actor_id, EventKind.CANCELLED, detail)
+    if ctx.stopped is not None:
+        detail = {"seq": env.seq, "reason": ctx.stopped}
+        await _lifecycle.note(cell.store, cell.actor_id, EventKind.FINISHED, detail)
     cell.prune_inflight()
     if outcome is not None:
         value, herr = outcome

@@ -28,6 +28,7 @@ from ._errors import (
 )
 from ._host import Host
 from ._leases import Lease, OwnershipChange
+from ._lifecycle import Lifecycle
 from ._mailbox import Moved, Reply
 from ._options import SpawnOptions
 from ._ownership import Ownership
@@ -46,7 +47,7 @@ A = TypeVar("A", bound=Actor[Any])
 _MISSING: Any = object()
 
 
-class ActorSystem:
+class ActorSystem(Lifecycle):
     """Runs actors over one store.
 
     ::
@@ -514,8 +515,8 @@ class ActorSystem:
             self._spawn_task(self._ownership.release_passivated, cell.actor_id, cell.fencing_token)
 
     def status(self, actor_id: str) -> str:
-        """``starting``, ``running``, ``idle``, ``in_doubt``, ``quarantined``, ``stopped``,
-        or ``unknown`` (not loaded in this system)."""
+        """``starting``, ``running``, ``idle``, ``in_doubt``, ``finished``, ``terminated``,
+        ``quarantined``, ``stopped``, or ``unknown`` (not loaded in this system)."""
         cell = self._cells.get(actor_id)
         if cell is not None:
             return cell.status

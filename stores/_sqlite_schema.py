@@ -69,4 +69,19 @@ CREATE TRIGGER IF NOT EXISTS entries_summary AFTER INSERT ON entries BEGIN
                            ELSE handled_seq END
     WHERE actor_id = NEW.actor_id;
 END;
+CREATE TABLE IF NOT EXISTS store_audit (
+    id       INTEGER PRIMARY KEY,
+    at       REAL NOT NULL,
+    kind     TEXT NOT NULL,
+    actor_id TEXT NOT NULL,
+    detail   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS store_audit_actor ON store_audit (actor_id, id);
+CREATE TRIGGER IF NOT EXISTS store_audit_delete AFTER INSERT ON store_audit
+WHEN NEW.kind = 'deleted' BEGIN
+    DELETE FROM entries WHERE actor_id = NEW.actor_id;
+    DELETE FROM snapshots WHERE actor_id = NEW.actor_id;
+    DELETE FROM events WHERE actor_id = NEW.actor_id;
+    DELETE FROM actors WHERE actor_id = NEW.actor_id;
+END;
 """
