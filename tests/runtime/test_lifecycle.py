@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 import anyio
 import attrs
@@ -24,8 +23,6 @@ from actorlog.stores import MemoryStore
 pytestmark = pytest.mark.anyio
 
 StoreFactory = Callable[[], Store]
-
-STARTED = anyio.Event
 
 
 @attrs.frozen
