@@ -26,6 +26,7 @@ import attrs
 
 from . import ops
 from ._clihistory import HistoryPrinter
+from ._clilifecycle import cmd_cancel, cmd_delete, cmd_deleted, cmd_terminate
 from ._cliparse import build_parser
 from ._errors import ActorlogError
 from ._term import (
@@ -101,6 +102,8 @@ async def cmd_leases(args: argparse.Namespace, out: Out) -> int:
 
 
 async def cmd_actors(args: argparse.Namespace, out: Out) -> int:
+    if args.deleted:
+        return await cmd_deleted(args, out)
     async with ops.opened(_store_url(args.store)) as store:
         actors = await ops.list_actors(store)
     if args.json:
@@ -431,6 +434,9 @@ _COMMANDS = {
     "leases": cmd_leases,
     "export": cmd_export,
     "serve": cmd_serve,
+    "cancel": cmd_cancel,
+    "terminate": cmd_terminate,
+    "delete": cmd_delete,
 }
 
 

@@ -32,6 +32,9 @@ _EVENT_COLOR: dict[str, str] = {
     EventKind.SNAPSHOT_REJECTED: "red",
     EventKind.RESOLVED: "yellow",
     EventKind.IN_DOUBT: "yellow",
+    EventKind.TERMINATED: "magenta",
+    EventKind.CANCELLED: "yellow",
+    EventKind.CANCEL_REQUESTED: "yellow",
 }
 
 
