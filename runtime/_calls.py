@@ -303,6 +303,10 @@ class ToolCalls:
             # action == "attempt" with no result: the authorized retry was interrupted too
             return await self._escalate(t, rec, args, kwargs, key, attempts)
         # in doubt: intent logged, no outcome
+        if self.cancel_replay is not None:  # an operator cancelled the step while it was down
+            self._open[rec.seq], self.open_tools[t.name] = t.name, (t.effect, t.policy)
+            self.cancel_replay.cancel()  # settled as cancelled (in doubt) by the step
+            await anyio.sleep_forever()
         self._cell.note_event(
             EventKind.IN_DOUBT, {"intent_seq": rec.seq, "tool": t.name, "policy": t.policy}
         )
