@@ -58,6 +58,9 @@ async def pg_finished(dsn: str, schema: str) -> None:
 
 
 if __name__ == "__main__":
-    mode, *rest = sys.argv[1:]
-    fn = {"sqlite-crash": sqlite_crash, "pg-own": pg_own, "pg-finished": pg_finished}[mode]
-    anyio.run(fn, *rest, backend="asyncio")
+    mode = sys.argv[1]
+    if mode == "sqlite-crash":
+        anyio.run(sqlite_crash, sys.argv[2], backend="asyncio")
+    else:
+        fn = {"pg-own": pg_own, "pg-finished": pg_finished}[mode]
+        anyio.run(fn, sys.argv[2], sys.argv[3], backend="asyncio")

@@ -64,4 +64,5 @@ async def main(db: str, marks: str, mode: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, *sys.argv[1:4], backend="asyncio")
+    db, marks, mode = sys.argv[1:4]
+    anyio.run(main, db, marks, mode, backend="asyncio")
