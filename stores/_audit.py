@@ -39,7 +39,12 @@ class _SqlAudit:
         )
         return (await self.read_audit(actor_id))[-1]
 
+    _exists_sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'store_audit'"
+
     async def read_audit(self, actor_id: str | None = None) -> list[AuditRow]:
+        # a store written before the table existed, opened read-only: no deletions yet
+        if not await self._audit_fetch(self._exists_sql, ()):
+            return []
         if actor_id is None:
             rows = await self._audit_fetch(f"{_COLS} ORDER BY id", ())
         else:
@@ -64,6 +69,7 @@ class PostgresAudit(_SqlAudit):
     """Mixed into ``PostgresStore`` (its ``_fetch(sql, *args)`` and ``_execute``)."""
 
     _marks = ("$1", "$2", "$3", "$4", "$5")
+    _exists_sql = "SELECT 1 WHERE to_regclass('store_audit') IS NOT NULL"
 
     async def _audit_fetch(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
         fetch: Any = self._fetch  # type: ignore[attr-defined]

@@ -163,3 +163,19 @@ async def test_terminate_offline_with_queued_messages(tmp_path: Path) -> None:
     assert cli("verify", db).code == 0
     d = cli("delete", db, "job-1", "--yes")
     assert d.code == 0, d.err
+
+
+async def test_a_store_from_before_the_audit_table_reads_clean(tmp_path: Path) -> None:
+    """A SQLite file written before ``store_audit`` existed, opened read-only: no
+    deletions, and a missing actor is just missing (not "damaged below the log")."""
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    await _finished_store(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER store_audit_delete")
+        conn.execute("DROP TABLE store_audit")
+    r = cli("actors", db, "--deleted")
+    assert r.code == 0 and "no actors deleted" in r.out, r
+    h = cli("history", db, "nobody")
+    assert h.code == 2 and "no actor 'nobody'" in h.err, h
