@@ -63,6 +63,9 @@ from ._tools import Happened, NotHappened, Tool, tool
 
 # the exceptions: documented in actorlog.errors, importable from here
 from .errors import (
+    ActorFinishedError as ActorFinishedError,
+)
+from .errors import (
     ActorlogError as ActorlogError,
 )
 from .errors import (
@@ -109,6 +112,9 @@ from .errors import (
 )
 from .errors import (
     SnapshotError as SnapshotError,
+)
+from .errors import (
+    StepCancelledError as StepCancelledError,
 )
 from .errors import (
     StoreClosedError as StoreClosedError,

@@ -126,6 +126,9 @@ class ToolCalls:
     fatal: BaseException | None
     #: intents of this step running (or waiting for an operator) now: seq -> tool name
     _open: dict[int, str]
+    open_tools: dict[str, tuple[str, str]]
+    #: replaying a step an operator cancelled: its scope (see ``Context.stop``/``_expect``)
+    cancel_replay: Any
 
     @property
     def actor_id(self) -> str:
@@ -185,6 +188,7 @@ class ToolCalls:
         ``resume``: recovery found the call between attempts (this is its last outcome, about
         attempt ``attempt``): go on from there instead of starting attempt ``attempt``."""
         self._open[intent_seq] = t.name  # until its result is written (settle_abandoned)
+        self.open_tools[t.name] = (t.effect, t.policy)
         attributes: dict[str, Any] = {
             ATTR.ACTOR_ID: self.actor_id,
             ATTR.SEQ: self.step_seq,
@@ -433,6 +437,9 @@ class ToolCalls:
             settled = _decisions.settling(rec.outcomes)
             last = (settled or rec.outcomes[-1]).record
             if isinstance(last, ResultRecord) and last.settled_by == SettledBy.CANCELLED:
+                why = last.error
+                if self.cancel_replay is not None and why and why.type == "StepCancelledError":
+                    self.cancel_replay.cancel()  # an operator's cancel cut it short here
                 # Live, the handler's own scope cancelled this call and the step went on
                 # without its result: take the same path, waiting for the same scope.
                 await anyio.sleep_forever()
@@ -471,6 +478,10 @@ class ToolCalls:
             # action == "attempt" with no result: the authorized retry was interrupted too
             return await self._escalate(t, rec, args, kwargs, key, attempts)
         # in doubt: intent logged, no outcome
+        if self.cancel_replay is not None:  # an operator cancelled the step while it was down
+            self._open[rec.seq], self.open_tools[t.name] = t.name, (t.effect, t.policy)
+            self.cancel_replay.cancel()  # settled as cancelled (in doubt) by the step
+            await anyio.sleep_forever()
         self._cell.note_event(
             EventKind.IN_DOUBT, {"intent_seq": rec.seq, "tool": t.name, "policy": t.policy}
         )

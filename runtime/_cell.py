@@ -14,9 +14,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import anyio.to_thread
 
-from . import _codec, _logs, _records, _recovery, _retention, _snapshots, _step, _telemetry
+from . import (
+    _codec,
+    _lifecycle,
+    _logs,
+    _records,
+    _recovery,
+    _snapshots,
+    _step,
+    _telemetry,
+)
 from ._actor import Actor, accepted_messages, reply_type
 from ._errors import (
+    ActorFinishedError,
     ActorlogError,
     ActorQuarantinedError,
     ActorStoppedError,
@@ -42,7 +52,6 @@ from ._mailbox import (
 from ._records import (
     DecisionRecord,
     EntryKind,
-    EventKind,
     MessageRecord,
     StepRecord,
     decode_entry,
@@ -151,6 +160,18 @@ class Cell:
         #: the fencing token of the lease this cell runs under (0 without leases)
         self.fencing_token = host.lease_token(actor_id)
         self.where = f"{cls.__qualname__} (actor {actor_id!r})"  # for ToolCalledDirectlyError
+        # lifecycle (_lifecycle.py): how it ended, the running step's scope, a cancel asked
+        self.ended: tuple[str, str] | None = None
+        self.step_scope: anyio.CancelScope | None = None
+        self.cancel_pending: dict[str, Any] | None = None
+
+    def cancel_step(self, *, reason: str, by: str) -> bool:
+        """Cancel the running step (an operator's cancel); False if none runs."""
+        if self.step_scope is None:
+            return False
+        self.cancel_pending = {"reason": reason, "by": by}
+        self.step_scope.cancel()
+        return True
 
     def check_lease(self) -> int:
         """Before a tool starts: the fencing token, if this runtime's lease of the actor is
@@ -320,6 +341,8 @@ class Cell:
         return err
 
     def check_usable(self) -> None:
+        if self.ended is not None:
+            raise ActorFinishedError(self.actor_id, *self.ended)
         if self.status in ("quarantined", "stopped") and self.error is not None:
             raise self.failure()
         if self.passivating or self.status == "passivated":
@@ -329,9 +352,9 @@ class Cell:
 
     def note_event(self, kind: str, detail: dict[str, Any]) -> None:
         """Record an operator-history event, best effort, without blocking the caller."""
-        self.host.spawn_task(self._record_event, kind, json.dumps(detail, default=str))
+        self.host.spawn_task(self.record_event, kind, json.dumps(detail, default=str))
 
-    async def _record_event(self, kind: str, detail: str) -> None:
+    async def record_event(self, kind: str, detail: str) -> None:
         try:
             await self.store.record_event(self.actor_id, kind, detail)
         except Exception:
@@ -341,7 +364,12 @@ class Cell:
         """Take the spawn options last saved for this actor (``ActorSystem.spawn``), unless
         a ``spawn`` in this system gave some already. Damaged saved options are ignored
         (the class attributes hold), never fatal."""
-        found = _records.saved_options(await self.store.read_events(self.actor_id))
+        events = await self.store.read_events(self.actor_id)
+        self.ended, self.cancel_pending = (
+            _lifecycle.ended(events),
+            _lifecycle.pending_cancel(events),
+        )
+        found = _records.saved_options(events)
         saved: dict[str, Any] = found[0] if found is not None else {}
         self.saved_options = saved
         if saved:
@@ -526,7 +554,8 @@ class Cell:
             try:
                 env = self._mailbox.get_nowait()
             except anyio.WouldBlock:
-                self.status = "idle" if self.status == "running" else self.status
+                if self.status == "running":
+                    self.status = "idle" if self.ended is None else self.ended[0]
                 await self.journal.flush()  # idle: make buffered steps durable
                 self.prune_inflight()
                 env = await self._mailbox.get()
@@ -540,6 +569,9 @@ class Cell:
                 self.status = "passivated"
                 return
             assert isinstance(env, Envelope)
+            if self.ended is not None:
+                await _lifecycle.refuse(self, env)  # logged before it ended: refused
+                continue
             self.status = "running"
             self.last_active = time.monotonic()
             await _step.handle(self, env)
@@ -559,46 +591,12 @@ class Cell:
     async def snapshot(
         self, seq: int | None = None, *, trigger: str = _snapshots.SnapshotTrigger.MANUAL
     ) -> None:
-        """Write a snapshot covering ``seq`` (default: the last durable entry), noted in the
-        actor's history with its ``trigger``. Never fatal: a failure is traced and noted."""
-        await self.journal.flush()
-        seq = self.journal.durable_seq if seq is None else seq
-        estimate = self.estimated_recovery()
-        try:
-            size = await _snapshots.write_snapshot(
-                self.store,
-                self.actor_id,
-                self.actor_type,
-                self.actor.state,
-                seq=seq,
-                handled_seq=self.handled_seq,
-                schema_version=self.cls.schema_version,
-                keep=self.policy.keep,
-                offload=self.snapshot_bytes >= _snapshots.OFFLOAD_BYTES,
-                trigger=trigger,
-                recovery_estimate=estimate,
-            )
-        except Exception as exc:
-            self.note_event(EventKind.SNAPSHOT_FAILED, {"seq": seq, "error": str(exc)})
-        else:
-            self.snapshot_bytes, self.snapshot_seq = size, seq
-            # awaited (the reply is already out): counted even when the system stops next
-            detail = {"seq": seq, "trigger": str(trigger), "bytes": size}
-            await self._record_event(
-                EventKind.SNAPSHOT, json.dumps({**detail, "recovery_estimate": estimate})
-            )
-            self.replay_cpu = 0.0
-            if self.policy.retention != "all":  # in the background, off the step's path
-                self.host.spawn_task(
-                    _retention.after_snapshot,
-                    self.store,
-                    self.actor_id,
-                    self.policy.retention,
-                    self.cls.schema_version,
-                )
-        finally:
-            self.steps_since_snapshot = 0
-            self.last_snapshot_at = time.monotonic()
+        """Write a snapshot covering ``seq`` (default: the last durable entry); see
+        ``_step.snapshot``. Never fatal."""
+        await _step.snapshot(self, seq, trigger)
+
+    def spawn_task(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        self.host.spawn_task(fn, *args)
 
     # -- in doubt --------------------------------------------------------------------------
 

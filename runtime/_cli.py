@@ -27,6 +27,7 @@ import attrs
 from . import ops
 from ._clicheck import ClassSpecError, cmd_replay_check, cmd_restart
 from ._clihistory import HistoryPrinter
+from ._clilifecycle import cmd_cancel, cmd_delete, cmd_deleted, cmd_terminate
 from ._cliparse import build_parser
 from ._errors import ActorlogError
 from ._term import (
@@ -102,6 +103,8 @@ async def cmd_leases(args: argparse.Namespace, out: Out) -> int:
 
 
 async def cmd_actors(args: argparse.Namespace, out: Out) -> int:
+    if args.deleted:
+        return await cmd_deleted(args, out)
     async with ops.opened(_store_url(args.store)) as store:
         actors = await ops.list_actors(store)
     if args.json:
@@ -473,6 +476,9 @@ _COMMANDS = {
     "serve": cmd_serve,
     "replay-check": cmd_replay_check,
     "restart": cmd_restart,
+    "cancel": cmd_cancel,
+    "terminate": cmd_terminate,
+    "delete": cmd_delete,
 }
 
 

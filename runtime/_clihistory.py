@@ -34,6 +34,9 @@ _EVENT_COLOR: dict[str, str] = {
     EventKind.RESOLVED: "yellow",
     EventKind.IN_DOUBT: "yellow",
     EventKind.COMPACTED: "blue",
+    EventKind.TERMINATED: "magenta",
+    EventKind.CANCELLED: "yellow",
+    EventKind.CANCEL_REQUESTED: "yellow",
 }
 
 

@@ -11,9 +11,12 @@ if TYPE_CHECKING:
 _EPILOG = """\
 STORE is a store URL (sqlite:///relative.db, sqlite:////absolute.db, postgresql://...) or the
 path of a SQLite file. Stores are opened read-only, except by 'resolve' and 'fork' (and the
-console's writes); reading is safe while a runtime is using the store.
+console's writes, and 'cancel', 'terminate', 'delete'); reading is safe while a runtime is
+using the store. Writes to a SQLite file work only while no runtime runs on it; on PostgreSQL
+they work live.
 
-exit codes: 0 done; 1 verify found damage, or fork refused without --yes; 2 could not do it
+exit codes: 0 done; 1 verify found damage, or fork or delete refused without --yes/--force;
+2 could not do it
 (bad arguments, store unreadable, actor or entry not found, intent not in doubt).
 """
 
@@ -110,6 +113,11 @@ def build_parser(
         "in doubt.",
     )
     sp.add_argument("--json", action="store_true", help="one JSON object per line")
+    sp.add_argument(
+        "--deleted",
+        action="store_true",
+        help="list the deleted actors instead (the store's audit rows: who, when, why)",
+    )
 
     sp = add(
         "history",
@@ -281,6 +289,8 @@ def build_parser(
     sp.add_argument("actor", metavar="ACTOR", help="actor id")
     sp.add_argument("--reason", metavar="TEXT", help="why (recorded in the history)")
     sp.add_argument("--by", metavar="WHO", help="who restarts it (default: user@host)")
+    # -- ending actors (docs/operators.md, "Ending actors") ----------------------------------
+    _lifecycle_commands(add)
 
     sp = add("export", "an actor's whole log, snapshots and history as JSON lines")
     sp.add_argument("actor", metavar="ACTOR", help="actor id")
@@ -294,3 +304,42 @@ def build_parser(
         help="instead: the HTML timeline, the same as 'history STORE ACTOR --html FILE'",
     )
     return p
+
+
+def _lifecycle_commands(add: Callable[..., argparse.ArgumentParser]) -> None:
+    where = (
+        " On SQLite it works offline (stop the runtime first: a running one holds the "
+        "file); on PostgreSQL live, through the owning runtime's inbox."
+    )
+    helps = {
+        "cancel": (
+            "cancel an actor's running step",
+            "Cancel the step the actor is running: its tool call is recorded cancelled (a "
+            "write tool's as in doubt) and the step failed with StepCancelledError; the actor "
+            "goes on with its next message. Without a runtime running it, the next runtime "
+            "to resume its interrupted step cancels it.",
+        ),
+        "terminate": (
+            "end an actor for good: no more steps, its log stays",
+            "Terminate the actor: no more steps run (a running one is cancelled), and every "
+            "message, queued ones too, gets ActorFinishedError. Its log stays for audit "
+            "(history, export) until 'delete'.",
+        ),
+        "delete": (
+            "delete an actor's log, snapshots and history (an audit row stays)",
+            "Delete the actor's log, snapshots and history, leaving a store-level audit row "
+            "('actors --deleted'). A finished or terminated actor needs --yes; one that has "
+            "not ended needs --force (its unfinished work is lost). Refused while a runtime "
+            "runs it.",
+        ),
+    }
+    for name, (short, long) in helps.items():
+        sp = add(name, short, long + where)
+        sp.add_argument("actor", metavar="ACTOR", help="actor id")
+        if name == "delete":
+            sp.add_argument("--yes", action="store_true", help="confirm: delete an ended actor")
+            sp.add_argument(
+                "--force", action="store_true", help="delete although the actor has not ended"
+            )
+        sp.add_argument("--reason", metavar="TEXT", help="why (recorded)")
+        sp.add_argument("--by", metavar="WHO", help="who (default: user@host)")

@@ -23,6 +23,7 @@ from ._errors import (
     ConfigurationError,
     EncodeError,
     NonDeterminismError,
+    StepCancelledError,
     ToolCallError,
 )
 from ._records import EffectRecord, EntryKind, ErrorInfo, IntentRecord, Recorded
@@ -82,6 +83,12 @@ class Context(ToolCalls):
         self.awaited = 0.0
         #: intents of this step running (or waiting for an operator) now: seq -> tool name
         self._open: dict[int, str] = {}
+        #: tool name -> (effect, policy) of the calls this step ran (for a cancel's record)
+        self.open_tools: dict[str, tuple[str, str]] = {}
+        #: ``ctx.stop()`` was called: the reason it gave (None: not called)
+        self.stopped: str | None = None
+        #: replaying a step an operator cancelled: the scope to cancel where its log ends
+        self.cancel_replay: Any = None
 
     # -- public surface --------------------------------------------------------------------
 
@@ -98,6 +105,15 @@ class Context(ToolCalls):
     def replaying(self) -> bool:
         """True while effects are being served from the log."""
         return self._index < len(self._recorded) or self._complete
+
+    def stop(self, reason: str = "") -> None:
+        """Finish this actor when this step ends: a ``finish`` effect is logged with the
+        step (durable with it), and from then on the actor takes no more messages (they
+        raise ``ActorFinishedError``), is not recovered at start, and its ``spawn`` raises
+        ``ActorFinishedError``. Its log stays for audit until ``system.delete``. The
+        step itself completes normally (its reply reaches its ``ask``)."""
+        value = self._effect("finish", lambda: {"reason": str(reason)})
+        self.stopped = str(value.get("reason", "")) if isinstance(value, dict) else ""
 
     @overload
     async def call(self, tool: Tool[..., R], /, *args: Any, **kwargs: Any) -> R: ...
@@ -365,6 +381,10 @@ class Context(ToolCalls):
     ) -> Recorded | None:
         """The recorded effect at ``index`` if it matches; None if we are past the log."""
         if index >= len(self._recorded):
+            if self._complete and self.cancel_replay is not None:
+                # an operator cancelled this step live at this point: cancel it here too
+                self.cancel_replay.cancel()
+                raise StepCancelledError(self.actor_id, self.step_seq, "StepCancelledError", "")
             if self._complete:
                 self._nondeterminism(
                     index, "the end of the step", _describe(tag, *self._args(kind, args, kwargs))
@@ -403,25 +423,31 @@ class Context(ToolCalls):
         self.fatal = self.fatal or exc
         raise exc
 
-    def settle_abandoned(self) -> None:
+    def settle_abandoned(self, cancelled: Callable[[str], ErrorInfo] | None = None) -> list[str]:
         """Before the step entry: settle every call of this step the handler cancelled with
-        its own scope (a timeout) and went on without. A completed step never holds an
-        unsettled intent; replay takes the same path (see ``_settle``)."""
+        its own scope (a timeout) and went on without, or (``cancelled``: the error to
+        record for a tool, by name) that an operator's cancel cut short. A completed step
+        never holds an unsettled intent; replay takes the same path (see ``_settle``).
+        Returns the names of the calls settled."""
+        names = []
         for intent_seq, name in sorted(self._open.items()):
+            error = ErrorInfo(
+                "Cancelled",
+                "the handler's own cancel scope cancelled this call before "
+                "it returned, and the step went on; it may or may not have taken effect",
+            )
             self._cell.journal.write(
                 EntryKind.RESULT,
                 name,
                 intent_seq,
                 _records.result_payload(
-                    error={
-                        "type": "Cancelled",
-                        "message": "the handler's own cancel scope cancelled this call before "
-                        "it returned, and the step went on; it may or may not have taken effect",
-                    },
+                    error=error if cancelled is None else cancelled(name),
                     settled_by="cancelled",
                 ),
             )
+            names.append(name)
         self._open.clear()
+        return names
 
     def check_consumed(self) -> None:
         """After a replayed handler returns: every recorded effect must have been asked for."""

@@ -52,6 +52,14 @@ class EventKind(enum.StrEnum):
     FORKED_TO = "forked_to"
     #: the start of its log was removed (first_seq, removed, retention, stopped_by, by)
     COMPACTED = "compacted"
+    #: the actor finished: ``ctx.stop()`` in the step of message ``seq`` (seq, reason)
+    FINISHED = "finished"
+    #: an operator terminated the actor: no more steps (by, reason)
+    TERMINATED = "terminated"
+    #: an operator asked to cancel the running step (by, reason); acted on by the owner
+    CANCEL_REQUESTED = "cancel_requested"
+    #: a step was cancelled by an operator (seq, by, reason, calls: the calls it cut short)
+    CANCELLED = "cancelled"
     #: written by nobody: what a store returns for an event row it cannot read (detail: error)
     DAMAGED = "damaged"
 

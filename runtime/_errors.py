@@ -41,6 +41,7 @@ import datetime
 
 __all__ = [
     "AlreadyDecidedError",
+    "ActorFinishedError",
     "ActorNotFoundError",
     "ActorQuarantinedError",
     "ActorStoppedError",
@@ -55,6 +56,7 @@ __all__ = [
     "RecoveryError",
     "SequenceConflictError",
     "SnapshotError",
+    "StepCancelledError",
     "StoreClosedError",
     "StoreCorruptError",
     "StoreError",
@@ -177,6 +179,24 @@ class ActorStoppedError(ActorlogError):
     """The actor or the system is stopped; the call was not carried out."""
 
 
+class ActorFinishedError(ActorStoppedError):
+    """The actor has ended (``ctx.stop()`` finished it, or an operator terminated it): it
+    takes no more messages. Its log stays for audit (``actorlog history``) until deleted.
+
+    Attributes:
+        actor_id: the actor.
+        how: ``"finished"`` or ``"terminated"``.
+        reason: the reason it was given, if any.
+    """
+
+    def __init__(self, actor_id: str, how: str = "finished", reason: str = "") -> None:
+        self.actor_id = actor_id
+        self.how = how
+        self.reason = reason
+        why = f": {reason}" if reason else ""
+        super().__init__(f"actor {actor_id!r} is {how}{why}; it takes no more messages")
+
+
 class ActorQuarantinedError(ActorlogError):
     """The actor is quarantined: its log cannot be trusted until an operator acts."""
 
@@ -201,6 +221,12 @@ class HandlerError(ActorlogError):
         super().__init__(
             f"handler of actor {actor_id!r} failed on message seq {seq}: {error_type}: {message}"
         )
+
+
+class StepCancelledError(HandlerError):
+    """An operator cancelled the step of this message (``system.cancel`` or ``actorlog
+    cancel``). The cancellation is recorded as the step's outcome; a re-ask raises it again.
+    A tool call it interrupted is recorded as cancelled (and, for a write tool, in doubt)."""
 
 
 class ToolCallError(ActorlogError):

@@ -47,6 +47,7 @@ h1 { font-size: 22px; margin: 0 0 4px; }
 .b-in_doubt, .b-retry_interrupted, .b-resolved, .b-failed_by_operator,
 .b-retry_authorized { background: var(--warn); }
 .b-running, .b-pending, .b-auto { background: var(--info); }
+.b-terminated { background: #8250df; }
 .callout { border: 1px solid var(--warn); background: #fff8c5; border-radius: 6px;
            padding: 10px 14px; margin: 0 0 20px; }
 .callout.bad { border-color: var(--err); background: #ffebe9; }
@@ -87,7 +88,9 @@ pre { background: #fff; border: 1px solid var(--line); border-radius: 4px; paddi
 .event { border-radius: 6px; padding: 6px 12px; background: #ddf4ff; }
 .event.e-quarantined, .event.e-stopped, .event.e-snapshot_rejected, .damage {
   background: #ffebe9; color: var(--err); }
-.event.e-resolved, .event.e-in_doubt { background: #fff8c5; }
+.event.e-resolved, .event.e-in_doubt, .event.e-cancelled, .event.e-cancel_requested {
+  background: #fff8c5; }
+.event.e-terminated, .event.e-finished { background: #f6f0ff; font-weight: 600; }
 .event.e-recovered::before { background: #8250df; }
 .damage::before { background: var(--err); }
 .damage { border-radius: 6px; padding: 6px 12px; font-weight: 600; }

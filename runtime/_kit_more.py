@@ -30,6 +30,7 @@ from ._kit import (
 )
 from .store import (
     FORMAT_VERSION,
+    AuditStore,
     SequenceConflictError,
     Store,
     StoreClosedError,
@@ -280,6 +281,30 @@ class SharingContract:
         assert ats == sorted(ats) and before - 1 <= ats[0] <= time.time() + 1
         assert [e.kind for e in await store.read_events("other")] == ["quarantined"]
         assert await store.read_events("nobody") == []
+
+    async def test_delete_actor_leaves_an_audit_row(self, store: Store) -> None:
+        """Optional ``AuditStore``: delete removes log, snapshots and history together and
+        appends an audit row that outlives them; the id can start afresh from seq 1."""
+        if not isinstance(store, AuditStore):
+            pytest.skip("the store has no delete_actor/read_audit (optional)")
+        await registered(store, ACTOR)
+        await registered(store, "kept")
+        await store.append(ACTOR, 0, msgs(ACTOR, 1, 3))
+        await store.append("kept", 0, msgs("kept", 1, 2))
+        await store.save_snapshot(snapshot(ACTOR, 2))
+        await store.record_event(ACTOR, "finished", "{}")
+        row = await store.delete_actor(ACTOR, '{"by":"kit"}')
+        assert (row.kind, row.actor_id, row.detail) == ("deleted", ACTOR, '{"by":"kit"}')
+        assert await store.get_actor(ACTOR) is None
+        assert await store.read(ACTOR) == []
+        assert await store.list_snapshots(ACTOR) == []
+        assert await store.read_events(ACTOR) == []
+        assert await store.read_audit(ACTOR) == [row]
+        assert [r.actor_id for r in await store.read_audit()] == [ACTOR]
+        assert len(await store.read("kept")) == 2  # others untouched
+        await registered(store, ACTOR)
+        await store.append(ACTOR, 0, msgs(ACTOR, 1, 1))
+        assert len(await store.read(ACTOR)) == 1
 
     # -- durability across reopen ----------------------------------------------------------
 

@@ -12,7 +12,7 @@ import anyio
 import attrs
 
 from . import _codec
-from ._errors import HandlerError
+from ._errors import ActorFinishedError, HandlerError, StepCancelledError
 from ._records import Recorded, StepRecord
 
 if TYPE_CHECKING:
@@ -191,6 +191,11 @@ def step_outcome(
                 pass
         return value, None
     err = step.error
+    if err is not None and err.type == "ActorFinishedError":
+        how, _, why = err.message.partition(": ")  # as _lifecycle.finished_info wrote it
+        return None, ActorFinishedError(actor_id, how or "finished", why)
+    if err is not None and err.type == "StepCancelledError":
+        return None, StepCancelledError(actor_id, seq, err.type, err.message)
     return None, HandlerError(
         actor_id,
         seq,

@@ -44,7 +44,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from . import _codec
+from . import _codec, _lifecycle
 from ._actor import Actor, reply_type
 from ._errors import (
     ActorlogError,
@@ -469,7 +469,17 @@ class Ownership:
                 return
             self._used[actor_id] = time.monotonic()
             try:
+                if tag in _lifecycle.COMMAND_TAGS:  # an operator's cancel/terminate
+                    _lifecycle.command(cell, tag, body)
+                    await self.store.inbox_delete(actor_id, message_id)
+                    continue
                 plain = json.loads(body)
+                if cell.ended is not None:  # answered from the log: ActorFinishedError
+                    await _lifecycle.log_refused(cell, tag, plain, message_id, sender)
+                    await self.store.inbox_delete(actor_id, message_id)
+                    self._announce.append((actor_id, message_id))  # the refused step
+                    self._announce_wake.set()
+                    continue
                 try:
                     msg: Any = self.system.registry.decode_message(tag, plain)
                 except ConfigurationError as exc:

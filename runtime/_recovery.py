@@ -26,6 +26,7 @@ from ._calls import StepHost, is_call_error
 from ._context import Context
 from ._errors import (
     ActorlogError,
+    ActorNotFoundError,
     CorruptEntryError,
     LogCompactedError,
     RecoveryError,
@@ -46,6 +47,7 @@ from ._records import (
     StepRecord,
     decode_entry,
 )
+from ._registry import Registry
 from ._snapshots import RecoveryCost
 from ._telemetry import ATTR, EVENT, SPAN, tracer
 from ._wal import Journal
@@ -342,6 +344,8 @@ class Recovering(StepHost, Protocol):
     last_snapshot_at: float
     last_recovery: RecoveryReport | None
     status: str
+    #: (finished | terminated, reason) once the actor ended (``_lifecycle``)
+    ended: tuple[str, str] | None
     ready: anyio.Event
 
     async def load_options(self) -> None: ...
@@ -517,12 +521,19 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
         },
     ) as span:
         try:
-            with _tools.in_step(cell.where):  # a tool called directly raises
+            with anyio.CancelScope() as scope, _tools.in_step(cell.where):
+                err = None if step is None else step.error
+                if err is not None and err.type == "StepCancelledError":
+                    ctx.cancel_replay = scope  # cancelled live: cut where its log ends
                 await cell.actor.receive(ctx, msg)
         except BaseException as exc:
             if not is_call_error(exc):
                 raise
             # the recorded outcome stands; only effects must match
+        if ctx.stopped is not None:
+            if cell.ended is None:  # the history missed it (a crash right after the step)
+                cell.note_event(EventKind.FINISHED, {"seq": m.seq, "reason": ctx.stopped})
+            cell.ended = ("finished", ctx.stopped)
         if ctx.fatal is None:
             try:
                 ctx.check_consumed()
@@ -544,3 +555,39 @@ def decode_failed(step: StepRecord) -> bool:
         and err.type == "ConfigurationError"
         and err.message.startswith(("unknown message type", "cannot decode"))
     )
+
+
+async def unfinished(
+    store: Store, registry: Registry
+) -> tuple[list[tuple[type[Actor[Any]], str]], dict[str, BaseException]]:
+    """At start (without leases): the actors with unfinished work to recover, as (class,
+    id), and those that cannot be: a summary row that cannot be read (whether it has work is
+    unknown), or a class this runtime does not run (recorded as a ``quarantined`` event).
+    Spawning one of those with its class raises the same error or recovers it."""
+    starts: list[tuple[type[Actor[Any]], str]] = []
+    quarantined: dict[str, BaseException] = {}
+    for row in await store.list_actors():
+        if row.damage is not None:
+            err = CorruptEntryError(row.actor_id, 0, "column type", row.damage)
+            quarantined[row.actor_id] = err
+            continue
+        if row.handled_seq >= row.last_message_seq:
+            continue
+        cls = registry.actor_class(row.actor_type)
+        if cls is None:
+            quarantined[row.actor_id] = ActorNotFoundError(
+                f"actor {row.actor_id!r} has unfinished work but its class "
+                f"{row.actor_type!r} is not registered with this system; spawn it with "
+                "its class (or add it to actors=[...]) to recover it"
+            )
+            try:
+                await store.record_event(
+                    row.actor_id,
+                    EventKind.QUARANTINED,
+                    f'{{"error": "class {row.actor_type} not registered"}}',
+                )
+            except Exception:
+                pass
+            continue
+        starts.append((cls, row.actor_id))
+    return starts, quarantined

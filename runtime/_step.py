@@ -6,15 +6,19 @@ The cell's step loop calls :func:`handle` for each envelope; the cell is reached
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
+import anyio
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _records, _telemetry, _tools
+from . import _codec, _lifecycle, _records, _retention, _snapshots, _telemetry, _tools
 from ._calls import is_call_error
 from ._context import Context
-from ._errors import EncodeError
+from ._entrykinds import EventKind
+from ._errors import EncodeError, StepCancelledError
 from ._mailbox import Envelope, Reply, settle
 from ._records import EntryKind, ErrorInfo, Record, StepRecord
 from ._recovery import Recovering
@@ -24,7 +28,7 @@ from ._telemetry import ATTR, SPAN, tracer
 __all__ = ["Stepping", "handle"]
 
 
-class Stepping(Recovering, Protocol):
+class Stepping(Recovering, _lifecycle.Endable, Protocol):
     """What a step needs of its cell beyond what recovery does (``Cell``)."""
 
     accepts: tuple[type, ...] | None
@@ -39,6 +43,12 @@ class Stepping(Recovering, Protocol):
     def outcome(self, seq: int, step: StepRecord) -> tuple[Any, BaseException | None]: ...
 
     async def snapshot(self, seq: int | None = None, *, trigger: str = ...) -> None: ...
+
+    def estimated_recovery(self) -> float: ...
+
+    def spawn_task(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None: ...
+
+    async def record_event(self, kind: str, detail: str) -> None: ...
 
 
 async def handle(cell: Stepping, env: Envelope) -> None:
@@ -70,8 +80,15 @@ async def handle(cell: Stepping, env: Envelope) -> None:
                 raise TypeError(
                     f"{cell.cls.__qualname__} does not accept messages of type {env.type_tag}"
                 )
-            with _tools.in_step(cell.where):  # a tool called directly raises
+            with anyio.CancelScope() as scope, _tools.in_step(cell.where):
+                cell.step_scope = scope  # an operator's cancel (Cell.cancel_step)
+                if resumed and cell.cancel_pending is not None:
+                    ctx.cancel_replay = scope  # asked while it was down: cut where its log ends
                 reply = await cell.actor.receive(ctx, env.message)
+            cell.step_scope = None
+            if scope.cancel_called:
+                why = (cell.cancel_pending or {}).get("reason") or "cancelled by an operator"
+                raise StepCancelledError(cell.actor_id, env.seq, "StepCancelledError", why)
             if ctx.fatal is None and resumed:
                 ctx.check_consumed()
             reply_plain = _codec.to_plain(reply, "reply", check=False)
@@ -86,9 +103,13 @@ async def handle(cell: Stepping, env: Envelope) -> None:
             error = exc
             reply_plain = None
             span.set_status(Status(StatusCode.ERROR, ErrorInfo.of(exc).message))
+        cell.step_scope = None
         if ctx.fatal is not None:
             raise ctx.fatal
-        ctx.settle_abandoned()
+        cancel = cell.cancel_pending if isinstance(error, StepCancelledError) else None
+        calls = ctx.settle_abandoned(
+            None if cancel is None else _lifecycle.cancelled_call(ctx.open_tools)
+        )
         span.set_attribute(ATTR.OUTCOME, "ok" if error is None else "error")
         if resumed:
             span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
@@ -99,7 +120,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
                 env.seq,
                 _records.step_payload(
                     reply=reply_plain,
-                    error=None if error is None else ErrorInfo.of(error),
+                    error=None if error is None else _lifecycle.error_info(error),
                     span=_telemetry.span_ids(),
                     duration=time.perf_counter() - t0,
                 ),
@@ -133,6 +154,8 @@ async def handle(cell: Stepping, env: Envelope) -> None:
             assert isinstance(logged, StepRecord)
             outcome = cell.outcome(env.seq, logged)
     cell.handled_seq = env.seq
+    if ctx.stopped is not None:
+        cell.ended = ("finished", ctx.stopped)  # refuse what follows; snapshots stop
     cell.steps_since_snapshot += 1
     cell.replay_cpu += max(time.perf_counter() - t0 - ctx.awaited, 0.0)
     due = cell.policy.trigger(
@@ -140,9 +163,16 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         time.monotonic() - cell.last_snapshot_at,
         cell.recovery_parts(),
     )
-    if wanted or due is not None:
+    if wanted or due is not None or ctx.stopped is not None or cancel is not None:
         # If this commit fails, the slots stay registered and quarantine() fails them.
         await cell.journal.flush()
+    if cancel is not None:
+        cell.cancel_pending = None
+        detail = {"seq": env.seq, **cancel, "calls": calls}
+        await _lifecycle.note(cell.store, cell.actor_id, EventKind.CANCELLED, detail)
+    if ctx.stopped is not None:
+        detail = {"seq": env.seq, "reason": ctx.stopped}
+        await _lifecycle.note(cell.store, cell.actor_id, EventKind.FINISHED, detail)
     cell.prune_inflight()
     if outcome is not None:
         value, herr = outcome
@@ -151,3 +181,49 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         settle(cell.waiters, env.seq, value, herr)
     if due is not None:
         await cell.snapshot(step_seq, trigger=due)
+
+
+async def snapshot(cell: Stepping, seq: int | None, trigger: str) -> None:
+    """Write a snapshot covering ``seq`` (default: the last durable entry), noted in the
+    actor's history with its ``trigger``. Never fatal: a failure is traced and noted.
+    None once it ended (recovery must see its finish effect)."""
+    await cell.journal.flush()
+    if cell.ended is not None:
+        return
+    seq = cell.journal.durable_seq if seq is None else seq
+    estimate = cell.estimated_recovery()
+    try:
+        size = await _snapshots.write_snapshot(
+            cell.store,
+            cell.actor_id,
+            cell.actor_type,
+            cell.actor.state,
+            seq=seq,
+            handled_seq=cell.handled_seq,
+            schema_version=cell.cls.schema_version,
+            keep=cell.policy.keep,
+            offload=cell.snapshot_bytes >= _snapshots.OFFLOAD_BYTES,
+            trigger=trigger,
+            recovery_estimate=estimate,
+        )
+    except Exception as exc:
+        cell.note_event(EventKind.SNAPSHOT_FAILED, {"seq": seq, "error": str(exc)})
+    else:
+        cell.snapshot_bytes, cell.snapshot_seq = size, seq
+        # awaited (the reply is already out): counted even when the system stops next
+        detail = {"seq": seq, "trigger": str(trigger), "bytes": size}
+        await cell.record_event(
+            EventKind.SNAPSHOT, json.dumps({**detail, "recovery_estimate": estimate})
+        )
+        cell.replay_cpu = 0.0
+        if cell.policy.retention != "all":  # in the background, off the step's path
+            cell.spawn_task(
+                _retention.after_snapshot,
+                cell.store,
+                cell.actor_id,
+                cell.policy.retention,
+                cell.cls.schema_version,
+            )
+    finally:
+        cell.steps_since_snapshot = 0
+        cell.last_snapshot_at = time.monotonic()

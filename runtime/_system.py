@@ -16,7 +16,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from . import _codec, _decisions, _names, _options, _restart
+from . import _codec, _decisions, _names, _options, _recovery, _restart
 from ._actor import Actor
 from ._cell import Cell
 from ._errors import (
@@ -24,15 +24,14 @@ from ._errors import (
     ActorQuarantinedError,
     ActorStoppedError,
     ConfigurationError,
-    CorruptEntryError,
 )
 from ._host import Host
 from ._leases import Lease, OwnershipChange
+from ._lifecycle import Lifecycle
 from ._mailbox import Moved, Reply
 from ._options import SpawnOptions
 from ._ownership import Ownership
 from ._passivation import KeyedLock, Passivator
-from ._records import EventKind
 from ._recovery import RecoveryReport
 from ._ref import ActorRef
 from ._registry import Registry
@@ -45,7 +44,7 @@ A = TypeVar("A", bound=Actor[Any])
 _MISSING: Any = object()
 
 
-class ActorSystem:
+class ActorSystem(Lifecycle):
     """Runs actors over one store.
 
     ::
@@ -270,34 +269,10 @@ class ActorSystem:
         if self._ownership is not None:
             await self._ownership.recover()  # only actors whose lease is free
             return
-        for row in await self.store.list_actors():
-            if row.damage is not None:
-                # its summary row cannot be read, so whether it has unfinished work is
-                # unknown: quarantined with the damage named (spawning it raises the same)
-                self._quarantined[row.actor_id] = CorruptEntryError(
-                    row.actor_id, 0, "column type", row.damage
-                )
-                continue
-            if row.handled_seq >= row.last_message_seq:
-                continue
-            cls = self.registry.actor_class(row.actor_type)
-            if cls is None:
-                err = ActorNotFoundError(
-                    f"actor {row.actor_id!r} has unfinished work but its class "
-                    f"{row.actor_type!r} is not registered with this system; spawn it with "
-                    "its class (or add it to actors=[...]) to recover it"
-                )
-                self._quarantined[row.actor_id] = err
-                try:
-                    await self.store.record_event(
-                        row.actor_id,
-                        EventKind.QUARANTINED,
-                        f'{{"error": "class {row.actor_type} not registered"}}',
-                    )
-                except Exception:
-                    pass
-                continue
-            self._start_cell(cls, row.actor_id, self._options.policy_for(cls, row.actor_id))
+        starts, quarantined = await _recovery.unfinished(self.store, self.registry)
+        self._quarantined.update(quarantined)
+        for cls, actor_id in starts:
+            self._start_cell(cls, actor_id, self._options.policy_for(cls, actor_id))
 
     def _spawn_task(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         if self._tg is not None and not self._closed:
@@ -515,8 +490,8 @@ class ActorSystem:
             self._spawn_task(self._ownership.release_passivated, cell.actor_id, cell.fencing_token)
 
     def status(self, actor_id: str) -> str:
-        """``starting``, ``running``, ``idle``, ``in_doubt``, ``quarantined``, ``stopped``,
-        or ``unknown`` (not loaded in this system)."""
+        """``starting``, ``running``, ``idle``, ``in_doubt``, ``finished``, ``terminated``,
+        ``quarantined``, ``stopped``, or ``unknown`` (not loaded in this system)."""
         cell = self._cells.get(actor_id)
         if cell is not None:
             return cell.status

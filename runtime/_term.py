@@ -67,6 +67,8 @@ STATUS_COLOR = {
     "in_doubt": "yellow",
     "quarantined": "red",
     "stopped": "red",
+    "finished": "dim",
+    "terminated": "magenta",
 }
 
 
@@ -191,6 +193,9 @@ def ago(ts: float | None, now: float | None = None) -> str:
 
 
 def effect_value(e: ops.Effect) -> str:
+    if e.name == "finish":  # ctx.stop()
+        reason = e.value.get("reason") if isinstance(e.value, dict) else None
+        return "the actor finishes with this step" + (f": {str(reason)[:80]}" if reason else "")
     if e.name == "now" and isinstance(e.value, int | float):
         try:
             return (
@@ -313,6 +318,32 @@ def event_text(e: ops.Event) -> str:
         )
     if e.kind == EventKind.FORKED:
         return f"forked from {d.get('source')} at seq {d.get('at')} by {d.get('by')}"
+    if e.kind in _ENDING:
+        return _ending_text(e)
     if e.kind == EventKind.FORKED_TO:
         return f"forked at seq {d.get('at')} as {d.get('fork')} by {d.get('by')}"
     return f"{e.kind}: {short(d, 160)}"
+
+
+_ENDING = (
+    EventKind.FINISHED,
+    EventKind.TERMINATED,
+    EventKind.CANCEL_REQUESTED,
+    EventKind.CANCELLED,
+)
+
+
+def _ending_text(e: ops.Event) -> str:
+    """The lifecycle events (``_lifecycle``): finished, terminated, cancel asked, cancelled."""
+    d = e.detail
+    why = f": {d.get('reason')}" if d.get("reason") else ""
+    by = f" by {d.get('by')}" if d.get("by") else ""
+    if e.kind == EventKind.FINISHED:
+        return f"finished (ctx.stop in step seq {d.get('seq')}){why}"
+    if e.kind == EventKind.TERMINATED:
+        return f"terminated{by}{why}; no more steps"
+    if e.kind == EventKind.CANCEL_REQUESTED:
+        return f"cancel of the running step requested{by}{why}"
+    calls = d.get("calls") or []
+    cut = f"; cut short: {', '.join(str(c) for c in calls)}" if calls else ""
+    return f"step seq {d.get('seq')} cancelled{by}{why}{cut}"

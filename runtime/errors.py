@@ -39,6 +39,7 @@ Warnings: ``UnstableNameWarning`` (a class recorded under a ``__main__.`` tag).
 from __future__ import annotations
 
 from ._errors import (
+    ActorFinishedError,
     ActorlogError,
     ActorNotFoundError,
     ActorQuarantinedError,
@@ -55,6 +56,7 @@ from ._errors import (
     RecoveryError,
     SequenceConflictError,
     SnapshotError,
+    StepCancelledError,
     StoreClosedError,
     StoreCorruptError,
     StoreError,
@@ -71,6 +73,8 @@ from ._errors import (
 )
 
 __all__ = [
+    "ActorFinishedError",
+    "StepCancelledError",
     "LeaseLostError",
     "AlreadyDecidedError",
     "ActorNotFoundError",

@@ -94,6 +94,8 @@ __all__ = [
     "KINDS",
     "SNAPSHOT_INFO_COLUMNS",
     "ActorRow",
+    "AuditRow",
+    "AuditStore",
     "CommitObserver",
     "CompactingStore",
     "InboxRow",
@@ -242,6 +244,44 @@ class Store(Protocol):
 
     async def read_events(self, actor_id: str) -> list[EventRow]:
         """The actor's operator-history events, oldest first."""
+        ...
+
+
+# -- deleting actors, with a store-level audit trail ----------------------------------------
+
+
+class AuditRow(NamedTuple):
+    """A store-level audit event (:meth:`AuditStore.read_audit`): it outlives the actor.
+
+    Attributes:
+        id: increasing per store.
+        at: when it was written (seconds since the epoch, the store's clock).
+        kind: ``"deleted"`` (the only kind so far).
+        actor_id: the actor it is about.
+        detail: a JSON object (who, why, the actor's type and last seq, ...).
+    """
+
+    id: int
+    at: float
+    kind: str
+    actor_id: str
+    detail: str
+
+
+@runtime_checkable
+class AuditStore(Protocol):
+    """Optional: delete an actor, leaving an audit row (``system.delete``, ``actorlog
+    delete``). The contract kit checks it for stores that have these methods."""
+
+    async def delete_actor(self, actor_id: str, detail: str) -> AuditRow:
+        """In one transaction: remove the actor's entries, snapshots, events, summary row
+        (and, with leases, its lease and inbox), and append a ``deleted`` audit row with
+        ``detail`` (a JSON object); return that row. Deleting an actor that is not there
+        still writes the row. The id may be registered again later, from seq 1."""
+        ...
+
+    async def read_audit(self, actor_id: str | None = None) -> list[AuditRow]:
+        """Audit rows (of one actor, or all), oldest first."""
         ...
 
 

@@ -88,4 +88,20 @@ CREATE TRIGGER IF NOT EXISTS log_starts_compact AFTER INSERT ON log_starts BEGIN
     DELETE FROM entries WHERE actor_id = NEW.actor_id AND seq < NEW.first_seq;
     UPDATE actors SET first_seq = NEW.first_seq WHERE actor_id = NEW.actor_id;
 END;
+CREATE TABLE IF NOT EXISTS store_audit (
+    id       INTEGER PRIMARY KEY,
+    at       REAL NOT NULL,
+    kind     TEXT NOT NULL,
+    actor_id TEXT NOT NULL,
+    detail   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS store_audit_actor ON store_audit (actor_id, id);
+CREATE TRIGGER IF NOT EXISTS store_audit_delete AFTER INSERT ON store_audit
+WHEN NEW.kind = 'deleted' BEGIN
+    DELETE FROM entries WHERE actor_id = NEW.actor_id;
+    DELETE FROM snapshots WHERE actor_id = NEW.actor_id;
+    DELETE FROM events WHERE actor_id = NEW.actor_id;
+    DELETE FROM log_starts WHERE actor_id = NEW.actor_id;
+    DELETE FROM actors WHERE actor_id = NEW.actor_id;
+END;
 """

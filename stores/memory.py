@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Sequence
 import attrs
 from actorlog.store import (
     ActorRow,
+    AuditRow,
     ConfigurationError,
     EntryRow,
     EventRow,
@@ -47,6 +48,8 @@ class MemoryStore:
     def __init__(self) -> None:
         self.actors: dict[str, _Actor] = {}
         self._closed = False
+        #: store-level audit rows (``delete_actor``): they outlive the actors
+        self.audit: list[AuditRow] = []
 
     @property
     def capabilities(self) -> StoreCapabilities:
@@ -227,6 +230,19 @@ class MemoryStore:
         a = self.actors.get(actor_id)
         return None if a is None else a.log_start
 
+    # -- deleting actors (actorlog.store.AuditStore) ----------------------------------------
+
+    async def delete_actor(self, actor_id: str, detail: str) -> AuditRow:
+        self._check()
+        self.actors.pop(actor_id, None)
+        row = AuditRow(len(self.audit) + 1, time.time(), "deleted", actor_id, detail)
+        self.audit.append(row)
+        return row
+
+    async def read_audit(self, actor_id: str | None = None) -> list[AuditRow]:
+        self._check()
+        return [r for r in self.audit if actor_id is None or r.actor_id == actor_id]
+
     # -- test helpers ---------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
@@ -247,6 +263,7 @@ class MemoryStore:
             )
             for k, a in self.actors.items()
         }
+        view.audit = list(self.audit)
         yield view
 
     def replace_row(self, actor_id: str, seq: int, row: EntryRow) -> None:

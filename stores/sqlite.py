@@ -63,6 +63,7 @@ from actorlog.store import (
 )
 
 from . import _writelock
+from ._audit import SqliteAudit
 from ._groupcommit import GroupCommitter, Request, require_asyncio
 from ._sql import (
     ACTOR_COLS,
@@ -119,7 +120,7 @@ def _is_corrupt(exc: BaseException) -> bool:
     return "malformed" in text or "not a database" in text
 
 
-class SqliteStore(SqliteCompaction):
+class SqliteStore(SqliteCompaction, SqliteAudit):
     """A SQLite file store (aiosqlite, WAL journal, group commit).
 
     Args:

@@ -29,7 +29,7 @@ SORTS: dict[str, Callable[[ActorRow], Any]] = {
 }
 
 #: the statuses an actor can have (``ActorStatus.status``), most severe first
-STATUSES = ("quarantined", "failed", "in_doubt", "running", "idle")
+STATUSES = ("quarantined", "failed", "in_doubt", "running", "idle", "finished", "terminated")
 
 _ONLY_WITH_PENDING_WORK = ("in_doubt", "running")
 

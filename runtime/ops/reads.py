@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime
 import json
 import os
 import time
@@ -24,7 +25,7 @@ from .._errors import (
 )
 from .._leases import Lease
 from .._records import EntryKind, EventKind, IntentRecord, Record, Recorded, decode_entry
-from ..store import ActorRow, EntryRow, SnapshotInfo, Store
+from ..store import ActorRow, AuditStore, EntryRow, SnapshotInfo, Store
 from .models import (
     ActorStatus,
     EntryView,
@@ -105,8 +106,29 @@ async def _must_be_a_store(url: str) -> None:
 async def _actor_row(store: Store, actor_id: str) -> ActorRow:
     row = await store.get_actor(actor_id)
     if row is None:
-        raise ActorNotFoundError(f"no actor {actor_id!r} in {store.url}")
+        audit = await _deleted_audit(store, actor_id)
+        raise ActorNotFoundError(audit or f"no actor {actor_id!r} in {store.url}")
     return row
+
+
+async def _deleted_audit(store: Store, actor_id: str) -> str | None:
+    """How an actor that is not in the store left it (``delete``, its audit row), or None."""
+    if not isinstance(store, AuditStore):
+        return None
+    rows = [r for r in await store.read_audit(actor_id) if r.kind == "deleted"]
+    if not rows:
+        return None
+    try:
+        d = json.loads(rows[-1].detail)
+    except ValueError:
+        d = {}
+    d = d if isinstance(d, dict) else {}
+    at = datetime.datetime.fromtimestamp(rows[-1].at).astimezone().isoformat(timespec="seconds")
+    why = f" ({d['reason']})" if d.get("reason") else ""
+    return (
+        f"actor {actor_id!r} was deleted from {store.url} at {at} by {d.get('by') or '?'}{why}; "
+        "only its audit row is left (actorlog actors --deleted)"
+    )
 
 
 def _intent_state(rec: Recorded, intent: IntentRecord) -> str | None:
@@ -158,6 +180,14 @@ def _failure(events: Sequence[Event]) -> tuple[str, str] | None:
             if etype == "SequenceConflictError":
                 text += _conflicting_operator_write(events[:i])
             return e.kind, text
+    return None
+
+
+def _ended(events: Sequence[Event]) -> str | None:
+    """``finished`` or ``terminated`` if the actor ended (``_lifecycle``), else None."""
+    for e in events:
+        if e.kind in (EventKind.FINISHED, EventKind.TERMINATED):
+            return e.kind
     return None
 
 
@@ -246,7 +276,10 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
                     )
                 )
         failure = _failure(events)
-        if failure is not None:  # the same word as the event: quarantined or stopped
+        end = _ended(events)
+        if end is not None:  # finished (ctx.stop) or terminated: no more steps, for good
+            status = end
+        elif failure is not None:  # the same word as the event: quarantined or stopped
             status, problem = failure
         elif any(i.needs_operator for i in in_doubt):
             status = "in_doubt"

@@ -194,8 +194,43 @@ CREATE TABLE IF NOT EXISTS log_starts (
 #: Schema migrations: ``MIGRATIONS[v]`` takes a store from schema version ``v - 1`` to
 #: ``v``. They run in the schema they create tables in; ``{actors}`` and ``{leases}`` stand
 #: for its tables. Version 1 is log format 1; version 2 adds leases, fencing and the inbox;
-#: version 3 narrows the ref index to step rows; version 4 adds log starts (compaction).
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
+#: version 3 narrows the ref index to step rows; version 4 adds log starts (compaction);
+#: version 5 the store audit table (deleting actors).
+# Deleting actors (``delete_actor``): a store-level audit table; inserting a ``deleted``
+# row removes the actor's rows in the same statement (so, in one transaction).
+_SCHEMA_V5 = """
+CREATE TABLE IF NOT EXISTS store_audit (
+    id       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at       DOUBLE PRECISION NOT NULL,
+    kind     TEXT NOT NULL,
+    actor_id TEXT NOT NULL,
+    detail   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS store_audit_actor ON store_audit (actor_id, id);
+CREATE OR REPLACE FUNCTION actorlog_store_audit_delete() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM {schema}.entries WHERE actor_id = NEW.actor_id;
+    DELETE FROM {schema}.snapshots WHERE actor_id = NEW.actor_id;
+    DELETE FROM {schema}.events WHERE actor_id = NEW.actor_id;
+    DELETE FROM {schema}.inbox WHERE actor_id = NEW.actor_id;
+    DELETE FROM {schema}.log_starts WHERE actor_id = NEW.actor_id;
+    DELETE FROM {schema}.actors WHERE actor_id = NEW.actor_id;
+    RETURN NEW;
+END
+$$;
+DROP TRIGGER IF EXISTS store_audit_delete ON store_audit;
+CREATE TRIGGER store_audit_delete AFTER INSERT ON store_audit
+    FOR EACH ROW WHEN (NEW.kind = 'deleted') EXECUTE FUNCTION actorlog_store_audit_delete();
+"""
+
+MIGRATIONS: dict[int, str] = {
+    1: _SCHEMA_V1,
+    2: _SCHEMA_V2,
+    3: _SCHEMA_V3,
+    4: _SCHEMA_V4,
+    5: _SCHEMA_V5,
+}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: The WHERE clause of a fenced ``INSERT ... SELECT``: true if the statement's fencing
@@ -273,6 +308,7 @@ async def migrate(conn: Any, schema: str | None, url: str) -> None:
         leases = f"{quote_ident(current)}.leases"
         for version in range(have + 1, SCHEMA_VERSION + 1):
             sql = MIGRATIONS[version].replace("{actors}", actors)
+            sql = sql.replace("{schema}", quote_ident(current))
             await conn.execute(sql.replace("{leases}", leases))
         await conn.execute(
             "INSERT INTO actorlog_meta (key, value) VALUES ('format_version', $1), "

@@ -34,6 +34,7 @@ from actorlog.store import (
     snapshot_info,
 )
 
+from .._audit import PostgresAudit
 from .._groupcommit import GroupCommitter, Request, require_asyncio
 from .._sql import (
     ACTOR_COLS,
@@ -74,7 +75,7 @@ async def _keep_session(conn: Any) -> None:
 # internal TypeError.
 
 
-class PostgresStore(LeaseMethods, CompactionMethods):
+class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit):
     """A PostgreSQL store (asyncpg pool, group commit, conditional appends in the database).
 
     Several runtimes, on several machines, may open the same database: appends to one actor
@@ -291,7 +292,7 @@ class PostgresStore(LeaseMethods, CompactionMethods):
             time.time(),
         )
         row = await self.get_actor(actor_id)
-        assert row is not None  # actors are never deleted
+        assert row is not None  # deleted only when not running (delete_actor)
         return row
 
     async def get_actor(self, actor_id: str) -> ActorRow | None:
