@@ -4,7 +4,8 @@ Like Akka's journal TCK (``JournalSpec``): a store written by a third party runs
 suite as actorlog's own stores. This module imports only public actorlog modules
 (``actorlog.store``; ``actorlog.stores`` only for the default :meth:`StoreHarness.open_url`)
 and needs pytest (``pip install 'actorlog[testing]'``) and anyio's pytest plugin (which
-comes with anyio), nothing else.
+comes with anyio), nothing else. Only the kit needs pytest: ``import actorlog.testing`` and
+:func:`replay` work without it (the kit's names are imported on first use).
 
 Use (``docs/stores.md`` has the whole walk-through)::
 
@@ -38,20 +39,15 @@ that the rows the kit appends are valid entries a runtime could read back.
 
 from __future__ import annotations
 
-try:
-    import pytest
-except ImportError as exc:  # pragma: no cover - exercised by scripts/check_install.sh
-    raise ImportError(
-        "actorlog.testing is the store contract kit, a pytest suite: "
-        "pip install 'actorlog[testing]' (or pytest)"
-    ) from exc
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from ._kit import StoreHarness, entry_checksum, make_entry, needs, snapshot_digest
-from ._kit_compact import CompactionContract, log_start_checksum
-from ._kit_log import LogContract
-from ._kit_more import SharingContract
 from ._replaycheck import Divergence, ReplayReport, replay
-from .store import Store
+
+if TYPE_CHECKING:
+    from ._kit import StoreHarness, entry_checksum, make_entry, needs, snapshot_digest
+    from ._kit_compact import log_start_checksum
+    from ._kit_contract import StoreContract
 
 __all__ = [
     "Divergence",
@@ -66,37 +62,34 @@ __all__ = [
     "snapshot_digest",
 ]
 
-
-class StoreContract(LogContract, SharingContract, CompactionContract):
-    """The contract tests. Subclass it as ``Test<YourStore>`` and give it a ``harness``
-    fixture yielding a :class:`StoreHarness` (and closing it afterwards).
-
-    Every test runs on anyio's ``asyncio`` backend; override the ``anyio_backend`` fixture
-    for a store that runs elsewhere too. The contract itself is written down in
-    :mod:`actorlog.store`.
-    """
-
-    pytestmark = pytest.mark.anyio
-
-    @pytest.fixture
-    def anyio_backend(self) -> str:
-        return "asyncio"
-
-    @pytest.fixture
-    async def store(self, harness: StoreHarness) -> Store:
-        """An opened store of the harness."""
-        return await harness.open()
+#: the store contract kit's names, imported on first use (the kit is a pytest suite)
+_KIT = {
+    "StoreContract": "._kit_contract",
+    "StoreHarness": "._kit",
+    "entry_checksum": "._kit",
+    "make_entry": "._kit",
+    "needs": "._kit",
+    "snapshot_digest": "._kit",
+    "log_start_checksum": "._kit_compact",
+}
 
 
-for _obj in (
-    Divergence,
-    ReplayReport,
-    StoreHarness,
-    entry_checksum,
-    log_start_checksum,
-    make_entry,
-    needs,
-    replay,
-    snapshot_digest,
-):
-    _obj.__module__ = __name__  # documented and shown as actorlog.testing.X
+def __getattr__(name: str) -> Any:
+    where = _KIT.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        import pytest  # noqa: F401  (the kit is a pytest suite)
+    except ImportError as exc:
+        raise ImportError(
+            f"actorlog.testing.{name} is part of the store contract kit, a pytest suite: "
+            "pip install 'actorlog[testing]' (or pytest)"
+        ) from exc
+    obj = getattr(importlib.import_module(where, __package__), name)
+    obj.__module__ = __name__  # documented and shown as actorlog.testing.X
+    globals()[name] = obj
+    return obj
+
+
+for _obj in (Divergence, ReplayReport, replay):
+    _obj.__module__ = __name__
