@@ -247,7 +247,7 @@ def build_parser(
     sp.add_argument(
         "--allow-writes",
         action="store_true",
-        help="allow resolve and fork from the browser (with the token)",
+        help="allow resolve, fork, cancel, terminate and delete from the browser (with the token)",
     )
     sp.add_argument(
         "--token",

@@ -32,17 +32,25 @@ Statuses (:attr:`ActorStatus.status`), most severe first:
 
 The word is the one the runtime's event and ``system.status`` use (before 0.1 both runtime
 stops were shown as ``failed``).
+
 * ``in_doubt``: its unfinished step has a tool call that may or may not have happened and that
   only an operator can settle (:func:`resolve`).
 * ``running``: it has messages logged but not yet handled (a runtime is handling them, or
   will recover them when it next starts).
 * ``idle``: nothing to do.
+* ``finished``: it stopped itself (``ctx.stop``); it takes no more steps.
+* ``terminated``: an operator terminated it (:func:`terminate`); it takes no more steps.
+
+(:data:`actorlog.ops.listing.STATUSES` lists them.) The lifecycle writes :func:`cancel`,
+:func:`terminate` and :func:`delete`, and :func:`deleted` (the store's audit of deletions),
+are :mod:`actorlog.ops.lifecycle`'s, exported here too.
 """
 
 from __future__ import annotations
 
 from .compaction import CompactResult, compact
 from .history import history, iter_history
+from .lifecycle import Deleted, DeleteRefusedError, cancel, delete, deleted, terminate
 from .listing import list_actors_page, waiting_intents
 from .models import (
     NEEDS_OPERATOR,
@@ -76,6 +84,8 @@ __all__ = [
     "Call",
     "CompactResult",
     "Decision",
+    "DeleteRefusedError",
+    "Deleted",
     "Effect",
     "EntryView",
     "Event",
@@ -92,7 +102,10 @@ __all__ = [
     "Step",
     "VerifyReport",
     "actor_status",
+    "cancel",
     "compact",
+    "delete",
+    "deleted",
     "export",
     "fork",
     "fork_effects",
@@ -105,6 +118,7 @@ __all__ = [
     "resolve",
     "restart",
     "show",
+    "terminate",
     "to_json",
     "verify",
     "waiting_intents",

@@ -28,8 +28,9 @@ SORTS: dict[str, Callable[[ActorRow], Any]] = {
     "pending": lambda r: (_pending(r), r.actor_id),
 }
 
-#: the statuses an actor can have (``ActorStatus.status``), most severe first
-STATUSES = ("quarantined", "failed", "in_doubt", "running", "idle", "finished", "terminated")
+#: the statuses an actor can have (``ActorStatus.status``, as :mod:`.reads` derives them),
+#: most severe first
+STATUSES = ("quarantined", "stopped", "in_doubt", "running", "idle", "finished", "terminated")
 
 _ONLY_WITH_PENDING_WORK = ("in_doubt", "running")
 

@@ -24,7 +24,7 @@ from .._errors import ActorlogError, ActorNotFoundError, ConfigurationError
 from .._html import CSS
 from ..ops.listing import SORTS, STATUSES
 from ..store import Store
-from . import live, writes
+from . import lifecycle, live, writes
 from .common import actor_id_param, config_of, int_param, problem, show, store_of
 from .config import ServeConfig
 from .render import step_links, timeline
@@ -210,6 +210,11 @@ def create_app(cfg: ServeConfig, *, store: Store | None = None) -> Starlette:
         Route("/resolve", _guarded(writes.resolve), methods=["POST"]),
         Route("/fork", _guarded(writes.fork_page), methods=["GET"]),
         Route("/fork", _guarded(writes.fork), methods=["POST"]),
+        Route("/cancel", _guarded(lifecycle.cancel), methods=["POST"]),
+        Route("/terminate", _guarded(lifecycle.terminate), methods=["POST"]),
+        Route("/delete", _guarded(lifecycle.delete_page), methods=["GET"]),
+        Route("/delete", _guarded(lifecycle.delete), methods=["POST"]),
+        Route("/deleted", _guarded(lifecycle.deleted)),
         Route("/console.js", script),
     ]
     middleware = [Middleware(_SecurityHeaders)]

@@ -36,7 +36,8 @@ class ServeConfig:
     Attributes:
         store_url: the store, as a URL.
         source: the store as shown on pages (no password).
-        allow_writes: resolve and fork are allowed (with the token).
+        allow_writes: resolve, fork, cancel, terminate and delete are allowed (with the
+            token).
         token: the secret a browser signs in with (``/login``) or a script sends as
             ``Authorization: Bearer``; required when ``allow_writes``.
         trace_url: a link to a step's trace, with ``{trace_id}`` (and ``{span_id}``) in it.

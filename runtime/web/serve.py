@@ -52,7 +52,9 @@ def build(
             print(f"  (set {TOKEN_ENV} to choose the token)", file=err)
     else:
         print(
-            "read-only (start with --allow-writes to resolve and fork from the browser)", file=err
+            "read-only (start with --allow-writes to resolve, fork, cancel, terminate and "
+            "delete from the browser)",
+            file=err,
         )
     if not loopback:
         if token is None:

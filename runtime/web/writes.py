@@ -52,7 +52,7 @@ async def _authorized_form(request: Request) -> FormData:
     if not cfg.allow_writes:
         raise Refused(
             "this console is read-only: start it with 'actorlog serve STORE --allow-writes' "
-            "to resolve or fork from the browser"
+            "to write from the browser"
         )
     if not _same_origin(request):
         raise Refused("refused a write from another origin (cross-site request)")

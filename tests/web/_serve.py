@@ -45,8 +45,9 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 
 @contextlib.contextmanager
-def serve(db: Path, *args: str) -> Iterator[Served]:
-    """Run ``actorlog serve DB ARGS`` on a free port until the block ends (then Ctrl-C)."""
+def serve(db: Path | str, *args: str) -> Iterator[Served]:
+    """Run ``actorlog serve DB ARGS`` on a free port until the block ends (then Ctrl-C);
+    ``db`` a SQLite file or a store URL."""
     port = free_port()
     cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "actorlog._cli"]
     proc = subprocess.Popen(

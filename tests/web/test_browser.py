@@ -16,7 +16,9 @@ import pytest
 from actorlog.stores import SqliteStore
 from playwright import sync_api  # the test extra installs it (the driver only, no browser)
 
+from tests import _pg
 from tests.cli._support import WORKER
+from tests.web._owner import owning
 from tests.web._serve import ROOT, live_worker, serve
 
 IMAGES = ROOT / "docs" / "images"
@@ -127,6 +129,49 @@ def test_a_step_arrives_live_while_a_runtime_writes(tmp_path: Path, browser: obj
         link = steps.nth(1).locator("a.trace")
         expect(link).to_have_attribute("href", _trace_pattern())
         page.close()
+
+
+@pytest.fixture
+def pg_schema(pg_url: str) -> Iterator[str]:
+    schema = _pg.new_schema("web_browser")
+    yield schema
+    anyio.run(_pg.drop_schemas, pg_url, schema, backend="asyncio")
+
+
+def test_cancel_a_long_step_from_the_actor_page_and_see_it_cancelled_live(
+    pg_url: str, pg_schema: str, browser: object
+) -> None:
+    """On PostgreSQL, ``job-1``'s owner runs in another process, its step blocked in a write
+    tool. One page watches the actor; from another, the operator cancels the step. The
+    watching page shows the step recorded cancelled, without a reload."""
+    expect = sync_api.expect
+    url = _pg.schema_url(pg_url, pg_schema)
+    with owning(pg_url, pg_schema) as owner, serve(url, "--allow-writes", "--token", TOKEN) as s:
+        context = browser.new_context()  # type: ignore[attr-defined]
+        context.new_page().goto(s.base + f"/login?token={TOKEN}")
+        watching = context.new_page()
+        watching.goto(s.base + "/actor?id=job-1")
+        expect(watching.locator("#live")).to_have_text("live: watching the log")
+        steps = watching.locator("section.step")
+        expect(steps).to_have_count(1)
+        expect(steps.first).to_have_attribute("data-status", "in_doubt")  # in flight
+
+        acting = context.new_page()
+        acting.goto(s.base + "/actor?id=job-1")
+        form = acting.locator("#cancel-form")
+        form.locator("input[name=reason]").fill("too <slow>")
+        form.locator("button[type=submit]").click()
+        expect(acting.locator("#notice")).to_contain_text("cancel of the running step requested")
+
+        assert owner.line() == "outcome StepCancelledError"
+        cancelled = watching.locator("#step-1")  # message seq 1: the Slow step
+        expect(cancelled).to_have_attribute("data-status", "error", timeout=20_000)
+        expect(cancelled).to_contain_text("StepCancelledError")
+        expect(watching.locator(".event.e-cancelled")).to_have_count(1)
+        expect(watching.locator(".event.e-cancel_requested")).to_contain_text("too <slow>")
+        assert owner.line() == "after 2"
+        expect(steps).to_have_count(2, timeout=20_000)  # the next message ran
+        context.close()
 
 
 def _trace_pattern() -> object:

@@ -40,4 +40,12 @@ function autoFilters() {
   }
 }
 
-document.addEventListener("DOMContentLoaded", () => { liveActorPage(); autoFilters(); });
+// a form with data-confirm asks first (delegated: the live updates redraw the forms)
+function confirmForms() {
+  document.addEventListener("submit", (e) => {
+    const message = e.target.dataset && e.target.dataset.confirm;
+    if (message && !window.confirm(message)) e.preventDefault();
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => { liveActorPage(); autoFilters(); confirmForms(); });
