@@ -74,6 +74,7 @@ from ._sql import (
     snapshot_values,
 )
 from ._sqlite_schema import SCHEMA
+from ._sqltimers import SqliteTimers
 
 __all__ = ["SqliteStore"]
 
@@ -118,7 +119,7 @@ def _is_corrupt(exc: BaseException) -> bool:
     return "malformed" in text or "not a database" in text
 
 
-class SqliteStore:
+class SqliteStore(SqliteTimers):
     """A SQLite file store (aiosqlite, WAL journal, group commit).
 
     Args:
@@ -157,7 +158,7 @@ class SqliteStore:
     @property
     def capabilities(self) -> StoreCapabilities:
         # one writing process per file (the lock); readers in other processes are welcome
-        return StoreCapabilities(torn_writes=False, multi_process=False, durable=True)
+        return StoreCapabilities(torn_writes=False, multi_process=False, durable=True, timers=True)
 
     #: What ``actorlog verify`` cannot see in this store (it prints these lines).
     verify_limits: tuple[str, ...] = (

@@ -181,11 +181,30 @@ CREATE INDEX IF NOT EXISTS entries_step ON entries (actor_id, ref) WHERE kind = 
 DROP INDEX IF EXISTS entries_ref;
 """
 
+# Version 4: the timer index (send_later, schedules; actorlog.store.TimerStore).
+_SCHEMA_V4 = """
+CREATE TABLE IF NOT EXISTS timers (
+    timer_id   TEXT PRIMARY KEY,
+    actor_id   TEXT NOT NULL,
+    actor_type TEXT NOT NULL,
+    due        DOUBLE PRECISION NOT NULL,
+    message_id TEXT NOT NULL,
+    type_tag   TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    sender     TEXT,
+    recurrence TEXT,
+    state      TEXT NOT NULL DEFAULT 'pending',
+    created_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS timers_due ON timers (due) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS timers_actor ON timers (actor_id, due);
+"""
+
 #: Schema migrations: ``MIGRATIONS[v]`` takes a store from schema version ``v - 1`` to
 #: ``v``. They run in the schema they create tables in; ``{actors}`` and ``{leases}`` stand
 #: for its tables. Version 1 is log format 1; version 2 adds leases, fencing and the inbox;
-#: version 3 narrows the ref index to step rows.
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+#: version 3 narrows the ref index to step rows; version 4 adds the timer index.
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: The WHERE clause of a fenced ``INSERT ... SELECT``: true if the statement's fencing
