@@ -38,6 +38,7 @@ import pytest
 from ._kit import StoreHarness, entry_checksum, make_entry, needs, snapshot_digest
 from ._kit_log import LogContract
 from ._kit_more import SharingContract
+from ._kit_timers import TimerContract
 from .store import Store
 
 __all__ = [
@@ -50,7 +51,7 @@ __all__ = [
 ]
 
 
-class StoreContract(LogContract, SharingContract):
+class StoreContract(LogContract, SharingContract, TimerContract):
     """The contract tests. Subclass it as ``Test<YourStore>`` and give it a ``harness``
     fixture yielding a :class:`StoreHarness` (and closing it afterwards).
 
