@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from ._ref import ActorRef
     from ._registry import Registry
     from ._snapshots import RecoveryCost
-    from .store import Store
+    from .store import Store, TimerRow
 
 __all__ = ["Cell", "CellHost"]
 
@@ -103,6 +103,10 @@ class CellHost(Protocol):
 
     def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]: ...
 
+    async def put_timer(self, row: TimerRow) -> None:
+        """``ctx.send_later``: the runtime's timer index (``_timers.Timers``)."""
+        ...
+
 
 class Cell:
     def __init__(
@@ -144,6 +148,7 @@ class Cell:
         self.last_recovery: dict[str, Any] | None = None
         self.last_active = time.monotonic()
         self.passivating = False
+        self.sleeping = False  # a step waits in ctx.sleep (shutdown does not wait for it)
         self.cost = host.recovery_cost(self.actor_type)
         self.replay_cpu = 0.0  # handler time of the steps since the last snapshot
         self.snapshot_bytes = 0
@@ -172,6 +177,9 @@ class Cell:
 
     def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]:
         return self.host.ref(cls, actor_id)
+
+    async def put_timer(self, row: TimerRow) -> None:
+        await self.host.put_timer(row)
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -39,9 +39,7 @@ class TimerContract:
     """Contract tests of the timer index (a mixin of ``StoreContract``)."""
 
     @needs("timers")
-    async def test_timer_put_get_and_list_by_due(
-        self, harness: StoreHarness, store: Store
-    ) -> None:
+    async def test_timer_put_get_and_list_by_due(self, harness: StoreHarness, store: Store) -> None:
         s = _timers(harness, store)
         assert await s.put_timer(timer("b", 200.0, sender="x", recurrence='{"every": 5}'))
         assert await s.put_timer(timer("a", 100.0, actor_id="actor-2"))

@@ -36,6 +36,7 @@ from ._records import EventKind
 from ._ref import ActorRef
 from ._registry import Registry
 from ._snapshots import SnapshotPolicy
+from ._systimers import SystemTimers
 from .store import Store
 
 __all__ = ["ActorRef", "ActorSystem"]
@@ -46,7 +47,7 @@ A = TypeVar("A", bound=Actor[Any])
 _MISSING: Any = object()
 
 
-class ActorSystem:
+class ActorSystem(SystemTimers):
     """Runs actors over one store.
 
     ::
@@ -187,6 +188,7 @@ class ActorSystem:
                 client=client,
             )
             self._host.ownership = self._ownership
+        self._init_timers(owner, shared=self._ownership is not None)
 
     # -- registration ----------------------------------------------------------------------
 
@@ -212,6 +214,7 @@ class ActorSystem:
                 await self._ownership.start(self._tg)
             if self._passivator.needed and not (self._ownership and self._ownership.client):
                 self._tg.start_soon(self._passivator.run, name="actorlog:passivator")
+            self._start_timers(self._tg, bool(self._ownership and self._ownership.client))
         except BaseException:
             await stack.aclose()
             raise
@@ -241,7 +244,7 @@ class ActorSystem:
                 # A step waiting for an operator's decision on an in-doubt call cannot end
                 # by itself: do not spend the grace on it. Its intent is logged, so it is in
                 # doubt again at the next start.
-                while not cell.done.is_set() and not cell.in_doubt:
+                while not cell.done.is_set() and not cell.in_doubt and not cell.sleeping:
                     with anyio.move_on_after(0.02):
                         await cell.done.wait()
         if self._tg is not None:
