@@ -27,6 +27,7 @@ import attrs
 from . import ops
 from ._clihistory import HistoryPrinter
 from ._cliparse import build_parser
+from ._clitimers import print_timers
 from ._errors import ActorlogError
 from ._term import (
     Out,
@@ -97,6 +98,14 @@ async def cmd_leases(args: argparse.Namespace, out: Out) -> int:
     )
     for r in rows:
         out.line("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return EXIT_OK
+
+
+async def cmd_timers(args: argparse.Namespace, out: Out) -> int:
+    """``actorlog timers``: pending, fired and cancelled timers and schedules."""
+    async with ops.opened(_store_url(args.store)) as store:
+        found = await ops.timers(store, args.actor)
+    print_timers(found, out, as_json=args.json)
     return EXIT_OK
 
 
@@ -429,6 +438,7 @@ _COMMANDS = {
     "resolve": cmd_resolve,
     "fork": cmd_fork,
     "leases": cmd_leases,
+    "timers": cmd_timers,
     "export": cmd_export,
     "serve": cmd_serve,
 }

@@ -65,6 +65,7 @@ from .models import (
     to_json,
 )
 from .reads import actor_status, export, leases, list_actors, opened, show
+from .timers import timer_view, timers
 from .verify import Progress, verify
 from .writes import fork, fork_effects, resolve
 
@@ -100,6 +101,8 @@ __all__ = [
     "opened",
     "resolve",
     "show",
+    "timer_view",
+    "timers",
     "to_json",
     "verify",
     "waiting_intents",

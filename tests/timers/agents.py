@@ -38,7 +38,6 @@ class Log:
 class Sleeper(Actor[Log]):
     """Naps durably; notes what it did, in order."""
 
-    name = "tests.timers.Sleeper"
     snapshot_every = None
 
     async def receive(self, ctx: Context, msg: Nap | Note | Get) -> list[str]:
@@ -58,7 +57,6 @@ class Sleeper(Actor[Log]):
 class Recorder(Actor[Log]):
     """Keeps the labels of the notes it gets."""
 
-    name = "tests.timers.Recorder"
     snapshot_every = None
 
     async def receive(self, ctx: Context, msg: Note | Get) -> list[str]:
@@ -70,7 +68,6 @@ class Recorder(Actor[Log]):
 class Sender(Actor[Log]):
     """Sends a note to a recorder later, from its step."""
 
-    name = "tests.timers.Sender"
     snapshot_every = None
 
     async def receive(self, ctx: Context, msg: Later) -> str:
