@@ -264,9 +264,11 @@ class Timers:
             if ok == 0:
                 break  # all of this batch failed: try again later, not in a tight loop
         nxt = await self.index.next_due()
-        wait = MAX_WAIT if nxt is None else max(0.0, nxt - time.time())
-        if failed:
-            wait = max(wait, RETRY_AFTER) if nxt is None or nxt > time.time() else RETRY_AFTER
+        wait = MAX_WAIT if nxt is None else nxt - time.time()
+        if wait <= 0 or failed:
+            # every due timer of ours was tried: what is still due failed, or (shared store)
+            # belongs to an actor another runtime owns: look again later, not in a tight loop
+            wait = max(wait, SHARED_LOOK if self.shared else RETRY_AFTER)
         if self.shared:
             wait = min(wait, SHARED_LOOK)
         return min(wait, MAX_WAIT)
