@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_kill_during_sleep_and_before_timers_fire(tmp_path: Path) -> None:
+def test_kill_during_sleep_and_before_timers_and_schedule_fire(tmp_path: Path) -> None:
     db = str(tmp_path / "timers.db")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cmd = [sys.executable, "-m", "tests.timers.crash_worker"]
@@ -39,3 +39,6 @@ def test_kill_during_sleep_and_before_timers_fire(tmp_path: Path) -> None:
     assert "timer:sender/1/1" in timer_ids  # the step's timer, under its derived id
     assert len(timer_ids) == len(set(timer_ids)) == 2
     assert got["states"] == ["fired", "fired"]
+    ticks = got["ticks"]  # the schedule, across the kill: each firing logged once
+    assert len(ticks) >= 2 and len(set(ticks)) == len(ticks)
+    assert all(t.startswith("schedule:tick@") for t in ticks)
