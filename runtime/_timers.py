@@ -53,6 +53,10 @@ SHARED_LOOK = 1.0
 MAX_WAIT = 30.0
 #: Seconds before a timer that could not be delivered is tried again.
 RETRY_AFTER = 1.0
+#: Fired and cancelled timers are kept this long after their due time (so that
+#: ``cancel_timer`` can answer "fired"), then deleted by the loop, at most once an hour.
+KEEP_ENDED = 7 * 24 * 3600.0
+_PURGE_EVERY = 3600.0
 
 Missed = Literal["skip", "catch_up_once"]
 Deliver = Callable[..., Awaitable[Any]]
@@ -212,6 +216,7 @@ class Timers:
         self._wake = anyio.Event()
         #: timers fired by this loop (for tests and metrics)
         self.fired = 0
+        self._purged_at = 0.0
 
     @property
     def index(self) -> TimerStore:
@@ -240,6 +245,9 @@ class Timers:
             wait = MAX_WAIT
             try:
                 wait = await self.fire_due()
+                if time.monotonic() - self._purged_at > _PURGE_EVERY:
+                    self._purged_at = time.monotonic()
+                    await self.index.delete_timers_before(time.time() - KEEP_ENDED)
             except Exception:
                 logger.warning("actorlog: the timer loop failed; trying again", exc_info=True)
                 wait = RETRY_AFTER
