@@ -38,6 +38,7 @@ from ._tools import Happened, NotHappened, Tool
 if TYPE_CHECKING:
     from ._ref import ActorRef
     from ._wal import Journal
+    from .store import TimerRow
 
 __all__ = ["StepHost", "ToolCalls", "cancel_requested", "is_call_error"]
 
@@ -77,6 +78,12 @@ class StepHost(Protocol):
         ...
 
     async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str) -> None: ...
+
+    #: a step of this actor waits in ``ctx.sleep`` (shutdown does not wait for it)
+    sleeping: bool
+
+    async def put_timer(self, row: TimerRow) -> None:
+        """``ctx.send_later``: put the timer into the runtime's timer index."""
 
     async def spawn(self, cls: type[Any], actor_id: str, **options: Any) -> ActorRef[Any]: ...
 

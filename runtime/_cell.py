@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from ._ref import ActorRef
     from ._registry import Registry
     from ._snapshots import RecoveryCost
-    from .store import Store
+    from .store import Store, TimerRow
 
 __all__ = ["Cell", "CellHost"]
 
@@ -112,6 +112,10 @@ class CellHost(Protocol):
 
     def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]: ...
 
+    async def put_timer(self, row: TimerRow) -> None:
+        """``ctx.send_later``: the runtime's timer index (``_timers.Timers``)."""
+        ...
+
 
 class Cell:
     def __init__(
@@ -153,6 +157,7 @@ class Cell:
         self.last_recovery: _recovery.RecoveryReport | None = None
         self.last_active = time.monotonic()
         self.passivating = False
+        self.sleeping = False  # a step waits in ctx.sleep (shutdown does not wait for it)
         self.cost = host.recovery_cost(self.actor_type)
         self.replay_cpu = 0.0  # handler time of the steps since the last snapshot
         self.snapshot_bytes = 0
@@ -164,14 +169,6 @@ class Cell:
         self.ended: tuple[str, str] | None = None
         self.step_scope: anyio.CancelScope | None = None
         self.cancel_pending: dict[str, Any] | None = None
-
-    def cancel_step(self, *, reason: str, by: str) -> bool:
-        """Cancel the running step (an operator's cancel); False if none runs."""
-        if self.step_scope is None:
-            return False
-        self.cancel_pending = {"reason": reason, "by": by}
-        self.step_scope.cancel()
-        return True
 
     def check_lease(self) -> int:
         """Before a tool starts: the fencing token, if this runtime's lease of the actor is
@@ -193,6 +190,9 @@ class Cell:
 
     def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]:
         return self.host.ref(cls, actor_id)
+
+    async def put_timer(self, row: TimerRow) -> None:
+        await self.host.put_timer(row)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -255,20 +255,6 @@ class Cell:
     def estimated_recovery(self) -> float:
         """Seconds recovering this actor would take now (see ``RecoveryCost``)."""
         return sum(self.recovery_parts())
-
-    def restartable(self) -> bool:
-        """Finished, and spawning starts it again: it stopped cleanly, or a store failure
-        (possibly transient: disk full, lock timeout, I/O error) stopped it, or it lost its
-        lease to another runtime (spawning takes the lease again if it is free, else reaches
-        the actor where it runs). Recovery reads the truth back from the store; a damaged log
-        or a conflict stays stopped."""
-        if not self.done.is_set():
-            return False
-        return (
-            self.error is None
-            or isinstance(self.error, (StoreUnavailableError, LeaseLostError))
-            or isinstance(self.journal.broken, StoreUnavailableError)
-        )
 
     def is_idle(self) -> bool:
         """Between steps with nothing queued or awaited: safe to passivate."""

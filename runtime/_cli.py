@@ -29,6 +29,7 @@ from ._clicheck import ClassSpecError, cmd_replay_check, cmd_restart
 from ._clihistory import HistoryPrinter
 from ._clilifecycle import cmd_cancel, cmd_delete, cmd_deleted, cmd_terminate
 from ._cliparse import build_parser
+from ._clitimers import print_timers
 from ._errors import ActorlogError
 from ._term import (
     Out,
@@ -99,6 +100,14 @@ async def cmd_leases(args: argparse.Namespace, out: Out) -> int:
     )
     for r in rows:
         out.line("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return EXIT_OK
+
+
+async def cmd_timers(args: argparse.Namespace, out: Out) -> int:
+    """``actorlog timers``: pending, fired and cancelled timers and schedules."""
+    async with ops.opened(_store_url(args.store)) as store:
+        found = await ops.timers(store, args.actor)
+    print_timers(found, out, as_json=args.json)
     return EXIT_OK
 
 
@@ -472,6 +481,7 @@ _COMMANDS = {
     "fork": cmd_fork,
     "compact": cmd_compact,
     "leases": cmd_leases,
+    "timers": cmd_timers,
     "export": cmd_export,
     "serve": cmd_serve,
     "replay-check": cmd_replay_check,

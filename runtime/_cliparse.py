@@ -235,6 +235,16 @@ def build_parser(
     sp.add_argument("--json", action="store_true", help="one JSON object per line")
 
     sp = add(
+        "timers",
+        "pending, fired and cancelled timers and schedules (send_later, schedule)",
+        "List the store's timers (send_later) and recurring schedules: id, addressee, "
+        "message type, state (pending, fired, cancelled), next due time (UTC) and, for a "
+        "schedule, its interval or cron expression and its missed-firing policy.",
+    )
+    sp.add_argument("--actor", metavar="ACTOR", default=None, help="only timers to this actor")
+    sp.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    sp = add(
         "serve",
         "the operator console in the browser (needs: pip install 'actorlog[web]')",
         "Serve a web console over the store: every actor with its status, each actor's "

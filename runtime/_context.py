@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import _codec, _names, _records
 from ._calls import StepHost, ToolCalls
+from ._ctxtimers import TimerEffects
 from ._errors import (
     ActorlogError,
     ConfigurationError,
@@ -61,7 +62,7 @@ def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
     return f"{tag}({a})"
 
 
-class Context(ToolCalls):
+class Context(ToolCalls, TimerEffects):
     """The handler's door to the world. One per step; do not keep it after ``receive``."""
 
     def __init__(

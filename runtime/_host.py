@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+from ._errors import ActorStoppedError
 from ._snapshots import RecoveryCost
 
 if TYPE_CHECKING:
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
     from ._ref import ActorRef
     from ._registry import Registry
     from ._snapshots import SnapshotPolicy
-    from .store import Store
+    from ._timers import Timers
+    from .store import Store, TimerRow
 
 __all__ = ["Host"]
 
@@ -42,6 +44,7 @@ class Host:
         "ownership",
         "registry",
         "store",
+        "timers",
     )
 
     def __init__(
@@ -64,6 +67,8 @@ class Host:
         self.options = options
         #: with leases: this runtime's ownership (set once the system has made it)
         self.ownership: Ownership | None = None
+        #: the runtime's timers (set once the system has made them)
+        self.timers: Timers | None = None
         #: the recovery-cost model shared by the actors of one class
         self.costs: dict[str, RecoveryCost] = {}
         self._closing = closing
@@ -112,6 +117,11 @@ class Host:
 
     def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]:
         return self._ref(cls, actor_id)
+
+    async def put_timer(self, row: TimerRow) -> None:
+        if self.timers is None:
+            raise ActorStoppedError("the ActorSystem is not running")
+        await self.timers.put(row)
 
     def loaded(self, actor_id: str) -> Cell | None:
         return self.cells.get(actor_id)

@@ -8,12 +8,13 @@ from ._kit import StoreHarness
 from ._kit_compact import CompactionContract
 from ._kit_log import LogContract
 from ._kit_more import SharingContract
+from ._kit_timers import TimerContract
 from .store import Store
 
 __all__ = ["StoreContract"]
 
 
-class StoreContract(LogContract, SharingContract, CompactionContract):
+class StoreContract(LogContract, SharingContract, CompactionContract, TimerContract):
     """The contract tests. Subclass it as ``Test<YourStore>`` and give it a ``harness``
     fixture yielding a :class:`StoreHarness` (and closing it afterwards).
 

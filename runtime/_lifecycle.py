@@ -85,9 +85,16 @@ class Endable(Protocol):
 
     def outcome(self, seq: int, step: StepRecord) -> tuple[Any, BaseException | None]: ...
 
-    def cancel_step(self, *, reason: str, by: str) -> bool: ...
-
     def close(self) -> None: ...
+
+
+def cancel_step(cell: Endable, *, reason: str, by: str) -> bool:
+    """Cancel the running step (an operator's cancel); False if none runs."""
+    if cell.step_scope is None:
+        return False
+    cell.cancel_pending = {"reason": reason, "by": by}
+    cell.step_scope.cancel()
+    return True
 
 
 def error_info(exc: BaseException) -> ErrorInfo:
@@ -219,7 +226,7 @@ class Lifecycle:
         an interrupted step of this actor cancels it)."""
         _codec.validate_actor_id(actor_id)
         cell = self._cells.get(actor_id)
-        if cell is not None and cell.cancel_step(reason=reason, by=by):
+        if cell is not None and cancel_step(cell, reason=reason, by=by):
             return True
         await note(self.store, actor_id, EventKind.CANCEL_REQUESTED, {"by": by, "reason": reason})
         return False
@@ -238,7 +245,7 @@ class Lifecycle:
         cell = self._cells.get(actor_id)
         if cell is not None:
             cell.ended = ("terminated", reason)
-            cell.cancel_step(reason=reason or "terminated", by=by)
+            cancel_step(cell, reason=reason or "terminated", by=by)
             if cell.status not in ("quarantined", "stopped", "passivated"):
                 cell.status = "terminated"
 
@@ -339,6 +346,6 @@ def command(cell: Endable, tag: str, body: str) -> None:
     reason, by = str(detail.get("reason", "")), str(detail.get("by", ""))
     if tag == TERMINATE_TAG:
         cell.ended = ("terminated", reason)
-        cell.cancel_step(reason=reason or "terminated", by=by)
-    elif not cell.cancel_step(reason=reason, by=by):
+        cancel_step(cell, reason=reason or "terminated", by=by)
+    elif not cancel_step(cell, reason=reason, by=by):
         cell.cancel_pending = detail

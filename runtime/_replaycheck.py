@@ -27,7 +27,7 @@ from ._errors import ActorlogError, ConfigurationError, NonDeterminismError
 from ._records import DecisionRecord, EventKind
 from ._registry import Registry
 from ._wal import Journal
-from .store import ActorRow, EntryRow, Store
+from .store import ActorRow, EntryRow, Store, TimerRow
 
 if TYPE_CHECKING:
     from ._ref import ActorRef
@@ -107,6 +107,7 @@ class _Host:
         self.actor_id = actor_id
         self.fencing_token = 0
         self.closing = False
+        self.sleeping = False
         self.journal: Journal = _ReadOnlyJournal(store, actor_id, 0)
 
     def check_lease(self) -> int:
@@ -123,6 +124,9 @@ class _Host:
 
     async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str) -> None:
         raise _ReachedLive
+
+    async def put_timer(self, row: TimerRow) -> None:
+        raise _ReachedLive  # a replayed send_later is served from the log; a new one acts
 
     async def spawn(self, cls: type[Any], actor_id: str, **options: Any) -> ActorRef[Any]:
         raise _ReachedLive

@@ -24,6 +24,8 @@ from ._errors import (
     ActorQuarantinedError,
     ActorStoppedError,
     ConfigurationError,
+    LeaseLostError,
+    StoreUnavailableError,
 )
 from ._host import Host
 from ._leases import Lease, OwnershipChange
@@ -36,6 +38,7 @@ from ._recovery import RecoveryReport
 from ._ref import ActorRef
 from ._registry import Registry
 from ._snapshots import SnapshotPolicy
+from ._systimers import SystemTimers
 from .store import Store
 
 __all__ = ["ActorRef", "ActorSystem"]
@@ -44,7 +47,7 @@ A = TypeVar("A", bound=Actor[Any])
 _MISSING: Any = object()
 
 
-class ActorSystem(Lifecycle):
+class ActorSystem(Lifecycle, SystemTimers):
     """Runs actors over one store.
 
     ::
@@ -185,6 +188,7 @@ class ActorSystem(Lifecycle):
                 client=client,
             )
             self._host.ownership = self._ownership
+        self._init_timers(owner, shared=self._ownership is not None)
 
     # -- registration ----------------------------------------------------------------------
 
@@ -210,6 +214,7 @@ class ActorSystem(Lifecycle):
                 await self._ownership.start(self._tg)
             if self._passivator.needed and not (self._ownership and self._ownership.client):
                 self._tg.start_soon(self._passivator.run, name="actorlog:passivator")
+            self._start_timers(self._tg, bool(self._ownership and self._ownership.client))
         except BaseException:
             await stack.aclose()
             raise
@@ -239,7 +244,7 @@ class ActorSystem(Lifecycle):
                 # A step waiting for an operator's decision on an in-doubt call cannot end
                 # by itself: do not spend the grace on it. Its intent is logged, so it is in
                 # doubt again at the next start.
-                while not cell.done.is_set() and not cell.in_doubt:
+                while not cell.done.is_set() and not cell.in_doubt and not cell.sleeping:
                     with anyio.move_on_after(0.02):
                         await cell.done.wait()
         if self._tg is not None:
@@ -362,7 +367,7 @@ class ActorSystem(Lifecycle):
             await cell.done.wait()
         async with self._spawn_locks.hold(actor_id):
             cell = self._cells.get(actor_id)
-            if cell is None or cell.restartable():
+            if cell is None or _restartable(cell):
                 # A state type the codec cannot encode fails here, before anything is written
                 # (not at the first snapshot, which would fail quietly).
                 _codec.to_plain(cls().initial_state(), "initial state")
@@ -400,7 +405,7 @@ class ActorSystem(Lifecycle):
             if cell is not None and cell.passivating:
                 await cell.done.wait()  # writing its last snapshot; then start it again
                 continue
-            if cell is None or cell.restartable():
+            if cell is None or _restartable(cell):
                 started = await self._spawn_cell(
                     cls, actor_id, self._options.policy_for(cls, actor_id)
                 )
@@ -594,3 +599,18 @@ class ActorSystem(Lifecycle):
 def _client_name() -> str:
     """A unique owner name for a client (it holds no lease; the name labels its asks)."""
     return f"client-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def _restartable(cell: Cell) -> bool:
+    """A finished cell that spawning starts again: it stopped cleanly, or a store failure
+    (possibly transient: disk full, lock timeout, I/O error) stopped it, or it lost its
+    lease to another runtime (spawning takes the lease again if it is free, else reaches the
+    actor where it runs). Recovery reads the truth back from the store; a damaged log or a
+    conflict stays stopped."""
+    if not cell.done.is_set():
+        return False
+    return (
+        cell.error is None
+        or isinstance(cell.error, (StoreUnavailableError, LeaseLostError))
+        or isinstance(cell.journal.broken, StoreUnavailableError)
+    )

@@ -119,6 +119,8 @@ __all__ = [
     "StoreLockedError",
     "StoreURLError",
     "StoreUnavailableError",
+    "TimerRow",
+    "TimerStore",
     "UnsupportedFormatError",
     "actor_row",
     "entry_row",
@@ -156,12 +158,17 @@ class StoreCapabilities:
             (``docs/scaling.md``). Default False: single-runtime stores need none of it.
             Optionally such a store also implements :class:`ReplyStore`, so that a remote
             ``ask`` is woken when its reply is durable instead of polling the log.
+        timers: True if the store implements :class:`TimerStore`: an index of pending
+            timers (``send_later``, schedules) by due time. Without it the runtime refuses
+            ``send_later`` and ``schedule`` with a ``ConfigurationError``.
     """
 
     torn_writes: bool = False
     multi_process: bool = False
     durable: bool = True
     leases: bool = False
+    #: the store implements :class:`TimerStore` (durable timers, ``send_later``, schedules)
+    timers: bool = False
 
 
 @runtime_checkable
@@ -434,6 +441,93 @@ class CompactingStore(Protocol):
 
     async def log_start(self, actor_id: str) -> LogStartRow | None:
         """The actor's log start record, or None if its log was never compacted."""
+        ...
+
+
+# -- timers: send_later and schedules (capabilities.timers) ---------------------------------
+
+
+class TimerRow(NamedTuple):
+    """A timer as a store keeps it (:class:`TimerStore`; FORMAT.md "timers").
+
+    Attributes:
+        timer_id: unique per store (``send_later``: derived from the sending step or the
+            caller's message id; a schedule: ``schedule:<name>``).
+        actor_id: the addressee.
+        actor_type: the addressee's class tag (the actor may not exist yet when it fires).
+        due: when it fires next, in seconds since the epoch (UTC).
+        message_id: the message id of the delivery (of a schedule: its prefix; each firing
+            appends its time).
+        type_tag: the message class tag.
+        body: the message, cattrs-unstructured, as a JSON text.
+        sender: the sending actor's id, or None.
+        recurrence: None for a one-off timer; for a schedule a JSON object
+            (``{"every": seconds}`` or ``{"cron": "..."}``, with ``"missed"``).
+        state: ``pending``, ``fired`` or ``cancelled``.
+        created_at: when it was first put (seconds since the epoch).
+    """
+
+    timer_id: str
+    actor_id: str
+    actor_type: str
+    due: float
+    message_id: str
+    type_tag: str
+    body: str
+    sender: str | None
+    recurrence: str | None
+    state: str
+    created_at: float
+
+
+class TimerStore(Protocol):
+    """The timer index of a store with ``capabilities.timers``.
+
+    Durable like appends; a fired or cancelled timer keeps its row (``state``) until
+    :meth:`delete_timers_before` removes it, so that ``cancel_timer`` can say it came too
+    late. On a store with leases, :meth:`fire_timer` is fenced like an append: a runtime
+    that lost the actor's lease (:meth:`LeaseStore.set_fence`) cannot mark its timer fired.
+    """
+
+    async def put_timer(self, timer: TimerRow, *, replace: bool = False) -> bool:
+        """Insert a pending timer; return True if inserted. A timer with this id that
+        exists (pending, fired or cancelled) is kept as it is and False returned, unless
+        ``replace`` (schedules: a new definition under the same name)."""
+        ...
+
+    async def get_timer(self, timer_id: str) -> TimerRow | None:
+        """The timer with this id, in any state, or None."""
+        ...
+
+    async def cancel_timer(self, timer_id: str) -> str | None:
+        """Cancel a pending timer. Returns the state it had (``pending`` if this call
+        cancelled it, ``fired`` or ``cancelled`` if it was too late), or None if unknown."""
+        ...
+
+    async def fire_timer(self, timer_id: str, due: float, next_due: float | None) -> bool:
+        """After delivering the firing of ``timer_id`` at ``due``: mark it fired
+        (``next_due`` None) or move it to ``next_due`` (a schedule). Only if it is still
+        pending at ``due``; returns whether it changed it."""
+        ...
+
+    async def due_timers(
+        self, before: float, *, limit: int = 100, owner: str | None = None
+    ) -> list[TimerRow]:
+        """Pending timers with ``due <= before``, earliest first (through the index). With
+        ``owner`` (stores with leases): only those of actors whose live lease ``owner``
+        holds or that have no live lease."""
+        ...
+
+    async def next_due(self) -> float | None:
+        """The earliest due time of a pending timer, or None."""
+        ...
+
+    async def list_timers(self, actor_id: str | None = None) -> list[TimerRow]:
+        """Timers in any state (of one addressee, or all), by due time (operators)."""
+        ...
+
+    async def delete_timers_before(self, before: float) -> int:
+        """Delete fired and cancelled timers due before ``before``; return how many."""
         ...
 
 

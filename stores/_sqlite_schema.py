@@ -58,6 +58,21 @@ CREATE TABLE IF NOT EXISTS events (
     detail   TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_actor ON events (actor_id, id);
+CREATE TABLE IF NOT EXISTS timers (
+    timer_id   TEXT PRIMARY KEY,
+    actor_id   TEXT NOT NULL,
+    actor_type TEXT NOT NULL,
+    due        REAL NOT NULL,
+    message_id TEXT NOT NULL,
+    type_tag   TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    sender     TEXT,
+    recurrence TEXT,
+    state      TEXT NOT NULL DEFAULT 'pending',
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS timers_due ON timers (due) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS timers_actor ON timers (actor_id, due);
 CREATE TRIGGER IF NOT EXISTS entries_contiguous BEFORE INSERT ON entries BEGIN
     SELECT RAISE(ABORT, 'actorlog: seq conflict')
     WHERE NEW.seq != coalesce(
@@ -103,5 +118,9 @@ WHEN NEW.kind = 'deleted' BEGIN
     DELETE FROM events WHERE actor_id = NEW.actor_id;
     DELETE FROM log_starts WHERE actor_id = NEW.actor_id;
     DELETE FROM actors WHERE actor_id = NEW.actor_id;
+END;
+CREATE TRIGGER IF NOT EXISTS store_audit_timers AFTER INSERT ON store_audit
+WHEN NEW.kind = 'deleted' BEGIN
+    UPDATE timers SET state = 'cancelled' WHERE actor_id = NEW.actor_id AND state = 'pending';
 END;
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import heapq
 import time
 from collections.abc import AsyncIterator, Sequence
 
@@ -20,6 +21,7 @@ from actorlog.store import (
     SnapshotRow,
     StoreCapabilities,
     StoreClosedError,
+    TimerRow,
 )
 
 __all__ = ["MemoryStore"]
@@ -50,10 +52,13 @@ class MemoryStore:
         self._closed = False
         #: store-level audit rows (``delete_actor``): they outlive the actors
         self.audit: list[AuditRow] = []
+        self.timers: dict[str, TimerRow] = {}
+        #: (due, timer_id) of pending timers; entries whose timer moved or ended are skipped
+        self._due: list[tuple[float, str]] = []
 
     @property
     def capabilities(self) -> StoreCapabilities:
-        return StoreCapabilities(torn_writes=False, multi_process=False, durable=False)
+        return StoreCapabilities(torn_writes=False, multi_process=False, durable=False, timers=True)
 
     @property
     def url(self) -> str:
@@ -235,6 +240,9 @@ class MemoryStore:
     async def delete_actor(self, actor_id: str, detail: str) -> AuditRow:
         self._check()
         self.actors.pop(actor_id, None)
+        for timer_id, t in list(self.timers.items()):  # its pending timers go with it
+            if t.actor_id == actor_id and t.state == "pending":
+                self.timers[timer_id] = t._replace(state="cancelled")
         row = AuditRow(len(self.audit) + 1, time.time(), "deleted", actor_id, detail)
         self.audit.append(row)
         return row
@@ -264,7 +272,85 @@ class MemoryStore:
             for k, a in self.actors.items()
         }
         view.audit = list(self.audit)
+        view.timers = dict(self.timers)
         yield view
+
+    # -- timers (TimerStore) ----------------------------------------------------------------
+
+    async def put_timer(self, timer: TimerRow, *, replace: bool = False) -> bool:
+        self._check()
+        if timer.timer_id in self.timers and not replace:
+            return False
+        self.timers[timer.timer_id] = timer._replace(state="pending")
+        heapq.heappush(self._due, (timer.due, timer.timer_id))
+        return True
+
+    async def get_timer(self, timer_id: str) -> TimerRow | None:
+        self._check()
+        return self.timers.get(timer_id)
+
+    async def cancel_timer(self, timer_id: str) -> str | None:
+        self._check()
+        t = self.timers.get(timer_id)
+        if t is None:
+            return None
+        if t.state == "pending":
+            self.timers[timer_id] = t._replace(state="cancelled")
+        return t.state
+
+    async def fire_timer(self, timer_id: str, due: float, next_due: float | None) -> bool:
+        self._check()
+        t = self.timers.get(timer_id)
+        if t is None or t.state != "pending" or t.due != due:
+            return False
+        if next_due is None:
+            self.timers[timer_id] = t._replace(state="fired")
+        else:
+            self.timers[timer_id] = t._replace(due=next_due)
+            heapq.heappush(self._due, (next_due, timer_id))
+        return True
+
+    def _pending_heads(self) -> None:
+        """Drop heap heads that no longer name a pending timer at that due time."""
+        while self._due:
+            due, tid = self._due[0]
+            t = self.timers.get(tid)
+            if t is not None and t.state == "pending" and t.due == due:
+                return
+            heapq.heappop(self._due)
+
+    async def due_timers(
+        self, before: float, *, limit: int = 100, owner: str | None = None
+    ) -> list[TimerRow]:
+        self._check()
+        self._pending_heads()
+        found: list[TimerRow] = []
+        seen: set[str] = set()
+        for due, tid in heapq.nsmallest(limit * 2 + 16, self._due):
+            t = self.timers.get(tid)
+            if due > before or len(found) >= limit:
+                break
+            if t is not None and t.state == "pending" and t.due == due and tid not in seen:
+                seen.add(tid)
+                found.append(t)
+        return found
+
+    async def next_due(self) -> float | None:
+        self._check()
+        self._pending_heads()
+        return self._due[0][0] if self._due else None
+
+    async def list_timers(self, actor_id: str | None = None) -> list[TimerRow]:
+        self._check()
+        rows = [t for t in self.timers.values() if actor_id is None or t.actor_id == actor_id]
+        return sorted(rows, key=lambda t: (t.due, t.timer_id))
+
+    async def delete_timers_before(self, before: float) -> int:
+        self._check()
+        gone = [k for k, t in self.timers.items() if t.state != "pending" and t.due < before]
+        for k in gone:
+            del self.timers[k]
+        return len(gone)
 
     def replace_row(self, actor_id: str, seq: int, row: EntryRow) -> None:
         """Overwrite a stored entry in place (tests use it to inject damage)."""

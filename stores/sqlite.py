@@ -23,8 +23,7 @@ Every column read is type-checked (``actorlog.store.entry_row`` and friends), te
 not valid UTF-8 included; SQLite's own "database disk image is malformed" is
 :class:`~actorlog.StoreCorruptError` naming the file.
 
-aiosqlite runs on asyncio only: ``open`` under another event loop (trio) raises
-:class:`~actorlog.ConfigurationError`.
+aiosqlite runs on asyncio only: ``open`` under trio raises ``ConfigurationError``.
 """
 
 from __future__ import annotations
@@ -76,6 +75,7 @@ from ._sql import (
 )
 from ._sqlite_compact import SqliteCompaction
 from ._sqlite_schema import PRELUDE, SCHEMA
+from ._sqltimers import SqliteTimers
 
 __all__ = ["SqliteStore"]
 
@@ -120,7 +120,7 @@ def _is_corrupt(exc: BaseException) -> bool:
     return "malformed" in text or "not a database" in text
 
 
-class SqliteStore(SqliteCompaction, SqliteAudit):
+class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
     """A SQLite file store (aiosqlite, WAL journal, group commit).
 
     Args:
@@ -159,7 +159,7 @@ class SqliteStore(SqliteCompaction, SqliteAudit):
     @property
     def capabilities(self) -> StoreCapabilities:
         # one writing process per file (the lock); readers in other processes are welcome
-        return StoreCapabilities(torn_writes=False, multi_process=False, durable=True)
+        return StoreCapabilities(torn_writes=False, multi_process=False, durable=True, timers=True)
 
     #: What ``actorlog verify`` cannot see in this store (it prints these lines).
     verify_limits: tuple[str, ...] = (

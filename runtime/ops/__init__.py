@@ -75,6 +75,7 @@ from .models import (
 )
 from .reads import actor_status, export, leases, list_actors, opened, show
 from .restart import restart
+from .timers import timer_view, timers
 from .verify import Progress, verify
 from .writes import fork, fork_effects, resolve
 
@@ -119,6 +120,8 @@ __all__ = [
     "restart",
     "show",
     "terminate",
+    "timer_view",
+    "timers",
     "to_json",
     "verify",
     "waiting_intents",

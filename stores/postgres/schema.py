@@ -191,11 +191,42 @@ CREATE TABLE IF NOT EXISTS log_starts (
 );
 """
 
+# Version 6: the timer index (send_later, schedules; actorlog.store.TimerStore).
+_SCHEMA_V6 = """
+CREATE TABLE IF NOT EXISTS timers (
+    timer_id   TEXT PRIMARY KEY,
+    actor_id   TEXT NOT NULL,
+    actor_type TEXT NOT NULL,
+    due        DOUBLE PRECISION NOT NULL,
+    message_id TEXT NOT NULL,
+    type_tag   TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    sender     TEXT,
+    recurrence TEXT,
+    state      TEXT NOT NULL DEFAULT 'pending',
+    created_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS timers_due ON timers (due) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS timers_actor ON timers (actor_id, due);
+-- a deleted actor's pending timers are cancelled with it (store_audit, version 5)
+CREATE OR REPLACE FUNCTION actorlog_store_audit_timers() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE {schema}.timers SET state = 'cancelled'
+    WHERE actor_id = NEW.actor_id AND state = 'pending';
+    RETURN NEW;
+END
+$$;
+DROP TRIGGER IF EXISTS store_audit_timers ON store_audit;
+CREATE TRIGGER store_audit_timers AFTER INSERT ON store_audit
+    FOR EACH ROW WHEN (NEW.kind = 'deleted') EXECUTE FUNCTION actorlog_store_audit_timers();
+"""
+
 #: Schema migrations: ``MIGRATIONS[v]`` takes a store from schema version ``v - 1`` to
 #: ``v``. They run in the schema they create tables in; ``{actors}`` and ``{leases}`` stand
 #: for its tables. Version 1 is log format 1; version 2 adds leases, fencing and the inbox;
 #: version 3 narrows the ref index to step rows; version 4 adds log starts (compaction);
-#: version 5 the store audit table (deleting actors).
+#: version 5 the store audit table (deleting actors); version 6 the timer index.
 # Deleting actors (``delete_actor``): a store-level audit table; inserting a ``deleted``
 # row removes the actor's rows in the same statement (so, in one transaction).
 _SCHEMA_V5 = """
@@ -230,6 +261,7 @@ MIGRATIONS: dict[int, str] = {
     3: _SCHEMA_V3,
     4: _SCHEMA_V4,
     5: _SCHEMA_V5,
+    6: _SCHEMA_V6,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

@@ -57,6 +57,7 @@ from .schema import (
     quote_ident,
     schema_from_url,
 )
+from .timers import TimerMethods
 
 __all__ = ["PostgresStore"]
 
@@ -75,7 +76,7 @@ async def _keep_session(conn: Any) -> None:
 # internal TypeError.
 
 
-class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit):
+class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit, TimerMethods):
     """A PostgreSQL store (asyncpg pool, group commit, conditional appends in the database).
 
     Several runtimes, on several machines, may open the same database: appends to one actor
@@ -145,7 +146,9 @@ class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit):
 
     @property
     def capabilities(self) -> StoreCapabilities:
-        return StoreCapabilities(torn_writes=False, multi_process=True, durable=True, leases=True)
+        return StoreCapabilities(
+            torn_writes=False, multi_process=True, durable=True, leases=True, timers=True
+        )
 
     @property
     def url(self) -> str:

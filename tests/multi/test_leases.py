@@ -9,6 +9,7 @@ from actorlog import LeaseLostError, SequenceConflictError
 from actorlog._codec import make_row
 from actorlog.store import EntryRow
 from actorlog.stores import MemoryStore, PostgresStore, SqliteStore
+from actorlog.stores.postgres.schema import SCHEMA_VERSION
 
 pytestmark = pytest.mark.anyio
 
@@ -196,6 +197,6 @@ async def test_format_1_store_migrates_to_leases(pg_url: str, pg_schema: str) ->
         finally:
             await conn.close()
         assert "entries_step" in indexes and "entries_ref" not in indexes
-        assert version == "3"
+        assert version == str(SCHEMA_VERSION)
     finally:
         await store.close()

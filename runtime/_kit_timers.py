@@ -1,0 +1,138 @@
+"""The store contract for the optional timer index (``capabilities.timers``,
+``actorlog.store.TimerStore``): a mixin of :class:`actorlog.testing.StoreContract`. Every
+test skips for a store without the capability."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ._kit import StoreHarness, needs, require
+from .store import Store, TimerRow
+
+
+def timer(timer_id: str, due: float, *, actor_id: str = "actor-1", **kw: Any) -> TimerRow:
+    """A pending timer row for the contract tests."""
+    values: dict[str, Any] = {
+        "timer_id": timer_id,
+        "actor_id": actor_id,
+        "actor_type": "tests.Researcher",
+        "due": due,
+        "message_id": f"m-{timer_id}",
+        "type_tag": "tests.Ping",
+        "body": '{"n": 1}',
+        "sender": None,
+        "recurrence": None,
+        "state": "pending",
+        "created_at": 1700000000.0,
+    }
+    values.update(kw)
+    return TimerRow(**values)
+
+
+def _timers(harness: StoreHarness, store: Store) -> Any:
+    require(harness, store, "timers")
+    return store
+
+
+class TimerContract:
+    """Contract tests of the timer index (a mixin of ``StoreContract``)."""
+
+    @needs("timers")
+    async def test_timer_put_get_and_list_by_due(self, harness: StoreHarness, store: Store) -> None:
+        s = _timers(harness, store)
+        assert await s.put_timer(timer("b", 200.0, sender="x", recurrence='{"every": 5}'))
+        assert await s.put_timer(timer("a", 100.0, actor_id="actor-2"))
+        got = await s.get_timer("b")
+        assert got == timer("b", 200.0, sender="x", recurrence='{"every": 5}')
+        assert [t.timer_id for t in await s.list_timers()] == ["a", "b"]
+        assert [t.timer_id for t in await s.list_timers("actor-2")] == ["a"]
+        assert await s.get_timer("missing") is None
+
+    @needs("timers")
+    async def test_timer_put_is_idempotent_unless_replace(
+        self, harness: StoreHarness, store: Store
+    ) -> None:
+        s = _timers(harness, store)
+        assert await s.put_timer(timer("t", 100.0))
+        assert not await s.put_timer(timer("t", 50.0, body='{"n": 2}'))
+        assert (await s.get_timer("t")).due == 100.0
+        assert await s.fire_timer("t", 100.0, None)
+        # a fired timer is not armed again by a repeated put (a replayed send_later)
+        assert not await s.put_timer(timer("t", 100.0))
+        assert (await s.get_timer("t")).state == "fired"
+        assert await s.put_timer(timer("t", 300.0, body='{"n": 3}'), replace=True)
+        got = await s.get_timer("t")
+        assert (got.due, got.state, got.body) == (300.0, "pending", '{"n": 3}')
+
+    @needs("timers")
+    async def test_due_timers_earliest_first_up_to_limit(
+        self, harness: StoreHarness, store: Store
+    ) -> None:
+        s = _timers(harness, store)
+        for i, due in enumerate([30.0, 10.0, 20.0, 40.0]):
+            await s.put_timer(timer(f"t{i}", due))
+        assert await s.next_due() == 10.0
+        assert [t.timer_id for t in await s.due_timers(30.0)] == ["t1", "t2", "t0"]
+        assert [t.timer_id for t in await s.due_timers(30.0, limit=2)] == ["t1", "t2"]
+        assert await s.due_timers(5.0) == []
+
+    @needs("timers")
+    async def test_fire_marks_fired_or_moves_a_schedule_once(
+        self, harness: StoreHarness, store: Store
+    ) -> None:
+        s = _timers(harness, store)
+        await s.put_timer(timer("once", 10.0))
+        await s.put_timer(timer("every", 20.0, recurrence='{"every": 60}'))
+        assert await s.fire_timer("once", 10.0, None)
+        assert not await s.fire_timer("once", 10.0, None)  # a second firing changes nothing
+        assert await s.fire_timer("every", 20.0, 80.0)
+        assert not await s.fire_timer("every", 20.0, 80.0)  # it is at 80 now
+        assert [t.timer_id for t in await s.due_timers(100.0)] == ["every"]
+        assert await s.next_due() == 80.0
+        assert (await s.get_timer("once")).state == "fired"
+
+    @needs("timers")
+    async def test_cancel_answers_what_the_timer_was(
+        self, harness: StoreHarness, store: Store
+    ) -> None:
+        s = _timers(harness, store)
+        await s.put_timer(timer("a", 10.0))
+        await s.put_timer(timer("b", 20.0))
+        assert await s.cancel_timer("a") == "pending"  # cancelled by this call
+        assert await s.cancel_timer("a") == "cancelled"
+        assert await s.fire_timer("b", 20.0, None)
+        assert await s.cancel_timer("b") == "fired"  # too late
+        assert await s.cancel_timer("nope") is None
+        assert await s.due_timers(100.0) == []
+        assert await s.next_due() is None
+        assert not await s.fire_timer("a", 10.0, None)  # a cancelled timer never fires
+
+    @needs("timers")
+    async def test_delete_timers_before_keeps_pending_ones(
+        self, harness: StoreHarness, store: Store
+    ) -> None:
+        s = _timers(harness, store)
+        await s.put_timer(timer("fired", 10.0))
+        await s.put_timer(timer("pending", 10.0))
+        await s.put_timer(timer("late", 50.0))
+        await s.fire_timer("fired", 10.0, None)
+        await s.fire_timer("late", 50.0, None)
+        assert await s.delete_timers_before(20.0) == 1
+        assert [t.timer_id for t in await s.list_timers()] == ["pending", "late"]
+
+    @needs("timers", "durable")
+    async def test_timers_survive_reopen(self, harness: StoreHarness) -> None:
+        first = await harness.open()
+        s = _timers(harness, first)
+        now = time.time()
+        await s.put_timer(timer("t", now + 3600))
+        await s.put_timer(timer("gone", now))
+        await s.cancel_timer("gone")
+        await first.close()
+        again: Any = await harness.open()
+        assert [(t.timer_id, t.state) for t in await again.list_timers()] == [
+            ("gone", "cancelled"),
+            ("t", "pending"),
+        ]
+        assert await again.next_due() == now + 3600

@@ -1,0 +1,153 @@
+"""The timer API of ``ActorSystem`` (mixed into it): ``send_later``, ``cancel_timer``,
+``schedule``, ``unschedule`` and ``timers``. The loop and the rules are in ``_timers``."""
+
+from __future__ import annotations
+
+import datetime
+import time
+from typing import TYPE_CHECKING, Any, Literal
+
+from . import _codec, _timers
+from ._errors import ConfigurationError
+from ._timers import Timers
+from .store import TimerRow
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+    from ._host import Host
+    from ._ref import ActorRef
+    from ._registry import Registry
+    from .store import Store
+
+__all__ = ["SystemTimers", "TimerCancel"]
+
+#: What :meth:`SystemTimers.cancel_timer` found: ``cancelled`` (by this call, or before),
+#: ``fired`` (too late: it was delivered), ``unknown`` (no such timer).
+TimerCancel = Literal["cancelled", "fired", "unknown"]
+
+
+class SystemTimers:
+    """Durable timers and schedules of an :class:`~actorlog.ActorSystem`."""
+
+    if TYPE_CHECKING:
+        store: Store
+        registry: Registry
+        _host: Host
+
+        def _check_open(self) -> TaskGroup: ...
+        async def _deliver(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def _init_timers(self, owner: str | None, shared: bool) -> None:
+        self._timers = Timers(
+            self.store, self.registry, self._deliver, owner=owner if shared else None, shared=shared
+        )
+        self._host.timers = self._timers
+
+    def _start_timers(self, tg: TaskGroup, client: bool) -> None:
+        if self.store.capabilities.timers and not client:
+            tg.start_soon(self._timers.run, name="actorlog:timers")
+
+    async def send_later(
+        self,
+        ref: ActorRef[Any],
+        msg: Any,
+        /,
+        *,
+        delay: float | datetime.timedelta | None = None,
+        at: datetime.datetime | None = None,
+        message_id: str | None = None,
+    ) -> str:
+        """Deliver ``msg`` to ``ref`` once, after ``delay`` seconds (or at ``at``, a
+        timezone-aware datetime). The timer is durable before this returns: it fires after
+        restarts of the runtime (at once if its time passed meanwhile). With ``message_id``
+        the call is idempotent (the same id: the same timer, one delivery) and the message
+        is logged under that id. Returns the timer id (:meth:`cancel_timer`).
+
+        Raises:
+            ConfigurationError: bad arguments, or a store without timers; nothing stored.
+        """
+        self._check_open()
+        due = _timers.due_time(delay=delay, at=at, what="send_later()")
+        row = _timers.new_row(ref.cls, ref.actor_id, msg, due=due, message_id=message_id)
+        self.registry.learn(type(msg))
+        await self._timers.put(row)
+        return row.timer_id
+
+    async def cancel_timer(self, timer_id: str) -> TimerCancel:
+        """Cancel a timer (``send_later``) before it fires. Returns ``"cancelled"`` (it will
+        not fire; also if it was cancelled before), ``"fired"`` (too late: its message was
+        delivered or is being delivered) or ``"unknown"`` (no such timer, or its record was
+        purged). A schedule is removed with :meth:`unschedule`."""
+        self._check_open()
+        if not isinstance(timer_id, str):
+            raise ConfigurationError(f"timer_id must be a str, not {timer_id!r}")
+        was = await self._timers.index.cancel_timer(timer_id)
+        if was is None:
+            return "unknown"
+        return "fired" if was == "fired" else "cancelled"
+
+    async def schedule(
+        self,
+        name: str,
+        ref: ActorRef[Any],
+        msg: Any,
+        /,
+        *,
+        every: datetime.timedelta | None = None,
+        cron: str | None = None,
+        missed: Literal["skip", "catch_up_once"] = "skip",
+        start: datetime.datetime | None = None,
+    ) -> datetime.datetime:
+        """Deliver ``msg`` to ``ref`` at every firing of a recurring schedule, stored under
+        ``name`` (scheduling the same name again replaces it). ``every=timedelta(...)``
+        fires at ``start`` (default: now + every) and every interval after; ``cron="0 9 *
+        * *"`` fires at the cron times, in UTC (needs ``pip install 'actorlog[cron]'``).
+        Each firing is delivered exactly once, with message id
+        ``schedule:<name>@<firing time, ISO 8601 UTC>``. Firings missed while no runtime
+        ran (found more than a minute late): ``missed="skip"`` drops them;
+        ``"catch_up_once"`` delivers one message for the latest of them. Returns the first
+        firing time.
+
+        Raises:
+            ConfigurationError: bad arguments, a bad cron expression, cron without the
+                ``cron`` extra, or a store without timers; nothing stored.
+        """
+        self._check_open()
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError(f"a schedule name must be a non-empty str, not {name!r}")
+        if start is not None and (not isinstance(start, datetime.datetime) or not start.tzinfo):
+            raise ConfigurationError(f"start= must be a timezone-aware datetime, not {start!r}")
+        now = time.time()
+        first_every = None
+        if isinstance(every, datetime.timedelta):
+            first_every = now + every.total_seconds()
+        begin = start.timestamp() if start is not None else (first_every or now)
+        rec = _timers.recurrence_of(every=every, cron=cron, missed=missed, start=begin)
+        due = begin if every is not None else _timers.next_firing(rec, now)
+        row = _timers.new_row(
+            ref.cls,
+            ref.actor_id,
+            msg,
+            due=due,
+            timer_id=_timers.schedule_id(name),
+            message_id=_timers.schedule_id(name),
+            recurrence=rec,
+        )
+        self.registry.learn(type(msg))
+        await self._timers.put(row, replace=True)
+        return datetime.datetime.fromtimestamp(due, tz=datetime.UTC)
+
+    async def unschedule(self, name: str) -> bool:
+        """Stop the schedule ``name``: True if it was scheduled, False if unknown."""
+        self._check_open()
+        was = await self._timers.index.cancel_timer(_timers.schedule_id(name))
+        return was == "pending"
+
+    async def timers(self, actor_id: str | None = None) -> list[TimerRow]:
+        """The timers and schedules in the store (of one addressee, or all), any state, by
+        due time (``actorlog timers STORE`` shows the same)."""
+        self._check_open()
+        if actor_id is not None:
+            _codec.validate_actor_id(actor_id)
+        return list(await self._timers.index.list_timers(actor_id))

@@ -1,0 +1,119 @@
+"""The timer index in PostgreSQL (``actorlog.store.TimerStore``; the table is schema
+version 4). ``PostgresStore`` gets these methods from :class:`TimerMethods`.
+
+Only the owner of an actor fires its timers: :meth:`TimerMethods.due_timers` with ``owner``
+returns the timers of actors whose live lease that owner holds, or that no runtime holds (the
+runtime that fires one places the actor). :meth:`TimerMethods.fire_timer` is fenced like an
+append: a runtime that lost the actor's lease cannot mark its timer fired.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from actorlog.store import TimerRow
+
+from .._sqltimers import TIMER_COLS, timer_row, timer_values
+
+__all__ = ["TimerMethods"]
+
+
+class TimerMethods:
+    """``TimerStore`` for :class:`~actorlog.stores.PostgresStore`."""
+
+    if TYPE_CHECKING:
+        _fences: dict[str, int]
+
+        async def _fetch(self, sql: str, *args: Any) -> list[Any]: ...
+        async def _execute_count(self, sql: str, *args: Any) -> int: ...
+
+    async def put_timer(self, timer: TimerRow, *, replace: bool = False) -> bool:
+        conflict = (
+            "ON CONFLICT (timer_id) DO UPDATE SET "
+            + ", ".join(f"{c} = EXCLUDED.{c}" for c in TimerRow._fields[1:])
+            if replace
+            else "ON CONFLICT (timer_id) DO NOTHING"
+        )
+        n = await self._execute_count(
+            f"INSERT INTO timers ({TIMER_COLS}) VALUES "
+            "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) " + conflict,
+            *timer_values(timer._replace(state="pending")),
+        )
+        return n > 0
+
+    async def get_timer(self, timer_id: str) -> TimerRow | None:
+        rows = await self._fetch(f"SELECT {TIMER_COLS} FROM timers WHERE timer_id = $1", timer_id)
+        return timer_row(rows[0]) if rows else None
+
+    async def cancel_timer(self, timer_id: str) -> str | None:
+        rows = await self._fetch(
+            "WITH old AS (SELECT timer_id, state FROM timers WHERE timer_id = $1 FOR UPDATE), "
+            "upd AS (UPDATE timers t SET state = 'cancelled' FROM old "
+            "WHERE t.timer_id = old.timer_id AND old.state = 'pending' RETURNING 1) "
+            "SELECT state FROM old",
+            timer_id,
+        )
+        return None if not rows else str(rows[0][0])
+
+    async def fire_timer(self, timer_id: str, due: float, next_due: float | None) -> bool:
+        t = await self.get_timer(timer_id)
+        if t is None:
+            return False
+        fence = self._fences.get(t.actor_id)
+        # fenced like an append: only while this instance's token is the actor's current one
+        n = await self._execute_count(
+            "UPDATE timers SET due = coalesce($3, due), "
+            "state = CASE WHEN $3::float8 IS NULL THEN 'fired' ELSE state END "
+            "WHERE timer_id = $1 AND due = $2 AND state = 'pending' AND ($4::bigint IS NULL "
+            "OR EXISTS (SELECT 1 FROM leases l WHERE l.actor_id = $5 AND l.token = $4 FOR SHARE))",
+            timer_id,
+            due,
+            next_due,
+            fence,
+            t.actor_id,
+        )
+        return n > 0
+
+    async def due_timers(
+        self, before: float, *, limit: int = 100, owner: str | None = None
+    ) -> list[TimerRow]:
+        if owner is None:
+            rows = await self._fetch(
+                f"SELECT {TIMER_COLS} FROM timers WHERE state = 'pending' AND due <= $1 "
+                "ORDER BY due, timer_id LIMIT $2",
+                before,
+                limit,
+            )
+        else:
+            cols = ", ".join(f"t.{c}" for c in TimerRow._fields)
+            rows = await self._fetch(
+                f"SELECT {cols} FROM timers t LEFT JOIN leases l ON l.actor_id = t.actor_id "
+                "WHERE t.state = 'pending' AND t.due <= $1 "
+                "AND (l.actor_id IS NULL OR l.owner IS NULL OR l.expires_at <= now() "
+                "     OR l.owner = $3) "
+                "ORDER BY t.due, t.timer_id LIMIT $2",
+                before,
+                limit,
+                owner,
+            )
+        return [timer_row(r) for r in rows]
+
+    async def next_due(self) -> float | None:
+        rows = await self._fetch("SELECT min(due) FROM timers WHERE state = 'pending'")
+        v = rows[0][0] if rows else None
+        return None if v is None else float(v)
+
+    async def list_timers(self, actor_id: str | None = None) -> list[TimerRow]:
+        if actor_id is None:
+            rows = await self._fetch(f"SELECT {TIMER_COLS} FROM timers ORDER BY due, timer_id")
+        else:
+            rows = await self._fetch(
+                f"SELECT {TIMER_COLS} FROM timers WHERE actor_id = $1 ORDER BY due, timer_id",
+                actor_id,
+            )
+        return [timer_row(r) for r in rows]
+
+    async def delete_timers_before(self, before: float) -> int:
+        return await self._execute_count(
+            "DELETE FROM timers WHERE state <> 'pending' AND due < $1", before
+        )

@@ -1,0 +1,44 @@
+"""A runtime SIGKILLed during a durable sleep and before its timers fire: after a restart
+the sleep resumes and finishes once, and each timer's message arrives exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_kill_during_sleep_and_before_timers_and_schedule_fire(tmp_path: Path) -> None:
+    db = str(tmp_path / "timers.db")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "tests.timers.crash_worker"]
+    with subprocess.Popen(
+        [*cmd, "start", db], stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "READY"
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    out = subprocess.run(
+        [*cmd, "resume", db], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["slept"] == ["start:nap", "end:nap"]  # the interrupted step finished once
+    assert got["effects"] == ["sleep"]  # its wait was not logged again
+    assert sorted(got["notes"]) == ["from-step", "from-system"]
+    timer_ids = [i for i in got["ids"] if i.startswith("timer:")]
+    assert "timer:sender/1/1" in timer_ids  # the step's timer, under its derived id
+    assert len(timer_ids) == len(set(timer_ids)) == 2
+    assert got["states"] == ["fired", "fired"]
+    ticks = got["ticks"]  # the schedule, across the kill: each firing logged once
+    assert len(ticks) >= 2 and len(set(ticks)) == len(ticks)
+    assert all(t.startswith("schedule:tick@") for t in ticks)
