@@ -3,7 +3,10 @@ open for writing, in one ``BEGIN IMMEDIATE`` transaction."""
 
 from __future__ import annotations
 
-__all__ = ["PRELUDE", "SCHEMA"]
+import aiosqlite
+from actorlog.store import FORMAT_VERSION, StoreCorruptError, UnsupportedFormatError
+
+__all__ = ["PRELUDE", "SCHEMA", "check_version"]
 
 #: Run before the schema: takes effect only in a new, empty file (before its first table);
 #: an existing file keeps its mode (docs/tuning.md, "Reclaiming space").
@@ -124,3 +127,30 @@ WHEN NEW.kind = 'deleted' BEGIN
     UPDATE timers SET state = 'cancelled' WHERE actor_id = NEW.actor_id AND state = 'pending';
 END;
 """
+
+
+async def check_version(conn: aiosqlite.Connection, path: str) -> bool:
+    """Whether the file holds actorlog's tables; raises ``UnsupportedFormatError`` for a
+    newer format and ``StoreCorruptError`` for a damaged header or version (before anything
+    is written to the file)."""
+    rows = await conn.execute_fetchall(
+        "SELECT name FROM sqlite_master WHERE type='table' AND name='actorlog_meta'"
+    )
+    if not list(rows):
+        return False
+    # actorlog writes UTF-8 files; a flipped header byte makes SQLite read every text
+    # as UTF-16, and no key would match any more (a store that looks empty)
+    ((encoding,),) = list(await conn.execute_fetchall("PRAGMA encoding"))
+    if encoding != "UTF-8":
+        raise StoreCorruptError(
+            path, f"the file header says text encoding {encoding}, actorlog writes UTF-8"
+        )
+    rows = await conn.execute_fetchall("SELECT value FROM actorlog_meta WHERE key='format_version'")
+    for (value,) in rows:
+        if type(value) is not str or not value.isdigit():
+            raise StoreCorruptError(
+                path, f"actorlog_meta.format_version holds {value!r}, not a number"
+            )
+        if int(value) > FORMAT_VERSION:
+            raise UnsupportedFormatError(int(value), FORMAT_VERSION)
+    return True

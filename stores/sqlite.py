@@ -53,7 +53,6 @@ from actorlog.store import (
     StoreCorruptError,
     StoreError,
     StoreUnavailableError,
-    UnsupportedFormatError,
     actor_row,
     entry_row,
     event_row,
@@ -74,7 +73,7 @@ from ._sql import (
     snapshot_values,
 )
 from ._sqlite_compact import SqliteCompaction
-from ._sqlite_schema import PRELUDE, SCHEMA
+from ._sqlite_schema import PRELUDE, SCHEMA, check_version
 from ._sqltimers import SqliteTimers
 
 __all__ = ["SqliteStore"]
@@ -208,6 +207,11 @@ class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
                 await self._check_version(self._r)
                 return
             self._take_lock()
+            new = (
+                self.path == ":memory:"
+                or not os.path.exists(self.path)
+                or not os.path.getsize(self.path)
+            )
             # shielded: a cancelled connect would leave aiosqlite's thread finishing it
             # for an event loop that may be gone, and a connection nobody closes
             with anyio.CancelScope(shield=True):
@@ -215,7 +219,8 @@ class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
             self._w = w
             w.text_factory = _text
             await w.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
-            await w.execute(PRELUDE)  # before WAL mode writes the header of a new file
+            if new:  # an existing file keeps its mode (and a refused one stays unchanged)
+                await w.execute(PRELUDE)  # before WAL mode writes the header of a new file
             await self._when_not_busy(w, "PRAGMA journal_mode=WAL")
             sync = "FULL" if self.durability == "fsync" else "NORMAL"
             await w.execute(f"PRAGMA synchronous={sync}")
@@ -273,29 +278,8 @@ class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
             delay = min(delay * 2, 0.05)
 
     async def _check_version(self, conn: aiosqlite.Connection) -> None:
-        rows = await conn.execute_fetchall(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name='actorlog_meta'"
-        )
-        if not list(rows):
-            return
-        self._actorlog_schema = True
-        # actorlog writes UTF-8 files; a flipped header byte makes SQLite read every text
-        # as UTF-16, and no key would match any more (a store that looks empty)
-        ((encoding,),) = list(await conn.execute_fetchall("PRAGMA encoding"))
-        if encoding != "UTF-8":
-            raise StoreCorruptError(
-                self.path, f"the file header says text encoding {encoding}, actorlog writes UTF-8"
-            )
-        rows = await conn.execute_fetchall(
-            "SELECT value FROM actorlog_meta WHERE key='format_version'"
-        )
-        for (value,) in rows:
-            if type(value) is not str or not value.isdigit():
-                raise StoreCorruptError(
-                    self.path, f"actorlog_meta.format_version holds {value!r}, not a number"
-                )
-            if int(value) > FORMAT_VERSION:
-                raise UnsupportedFormatError(int(value), FORMAT_VERSION)
+        if await check_version(conn, self.path):
+            self._actorlog_schema = True
 
     async def close(self) -> None:
         try:

@@ -21,6 +21,7 @@ from actorlog import (
     ConfigurationError,
     Context,
     Happened,
+    InDoubtError,
     Retry,
     Tool,
     ToolCallError,
@@ -333,22 +334,20 @@ async def test_a_write_that_timed_out_escalates_before_another_attempt(
     HANG["send_mail"] = 1
     async with ActorSystem(make_store(), actors=[Caller]) as system:
         ref = await system.spawn(Caller, "t4")
-        async with anyio.create_task_group() as tg:
-            answer: list[str] = []
-
-            async def ask() -> None:
-                answer.append(await ref.ask(Use("send_mail"), message_id="m1"))
-
-            tg.start_soon(ask)
-            with anyio.fail_after(10):
-                (seq,) = await system.wait_in_doubt("t4")
-            assert len(RUNS["send_mail"]) == 1  # no second attempt before the operator
-            if decide == "retry":
-                await system.resolve("t4", seq, retry=True, reason="checked: not sent")
-            elif decide == "result":
-                await system.resolve("t4", seq, result="sent by hand")
-            else:
-                await system.resolve("t4", seq, fail="bounced")
+        # the ask is told its step waits for an operator (InDoubtError) at once
+        with anyio.fail_after(10), pytest.raises(InDoubtError):
+            await ref.ask(Use("send_mail"), message_id="m1")
+        with anyio.fail_after(10):
+            (seq,) = await system.wait_in_doubt("t4")
+        assert len(RUNS["send_mail"]) == 1  # no second attempt before the operator
+        if decide == "retry":
+            await system.resolve("t4", seq, retry=True, reason="checked: not sent")
+        elif decide == "result":
+            await system.resolve("t4", seq, result="sent by hand")
+        else:
+            await system.resolve("t4", seq, fail="bounced")
+        with anyio.fail_after(10):  # asking again with its message_id gets the reply
+            answer = [await ref.ask(Use("send_mail"), message_id="m1")]
     expected = {
         "retry": "send_mail ok on run 2",
         "result": "sent by hand",
