@@ -282,11 +282,13 @@ class SharingContract:
         assert [e.kind for e in await store.read_events("other")] == ["quarantined"]
         assert await store.read_events("nobody") == []
 
+    @needs("audit")
     async def test_delete_actor_leaves_an_audit_row(self, store: Store) -> None:
-        """Optional ``AuditStore``: delete removes log, snapshots and history together and
-        appends an audit row that outlives them; the id can start afresh from seq 1."""
+        """Optional ``AuditStore`` (a harness whose store has none lists ``audit`` in
+        ``lacks``): delete removes log, snapshots and history together and appends an audit
+        row that outlives them; the id can start afresh from seq 1."""
         if not isinstance(store, AuditStore):
-            pytest.skip("the store has no delete_actor/read_audit (optional)")
+            pytest.skip("the store has no delete_actor/read_audit: list 'audit' in lacks")
         await registered(store, ACTOR)
         await registered(store, "kept")
         await store.append(ACTOR, 0, msgs(ACTOR, 1, 3))

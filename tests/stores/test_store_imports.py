@@ -55,7 +55,8 @@ def test_the_store_kit_imports_only_public_modules(path: Path) -> None:
     bad = {
         m
         for m in _actorlog_imports(path, "actorlog")
-        if m not in ("actorlog.store", "actorlog.stores") and not m.startswith("actorlog._kit")
+        if m not in ("actorlog.store", "actorlog.stores")
+        and not m.startswith("actorlog._kit")
         # actorlog.testing also holds the replay tester (not the store kit), which replays
         # through the runtime's own recovery path
         and not (path.name == "testing.py" and m == "actorlog._replaycheck")
