@@ -21,7 +21,6 @@ from ._errors import ActorlogError, EncodeError, ToolCallError
 from ._records import (
     DecisionAction,
     DecisionRecord,
-    EffectRecord,
     EntryKind,
     ErrorInfo,
     EventKind,
@@ -150,9 +149,7 @@ class ToolCalls:
         scalar decodes to itself: no decode for it."""
         if _codec.is_scalar(plain):
             return plain
-        logged = self._cell.journal.last_record()
-        assert isinstance(logged, ResultRecord | EffectRecord)
-        return logged.value
+        return self._cell.journal.last_logged("value")
 
     def _value(self, t: Tool[Any, Any], plain: Any) -> Any:
         rt = t.return_type
@@ -196,8 +193,11 @@ class ToolCalls:
             t0 = time.perf_counter()
             failure: BaseException | None = None
             try:
-                with _tools.running_tool():  # a tool may call tools directly
+                marked = _tools.STEP.set(None)  # a tool may call tools directly
+                try:
                     value = await t.fn(*args, **kwargs, **extra)
+                finally:
+                    _tools.STEP.reset(marked)
             except BaseException as exc:
                 if not is_call_error(exc):
                     raise  # a cancellation the runtime (or the handler) asked for

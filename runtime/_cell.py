@@ -43,7 +43,6 @@ from ._records import (
     DecisionRecord,
     EntryKind,
     EventKind,
-    MessageRecord,
     StepRecord,
     decode_entry,
 )
@@ -416,9 +415,8 @@ class Cell:
                 env.decode_error = msg.error
             else:
                 try:
-                    logged = self.journal.last_record()
-                    assert isinstance(logged, MessageRecord)
-                    env.message = self.host.registry.decode_message(tag, logged.body)
+                    body = self.journal.last_logged("body")
+                    env.message = self.host.registry.decode_message(tag, body)
                 except ActorlogError as exc:
                     env.decode_error = exc
             self._mailbox.put(env)

@@ -70,8 +70,11 @@ async def handle(cell: Stepping, env: Envelope) -> None:
                 raise TypeError(
                     f"{cell.cls.__qualname__} does not accept messages of type {env.type_tag}"
                 )
-            with _tools.in_step(cell.where):  # a tool called directly raises
+            marked = _tools.STEP.set(cell.where)  # a tool called directly raises
+            try:
                 reply = await cell.actor.receive(ctx, env.message)
+            finally:
+                _tools.STEP.reset(marked)
             if ctx.fatal is None and resumed:
                 ctx.check_consumed()
             reply_plain = _codec.to_plain(reply, "reply", check=False)
@@ -126,8 +129,11 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         # never a reference to the actor's state
         outcome = None
         if wanted:
-            if error is None and _codec.is_scalar(reply_plain):
-                logged: Record = StepRecord(ok=True, reply=reply_plain)  # decodes to itself
+            if error is None:  # a scalar decodes to itself
+                reply = reply_plain
+                if not _codec.is_scalar(reply_plain):
+                    reply = cell.journal.last_logged("reply")
+                logged: Record = StepRecord(ok=True, reply=reply)
             else:
                 logged = cell.journal.last_record()
             assert isinstance(logged, StepRecord)
