@@ -15,8 +15,8 @@ from . import _codec, _records, _telemetry, _tools
 from ._calls import is_call_error
 from ._context import Context
 from ._errors import EncodeError
-from ._mailbox import Envelope, Reply, settle
-from ._records import EntryKind, ErrorInfo, Record, StepRecord
+from ._mailbox import Envelope, Reply, reply_value, settle
+from ._records import EntryKind, ErrorInfo, StepRecord
 from ._recovery import Recovering
 from ._snapshots import SnapshotPolicy
 from ._telemetry import ATTR, SPAN, tracer
@@ -31,6 +31,8 @@ class Stepping(Recovering, Protocol):
     policy: SnapshotPolicy
     #: message seq -> the slots of the asks waiting for its step
     waiters: dict[int, list[Reply]]
+    #: the handler's annotated return type (``Any`` if none)
+    reply_type: Any
 
     def recovery_parts(self) -> tuple[float, float]: ...
 
@@ -127,17 +129,17 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         wanted = env.seq in cell.waiters
         # the callers get the decoded form of what was logged: what a re-ask gets, and
         # never a reference to the actor's state
-        outcome = None
+        outcome: tuple[Any, BaseException | None] | None = None
         if wanted:
             if error is None:  # a scalar decodes to itself
                 reply = reply_plain
                 if not _codec.is_scalar(reply_plain):
                     reply = cell.journal.last_logged("reply")
-                logged: Record = StepRecord(ok=True, reply=reply)
+                outcome = (reply_value(reply, cell.reply_type), None)
             else:
                 logged = cell.journal.last_record()
-            assert isinstance(logged, StepRecord)
-            outcome = cell.outcome(env.seq, logged)
+                assert isinstance(logged, StepRecord)
+                outcome = cell.outcome(env.seq, logged)
     cell.handled_seq = env.seq
     cell.steps_since_snapshot += 1
     cell.replay_cpu += max(time.perf_counter() - t0 - ctx.awaited, 0.0)
