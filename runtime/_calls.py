@@ -23,7 +23,6 @@ from ._errors import ActorlogError, EncodeError, ToolCallError, ToolTimeoutError
 from ._records import (
     DecisionAction,
     DecisionRecord,
-    EffectRecord,
     EntryKind,
     ErrorInfo,
     EventKind,
@@ -166,9 +165,7 @@ class ToolCalls:
         scalar decodes to itself: no decode for it."""
         if _codec.is_scalar(plain):
             return plain
-        logged = self._cell.journal.last_record()
-        assert isinstance(logged, ResultRecord | EffectRecord)
-        return logged.value
+        return self._cell.journal.last_logged("value")
 
     def _value(self, t: Tool[Any, Any], plain: Any) -> Any:
         rt = t.return_type

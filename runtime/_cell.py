@@ -52,7 +52,6 @@ from ._mailbox import (
 from ._records import (
     DecisionRecord,
     EntryKind,
-    MessageRecord,
     StepRecord,
     decode_entry,
 )
@@ -431,9 +430,8 @@ class Cell:
                 env.decode_error = msg.error
             else:
                 try:
-                    logged = self.journal.last_record()
-                    assert isinstance(logged, MessageRecord)
-                    env.message = self.host.registry.decode_message(tag, logged.body)
+                    body = self.journal.last_logged("body")
+                    env.message = self.host.registry.decode_message(tag, body)
                 except ActorlogError as exc:
                     env.decode_error = exc
             self._mailbox.put(env)

@@ -28,6 +28,7 @@ __all__ = [
     "Reply",
     "Undecodable",
     "settle",
+    "reply_value",
     "step_outcome",
 ]
 
@@ -183,13 +184,7 @@ def step_outcome(
     into the handler's annotated return type (as logged, if it does not fit), or the
     ``HandlerError`` the step recorded. Used live, on a re-ask, and for remote asks."""
     if step.ok:
-        value = step.reply
-        if reply_type is not Any and value is not None:
-            try:
-                value = _codec.converter.structure(value, reply_type)
-            except Exception:
-                pass
-        return value, None
+        return reply_value(step.reply, reply_type), None
     err = step.error
     if err is not None and err.type == "ActorFinishedError":
         how, _, why = err.message.partition(": ")  # as _lifecycle.finished_info wrote it
@@ -202,3 +197,14 @@ def step_outcome(
         str(None if err is None else err.type),
         str(None if err is None else err.message),
     )
+
+
+def reply_value(reply: Any, reply_type: Any) -> Any:
+    """A recorded reply (plain) decoded into the handler's annotated return type, or as
+    logged if it does not fit."""
+    if reply_type is not Any and reply is not None:
+        try:
+            return _codec.converter.structure(reply, reply_type)
+        except Exception:
+            pass
+    return reply

@@ -48,8 +48,11 @@ _DECLARED: weakref.WeakValueDictionary[str, type] = weakref.WeakValueDictionary(
 _WARNED: weakref.WeakSet[type] = weakref.WeakSet()
 
 
-#: tags already worked out, per class (every post and step asks, several times)
-_TAGS: weakref.WeakKeyDictionary[type, str] = weakref.WeakKeyDictionary()
+#: tags already worked out, per class (every post and step asks, several times); a plain
+#: dict: a weak one builds a weak reference per lookup, and classes live as long as programs
+_TAGS: dict[type, str] = {}
+#: message kinds already worked out, per class (every post asks)
+_KINDS: dict[type, str | None] = {}
 
 
 def type_tag(cls: type) -> str:
@@ -58,13 +61,9 @@ def type_tag(cls: type) -> str:
     starts with ``__main__.``: it changes when the file is imported instead of run."""
     try:
         return _TAGS[cls]
-    except (KeyError, TypeError):
+    except KeyError:
         pass
-    tag = _work_out_tag(cls)
-    try:
-        _TAGS[cls] = tag
-    except TypeError:
-        pass  # a type that takes no weak reference: worked out each time
+    tag = _TAGS[cls] = _work_out_tag(cls)
     return tag
 
 
@@ -142,6 +141,15 @@ def is_pydantic_model(cls: Any) -> bool:
 def message_kind(cls: type) -> str | None:
     """What kind of message class ``cls`` is (``"attrs"``, ``"dataclass"``,
     ``"pydantic"``), or None if it cannot be a message."""
+    try:
+        return _KINDS[cls]
+    except KeyError:
+        pass
+    kind = _KINDS[cls] = _work_out_kind(cls)
+    return kind
+
+
+def _work_out_kind(cls: type) -> str | None:
     if attrs.has(cls):
         return "attrs"
     if dataclasses.is_dataclass(cls):

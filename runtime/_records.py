@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
 
@@ -552,6 +552,17 @@ def attempt_failed_payload(
         delay=delay,
         in_doubt=in_doubt,
     ).payload()
+
+
+#: the fields of its own new entries the runtime reads back (live equals replay)
+LoggedField = Literal["body", "value", "reply"]
+
+
+def logged(row: EntryRow, field: LoggedField) -> Any:
+    """``field`` of an entry this runtime just wrote, decoded from its bytes: what replay
+    will read (a message's ``body``, a result's or effect's ``value``, an ok step's
+    ``reply``), without building the whole record (it runs for most entries)."""
+    return _codec.decode_json(row.payload)[field]
 
 
 def saved_options(events: Iterable[EventRow]) -> tuple[dict[str, Any], str] | None:

@@ -7,7 +7,6 @@ the cell, recovery and the inbox decode through it and never through the ``Actor
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from . import _codec, _names
@@ -25,7 +24,7 @@ class Registry:
     def __init__(self) -> None:
         self._actors: dict[str, type[Actor[Any]]] = {}
         self._messages: dict[str, type] = {}
-        self._learned: weakref.WeakSet[type] = weakref.WeakSet()
+        self._learned: set[type] = set()
 
     def register(self, cls: type[Actor[Any]]) -> None:
         """Allow ``cls`` to run (and be recovered); learn the messages ``receive`` names."""

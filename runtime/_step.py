@@ -19,8 +19,8 @@ from ._calls import is_call_error
 from ._context import Context
 from ._entrykinds import EventKind
 from ._errors import EncodeError, StepCancelledError
-from ._mailbox import Envelope, Reply, settle
-from ._records import EntryKind, ErrorInfo, Record, StepRecord
+from ._mailbox import Envelope, Reply, reply_value, settle
+from ._records import EntryKind, ErrorInfo, StepRecord
 from ._recovery import Recovering
 from ._snapshots import SnapshotPolicy
 from ._telemetry import ATTR, SPAN, tracer
@@ -35,6 +35,8 @@ class Stepping(Recovering, _lifecycle.Endable, Protocol):
     policy: SnapshotPolicy
     #: message seq -> the slots of the asks waiting for its step
     waiters: dict[int, list[Reply]]
+    #: the handler's annotated return type (``Any`` if none)
+    reply_type: Any
 
     def recovery_parts(self) -> tuple[float, float]: ...
 
@@ -145,14 +147,17 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         wanted = env.seq in cell.waiters
         # the callers get the decoded form of what was logged: what a re-ask gets, and
         # never a reference to the actor's state
-        outcome = None
+        outcome: tuple[Any, BaseException | None] | None = None
         if wanted:
-            if error is None and _codec.is_scalar(reply_plain):
-                logged: Record = StepRecord(ok=True, reply=reply_plain)  # decodes to itself
+            if error is None:  # a scalar decodes to itself
+                reply = reply_plain
+                if not _codec.is_scalar(reply_plain):
+                    reply = cell.journal.last_logged("reply")
+                outcome = (reply_value(reply, cell.reply_type), None)
             else:
                 logged = cell.journal.last_record()
-            assert isinstance(logged, StepRecord)
-            outcome = cell.outcome(env.seq, logged)
+                assert isinstance(logged, StepRecord)
+                outcome = cell.outcome(env.seq, logged)
     cell.handled_seq = env.seq
     if ctx.stopped is not None:
         cell.ended = ("finished", ctx.stopped)  # refuse what follows; snapshots stop

@@ -40,6 +40,8 @@ class NotHappened:
 #: and while ``ctx.call`` runs a tool (``running_tool``: a tool may call tools directly).
 #: Child tasks a handler starts inherit it.
 _STEP: contextvars.ContextVar[str | None] = contextvars.ContextVar("actorlog_step", default=None)
+#: the same, for the runtime's hot paths: ``token = STEP.set(where)`` ... ``STEP.reset(token)``
+STEP = _STEP
 
 
 class _StepMark:

@@ -61,6 +61,11 @@ class Journal:
         ``write``, with no await between): exactly what replay will read."""
         return _records.decode_entry(self._buffer[-1])
 
+    def last_logged(self, field: _records.LoggedField) -> Any:
+        """One field of the entry ``write`` just buffered, decoded from its bytes (the hot
+        path: a message's body, a result's or effect's value, a step's reply)."""
+        return _records.logged(self._buffer[-1], field)
+
     async def flush(self) -> None:
         """Make every written entry durable. A cancellation point; if cancelled, the
         entries may or may not be durable (the journal stays consistent either way)."""
