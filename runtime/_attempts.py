@@ -12,7 +12,7 @@ from opentelemetry import trace
 from ._records import DecisionAction, DecisionRecord, Outcome
 from ._telemetry import ATTR, EVENT
 
-__all__ = ["Settled", "attempt_event", "attempts_so_far", "policy_attempt"]
+__all__ = ["Settled", "attempt_event", "attempts_so_far", "in_doubt_attempt", "policy_attempt"]
 
 
 @attrs.frozen
@@ -44,6 +44,29 @@ def policy_attempt(outcomes: list[Outcome]) -> bool:
         and outcomes[-1].tag == DecisionAction.ATTEMPT
         and outcomes[-2].tag == DecisionAction.ATTEMPT_FAILED
     )
+
+
+def in_doubt_attempt(outcomes: list[Outcome]) -> int | None:
+    """The attempt an unsettled intent is in doubt about, or None if nothing is.
+
+    In doubt: no outcome at all (the first attempt ran and left no trace); an ``attempt``
+    decision last (a further attempt, of the retry policy or authorized by an operator, was
+    started and left no outcome); an ``attempt_failed`` last that says ``in_doubt`` (a
+    write timed out: it may have happened). Not in doubt: a settled intent, an
+    ``attempt_failed`` of an attempt that failed (the back-off between attempts: the
+    failure is recorded), a ``retry`` authorized and not started (nothing ran)."""
+    if any(o.settles for o in outcomes):
+        return None
+    if not outcomes:
+        return 1
+    last = outcomes[-1].record
+    if not isinstance(last, DecisionRecord):
+        return None
+    if last.action == DecisionAction.ATTEMPT:
+        return attempts_so_far(outcomes)
+    if last.action == DecisionAction.ATTEMPT_FAILED and last.in_doubt:
+        return last.attempt
+    return None
 
 
 def attempt_event(span: trace.Span, failed: DecisionRecord) -> None:

@@ -17,6 +17,7 @@ from ._term import (
     duration,
     effect_value,
     event_text,
+    message_origin,
     short,
     status_text,
     when,
@@ -147,6 +148,9 @@ def _print_step(st: ops.Step, t: _Timeline, url: str, actor_id: str) -> None:
     paint: Callable[[str], str] = getattr(s, color)
     sender = s.dim(f" from {clean(st.sender)}") if st.sender else ""
     label = s.bold(f"message {clean(st.message_id or '-')}")
+    origin = message_origin(st.message_id)  # delivered by the timer loop
+    if origin is not None:
+        label = s.magenta(origin) + ": " + label
     t.row(
         st.message_seq,
         st.received_at,
@@ -155,9 +159,12 @@ def _print_step(st: ops.Step, t: _Timeline, url: str, actor_id: str) -> None:
     indent = " " * 11
     items: list[tuple[int, ops.Call | ops.Effect]] = [(c.intent_seq, c) for c in st.calls]
     items += [(e.seq, e) for e in st.effects]
-    for seq, item in sorted(items, key=lambda x: x[0]):
+    items.sort(key=lambda x: x[0])
+    for n, (seq, item) in enumerate(items):
         if isinstance(item, ops.Effect):
-            t.row(seq, None, s.dim(f"{indent}{clean(item.name):5} {effect_value(item)}"))
+            waiting = st.step_seq is None and n == len(items) - 1  # what the step is in
+            value = effect_value(item, waiting=waiting)
+            t.row(seq, None, s.dim(f"{indent}{clean(item.name):5} {value}"))
             continue
         t.row(seq, None, indent + _call_line(s, item))
         for d in item.decisions:

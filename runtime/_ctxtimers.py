@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from . import _codec, _records, _timers
+from . import _codec, _records, _timers, _traceends
 from ._errors import ConfigurationError
 from ._records import EffectRecord, EntryKind
 
@@ -100,6 +100,7 @@ class TimerEffects:
         self._cell.sleeping = True
         try:
             remaining = until - time.time()
+            _traceends.sleep(until, remaining, resumed=rec is not None)
             if remaining > 0:
                 await anyio.sleep(remaining)
         finally:

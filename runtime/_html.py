@@ -22,6 +22,7 @@ from ._term import (
     effect_value,
     event_text,
     json_text,
+    message_origin,
     when,
 )
 
@@ -137,9 +138,9 @@ def _badge(status: str, text: str | None = None) -> str:
     return f'<span class="badge b-{_e(status)}">{_e(text or status.replace("_", " "))}</span>'
 
 
-def _effect_value(ef: ops.Effect) -> str:
-    if ef.name == "now":
-        return effect_value(ef)
+def _effect_value(ef: ops.Effect, waiting: bool = False) -> str:
+    if ef.name in ("now", "sleep", "send_later", "finish"):
+        return effect_value(ef, waiting=waiting)
     return _short(ef.value, 120)
 
 
@@ -201,13 +202,15 @@ def _step(st: ops.Step, resolve_hint: str, trace_url: str | None = None) -> str:
         rows.append((c.intent_seq, _call_row(c)))
         for d in c.decisions:
             rows.append((d.seq, _decision_row(d)))
+    last = max([c.intent_seq for c in st.calls] + [ef.seq for ef in st.effects], default=0)
     for ef in st.effects:
+        waiting = st.step_seq is None and ef.seq == last  # what the step is in now
         rows.append(
             (
                 ef.seq,
                 (
                     f'<tr class="effect"><td class="num">{ef.seq}</td><td>{_e(ef.name)}</td>'
-                    f'<td colspan="5"><code>{_e(_effect_value(ef))}</code></td></tr>'
+                    f'<td colspan="5"><code>{_e(_effect_value(ef, waiting))}</code></td></tr>'
                 ),
             )
         )
@@ -242,6 +245,9 @@ def _step(st: ops.Step, resolve_hint: str, trace_url: str | None = None) -> str:
         )
         hint = f'<div class="callout">Settle with: {cmds}</div>'
     sender = f' from <span class="mono">{_e(st.sender)}</span>' if st.sender else ""
+    origin = message_origin(st.message_id)
+    if origin is not None:  # delivered by the timer loop
+        sender = f' <span class="timer">{_e(origin)}</span>' + sender
     link = trace_link(trace_url, st)
     if link is not None:
         sender += f' <a class="trace" href="{_e(link)}" rel="noopener noreferrer">trace</a>'

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from . import _codec, _records
+from . import _codec, _records, _traceends
 from ._entrykinds import EntryKind, EventKind
 from ._errors import (
     ActorNotFoundError,
@@ -35,6 +35,7 @@ from ._errors import (
 )
 from ._mailbox import Reply, settle
 from ._records import ErrorInfo, StepRecord
+from ._telemetry import ATTR
 from .store import AuditRow, AuditStore, EventRow, Store
 
 if TYPE_CHECKING:
@@ -225,11 +226,14 @@ class Lifecycle:
         step was running here (the request is then recorded, and a runtime that resumes
         an interrupted step of this actor cancels it)."""
         _codec.validate_actor_id(actor_id)
-        cell = self._cells.get(actor_id)
-        if cell is not None and cancel_step(cell, reason=reason, by=by):
-            return True
-        await note(self.store, actor_id, EventKind.CANCEL_REQUESTED, {"by": by, "reason": reason})
-        return False
+        with _traceends.lifecycle_span("cancel", actor_id, by, reason) as span:
+            cell = self._cells.get(actor_id)
+            if cell is not None and cancel_step(cell, reason=reason, by=by):
+                return True
+            span.set_attribute(ATTR.LIFECYCLE_REQUESTED, True)
+            detail = {"by": by, "reason": reason}
+            await note(self.store, actor_id, EventKind.CANCEL_REQUESTED, detail)
+            return False
 
     async def terminate(
         self: _SystemParts, actor_id: str, *, reason: str = "", by: str = ""
@@ -238,10 +242,11 @@ class Lifecycle:
         every message gets ``ActorFinishedError`` (queued ones with a recorded step). The
         log stays for audit. Recorded as a ``terminated`` event before anything else."""
         _codec.validate_actor_id(actor_id)
-        if await self.store.get_actor(actor_id) is None:
-            raise ActorNotFoundError(f"actor {actor_id!r} is not in the store")
-        detail = {"by": by, "reason": reason, "at": time.time()}
-        await self.store.record_event(actor_id, EventKind.TERMINATED, json.dumps(detail))
+        with _traceends.lifecycle_span("terminate", actor_id, by, reason):
+            if await self.store.get_actor(actor_id) is None:
+                raise ActorNotFoundError(f"actor {actor_id!r} is not in the store")
+            detail = {"by": by, "reason": reason, "at": time.time()}
+            await self.store.record_event(actor_id, EventKind.TERMINATED, json.dumps(detail))
         cell = self._cells.get(actor_id)
         if cell is not None:
             cell.ended = ("terminated", reason)
@@ -284,6 +289,13 @@ async def delete_actor(
     store: Store, actor_id: str, *, by: str, reason: str, force: bool
 ) -> AuditRow:
     """Offline or live: check the actor may go, then delete it with its audit row."""
+    with _traceends.lifecycle_span("delete", actor_id, by, reason):
+        return await _delete_actor(store, actor_id, by=by, reason=reason, force=force)
+
+
+async def _delete_actor(
+    store: Store, actor_id: str, *, by: str, reason: str, force: bool
+) -> AuditRow:
     audit = _audit_store(store)
     row = await store.get_actor(actor_id)
     if row is None:
@@ -310,20 +322,23 @@ async def delete_actor(
 
 async def terminate_offline(store: Store, actor_id: str, *, by: str, reason: str) -> None:
     """``actorlog terminate``: the event (and, with leases, a command waking the owner)."""
-    if await store.get_actor(actor_id) is None:
-        raise ActorNotFoundError(f"actor {actor_id!r} is not in the store")
-    detail = {"by": by, "reason": reason, "at": time.time()}
-    await store.record_event(actor_id, EventKind.TERMINATED, json.dumps(detail))
-    await _wake_owner(store, actor_id, TERMINATE_TAG, detail)
+    with _traceends.lifecycle_span("terminate", actor_id, by, reason):
+        if await store.get_actor(actor_id) is None:
+            raise ActorNotFoundError(f"actor {actor_id!r} is not in the store")
+        detail = {"by": by, "reason": reason, "at": time.time()}
+        await store.record_event(actor_id, EventKind.TERMINATED, json.dumps(detail))
+        await _wake_owner(store, actor_id, TERMINATE_TAG, detail)
 
 
 async def cancel_offline(store: Store, actor_id: str, *, by: str, reason: str) -> None:
     """``actorlog cancel``: a ``cancel_requested`` event for the owner or the next start."""
-    if await store.get_actor(actor_id) is None:
-        raise ActorNotFoundError(f"actor {actor_id!r} is not in the store")
-    detail = {"by": by, "reason": reason, "at": time.time()}
-    await store.record_event(actor_id, EventKind.CANCEL_REQUESTED, json.dumps(detail))
-    await _wake_owner(store, actor_id, CANCEL_TAG, detail)
+    with _traceends.lifecycle_span("cancel", actor_id, by, reason) as span:
+        if await store.get_actor(actor_id) is None:
+            raise ActorNotFoundError(f"actor {actor_id!r} is not in the store")
+        span.set_attribute(ATTR.LIFECYCLE_REQUESTED, True)
+        detail = {"by": by, "reason": reason, "at": time.time()}
+        await store.record_event(actor_id, EventKind.CANCEL_REQUESTED, json.dumps(detail))
+        await _wake_owner(store, actor_id, CANCEL_TAG, detail)
 
 
 async def _wake_owner(store: Store, actor_id: str, tag: str, detail: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _logs, _telemetry, _tools
 from ._actor import Actor
+from ._attempts import in_doubt_attempt
 from ._calls import StepHost, is_call_error
 from ._context import Context
 from ._errors import (
@@ -417,7 +418,11 @@ async def recover(cell: Recovering) -> None:
                     env.parent = parent
                     for rec in m.recorded:
                         intent = rec.record
-                        if isinstance(intent, IntentRecord) and not rec.outcomes:
+                        if not isinstance(intent, IntentRecord):
+                            continue
+                        # no outcome, or an attempt of a retry that left none (_attempts)
+                        attempt = in_doubt_attempt(rec.outcomes)
+                        if attempt is not None:
                             in_doubt += 1
                             span.add_event(
                                 EVENT.IN_DOUBT,
@@ -428,6 +433,7 @@ async def recover(cell: Recovering) -> None:
                                     ATTR.TOOL_EFFECT: intent.effect,
                                     ATTR.TOOL_POLICY: intent.policy,
                                     ATTR.IDEMPOTENCY_KEY: intent.key,
+                                    ATTR.ATTEMPT: attempt,
                                 },
                             )
                 cell.queue(env)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from . import _codec, _decisions, _logs
+from . import _codec, _decisions, _logs, _traceends
 from ._errors import ActorNotFoundError
 from ._records import EventKind
 
@@ -65,7 +65,8 @@ async def quarantined_class(
             "restart (system.spawn starts an actor that is not running)"
         )
     found = detail(by, reason, error)
-    await store.record_event(actor_id, EventKind.RESTARTED, json.dumps(found))
+    with _traceends.lifecycle_span("restart", actor_id, found["by"], reason):
+        await store.record_event(actor_id, EventKind.RESTARTED, json.dumps(found))
     if cell is not None and cells.get(actor_id) is cell:
         del cells[actor_id]
     quarantined.pop(actor_id, None)

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import anyio
 from opentelemetry.trace import Status, StatusCode
 
-from . import _codec, _lifecycle, _records, _retention, _snapshots, _telemetry, _tools
+from . import _codec, _lifecycle, _records, _retention, _snapshots, _telemetry, _tools, _traceends
 from ._calls import is_call_error
 from ._context import Context
 from ._entrykinds import EventKind
@@ -113,6 +113,10 @@ async def handle(cell: Stepping, env: Envelope) -> None:
             None if cancel is None else _lifecycle.cancelled_call(ctx.open_tools)
         )
         span.set_attribute(ATTR.OUTCOME, "ok" if error is None else "error")
+        if cancel is not None:
+            _traceends.step_cancelled(cancel, calls)
+        if ctx.stopped is not None:
+            _traceends.finished(ctx.stopped)
         if resumed:
             span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
         try:

@@ -92,6 +92,10 @@ class SPAN:
     COMPACT = "actorlog.compact"
     #: a change of an actor's owner seen by this runtime (one ``EVENT.LEASE_*`` on it)
     OWNERSHIP = "actorlog.ownership"
+    #: one due timer (``send_later``) or schedule firing delivered by the timer loop
+    TIMER_FIRE = "actorlog.timer.fire"
+    #: an operator's cancel, terminate, delete or restart through the system or ``ops`` API
+    LIFECYCLE = "actorlog.lifecycle"
 
 
 class EVENT:
@@ -117,6 +121,14 @@ class EVENT:
     #: on ``actorlog.tool_call``: one per attempt that failed (attempt, error, the delay
     #: chosen before the next one; served from the log too)
     ATTEMPT_FAILED = "actorlog.tool.attempt_failed"
+    #: on the step span: a durable sleep starts (its wake time), or a step interrupted
+    #: during one resumes it after recovery (the time left)
+    SLEEP = "actorlog.timer.sleep"
+    SLEEP_RESUMED = "actorlog.timer.sleep_resumed"
+    #: on the step span: ``ctx.stop()`` finished the actor with this step
+    FINISHED = "actorlog.actor.finished"
+    #: on the step span: an operator's cancel cut the step short
+    STEP_CANCELLED = "actorlog.step.cancelled"
 
 
 class ATTR:
@@ -179,6 +191,24 @@ class ATTR:
     ERROR_TYPE = "error.type"
     ERROR_MESSAGE = "actorlog.error.message"
     CHECK = "actorlog.corruption.check"
+    # timers
+    TIMER_ID = "actorlog.timer.id"
+    TIMER_UNTIL = "actorlog.timer.until"
+    TIMER_REMAINING = "actorlog.timer.remaining"
+    TIMER_DUE = "actorlog.timer.due"
+    TIMER_LATENESS = "actorlog.timer.lateness"
+    TIMER_OUTCOME = "actorlog.timer.outcome"
+    SCHEDULE_NAME = "actorlog.schedule.name"
+    SCHEDULE_MISSED = "actorlog.schedule.missed"
+    SCHEDULE_FIRING = "actorlog.schedule.firing"
+    # lifecycle
+    LIFECYCLE_ACTION = "actorlog.lifecycle.action"
+    LIFECYCLE_BY = "actorlog.lifecycle.by"
+    LIFECYCLE_REASON = "actorlog.lifecycle.reason"
+    #: on a cancel span: no step ran here to cancel, the request was recorded for the owner
+    LIFECYCLE_REQUESTED = "actorlog.lifecycle.requested"
+    #: on the step-cancelled event: the calls the cancel cut short
+    CANCELLED_CALLS = "actorlog.step.cancelled_calls"
     # span links
     LINK_TYPE = "actorlog.link.type"
 

@@ -192,7 +192,11 @@ def ago(ts: float | None, now: float | None = None) -> str:
     return f"{d / 86400:.1f}d ago"
 
 
-def effect_value(e: ops.Effect) -> str:
+def effect_value(e: ops.Effect, *, waiting: bool = False) -> str:
+    """An effect in words. ``waiting``: it is the last thing of a step still in progress
+    (a ``sleep`` there is the wait the step is in)."""
+    if e.name in ("sleep", "send_later") and isinstance(e.value, dict):
+        return _timer_effect(e.name, e.value, waiting)
     if e.name == "finish":  # ctx.stop()
         reason = e.value.get("reason") if isinstance(e.value, dict) else None
         return "the actor finishes with this step" + (f": {str(reason)[:80]}" if reason else "")
@@ -206,6 +210,38 @@ def effect_value(e: ops.Effect) -> str:
         except (OverflowError, OSError, ValueError):
             return f"DAMAGED time {e.value}"
     return short(e.value, 70)
+
+
+def _timer_effect(name: str, v: dict[str, Any], waiting: bool) -> str:
+    """``ctx.sleep`` (its wake time) and ``ctx.send_later`` (what, to whom, when, the id)."""
+    if name == "sleep":
+        until = v.get("until")
+        if not isinstance(until, int | float):
+            return short(v, 70)
+        if not waiting:
+            return f"slept until {when(until)}"
+        left = until - time.time()
+        rest = f"{left:.0f}s left" if left > 0 else "its time passed: resumes at once"
+        return f"sleeps until {when(until)} ({rest})"
+    due = v.get("due")
+    at = when(due) if isinstance(due, int | float) else clean(due)
+    return (
+        f"send {clean(v.get('message_type'))} to {clean(v.get('target'))} at {at}, "
+        f"timer id {clean(v.get('timer_id'))}"
+    )
+
+
+def message_origin(message_id: str | None) -> str | None:
+    """What sent a message the runtime's timer loop delivered, by its id: a ``send_later``
+    timer (``timer:<timer id>``) or a schedule's firing (``schedule:<name>@<time>``)."""
+    if message_id is None:
+        return None
+    if message_id.startswith("timer:"):
+        return f"timer {clean(message_id[6:])} fired"
+    if message_id.startswith("schedule:") and "@" in message_id:
+        name, _, at = message_id[9:].rpartition("@")
+        return f"schedule {clean(name)} fired (firing of {clean(at)})"
+    return None
 
 
 def duration(seconds: float | None) -> str:

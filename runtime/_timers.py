@@ -27,9 +27,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, cast
 
 import anyio
+from opentelemetry.trace import Status, StatusCode
 
-from . import _codec
+from . import _codec, _traceends
 from ._errors import ConfigurationError
+from ._telemetry import ATTR
 from .store import Store, TimerRow, TimerStore
 
 __all__ = [
@@ -293,28 +295,38 @@ class Timers:
                 t.actor_type,
             )
             return False
-        at: float | None = t.due
-        next_due: float | None = None
-        if t.recurrence is not None:
-            rec = json.loads(t.recurrence)
-            if now - t.due > MISFIRE_GRACE:  # missed while no runtime ran
-                latest = t.due
-                while (n := next_firing(rec, latest)) <= now:
-                    latest = n
-                at = latest if rec.get("missed") == "catch_up_once" else None
-                next_due = next_firing(rec, latest)
+        with _traceends.timer_fire_span(t, now) as span:
+            at: float | None = t.due
+            next_due: float | None = None
+            if t.recurrence is not None:
+                rec = json.loads(t.recurrence)
+                if now - t.due > MISFIRE_GRACE:  # missed while no runtime ran
+                    latest = t.due
+                    while (n := next_firing(rec, latest)) <= now:
+                        latest = n
+                    at = latest if rec.get("missed") == "catch_up_once" else None
+                    next_due = next_firing(rec, latest)
+                else:
+                    next_due = next_firing(rec, t.due)
+            if at is None:
+                span.set_attribute(ATTR.TIMER_OUTCOME, "skipped")
             else:
-                next_due = next_firing(rec, t.due)
-        if at is not None:
-            mid = t.message_id if t.recurrence is None else firing_message_id(t.message_id, at)
-            try:
-                msg = self.registry.decode_message(t.type_tag, json.loads(t.body))
-                await self._deliver(
-                    cls, t.actor_id, msg, message_id=mid, sender=t.sender, want_reply=False
-                )
-            except Exception:
-                logger.warning("actorlog: delivering timer %r failed", t.timer_id, exc_info=True)
-                return False
+                mid = t.message_id if t.recurrence is None else firing_message_id(t.message_id, at)
+                if t.recurrence is not None:
+                    span.set_attributes({ATTR.SCHEDULE_FIRING: at, ATTR.MESSAGE_ID: mid})
+                try:
+                    msg = self.registry.decode_message(t.type_tag, json.loads(t.body))
+                    await self._deliver(
+                        cls, t.actor_id, msg, message_id=mid, sender=t.sender, want_reply=False
+                    )
+                except Exception as exc:
+                    logger.warning(
+                        "actorlog: delivering timer %r failed", t.timer_id, exc_info=True
+                    )
+                    span.set_attribute(ATTR.TIMER_OUTCOME, "failed")
+                    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+                    return False
+                span.set_attribute(ATTR.TIMER_OUTCOME, "delivered")
         await self.index.fire_timer(t.timer_id, t.due, next_due)
         self.fired += 1
         return True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .. import _restart
+from .. import _restart, _traceends
 from .._errors import ConfigurationError
 from .._records import EventKind
 from ..store import Store
@@ -40,5 +40,6 @@ async def restart(store: Store, actor_id: str, *, by: str | None = None, reason:
         )
     problem = status.problem or failure[1]
     detail = _restart.detail(by, reason, problem)
-    await store.record_event(actor_id, EventKind.RESTARTED, json.dumps(detail))
+    with _traceends.lifecycle_span("restart", actor_id, detail["by"], reason):
+        await store.record_event(actor_id, EventKind.RESTARTED, json.dumps(detail))
     return problem

@@ -378,6 +378,7 @@ def _in_doubt_recovery(
         ATTR.TOOL_EFFECT: effect,
         ATTR.TOOL_POLICY: policy,
         ATTR.IDEMPOTENCY_KEY: idempotency_key("r", 1, 1),
+        ATTR.ATTEMPT: 1,  # the first run left no outcome
     }
     (step,) = _children(finished, recover)
     assert step.name == SPAN.REPLAY_STEP

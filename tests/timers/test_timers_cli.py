@@ -45,6 +45,6 @@ def test_timers_command_history_and_ops(tmp_path: Path, capsys: pytest.CaptureFi
     ]
     assert lines[1]["recurrence"] == {"cron": "0 9 * * *", "missed": "skip"}
     assert main(["history", str(db), "s", "--color", "never"]) == 0
-    assert 'sleep {"until":' in capsys.readouterr().out
+    assert "sleep slept until " in capsys.readouterr().out
     assert main(["history", str(db), "snd", "--color", "never"]) == 0
-    assert "send_later {" in capsys.readouterr().out
+    assert "send_later send tests.timers.agents.Note to rec at " in capsys.readouterr().out

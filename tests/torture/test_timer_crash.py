@@ -1,5 +1,6 @@
-"""A runtime SIGKILLed during a durable sleep and before its timers fire: after a restart
-the sleep resumes and finishes once, and each timer's message arrives exactly once."""
+"""Torture: a runtime SIGKILLed during a durable sleep and before its timers fire (issue 14,
+part 2): after a restart the sleep resumes and finishes once, and each timer's message arrives
+exactly once (the worker: timer_worker.py; the actors: tests/timers/agents.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_kill_during_sleep_and_before_timers_and_schedule_fire(tmp_path: Path) -> None:
     db = str(tmp_path / "timers.db")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "tests.timers.crash_worker"]
+    cmd = [sys.executable, "-m", "tests.torture.timer_worker"]
     with subprocess.Popen(
         [*cmd, "start", db], stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env
     ) as proc:

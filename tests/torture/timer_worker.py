@@ -1,4 +1,4 @@
-"""A runtime killed with SIGKILL by tests/timers/test_timers_crash.py.
+"""A runtime killed with SIGKILL by tests/torture/test_timer_crash.py.
 
 ``start DB``: a sleeper starts a 1.5 s durable sleep, a sender's step sets a timer
 (ctx.send_later, 1.5 s) and the system sets another (send_later, 1.5 s); prints READY once
