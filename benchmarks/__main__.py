@@ -11,9 +11,12 @@ BENCHMARKS = {
     "snapshots": "snapshot_every vs recovery time and step cost",
     "adaptive": "recovery_budget: adaptive snapshots",
     "throughput": "durable steps per second, group commit, concurrency",
+    "cpu_per_step": "the runtime's CPU time per durable step (MemoryStore): build vs build",
     "raw_sqlite": "the raw SQLite commit rate of this disk (the ceiling)",
     "telemetry_overhead": "the cost of tracing with and without an OpenTelemetry SDK",
     "console": "the web console's page times (needs actorlog[web])",
+    "timers": "steps per second with 10,000 pending timers",
+    "retention": "store size over a long run with and without retention",
     "postgres": "PostgreSQL throughput and failover (needs a server and actorlog[postgres])",
     "peers": "crash-and-resume against DBOS and LangGraph (needs actorlog[peers])",
 }
