@@ -45,7 +45,9 @@ def test_help_of_the_package_is_a_page_not_a_book() -> None:
     page = pydoc.plain(pydoc.render_doc(actorlog))
     assert "Start here" in page and "class ActorSystem" in page
     assert "class InDoubtError" not in page
-    assert len(page.splitlines()) < 1200, len(page.splitlines())
+    # a page (it was 3,034 lines with the exceptions on it): about 1,200 lines on Python
+    # 3.11 and 1,400 on 3.12+, whose pydoc also lists inherited members of the mixins
+    assert len(page.splitlines()) < 1600, len(page.splitlines())
     errors_page = pydoc.plain(pydoc.render_doc(actorlog.errors))
     assert "class InDoubtError" in errors_page
 
