@@ -1,9 +1,12 @@
 """A runtime killed with SIGKILL by tests/torture/test_timer_crash.py.
 
-``start DB``: a sleeper starts a 1.5 s durable sleep, a sender's step sets a timer
-(ctx.send_later, 1.5 s) and the system sets another (send_later, 1.5 s); prints READY once
-all are durable, then waits to be killed. ``resume DB``: a new runtime on the same file;
-prints the outcome as JSON once the sleep ended and both timers were delivered.
+``start DB [SECONDS]``: a sleeper starts a durable sleep of SECONDS (default 1.5), a
+sender's step sets a timer (ctx.send_later, SECONDS) and the system sets another
+(send_later, SECONDS); prints READY once all are durable, then waits to be killed.
+``resume DB [AHEAD]``: a new runtime on the same file, its wall clock AHEAD seconds in the
+future (a fake clock: the runtime's ``time.time()``, which durable waits and timers are
+measured by); prints the outcome as JSON once the sleep ended and both timers were
+delivered.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import datetime
 import json
 import sys
+import time
 
 import anyio
 from actorlog import ActorSystem
@@ -21,11 +25,33 @@ from tests.timers.agents import Get, Later, Nap, Note, Recorder, Sender, Sleeper
 ACTORS = [Sleeper, Recorder, Sender]
 
 
-async def start(path: str) -> None:
+class _AheadClock:
+    """``time`` as the runtime's timer modules see it, ``ahead`` seconds in the future."""
+
+    def __init__(self, ahead: float) -> None:
+        self.ahead = ahead
+
+    def time(self) -> float:
+        return time.time() + self.ahead
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(time, name)
+
+
+def fake_clock(ahead: float) -> None:
+    """Move the wall clock of the timer code forward (the event loop's clock is untouched:
+    a wait is computed from the wall clock, then slept on the loop's)."""
+    from actorlog import _ctxtimers, _systimers, _timers
+
+    for module in (_timers, _ctxtimers, _systimers):
+        module.time = _AheadClock(ahead)  # type: ignore[attr-defined]
+
+
+async def start(path: str, seconds: float = 1.5) -> None:
     async with ActorSystem(SqliteStore(path), actors=ACTORS) as system:
-        await system.ref(Sleeper, "sleeper").send(Nap(1.5, "nap"))
-        await system.ref(Sender, "sender").ask(Later("rec", "from-step", 1.5))
-        await system.send_later(system.ref(Recorder, "rec"), Note("from-system"), delay=1.5)
+        await system.ref(Sleeper, "sleeper").send(Nap(seconds, "nap"))
+        await system.ref(Sender, "sender").ask(Later("rec", "from-step", seconds))
+        await system.send_later(system.ref(Recorder, "rec"), Note("from-system"), delay=seconds)
         ticks = system.ref(Recorder, "ticks")
         await system.schedule("tick", ticks, Note("tick"), every=datetime.timedelta(seconds=0.4))
         while not (system._cells.get("sleeper") and system._cells["sleeper"].sleeping):
@@ -63,4 +89,9 @@ async def resume(path: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run({"start": start, "resume": resume}[sys.argv[1]], sys.argv[2])
+    if sys.argv[1] == "start":
+        anyio.run(start, sys.argv[2], float(sys.argv[3]) if len(sys.argv) > 3 else 1.5)
+    else:
+        if len(sys.argv) > 3:
+            fake_clock(float(sys.argv[3]))
+        anyio.run(resume, sys.argv[2])
