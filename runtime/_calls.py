@@ -567,13 +567,7 @@ class ToolCalls:
     ) -> Any:
         """Run an operator-authorized retry: mark the attempt started (durably), then run.
         If this attempt is interrupted too, the call is in doubt again, never re-run blindly."""
-        self._cell.journal.write(
-            EntryKind.DECISION,
-            DecisionAction.ATTEMPT,
-            intent_seq,
-            _records.decision_payload(action="attempt", by="runtime", reason="retry authorized"),
-        )
-        await self._guard(self._cell.journal.flush())
+        await self._start_attempt(intent_seq, attempts + 1, "retry authorized")
         return await self._run(t, args, kwargs, intent_seq, key, attempt=attempts + 1)
 
     async def _escalate(

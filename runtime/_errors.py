@@ -1,38 +1,8 @@
-"""The exception tree. Every error actorlog raises is an :class:`ActorlogError`.
-
-::
-
-    ActorlogError
-      ConfigurationError            bad arguments to an actorlog call (nothing was written)
-        EncodeError                 a message/state/argument the codec cannot encode
-        AlreadyDecidedError         an intent already has its one decision (nothing written)
-        StoreURLError               a store URL that does not parse (or whose driver is missing)
-        ToolCalledDirectlyError     a tool awaited directly inside a handler, not via ctx.call
-      ActorNotFoundError            no such actor / actor class not registered
-      ActorStoppedError             the actor (or the whole system) is stopped or closed
-      ActorQuarantinedError         the actor was stopped because its log cannot be trusted
-      HandlerError                  the handler raised; carries the original type and message
-      ToolCallError                 a tool raised (live or as recorded in the log)
-      NonDeterminismError           replay asked for a different effect than the log recorded
-      InDoubtError                  an intent has no result and its policy is escalate
-      WALError
-        CorruptEntryError           an entry fails its checksum, seq chain or decode check
-        TornTailError               a torn last write in a store whose writes can tear
-        UnsupportedFormatError      the store was written by a newer format version
-        LogCompactedError           the entries needed for recovery were compacted away
-      SnapshotError                 a snapshot could not be written or verified
-      RecoveryError                 recovery of one actor failed
-      StoreError
-        StoreUnavailableError       transient: the store could not be reached
-        StoreClosedError            the store is closed
-        SequenceConflictError       another writer appended to this actor's log
-        StoreCorruptError           the store's file is damaged below the log (the database
-                                    engine cannot read it); names the file
-        StoreLockedError            a SQLite file already has a runtime (names pid, host, since)
+"""The exception tree: every error actorlog raises is an :class:`ActorlogError`. The tree,
+with what each error means, is documented once, in :mod:`actorlog.errors` (the public
+module that re-exports these classes).
 
 Errors carry their fields as attributes and build their message in ``__init__``.
-
-Warnings: ``UnstableNameWarning`` (a class recorded under a ``__main__.`` tag).
 """
 
 from __future__ import annotations

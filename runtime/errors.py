@@ -11,11 +11,14 @@
         ToolCalledDirectlyError     a tool awaited directly inside a handler, not via ctx.call
       ActorNotFoundError            no such actor / actor class not registered
       ActorStoppedError             the actor (or the whole system) is stopped or closed
+        ActorFinishedError          the actor finished (ctx.stop) or was terminated
       ActorQuarantinedError         the actor was stopped because its log cannot be trusted
       HandlerError                  the handler raised; carries the original type and message
+        StepCancelledError          an operator cancelled the step
       ToolCallError                 a tool raised (live or as recorded in the log)
+      ToolTimeoutError              a tool attempt ran past its timeout (also a TimeoutError)
       NonDeterminismError           replay asked for a different effect than the log recorded
-      InDoubtError                  an intent has no result and its policy is escalate
+      InDoubtError                  the asked step waits for an operator's decision on a call
       WALError
         CorruptEntryError           an entry fails its checksum, seq chain or decode check
         TornTailError               a torn last write in a store whose writes can tear
