@@ -194,6 +194,9 @@ class ForkPlan:
     ids: list[str | None] = dataclasses.field(default_factory=list)
     #: tags of the messages logged by the fork point
     tags: set[str] = dataclasses.field(default_factory=set)
+    #: how many messages of each tag the fork point logged: a tag is logged more than once
+    #: when a fork sent it again (its own message id), maybe after the fork point
+    counts: Counter[str] = dataclasses.field(default_factory=Counter)
     #: tags whose tool call's outcome was logged by the fork point: never run again
     settled: set[str] = dataclasses.field(default_factory=set)
     #: escalated intents left without an outcome by the fork point: intent seq -> tag
@@ -959,6 +962,7 @@ class ModelMachine(RuleBasedStateMachine):
             op = Op(body["tag"], body["kind"], body.get("arg", ""))
             tag = op.tag
             plan.tags.add(tag)
+            plan.counts[tag] += 1
             if s.message_id == tag:
                 known = a.acked.get(tag) or a.uncertain.get(tag)
                 assert known == op, f"{a.actor_id} logged {op}, the model says {known}"
@@ -998,10 +1002,15 @@ class ModelMachine(RuleBasedStateMachine):
         STATS["fork_in_doubt"] += len(plan.in_doubt)
         STATS["fork_resends"] += len(plan.resend)
         STATS["fork_settled_calls"] += len(plan.settled)
+        # the state entries of the messages logged by ``at``: per tag, the first ones (steps
+        # run in log order), not every entry of the tag (a copy a fork sent again after
+        # ``at`` has the same tag and another message id: it is not in this fork)
         entries = []
+        seen: Counter[str] = Counter()
         for entry in state.split("|"):
             tag = entry.split("=", 1)[0]
-            if entry and tag in plan.tags:
+            if entry and seen[tag] < plan.counts[tag]:
+                seen[tag] += 1
                 entries.append(f"{tag}={plan.retried[tag]}" if tag in plan.retried else entry)
         plan.state = "|".join(entries)
         return plan
