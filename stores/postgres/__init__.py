@@ -6,18 +6,12 @@ schema"). Highlights:
 * Appends from every actor that arrive while a commit is in flight share the next
   transaction: one ``INSERT ... SELECT FROM unnest(...)`` statement in autocommit mode, so one
   round trip and one commit per batch, whatever the number of rows.
-* The conditional append is enforced *inside* the database by a trigger that runs once per
-  ``INSERT`` statement (``AFTER ... FOR EACH STATEMENT`` over its new rows; schema version 7):
-  it locks the statement's actors' ``actors`` rows in actor-id order, rejects the statement
-  unless each actor's rows are contiguous and start at its last seq + 1 (and every row's
-  fencing token is current), then advances each actor's summary columns once. A racing
-  writer in another process waits for that row lock (or for the winner's unique key), then
-  sees the winner's seq and is rejected, so two runtimes can never interleave one actor's
-  log; a rejected statement inserts nothing. Rejections are SQLSTATE class 23 (integrity
+* The conditional append is enforced *inside* the database by a ``BEFORE INSERT`` trigger:
+  it locks the actor's ``actors`` row (``SELECT ... FOR UPDATE``) and rejects a row whose seq
+  is not the actor's last seq + 1, then advances the summary columns. A racing writer in
+  another process waits for that row lock, then sees the winner's seq and is rejected, so two
+  runtimes can never interleave one actor's log. Rejections are SQLSTATE class 23 (integrity
   constraint violation); duplicate message ids hit a unique index, also class 23.
-* Concurrent ``find_message`` calls (the runtime's duplicate check of every ``ask`` or
-  ``send`` with a ``message_id``) share one ``SELECT`` per batch, as appends share one
-  ``INSERT``.
 * When a batch is rejected, its requests are retried one by one, so only the conflicting
   ones fail and the others still commit.
 * The schema is created or migrated on :meth:`PostgresStore.open` inside one transaction
@@ -37,8 +31,7 @@ migration 2, ``docs/scaling.md``):
 * Every append of a lease holder carries its token (``entries.fence``; registered per actor
   with :meth:`PostgresStore.set_fence`, or ``append(..., fence=token)``); the append trigger,
   holding the actor's row lock, rejects a row whose token is not the actor's current one
-  (SQLSTATE ``23AL1`` -> :class:`~actorlog.LeaseLostError`; a stale writer whose rows collide
-  with the new owner's gets ``LeaseLostError`` too). Acquiring a lease takes the
+  (SQLSTATE ``23AL1`` -> :class:`~actorlog.LeaseLostError`). Acquiring a lease takes the
   same row lock, so a takeover and a zombie's append are serialized: the zombie's append
   either commits before the new owner reads the log, or is rejected.
 * ``inbox``: messages for an actor owned by another runtime wait here until its owner logs

@@ -26,9 +26,8 @@ __all__ = ["Append", "Fail", "commit_batch"]
 _FENCED_SQLSTATE = "23AL1"
 
 
-# One statement per batch whatever its size: the rows travel as nine arrays, and the
-# database checks them once per statement (schema version 7's trigger). ORDER BY ordinality
-# keeps the insertion order (sorted by actor: unique-key waits in one global order).
+# One statement per batch whatever its size: the rows travel as nine arrays. ORDER BY
+# ordinality keeps the insertion order, which the trigger's seq check depends on.
 _INSERT_ENTRIES = f"""
 INSERT INTO entries ({ENTRY_COLS}, fence)
 SELECT {ENTRY_COLS}, fence
@@ -112,11 +111,6 @@ async def _isolate(
         elif is_bad_input(exc):
             chunk[0].error = fail("append", exc)
             return
-        elif fence is not None and (stale := await _stale(conn, actor_id, fence))[0]:
-            # Rejected for its seqs (the rows exist: the new owner wrote them; they are
-            # inserted before the statement's trigger checks tokens), but the cause is the
-            # lost lease: a stale token never becomes current again.
-            conflict = LeaseLostError(actor_id, fence, stale[1])
         else:
             conflict = await _conflict(conn, actor_id, expected)
         conflict.__cause__ = exc
@@ -150,17 +144,6 @@ async def _token(conn: Any, actor_id: str) -> int | None:
     except DRIVER_ERRORS:
         return None
     return None if value is None else int(value)
-
-
-async def _stale(conn: Any, actor_id: str, fence: int) -> tuple[bool, int | None]:
-    """``(True, current token)`` if ``fence`` is no longer the actor's token; ``(False,
-    None)`` if it still is or the token cannot be read."""
-    try:
-        value = await conn.fetchval("SELECT token FROM leases WHERE actor_id = $1", actor_id)
-    except DRIVER_ERRORS:
-        return False, None
-    token = None if value is None else int(value)
-    return token != fence, token
 
 
 async def _conflict(

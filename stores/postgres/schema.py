@@ -226,8 +226,7 @@ CREATE TRIGGER store_audit_timers AFTER INSERT ON store_audit
 #: ``v``. They run in the schema they create tables in; ``{actors}`` and ``{leases}`` stand
 #: for its tables. Version 1 is log format 1; version 2 adds leases, fencing and the inbox;
 #: version 3 narrows the ref index to step rows; version 4 adds log starts (compaction);
-#: version 5 the store audit table (deleting actors); version 6 the timer index; version 7
-#: checks appends once per statement.
+#: version 5 the store audit table (deleting actors); version 6 the timer index.
 # Deleting actors (``delete_actor``): a store-level audit table; inserting a ``deleted``
 # row removes the actor's rows in the same statement (so, in one transaction).
 _SCHEMA_V5 = """
@@ -256,78 +255,6 @@ CREATE TRIGGER store_audit_delete AFTER INSERT ON store_audit
     FOR EACH ROW WHEN (NEW.kind = 'deleted') EXECUTE FUNCTION actorlog_store_audit_delete();
 """
 
-# Version 7: the conditional append checked once per statement instead of once per row
-# (an AFTER ... FOR EACH STATEMENT trigger over the statement's new rows): per actor of the
-# statement, its rows must be contiguous and start right after actors.last_seq, and every
-# row's fencing token must be the actor's current one; the actor's summary is then advanced
-# once. The actors' rows are locked first, in actor-id order (two writers with overlapping
-# batches cannot deadlock), and acquire_lease takes the same lock, so a take-over and a
-# zombie's append are serialized as before. A rejected statement inserts nothing. Same
-# errors (SQLSTATE class 23; 23AL1 for a stale token). Half the server CPU of an append of
-# a few rows (a row trigger locked, read and rewrote the actor's row once per row).
-_SCHEMA_V7 = """
-DROP TRIGGER IF EXISTS entries_append ON entries;
-DROP FUNCTION IF EXISTS actorlog_entries_append();
-CREATE OR REPLACE FUNCTION actorlog_entries_append_batch() RETURNS trigger
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_bad  RECORD;
-    v_want BIGINT;
-    v_done TEXT[];
-BEGIN
-    PERFORM 1 FROM {actors} a
-    WHERE a.actor_id IN (SELECT n.actor_id FROM new_entries n)
-    ORDER BY a.actor_id FOR UPDATE;
-    SELECT n.actor_id, n.fence, l.token INTO v_bad
-    FROM new_entries n LEFT JOIN {leases} l ON l.actor_id = n.actor_id
-    WHERE n.fence IS NOT NULL AND l.token IS DISTINCT FROM n.fence
-    ORDER BY n.actor_id LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'actorlog: fenced append to actor %: token % is not the current %',
-            v_bad.actor_id, v_bad.fence, v_bad.token
-            USING ERRCODE = '23AL1';
-    END IF;
-    WITH b AS (
-        SELECT n.actor_id, min(n.seq) AS lo, max(n.seq) AS hi, count(*) AS k,
-               max(n.seq) FILTER (WHERE n.kind = 'message') AS msg,
-               max(n.ref) FILTER (WHERE n.kind = 'step') AS step
-        FROM new_entries n GROUP BY n.actor_id
-    ), u AS (
-        UPDATE {actors} a SET
-            last_seq = b.hi,
-            first_seq = CASE WHEN a.first_seq = 0 THEN b.lo ELSE a.first_seq END,
-            last_message_seq = COALESCE(b.msg, a.last_message_seq),
-            handled_seq = GREATEST(a.handled_seq, COALESCE(b.step, a.handled_seq))
-        FROM b
-        WHERE a.actor_id = b.actor_id AND a.last_seq = b.lo - 1 AND b.k = b.hi - b.lo + 1
-        RETURNING a.actor_id
-    )
-    SELECT (SELECT count(*) FROM b), (SELECT array_agg(u.actor_id) FROM u)
-    INTO v_want, v_done;
-    IF v_want <> coalesce(cardinality(v_done), 0) THEN
-        SELECT b.actor_id, b.lo, b.hi, a.last_seq, a.actor_id IS NULL AS missing INTO v_bad
-        FROM (SELECT n.actor_id, min(n.seq) AS lo, max(n.seq) AS hi
-              FROM new_entries n GROUP BY n.actor_id) b
-        LEFT JOIN {actors} a ON a.actor_id = b.actor_id
-        WHERE b.actor_id <> ALL (coalesce(v_done, '{}'))
-        ORDER BY b.actor_id LIMIT 1;
-        IF v_bad.missing THEN
-            RAISE EXCEPTION 'actorlog: append to unregistered actor %', v_bad.actor_id
-                USING ERRCODE = 'integrity_constraint_violation';
-        END IF;
-        RAISE EXCEPTION 'actorlog: seq conflict for actor %: last seq is %, got seqs % to %',
-            v_bad.actor_id, v_bad.last_seq, v_bad.lo, v_bad.hi
-            USING ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    RETURN NULL;
-END
-$$;
-DROP TRIGGER IF EXISTS entries_append_batch ON entries;
-CREATE TRIGGER entries_append_batch AFTER INSERT ON entries
-    REFERENCING NEW TABLE AS new_entries
-    FOR EACH STATEMENT EXECUTE FUNCTION actorlog_entries_append_batch();
-"""
-
 MIGRATIONS: dict[int, str] = {
     1: _SCHEMA_V1,
     2: _SCHEMA_V2,
@@ -335,7 +262,6 @@ MIGRATIONS: dict[int, str] = {
     4: _SCHEMA_V4,
     5: _SCHEMA_V5,
     6: _SCHEMA_V6,
-    7: _SCHEMA_V7,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
