@@ -1,6 +1,6 @@
 """PostgreSQL: throughput with 1 and 3 runtimes, and failover time vs lease duration.
 
-    python -m benchmarks.postgres [--url postgresql://...] [--actors 60] [--asks 30]
+    python -m benchmarks.postgres [--url postgresql://...] [--actors 60] [--asks 100]
                                   [--runtimes 1,3] [--repeat 1] [--ttls 1,2,4]
 
 Needs a PostgreSQL server (``DATABASE_URL`` or ``--url``; locally ``source .ci/pg.sh;
@@ -393,7 +393,7 @@ if __name__ == "__main__":
         ap = bench_parser(__doc__, quick_help="--actors 10 --asks 5 --ttls 1", writes=True)
         ap.add_argument("--url", help="PostgreSQL URL (default: $DATABASE_URL)")
         ap.add_argument("--actors", type=int, default=60, help="actors")
-        ap.add_argument("--asks", type=int, default=30, help="asks per actor")
+        ap.add_argument("--asks", type=int, default=100, help="asks per actor")
         ap.add_argument("--runtimes", default="1,3", help="runtime process counts to run")
         ap.add_argument("--repeat", type=int, default=1, help="interleaved runs; medians")
         ap.add_argument("--ttls", default="1,2,4", help="lease TTLs to try, seconds ('': none)")
