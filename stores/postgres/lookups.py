@@ -38,6 +38,11 @@ SELECT u.ord, {_E_COLS}
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(actor_id, message_id, ord)
 JOIN entries e ON e.actor_id = u.actor_id AND e.message_id = u.message_id
 """
+# A batch of one (no concurrency) keeps the plain index lookup: cheaper for the server to
+# plan and run than the join over a one-element array.
+_FIND_MESSAGE = f"""
+SELECT 1, {_E_COLS} FROM entries e WHERE e.actor_id = $1 AND e.message_id = $2
+"""
 
 
 class _Find:
@@ -96,11 +101,15 @@ class MessageLookups:
                 req.error = err
             return
         try:
-            rows = await pool.fetch(
-                _FIND_MESSAGES,
-                [req.item.actor_id for req in batch],
-                [req.item.message_id for req in batch],
-            )
+            if len(batch) == 1:
+                item = batch[0].item
+                rows = await pool.fetch(_FIND_MESSAGE, item.actor_id, item.message_id)
+            else:
+                rows = await pool.fetch(
+                    _FIND_MESSAGES,
+                    [req.item.actor_id for req in batch],
+                    [req.item.message_id for req in batch],
+                )
         except DRIVER_ERRORS as exc:
             err = self._fail("read", exc)
             err.__cause__ = exc
