@@ -12,6 +12,9 @@ schema"). Highlights:
   another process waits for that row lock, then sees the winner's seq and is rejected, so two
   runtimes can never interleave one actor's log. Rejections are SQLSTATE class 23 (integrity
   constraint violation); duplicate message ids hit a unique index, also class 23.
+* Concurrent ``find_message`` calls (the runtime's duplicate check of every ``ask`` or
+  ``send`` with a ``message_id``) share one ``SELECT`` per batch, as appends share one
+  ``INSERT``.
 * When a batch is rejected, its requests are retried one by one, so only the conflicting
   ones fail and the others still commit.
 * The schema is created or migrated on :meth:`PostgresStore.open` inside one transaction

@@ -49,6 +49,7 @@ from .compaction import CompactionMethods
 from .driver import DRIVER_ERRORS, is_bad_input, redact
 from .leases import LeaseMethods
 from .listener import Listener
+from .lookups import MessageLookups
 from .schema import (
     FENCE_WHERE,
     MAX_IDENTIFIER_BYTES,
@@ -105,6 +106,8 @@ class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit, TimerMethods
     Attributes:
         batch_sizes: the number of appends in each recent commit batch (bounded), for
             telemetry and tests.
+        lookup_batch_sizes: the number of :meth:`find_message` calls each recent lookup
+            statement answered (bounded), for tests and benchmarks.
     """
 
     def __init__(
@@ -143,12 +146,20 @@ class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit, TimerMethods
         self.batch_sizes: list[int] = []
         self._fences: dict[str, int] = {}
         self._listener: Listener | None = None
+        #: concurrent find_message calls share one statement (None in a reading() view)
+        self._lookups: MessageLookups | None = MessageLookups(
+            lambda: self._pool, self._failure, self._closed_error
+        )
 
     @property
     def capabilities(self) -> StoreCapabilities:
         return StoreCapabilities(
             torn_writes=False, multi_process=True, durable=True, leases=True, timers=True
         )
+
+    @property
+    def lookup_batch_sizes(self) -> list[int]:
+        return self._lookups.batch_sizes if self._lookups is not None else []
 
     @property
     def url(self) -> str:
@@ -236,8 +247,11 @@ class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit, TimerMethods
 
     def _open_pool(self) -> Any:
         if self._pool is None:
-            raise StoreClosedError(f"PostgreSQL store {redact(self.url)} is not open")
+            raise self._closed_error()
         return self._pool
+
+    def _closed_error(self) -> StoreClosedError:
+        return StoreClosedError(f"PostgreSQL store {redact(self.url)} is not open")
 
     def _writable_pool(self) -> Any:
         pool = self._open_pool()
@@ -373,6 +387,11 @@ class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit, TimerMethods
         return entries(await self._fetch(sql, *args), actor_id, after_seq)
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
+        """The entry logged with ``message_id``, or None. Concurrent calls share one
+        statement (``lookups``); a :meth:`reading` view reads in its own transaction."""
+        if self._lookups is not None:
+            self._open_pool()
+            return await self._lookups.find(actor_id, message_id)
         rows = await self._fetch(
             f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = $1 AND message_id = $2",
             actor_id,
@@ -475,6 +494,7 @@ class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit, TimerMethods
             view = copy.copy(self)
             view._pool = conn  # asyncpg: a connection fetches like a pool
             view._listener = None
+            view._lookups = None  # its reads go to its own connection (one snapshot)
             view.read_only = True
             try:
                 yield view
