@@ -17,8 +17,6 @@ from typing import Any, Protocol
 
 import anyio
 import attrs
-from opentelemetry import trace
-from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _logs, _telemetry, _tools
 from ._actor import Actor
@@ -410,7 +408,7 @@ async def recover(cell: Recovering) -> None:
             age = max(time.time() - found.snapshot_created_at, 0.0)
             cell.last_snapshot_at = time.monotonic() - age
             in_doubt = 0
-            parent = trace.set_span_in_context(span)
+            parent = _telemetry.context_with(span)
             for i, m in enumerate(pending):
                 env = _envelope(cell, m)
                 if i == 0 and m.recorded:
@@ -457,8 +455,7 @@ async def recover(cell: Recovering) -> None:
                     ATTR.RECOVER_DURATION: duration,
                 }
             )
-            _telemetry.recovery_duration.record(duration, {ATTR.ACTOR_TYPE: cell.actor_type})
-            _telemetry.replayed_steps.add(replayed, {ATTR.ACTOR_TYPE: cell.actor_type})
+            _telemetry.record_recovery(duration, replayed, cell.actor_type)
             report = cell.last_recovery = RecoveryReport(
                 snapshot_seq=found.snapshot_seq,
                 snapshots_rejected=found.rejected,
@@ -547,7 +544,7 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
                 pass
         span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
         if ctx.fatal is not None:
-            span.set_status(Status(StatusCode.ERROR, str(ctx.fatal)))
+            _telemetry.set_error(span, str(ctx.fatal))
             raise ctx.fatal
     cell.handled_seq = m.seq
 
