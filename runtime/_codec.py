@@ -11,15 +11,15 @@ import struct
 import uuid
 import zlib
 from collections.abc import Callable
-from typing import Any
-
-import cattrs
-from cattrs.preconf.json import make_converter
+from typing import TYPE_CHECKING, Any
 
 from ._errors import ConfigurationError, CorruptEntryError, EncodeError
 from ._names import is_pydantic_model as _is_pydantic_model
 from ._names import message_kind, type_tag
 from .store import FORMAT_VERSION, KINDS, EntryRow, SnapshotInfo
+
+if TYPE_CHECKING:
+    import cattrs
 
 __all__ = [
     "MAX_ACTOR_ID_CHARS",
@@ -69,7 +69,13 @@ _encode = _compact_encoder()
 _PRIMITIVES = (str, int, bool, type(None))
 
 #: The one cattrs converter: JSON-friendly (datetimes as ISO strings, bytes as base85, ...).
-converter: cattrs.Converter = make_converter()
+#: Made (and cattrs imported) at its first use, not at ``import actorlog``: the module's
+#: ``__getattr__`` below.
+converter: cattrs.Converter
+
+#: What unstructuring a value that cannot be encoded raises (cattrs' own error is added
+#: when the converter is made: it cannot be raised before).
+_ENCODE_ERRORS: tuple[type[BaseException], ...] = (TypeError, ValueError, RecursionError)
 
 _KIND_CODE = {kind: code for code, kind in enumerate(KINDS, start=1)}
 
@@ -78,12 +84,34 @@ def _structure_pydantic(obj: Any, cls: Any) -> Any:
     return cls.model_validate(obj)
 
 
-# pydantic models travel as their JSON form (``model_dump(mode="json")``) and come back
-# through ``model_validate``: what a handler gets live is what replay decodes
-converter.register_unstructure_hook_func(
-    _is_pydantic_model, lambda value: value.model_dump(mode="json")
-)
-converter.register_structure_hook_func(_is_pydantic_model, _structure_pydantic)
+def _make_converter() -> cattrs.Converter:
+    global converter, _ENCODE_ERRORS
+    import cattrs
+    from cattrs.preconf.json import make_converter
+
+    made = make_converter()
+    # pydantic models travel as their JSON form (``model_dump(mode="json")``) and come back
+    # through ``model_validate``: what a handler gets live is what replay decodes
+    made.register_unstructure_hook_func(
+        _is_pydantic_model, lambda value: value.model_dump(mode="json")
+    )
+    made.register_structure_hook_func(_is_pydantic_model, _structure_pydantic)
+    _ENCODE_ERRORS = (TypeError, ValueError, RecursionError, cattrs.BaseValidationError)
+    converter = made
+    return made
+
+
+def __getattr__(name: str) -> Any:
+    if name == "converter":
+        return _make_converter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _converter() -> cattrs.Converter:
+    try:
+        return converter
+    except NameError:  # not made yet
+        return _make_converter()
 
 
 def validate_actor_id(actor_id: object) -> str:
@@ -147,11 +175,11 @@ def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> byt
         EncodeError: the value cannot be represented, or the result exceeds the size limit.
     """
     try:
-        plain = converter.unstructure(value)
+        plain = _converter().unstructure(value)
         data = json.dumps(
             plain, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         ).encode()
-    except (TypeError, ValueError, cattrs.BaseValidationError, RecursionError) as exc:
+    except _ENCODE_ERRORS as exc:
         raise EncodeError(what, type(value), str(exc)) from exc
     if len(data) > limit:
         raise EncodeError(what, type(value), f"encoded size {len(data)} bytes exceeds {limit}")
@@ -182,11 +210,11 @@ def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
     try:
         if type(value) in _PRIMITIVES and not (check and type(value) is str):
             return value
-        plain = converter.unstructure(value)
+        plain = _converter().unstructure(value)
         if check:
             # to bytes too: a lone surrogate only fails there
             size = len(_encode(plain).encode())
-    except (TypeError, ValueError, cattrs.BaseValidationError, RecursionError) as exc:
+    except _ENCODE_ERRORS as exc:
         raise EncodeError(what, type(value), str(exc)) from exc
     if check and size > MAX_PAYLOAD_BYTES:
         raise EncodeError(
