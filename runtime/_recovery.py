@@ -50,7 +50,7 @@ from ._registry import Registry
 from ._snapshots import RecoveryCost
 from ._telemetry import ATTR, EVENT, SPAN, tracer
 from ._wal import Journal
-from .store import EntryRow, SnapshotInfo, Store
+from .store import EntryRow, SnapshotInfo, Store, UnfinishedStore
 
 __all__ = [
     "PendingMessage",
@@ -569,7 +569,11 @@ async def unfinished(
     Spawning one of those with its class raises the same error or recovers it."""
     starts: list[tuple[type[Actor[Any]], str]] = []
     quarantined: dict[str, BaseException] = {}
-    for row in await store.list_actors():
+    # one query where the store offers it (the others: every summary row, filtered here)
+    rows = await (
+        store.unfinished_actors() if isinstance(store, UnfinishedStore) else store.list_actors()
+    )
+    for row in rows:
         if row.damage is not None:
             err = CorruptEntryError(row.actor_id, 0, "column type", row.damage)
             quarantined[row.actor_id] = err
