@@ -5,7 +5,6 @@ Everything here is specified in ``docs/FORMAT.md``; the ``[Fn]`` tags cite it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 import uuid
@@ -401,6 +400,8 @@ def snapshot_digest(
     """
     aid = actor_id.encode()
     tag = type_tag.encode()
+    import hashlib  # only for snapshots (its OpenSSL binding is slow to load)
+
     h = hashlib.sha256()
     h.update(struct.pack(">BH", FORMAT_VERSION, len(aid)))
     h.update(aid)
