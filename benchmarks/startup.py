@@ -5,8 +5,10 @@
 Part 1, the import: ``python -X importtime -c "import actorlog"`` in ``--rounds`` fresh
 interpreters; the run with the smallest total is kept. Shown: the ``actorlog`` line's
 cumulative time, the wall time of ``python -c "import actorlog"`` less that of
-``python -c pass`` (best of the rounds), how many modules the import loads, the time by
-top-level package (self times summed) and the modules with the largest self times.
+``python -c pass`` (best of the rounds; also for the dependencies alone: anyio with its
+asyncio backend, attrs, cattrs, aiosqlite, which a run imports whatever actorlog does), how
+many modules the import loads, the time by top-level package (self times summed) and the
+modules with the largest self times.
 
 Part 2, the start after a crash: ``benchmarks.peers``' workload (one actor, one message
 whose handler makes ``--steps`` sequential ``ctx.call``s; the process is SIGKILLed in the
@@ -58,6 +60,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
 __all__ = ["ImportRun", "Resume", "import_run", "main", "resume_round"]
+
+#: What a run on SQLite with asyncio imports whatever actorlog does: the floor of its start.
+DEPENDENCIES = "import anyio, anyio._backends._asyncio, attrs, cattrs.preconf.json, aiosqlite"
 
 _LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|( +)(\S+)\s*$")
 
@@ -208,9 +213,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         imports: dict[str, list[ImportRun]] = {b: [] for b in builds}
         walls: dict[str, list[float]] = {b: [] for b in builds}
         bare: list[float] = []
+        deps: list[float] = []
         for i in range(args.rounds):  # interleaved: a load change hits every build alike
             order = list(builds.items()) if i % 2 == 0 else list(reversed(builds.items()))
             bare.append(_wall(None, "pass"))
+            deps.append(_wall(None, DEPENDENCIES))
             for build, pkg in order:
                 imports[build].append(import_run(pkg))
                 walls[build].append(_wall(pkg, "import actorlog"))
@@ -226,6 +233,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         for b, run in best.items():
             imp.add(b, _ms(run.total_us / 1e6), _ms(min(walls[b]) - min(bare)), len(run.modules))
+        imp.add("(the dependencies alone, for comparison)", "", _ms(min(deps) - min(bare)), "")
         print(imp.text())
 
         packages = sorted(
