@@ -170,7 +170,7 @@ class ToolCalls:
         if rt is Any or rt is None or plain is None:
             return plain
         try:
-            return _codec.converter.structure(plain, rt)
+            return _codec.structure(plain, rt)
         except Exception:
             return plain
 

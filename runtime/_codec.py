@@ -106,6 +106,60 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+#: The types whose cattrs structure hook is the type itself (``int(v)``, ``str(v)``, ...):
+#: a value of exactly that type comes back as it is.
+_EXACT: frozenset[type] = frozenset({str, int, float, bool})
+#: attrs class -> its fields as (name, init argument, exact type), or None if a field is of
+#: another kind (then cattrs structures it)
+_SIMPLE: dict[type, tuple[tuple[str, str, type], ...] | None] = {}
+_NOTHING: Any = object()
+
+
+def _simple_fields(cls: type) -> tuple[tuple[str, str, type], ...] | None:
+    import attrs
+
+    out: list[tuple[str, str, type]] = []
+    generic: Any = getattr(cls, "__parameters__", None)
+    try:
+        if generic or not attrs.has(cls):
+            return None
+        if any(isinstance(f.type, str) for f in attrs.fields(cls)):
+            attrs.resolve_types(cls)  # as cattrs does before structuring the class
+        for f in attrs.fields(cls):
+            if not f.init or f.type not in _EXACT:
+                return None
+            out.append((f.name, f.alias or f.name, f.type))
+    except Exception:  # an annotation that does not resolve: cattrs says what is wrong
+        return None
+    return tuple(out)
+
+
+def structure(plain: Any, cls: Any) -> Any:
+    """``converter.structure(plain, cls)``, with the same result, without cattrs (nor its
+    import) for the common plain cases: a str, int, float or bool of exactly that type, and
+    an attrs class whose fields are all of those types, given exactly (what a replay or a
+    start decodes most: small messages, tool results)."""
+    if type(plain) is cls and cls in _EXACT:
+        return plain
+    if type(plain) is dict and isinstance(cls, type):
+        fields = _SIMPLE.get(cls, _NOTHING)
+        if fields is _NOTHING:
+            fields = _SIMPLE[cls] = _simple_fields(cls) if len(_SIMPLE) < 4096 else None
+        if fields is not None:
+            args = {}
+            for name, arg, want in fields:
+                v = plain.get(name, _NOTHING)
+                if type(v) is not want:
+                    break  # missing (a default?), or to convert: cattrs' way
+                args[arg] = v
+            else:
+                try:
+                    return cls(**args)
+                except Exception:
+                    pass  # a validator or converter refused it: cattrs' error says how
+    return _converter().structure(plain, cls)
+
+
 def _converter() -> cattrs.Converter:
     try:
         return converter

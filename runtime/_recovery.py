@@ -386,7 +386,7 @@ async def recover(cell: Recovering) -> None:
                 state_tag=state_tag,
                 schema_version=cell.cls.schema_version,
                 on_reject=on_reject,
-                decode=lambda plain: _codec.converter.structure(plain, state_type),
+                decode=lambda plain: _codec.structure(plain, state_type),
             )
             cell.journal = Journal(cell.store, cell.actor_id, found.last_seq)
             cell.actor.state = initial if found.state_data is None else found.state

@@ -227,7 +227,7 @@ def check_round_trip(data: bytes, state_type: type) -> None:
     tag = _codec.type_tag(state_type)
     try:
         again = _codec.encode_json(
-            _codec.converter.structure(json.loads(data), state_type),
+            _codec.structure(json.loads(data), state_type),
             "actor state",
             limit=MAX_SNAPSHOT_BYTES,
         )
