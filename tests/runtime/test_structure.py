@@ -35,9 +35,13 @@ class Private:
     shown: int = attrs.field(converter=int)
 
 
+def _upper(text: str) -> str:
+    return text.upper()
+
+
 @attrs.define
 class Upper:
-    text: str = attrs.field(converter=str.upper)
+    text: str = attrs.field(converter=_upper)
 
 
 @attrs.define
