@@ -134,6 +134,35 @@ def _simple_fields(cls: type) -> tuple[tuple[str, str, type], ...] | None:
     return tuple(out)
 
 
+_PLAIN_ITEMS = frozenset({str, int, float, bool, type(None)})
+
+
+def unstructure(value: Any) -> Any:
+    """``converter.unstructure(value)``, with the same result, without cattrs for plain
+    values: a scalar, a list (a new one) or a dict with str keys (a new one) of scalars (tool
+    arguments, mostly), an attrs instance whose fields are all plain (a small message)."""
+    t = type(value)
+    if t in _PLAIN_ITEMS:
+        return value
+    if t is list and all(type(x) in _PLAIN_ITEMS for x in value):
+        return list(value)
+    if t is dict and all(type(k) is str and type(v) in _PLAIN_ITEMS for k, v in value.items()):
+        return dict(value)
+    fields = _SIMPLE.get(t, _NOTHING)
+    if fields is _NOTHING:
+        fields = _SIMPLE[t] = _simple_fields(t) if len(_SIMPLE) < 4096 else None
+    if fields is not None:  # an attrs instance of plain fields, each holding its type
+        out = {}
+        for name, _, want in fields:
+            v = getattr(value, name)
+            if type(v) is not want:
+                break
+            out[name] = v
+        else:
+            return out
+    return _converter().unstructure(value)
+
+
 def structure(plain: Any, cls: Any) -> Any:
     """``converter.structure(plain, cls)``, with the same result, without cattrs (nor its
     import) for the common plain cases: a str, int, float or bool of exactly that type, and
@@ -228,7 +257,7 @@ def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> byt
         EncodeError: the value cannot be represented, or the result exceeds the size limit.
     """
     try:
-        plain = _converter().unstructure(value)
+        plain = unstructure(value)
         data = json.dumps(
             plain, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         ).encode()
@@ -263,7 +292,7 @@ def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
     try:
         if type(value) in _PRIMITIVES and not (check and type(value) is str):
             return value
-        plain = _converter().unstructure(value)
+        plain = unstructure(value)
         if check:
             # to bytes too: a lone surrogate only fails there
             size = len(_encode(plain).encode())

@@ -1,6 +1,7 @@
-"""``_codec.structure`` (decoding a message, a state, a tool's result or a reply) gives what
-the cattrs converter gives, for every kind of value: its shortcut for plain values and
-plain attrs classes changes nothing, and everything else goes to cattrs."""
+"""``_codec.structure`` (decoding a message, a state, a tool's result or a reply) and
+``_codec.unstructure`` (encoding one) give what the cattrs converter gives, for every kind
+of value: their shortcuts for plain values and plain attrs classes change nothing, and
+everything else goes to cattrs."""
 
 from __future__ import annotations
 
@@ -132,8 +133,7 @@ def test_structure_is_the_converters(plain: Any, cls: Any) -> None:
 def test_a_plain_class_with_unresolvable_annotations_goes_to_cattrs() -> None:
     ns: dict[str, Any] = {"attrs": attrs, "__name__": "unresolvable"}
     exec(  # a class whose annotation names nothing
-        "from __future__ import annotations\n"
-        "@attrs.define\nclass Broken:\n    n: Missing\n",
+        "from __future__ import annotations\n@attrs.define\nclass Broken:\n    n: Missing\n",
         ns,
     )
     cls = ns["Broken"]
@@ -141,3 +141,41 @@ def test_a_plain_class_with_unresolvable_annotations_goes_to_cattrs() -> None:
     assert _outcome(_codec.structure, {"n": 1}, cls) == _outcome(
         _codec.converter.structure, {"n": 1}, cls
     )
+
+
+UNSTRUCTURE_CASES: list[Any] = [
+    "text",
+    3,
+    2.5,
+    True,
+    None,
+    [],
+    [1, "a", 2.5, False, None],
+    [[1], 2],
+    (1, 2),
+    {},
+    {"a": 1, "b": None},
+    {"a": [1]},
+    {1: "a"},
+    {"when": 1, "set": {1, 2}},
+    Plain(1, "a", 0.5, True),
+    Plain("one", "a", 0.5, True),  # type: ignore[arg-type]  # another type than declared
+    Plain(True, "a", 1, True),
+    [Plain(1, "a", 0.5, True)],
+    Frozen(n=1),
+    Private("s", 3),
+    NotInit(1),
+    Upper("a"),
+    Nested(Plain(1, "a", 0.5, True), "t"),
+    Box(3),
+    Data(1, "x"),
+]
+
+
+@pytest.mark.parametrize("value", UNSTRUCTURE_CASES)
+def test_unstructure_is_the_converters(value: Any) -> None:
+    expected = _codec.converter.unstructure(value)
+    got = _codec.unstructure(value)
+    assert (type(got), got) == (type(expected), expected)
+    if isinstance(value, list | dict):
+        assert got is not value  # a new container, as cattrs makes
