@@ -168,3 +168,55 @@ def test_a_provider_configured_after_a_run_gets_every_span_and_metric() -> None:
         "actorlog.intents.in_doubt",
     ):
         assert f"'{metric}'" in metric_names, metric_names
+
+
+def test_a_run_of_plain_messages_and_results_never_imports_cattrs() -> None:
+    """Plain values (scalars, attrs classes of plain fields) are encoded and decoded without
+    cattrs: a run, a snapshot and a recovery in a fresh process leave it unimported."""
+    out = _run(
+        """
+        import sys
+        import tempfile
+        import anyio
+        import attrs
+        from actorlog import Actor, ActorSystem, Context, tool
+        from actorlog.stores import SqliteStore
+
+        @attrs.define
+        class Add:
+            n: int
+            note: str = ""
+
+        @attrs.define
+        class Total:
+            sum: int = 0
+            last: str = ""
+
+        @tool(effect="read")
+        async def describe(n: int) -> str:
+            return f"n={n}"
+
+        class Adder(Actor[Total]):
+            snapshot_every = 2
+
+            async def receive(self, ctx: Context, msg: Add) -> int:
+                self.state.last = await ctx.call(describe, msg.n)
+                self.state.sum += msg.n
+                return self.state.sum
+
+        path = tempfile.mkdtemp() + "/agents.db"
+
+        async def main() -> int:
+            async with ActorSystem(SqliteStore(path), actors=[Adder]) as system:
+                ref = await system.spawn(Adder, "a")
+                for i in range(3):
+                    await ref.ask(Add(i, note="x"), message_id=f"m{i}")
+            async with ActorSystem(SqliteStore(path), actors=[Adder]) as system:
+                ref = await system.spawn(Adder, "a")  # recovers: snapshot + tail
+                return int(await ref.ask(Add(10), message_id="m3"))
+
+        assert anyio.run(main) == 13
+        print(sorted(m for m in sys.modules if m.startswith("cattrs")))
+        """
+    )
+    assert out == "[]", f"cattrs imported: {out}"
