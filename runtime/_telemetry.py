@@ -44,11 +44,17 @@ _ALWAYS_API = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 _ALWAYS_METRICS = "OTEL_PYTHON_METER_PROVIDER" in os.environ
 
 
+_trace: Any = None  # the module opentelemetry.trace, once seen loaded
+
+
 def enabled() -> bool:
     """True once a global TracerProvider is set (by the application's SDK setup)."""
-    t = _modules.get("opentelemetry.trace")
+    global _trace
+    t = _trace
     if t is None:
-        return _ALWAYS_API
+        t = _trace = _modules.get("opentelemetry.trace")
+        if t is None:
+            return _ALWAYS_API
     # a missing global (a future API) counts as set: go through the API
     return _ALWAYS_API or getattr(t, "_TRACER_PROVIDER", True) is not None
 
@@ -390,7 +396,11 @@ def record_recovery(seconds: float, replayed: int, actor_type: str) -> None:
 def record_commit(appends: int) -> None:
     """Called once per shared transaction of a store's group commit, through
     ``actorlog.store.report_commit`` (stores import no telemetry)."""
-    m = _instruments or instruments()
+    m = _instruments
+    if m is None:
+        if not _ALWAYS_METRICS and "opentelemetry.metrics" not in _modules:
+            return  # (no MeterProvider can be set)
+        m = instruments()
     if m is not None:
         m.store_commit_appends.record(appends)
 
@@ -399,7 +409,11 @@ _store.set_commit_observer(record_commit)
 
 
 def record_append(seconds: float, rows: int) -> None:
-    m = _instruments or instruments()
+    m = _instruments
+    if m is None:
+        if not _ALWAYS_METRICS and "opentelemetry.metrics" not in _modules:
+            return  # (no MeterProvider can be set)
+        m = instruments()
     if m is not None:
         m.append_latency.record(seconds)
         m.commit_batch.record(rows)
