@@ -19,6 +19,7 @@ BENCHMARKS = {
     "retention": "store size over a long run with and without retention",
     "postgres": "PostgreSQL throughput and failover (needs a server and actorlog[postgres])",
     "peers": "crash-and-resume against DBOS and LangGraph (needs actorlog[peers])",
+    "startup": "import actorlog, and process start to the first resumed step after a crash",
 }
 
 

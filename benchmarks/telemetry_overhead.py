@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import actorlog._cell as _cell
-import actorlog._context as _context
+import actorlog._calls as _calls
+import actorlog._step as _step
 import anyio
 import attrs
 from actorlog import Actor, ActorSystem, Context, _telemetry, tool
@@ -111,8 +111,8 @@ def telemetry_removed() -> Iterator[None]:
     """Patch every telemetry call site of the step path to do nothing."""
     null = _NullTracer()
     patches: list[tuple[Any, str, Any]] = [
-        (_cell, "tracer", null),
-        (_context, "tracer", null),
+        (_step, "tracer", null),  # the step span
+        (_calls, "tracer", null),  # the tool call spans
         (_telemetry, "inject", lambda: None),
         (_telemetry, "extract", lambda carrier: None),
         (_telemetry, "span_ids", lambda: None),

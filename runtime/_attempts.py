@@ -4,13 +4,15 @@ failed attempt."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-from opentelemetry import trace
 
 from ._records import DecisionAction, DecisionRecord, Outcome
 from ._telemetry import ATTR, EVENT
+
+if TYPE_CHECKING:
+    from opentelemetry import trace
 
 __all__ = ["Settled", "attempt_event", "attempts_so_far", "in_doubt_attempt", "policy_attempt"]
 

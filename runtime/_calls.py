@@ -14,8 +14,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
-from opentelemetry import trace
-from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _decisions, _records, _telemetry, _tools
 from ._attempts import Settled, attempt_event, attempts_so_far, policy_attempt
@@ -172,7 +170,7 @@ class ToolCalls:
         if rt is Any or rt is None or plain is None:
             return plain
         try:
-            return _codec.converter.structure(plain, rt)
+            return _codec.structure(plain, rt)
         except Exception:
             return plain
 
@@ -213,7 +211,7 @@ class ToolCalls:
                 return await self._attempts(t, args, kwargs, intent_seq, key, attempt, resume)
             except ToolCallError as exc:  # settled as an error: no longer open
                 self._open.pop(intent_seq, None)
-                span.set_status(Status(StatusCode.ERROR, f"{exc.error_type}: {exc.message}"))
+                _telemetry.set_error(span, f"{exc.error_type}: {exc.message}")
                 raise
 
     async def _attempts(
@@ -227,7 +225,7 @@ class ToolCalls:
         resume: Outcome | None,
     ) -> Any:
         """The attempts loop of ``_run`` (inside its span)."""
-        span = trace.get_current_span()
+        span = _telemetry.current_span()
         step: int | Settled | None = None
         if resume is not None:
             step = await self._resume(t, args, kwargs, intent_seq, key, attempt, resume)

@@ -5,21 +5,20 @@ Everything here is specified in ``docs/FORMAT.md``; the ``[Fn]`` tags cite it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 import uuid
 import zlib
 from collections.abc import Callable
-from typing import Any
-
-import cattrs
-from cattrs.preconf.json import make_converter
+from typing import TYPE_CHECKING, Any
 
 from ._errors import ConfigurationError, CorruptEntryError, EncodeError
 from ._names import is_pydantic_model as _is_pydantic_model
 from ._names import message_kind, type_tag
 from .store import FORMAT_VERSION, KINDS, EntryRow, SnapshotInfo
+
+if TYPE_CHECKING:
+    import cattrs
 
 __all__ = [
     "MAX_ACTOR_ID_CHARS",
@@ -69,7 +68,13 @@ _encode = _compact_encoder()
 _PRIMITIVES = (str, int, bool, type(None))
 
 #: The one cattrs converter: JSON-friendly (datetimes as ISO strings, bytes as base85, ...).
-converter: cattrs.Converter = make_converter()
+#: Made (and cattrs imported) at its first use, not at ``import actorlog``: the module's
+#: ``__getattr__`` below.
+converter: cattrs.Converter
+
+#: What unstructuring a value that cannot be encoded raises (cattrs' own error is added
+#: when the converter is made: it cannot be raised before).
+_ENCODE_ERRORS: tuple[type[BaseException], ...] = (TypeError, ValueError, RecursionError)
 
 _KIND_CODE = {kind: code for code, kind in enumerate(KINDS, start=1)}
 
@@ -78,12 +83,117 @@ def _structure_pydantic(obj: Any, cls: Any) -> Any:
     return cls.model_validate(obj)
 
 
-# pydantic models travel as their JSON form (``model_dump(mode="json")``) and come back
-# through ``model_validate``: what a handler gets live is what replay decodes
-converter.register_unstructure_hook_func(
-    _is_pydantic_model, lambda value: value.model_dump(mode="json")
-)
-converter.register_structure_hook_func(_is_pydantic_model, _structure_pydantic)
+def _make_converter() -> cattrs.Converter:
+    global converter, _ENCODE_ERRORS
+    import cattrs
+    from cattrs.preconf.json import make_converter
+
+    made = make_converter()
+    # pydantic models travel as their JSON form (``model_dump(mode="json")``) and come back
+    # through ``model_validate``: what a handler gets live is what replay decodes
+    made.register_unstructure_hook_func(
+        _is_pydantic_model, lambda value: value.model_dump(mode="json")
+    )
+    made.register_structure_hook_func(_is_pydantic_model, _structure_pydantic)
+    _ENCODE_ERRORS = (TypeError, ValueError, RecursionError, cattrs.BaseValidationError)
+    converter = made
+    return made
+
+
+def __getattr__(name: str) -> Any:
+    if name == "converter":
+        return _make_converter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: The types whose cattrs structure hook is the type itself (``int(v)``, ``str(v)``, ...):
+#: a value of exactly that type comes back as it is.
+_EXACT: frozenset[type] = frozenset({str, int, float, bool})
+#: attrs class -> its fields as (name, init argument, exact type), or None if a field is of
+#: another kind (then cattrs structures it)
+_SIMPLE: dict[type, tuple[tuple[str, str, type], ...] | None] = {}
+_NOTHING: Any = object()
+
+
+def _simple_fields(cls: type) -> tuple[tuple[str, str, type], ...] | None:
+    import attrs
+
+    out: list[tuple[str, str, type]] = []
+    generic: Any = getattr(cls, "__parameters__", None)
+    try:
+        if generic or not attrs.has(cls):
+            return None
+        if any(isinstance(f.type, str) for f in attrs.fields(cls)):
+            attrs.resolve_types(cls)  # as cattrs does before structuring the class
+        for f in attrs.fields(cls):
+            if not f.init or f.type not in _EXACT:
+                return None
+            out.append((f.name, f.alias or f.name, f.type))
+    except Exception:  # an annotation that does not resolve: cattrs says what is wrong
+        return None
+    return tuple(out)
+
+
+_PLAIN_ITEMS = frozenset({str, int, float, bool, type(None)})
+
+
+def unstructure(value: Any) -> Any:
+    """``converter.unstructure(value)``, with the same result, without cattrs for plain
+    values: a scalar, a list (a new one) or a dict with str keys (a new one) of scalars (tool
+    arguments, mostly), an attrs instance whose fields are all plain (a small message)."""
+    t = type(value)
+    if t in _PLAIN_ITEMS:
+        return value
+    if t is list and all(type(x) in _PLAIN_ITEMS for x in value):
+        return list(value)
+    if t is dict and all(type(k) is str and type(v) in _PLAIN_ITEMS for k, v in value.items()):
+        return dict(value)
+    fields = _SIMPLE.get(t, _NOTHING)
+    if fields is _NOTHING:
+        fields = _SIMPLE[t] = _simple_fields(t) if len(_SIMPLE) < 4096 else None
+    if fields is not None:  # an attrs instance of plain fields, each holding its type
+        out = {}
+        for name, _, want in fields:
+            v = getattr(value, name)
+            if type(v) is not want:
+                break
+            out[name] = v
+        else:
+            return out
+    return _converter().unstructure(value)
+
+
+def structure(plain: Any, cls: Any) -> Any:
+    """``converter.structure(plain, cls)``, with the same result, without cattrs (nor its
+    import) for the common plain cases: a str, int, float or bool of exactly that type, and
+    an attrs class whose fields are all of those types, given exactly (what a replay or a
+    start decodes most: small messages, tool results)."""
+    if type(plain) is cls and cls in _EXACT:
+        return plain
+    if type(plain) is dict and isinstance(cls, type):
+        fields = _SIMPLE.get(cls, _NOTHING)
+        if fields is _NOTHING:
+            fields = _SIMPLE[cls] = _simple_fields(cls) if len(_SIMPLE) < 4096 else None
+        if fields is not None:
+            args = {}
+            for name, arg, want in fields:
+                v = plain.get(name, _NOTHING)
+                if type(v) is not want:
+                    break  # missing (a default?), or to convert: cattrs' way
+                args[arg] = v
+            else:
+                try:
+                    return cls(**args)
+                except Exception:
+                    pass  # a validator or converter refused it: cattrs' error says how
+    return _converter().structure(plain, cls)
+
+
+def _converter() -> cattrs.Converter:
+    try:
+        return converter
+    except NameError:  # not made yet
+        return _make_converter()
 
 
 def validate_actor_id(actor_id: object) -> str:
@@ -147,11 +257,11 @@ def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> byt
         EncodeError: the value cannot be represented, or the result exceeds the size limit.
     """
     try:
-        plain = converter.unstructure(value)
+        plain = unstructure(value)
         data = json.dumps(
             plain, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         ).encode()
-    except (TypeError, ValueError, cattrs.BaseValidationError, RecursionError) as exc:
+    except _ENCODE_ERRORS as exc:
         raise EncodeError(what, type(value), str(exc)) from exc
     if len(data) > limit:
         raise EncodeError(what, type(value), f"encoded size {len(data)} bytes exceeds {limit}")
@@ -182,11 +292,11 @@ def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
     try:
         if type(value) in _PRIMITIVES and not (check and type(value) is str):
             return value
-        plain = converter.unstructure(value)
+        plain = unstructure(value)
         if check:
             # to bytes too: a lone surrogate only fails there
             size = len(_encode(plain).encode())
-    except (TypeError, ValueError, cattrs.BaseValidationError, RecursionError) as exc:
+    except _ENCODE_ERRORS as exc:
         raise EncodeError(what, type(value), str(exc)) from exc
     if check and size > MAX_PAYLOAD_BYTES:
         raise EncodeError(
@@ -204,8 +314,26 @@ def is_scalar(plain: Any) -> bool:
     return type(plain) in _SCALARS
 
 
+_decoder = json.JSONDecoder()
+_decode_str = _decoder.decode
+_scan: Callable[[str, int], tuple[Any, int]] = _decoder.scan_once  # type: ignore[attr-defined]
+
+
 def decode_json(data: bytes) -> Any:
-    """Decode a payload. Raises ``ValueError`` on malformed bytes."""
+    """Decode a payload. Raises ``ValueError`` on malformed bytes.
+
+    The same as ``json.loads(data)``: an object (every entry payload) is UTF-8 (what
+    ``json.loads`` detects for bytes starting with ``{`` and a non-NUL byte), decoded as it
+    does, without its detection and checks per call."""
+    if data[:1] == b"{" and data[1:2] != b"\x00":
+        text = data.decode("utf-8", "surrogatepass")
+        try:
+            obj, end = _scan(text, 0)
+        except StopIteration:
+            end = -1
+        if end == len(text):
+            return obj
+        return _decode_str(text)  # whitespace after it, or an error: json.loads' own way
     return json.loads(data)
 
 
@@ -355,6 +483,8 @@ def snapshot_digest(
     """
     aid = actor_id.encode()
     tag = type_tag.encode()
+    import hashlib  # only for snapshots (its OpenSSL binding is slow to load)
+
     h = hashlib.sha256()
     h.update(struct.pack(">BH", FORMAT_VERSION, len(aid)))
     h.update(aid)

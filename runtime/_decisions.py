@@ -11,7 +11,6 @@ did not finish, the call is in doubt again and takes one new decision.
 
 from __future__ import annotations
 
-import getpass
 import socket
 import time
 from collections.abc import Sequence
@@ -150,6 +149,8 @@ MISSING: Any = object()
 def whoami() -> str:
     """The default ``by`` of an operator's decision: ``user@host``."""
     try:
+        import getpass  # (and termios): only when an operator decides
+
         user = getpass.getuser()
     except Exception:
         user = "unknown"

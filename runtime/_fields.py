@@ -29,11 +29,14 @@ class Fields:
         return self.p.get(name)
 
     def _get(self, name: str, types: type | tuple[type, ...], what: str, default: Any) -> Any:
-        if name not in self.p:
+        v = self.p.get(name, _ABSENT)
+        if v is _ABSENT:
             if default is REQUIRED:
                 raise FieldError(f"field {name!r} is missing")
             return default
-        v = self.p[name]
+        t = type(v)
+        if t is types or (type(types) is tuple and t in types):
+            return v  # exactly a wanted type (JSON decodes to exact types): the common case
         if not isinstance(v, types) or (isinstance(v, bool) and bool not in _tuple(types)):
             raise FieldError(f"field {name!r} is not {what}: {_short(v)}")
         return v
@@ -70,6 +73,7 @@ class Fields:
 
 
 REQUIRED: Any = object()
+_ABSENT: Any = object()
 
 
 def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:

@@ -34,6 +34,7 @@ from .store import (
     StoreCapabilities,
     StoreClosedError,
     StoreError,
+    UnfinishedStore,
 )
 
 
@@ -131,6 +132,24 @@ class LogContract:
         assert actor is not None
         assert (actor.last_seq, actor.handled_seq) == (9, 5)
         assert [a for a in await store.list_actors() if a.actor_id == ACTOR] == [actor]
+
+    @needs("unfinished")
+    async def test_unfinished_actors_are_those_with_a_message_after_the_last_step(
+        self, store: Store
+    ) -> None:
+        """Optional ``UnfinishedStore``: what a runtime recovers at start, in one query."""
+        if not isinstance(store, UnfinishedStore):
+            pytest.skip("the store does not implement actorlog.store.UnfinishedStore")
+        for actor_id in ("done", "idle", "waiting", "mid-step"):
+            await registered(store, actor_id)
+        await store.append("done", 0, [msg("done", 1), entry("done", 2, "step", 1)])
+        await store.append("waiting", 0, [msg("waiting", 1), entry("waiting", 2, "step", 1)])
+        await store.append("waiting", 2, [msg("waiting", 3)])
+        await store.append("mid-step", 0, [msg("mid-step", 1), entry("mid-step", 2, "intent", 1)])
+        found = await store.unfinished_actors()
+        assert [a.actor_id for a in found] == ["mid-step", "waiting"]
+        listed = {a.actor_id: a for a in await store.list_actors()}
+        assert found == [listed["mid-step"], listed["waiting"]]
 
     # -- append and read -------------------------------------------------------------------
 

@@ -14,7 +14,6 @@ application that configures logging (``logging.basicConfig(level=logging.INFO)``
 from __future__ import annotations
 
 import logging
-from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["in_doubt", "quarantine", "recovery", "shown_store", "stopped"]
 
@@ -25,6 +24,8 @@ quarantine = logging.getLogger("actorlog.quarantine")
 
 def shown_store(store: object) -> str:
     """The store's URL as error messages and logs show it: without a password."""
+    from urllib.parse import urlsplit, urlunsplit  # (only to log an in-doubt call)
+
     try:
         url = str(getattr(store, "url", "STORE"))
         parts = urlsplit(url)

@@ -204,7 +204,7 @@ def reply_value(reply: Any, reply_type: Any) -> Any:
     logged if it does not fit."""
     if reply_type is not Any and reply is not None:
         try:
-            return _codec.converter.structure(reply, reply_type)
+            return _codec.structure(reply, reply_type)
         except Exception:
             pass
     return reply

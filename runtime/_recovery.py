@@ -17,8 +17,6 @@ from typing import Any, Protocol
 
 import anyio
 import attrs
-from opentelemetry import trace
-from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _logs, _telemetry, _tools
 from ._actor import Actor
@@ -52,7 +50,7 @@ from ._registry import Registry
 from ._snapshots import RecoveryCost
 from ._telemetry import ATTR, EVENT, SPAN, tracer
 from ._wal import Journal
-from .store import EntryRow, SnapshotInfo, Store
+from .store import EntryRow, SnapshotInfo, Store, UnfinishedStore
 
 __all__ = [
     "PendingMessage",
@@ -388,7 +386,7 @@ async def recover(cell: Recovering) -> None:
                 state_tag=state_tag,
                 schema_version=cell.cls.schema_version,
                 on_reject=on_reject,
-                decode=lambda plain: _codec.converter.structure(plain, state_type),
+                decode=lambda plain: _codec.structure(plain, state_type),
             )
             cell.journal = Journal(cell.store, cell.actor_id, found.last_seq)
             cell.actor.state = initial if found.state_data is None else found.state
@@ -410,7 +408,7 @@ async def recover(cell: Recovering) -> None:
             age = max(time.time() - found.snapshot_created_at, 0.0)
             cell.last_snapshot_at = time.monotonic() - age
             in_doubt = 0
-            parent = trace.set_span_in_context(span)
+            parent = _telemetry.context_with(span)
             for i, m in enumerate(pending):
                 env = _envelope(cell, m)
                 if i == 0 and m.recorded:
@@ -457,8 +455,7 @@ async def recover(cell: Recovering) -> None:
                     ATTR.RECOVER_DURATION: duration,
                 }
             )
-            _telemetry.recovery_duration.record(duration, {ATTR.ACTOR_TYPE: cell.actor_type})
-            _telemetry.replayed_steps.add(replayed, {ATTR.ACTOR_TYPE: cell.actor_type})
+            _telemetry.record_recovery(duration, replayed, cell.actor_type)
             report = cell.last_recovery = RecoveryReport(
                 snapshot_seq=found.snapshot_seq,
                 snapshots_rejected=found.rejected,
@@ -547,7 +544,7 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
                 pass
         span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
         if ctx.fatal is not None:
-            span.set_status(Status(StatusCode.ERROR, str(ctx.fatal)))
+            _telemetry.set_error(span, str(ctx.fatal))
             raise ctx.fatal
     cell.handled_seq = m.seq
 
@@ -572,7 +569,11 @@ async def unfinished(
     Spawning one of those with its class raises the same error or recovers it."""
     starts: list[tuple[type[Actor[Any]], str]] = []
     quarantined: dict[str, BaseException] = {}
-    for row in await store.list_actors():
+    # one query where the store offers it (the others: every summary row, filtered here)
+    rows = await (
+        store.unfinished_actors() if isinstance(store, UnfinishedStore) else store.list_actors()
+    )
+    for row in rows:
         if row.damage is not None:
             err = CorruptEntryError(row.actor_id, 0, "column type", row.damage)
             quarantined[row.actor_id] = err

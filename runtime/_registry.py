@@ -63,6 +63,6 @@ class Registry:
         if cls is None:
             raise ConfigurationError(_names.unknown_message(tag))
         try:
-            return _codec.converter.structure(body, cls)
+            return _codec.structure(body, cls)
         except Exception as exc:
             raise ConfigurationError(f"cannot decode message of type {tag!r}: {exc}") from exc

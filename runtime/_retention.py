@@ -25,13 +25,12 @@ from datetime import timedelta
 from typing import Any
 
 import attrs
-from opentelemetry.trace import Status, StatusCode
 
 from . import _codec
 from ._entrykinds import EventKind
 from ._errors import ActorlogError, ConfigurationError, CorruptEntryError
 from ._records import DecisionRecord, IntentRecord, MessageRecord, ResultRecord, decode_entry
-from ._telemetry import ATTR, SPAN, tracer
+from ._telemetry import ATTR, SPAN, set_error, tracer
 from .store import CompactingStore, Store
 
 __all__ = ["Compaction", "Retention", "bound", "compact", "describe", "parse"]
@@ -189,7 +188,7 @@ async def compact(
         try:
             done = await _compact(store, actor_id, retention, by, schema_version, now)
         except Exception as exc:
-            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            set_error(span, f"{type(exc).__name__}: {exc}")
             raise
         span.set_attribute(ATTR.COMPACT_FIRST_SEQ, done.first_seq)
         span.set_attribute(ATTR.COMPACT_REMOVED, done.removed)

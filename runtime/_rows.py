@@ -237,6 +237,19 @@ def entry_row(values: Sequence[object], *, actor_id: str, seq: int = 0) -> Entry
     Raises:
         CorruptEntryError: a column has the wrong type (check ``"column type"``).
     """
+    v = values
+    if (  # every column of the type it must have (the common case): no per-column checks
+        len(v) == 8
+        and type(v[0]) is str
+        and type(v[1]) is int
+        and type(v[2]) is str
+        and type(v[3]) is str
+        and type(v[4]) is int
+        and (v[5] is None or type(v[5]) is str)
+        and type(v[6]) is bytes
+        and type(v[7]) is int
+    ):
+        return EntryRow(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7])
     problems = _problems("entries", ENTRY_COLUMNS, values, "sissiSbi")
     if problems:
         got = values[1] if len(values) > 1 else None
@@ -245,7 +258,6 @@ def entry_row(values: Sequence[object], *, actor_id: str, seq: int = 0) -> Entry
         elif type(got) is float and got.is_integer():
             seq = int(got)
         raise CorruptEntryError(actor_id, seq, "column type", "; ".join(problems))
-    v = values
     return EntryRow(
         cast(str, v[0]),
         cast(int, v[1]),

@@ -11,11 +11,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import attrs
-from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _retention
 from ._errors import ConfigurationError, SnapshotError
-from ._telemetry import ATTR, SPAN, tracer
+from ._telemetry import ATTR, SPAN, set_error, tracer
 from .store import SnapshotInfo, SnapshotRow, Store
 
 __all__ = [
@@ -228,7 +227,7 @@ def check_round_trip(data: bytes, state_type: type) -> None:
     tag = _codec.type_tag(state_type)
     try:
         again = _codec.encode_json(
-            _codec.converter.structure(json.loads(data), state_type),
+            _codec.structure(json.loads(data), state_type),
             "actor state",
             limit=MAX_SNAPSHOT_BYTES,
         )
@@ -291,7 +290,7 @@ async def write_snapshot(
             span.set_attribute(ATTR.SNAPSHOT_BYTES, row.info.size)
             return row.info.size
         except Exception as exc:
-            span.set_status(Status(StatusCode.ERROR, str(exc)))
+            set_error(span, str(exc))
             raise
         finally:
             span.set_attribute(ATTR.SNAPSHOT_DURATION, time.perf_counter() - t0)

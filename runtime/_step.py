@@ -12,7 +12,6 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 import anyio
-from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _lifecycle, _records, _retention, _snapshots, _telemetry, _tools, _traceends
 from ._calls import is_call_error
@@ -98,13 +97,13 @@ async def handle(cell: Stepping, env: Envelope) -> None:
             if not is_call_error(exc):
                 raise  # a cancellation the runtime asked for, KeyboardInterrupt, ...
             if ctx.fatal is not None:
-                span.set_status(Status(StatusCode.ERROR, str(ctx.fatal)))
+                _telemetry.set_error(span, str(ctx.fatal))
                 raise ctx.fatal from None
             if cell.journal.broken is not None:
                 raise
             error = exc
             reply_plain = None
-            span.set_status(Status(StatusCode.ERROR, ErrorInfo.of(exc).message))
+            _telemetry.set_error(span, ErrorInfo.of(exc).message)
         cell.step_scope = None
         if ctx.fatal is not None:
             raise ctx.fatal

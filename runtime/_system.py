@@ -16,7 +16,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from . import _codec, _decisions, _names, _options, _recovery, _restart
+from . import _codec, _decisions, _names, _options, _recovery, _restart, _telemetry
 from ._actor import Actor
 from ._cell import Cell
 from ._errors import (
@@ -201,6 +201,7 @@ class ActorSystem(Lifecycle, SystemTimers):
     async def __aenter__(self) -> ActorSystem:
         if self._closed:
             raise ActorStoppedError("this ActorSystem was closed; create a new one")
+        _telemetry.instruments()  # the metric instruments, if the application loaded OTel
         stack = AsyncExitStack()
         await stack.__aenter__()
         try:

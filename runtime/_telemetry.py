@@ -8,10 +8,8 @@ Names follow the OpenTelemetry semantic-convention style: namespaced, lowercase,
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
-
-from opentelemetry import metrics, trace
-from opentelemetry.trace import Link, SpanContext, Status, StatusCode, TraceFlags
+import sys
+from typing import TYPE_CHECKING, Any, cast
 
 from . import store as _store
 from ._errors import CorruptEntryError, TornTailError
@@ -20,42 +18,130 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from contextlib import AbstractContextManager
 
+    from opentelemetry import trace
     from opentelemetry.context import Context as OtelContext
+    from opentelemetry.trace import Link
     from opentelemetry.util.types import Attributes
 
-__all__ = ["ATTR", "EVENT", "METRIC", "SPAN", "meter", "tracer"]
+__all__ = ["ATTR", "EVENT", "METRIC", "SPAN", "current_span", "set_error", "tracer"]
 
-_api_tracer = trace.get_tracer("actorlog")  # a ProxyTracer: follows the global provider once set
-meter = metrics.get_meter("actorlog")
+# OpenTelemetry is imported only once the application uses it. A TracerProvider or a
+# MeterProvider can only be set through ``opentelemetry.trace`` / ``opentelemetry.metrics``;
+# so while those modules are not in ``sys.modules`` no provider can be set, no span can be
+# current, and every call here is a no-op that imports nothing (``import actorlog`` then
+# costs no OpenTelemetry import; tests/runtime/test_lazy_imports.py). Once the application
+# imports them (to configure an SDK, before or after ``import actorlog``), everything goes
+# through the API exactly as before.
+_modules = sys.modules
 
 # With no SDK, the API's no-op span still costs three nested context managers and a context
 # attach/detach (about 5-20 us per span, most of actorlog's per-step overhead). So until the
 # application sets a global TracerProvider, spans are skipped entirely. The check reads the
-# API's module global (one attribute load); should a future API drop it, or should the provider
-# come from the OTEL_PYTHON_TRACER_PROVIDER variable (loaded lazily by the API), every span goes
-# through the API as usual.
-_ALWAYS_API = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ or not hasattr(trace, "_TRACER_PROVIDER")
+# API's module global (one dict lookup, one attribute load); should a future API drop it, or
+# should the provider come from the OTEL_PYTHON_TRACER_PROVIDER variable (loaded lazily by
+# the API), every span goes through the API as usual.
+_ALWAYS_API = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+_ALWAYS_METRICS = "OTEL_PYTHON_METER_PROVIDER" in os.environ
+
+
+_trace: Any = None  # the module opentelemetry.trace, once seen loaded
 
 
 def enabled() -> bool:
     """True once a global TracerProvider is set (by the application's SDK setup)."""
-    return _ALWAYS_API or getattr(trace, "_TRACER_PROVIDER", None) is not None
+    global _trace
+    t = _trace
+    if t is None:
+        t = _trace = _modules.get("opentelemetry.trace")
+        if t is None:
+            return _ALWAYS_API
+    # a missing global (a future API) counts as set: go through the API
+    return _ALWAYS_API or getattr(t, "_TRACER_PROVIDER", True) is not None
+
+
+class _NoopSpan:
+    """The span of every actorlog span while no provider is set: records nothing. (With
+    ``opentelemetry.trace`` loaded the API's own ``INVALID_SPAN`` is used instead.)"""
+
+    __slots__ = ()
+
+    def is_recording(self) -> bool:
+        return False
+
+    def set_attribute(self, key: str, value: object) -> None:
+        return None
+
+    def set_attributes(self, attributes: object) -> None:
+        return None
+
+    def add_event(self, name: str, attributes: object = None, timestamp: object = None) -> None:
+        return None
+
+    def set_status(self, status: object, description: object = None) -> None:
+        return None
+
+    def record_exception(self, exception: BaseException, *args: object, **kw: object) -> None:
+        return None
+
+    def update_name(self, name: str) -> None:
+        return None
+
+    def end(self, end_time: object = None) -> None:
+        return None
+
+
+_NOOP_SPAN = _NoopSpan()
+
+
+def current_span() -> trace.Span:
+    """``trace.get_current_span()``, without importing OpenTelemetry while the application
+    has not (no span can be current then)."""
+    t = _modules.get("opentelemetry.trace")
+    if t is None:
+        return cast("trace.Span", _NOOP_SPAN)
+    return cast("trace.Span", t.get_current_span())
+
+
+def set_error(span: trace.Span, description: str) -> None:
+    """``span.set_status(Status(StatusCode.ERROR, description))``."""
+    if span is _NOOP_SPAN:  # type: ignore[comparison-overlap]
+        return
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_status(Status(StatusCode.ERROR, description))
 
 
 class _NoSpan:
-    """What ``start_as_current_span`` returns while no provider is set: the invalid span,
-    without touching the context."""
+    """What ``start_as_current_span`` returns while no provider is set: a span that records
+    nothing, without touching the context."""
 
     __slots__ = ()
 
     def __enter__(self) -> trace.Span:
-        return trace.INVALID_SPAN
+        t = _modules.get("opentelemetry.trace")
+        return cast("trace.Span", _NOOP_SPAN if t is None else t.INVALID_SPAN)
 
     def __exit__(self, *exc: object) -> None:
         return None
 
 
 _NO_SPAN = _NoSpan()
+
+#: ``context_with`` for a span that is not recording while OpenTelemetry is not loaded: the
+#: API's context holding ``INVALID_SPAN``, made when (if ever) a span starts under it.
+_INVALID_PARENT: Any = object()
+
+
+def context_with(span: trace.Span) -> OtelContext:
+    """``trace.set_span_in_context(span)`` (lazily, for the no-op span)."""
+    if span is _NOOP_SPAN:  # type: ignore[comparison-overlap]
+        return cast("OtelContext", _INVALID_PARENT)
+    from opentelemetry import trace
+
+    return trace.set_span_in_context(span)
+
+
+_api_tracer: Any = None
 
 
 class _Tracer:
@@ -72,8 +158,19 @@ class _Tracer:
     ) -> AbstractContextManager[trace.Span]:
         if not enabled():
             return _NO_SPAN
-        return _api_tracer.start_as_current_span(
-            name, context=context, attributes=attributes, links=links
+        global _api_tracer
+        from opentelemetry import trace
+
+        if _api_tracer is None:
+            # a ProxyTracer while no provider is set (it follows the provider once set)
+            _api_tracer = trace.get_tracer("actorlog")
+        if context is _INVALID_PARENT:
+            context = trace.set_span_in_context(trace.INVALID_SPAN)
+        return cast(
+            "AbstractContextManager[trace.Span]",
+            _api_tracer.start_as_current_span(
+                name, context=context, attributes=attributes, links=links
+            ),
         )
 
 
@@ -224,42 +321,63 @@ class METRIC:
     COMMIT_APPENDS = "actorlog.store.commit.appends"
 
 
-recovery_duration = meter.create_histogram(
-    METRIC.RECOVERY_DURATION, unit="s", description="Time to recover one actor"
-)
-replayed_steps = meter.create_counter(
-    METRIC.REPLAYED_STEPS, unit="{step}", description="Steps re-run from the log"
-)
-append_latency = meter.create_histogram(
-    METRIC.APPEND_DURATION,
-    unit="s",
-    description="Latency of one durable append of an actor's buffered entries (its commit)",
-)
-commit_batch = meter.create_histogram(
-    METRIC.APPEND_BATCH_SIZE,
-    unit="{entry}",
-    description="Entries made durable by one append (one commit from the actor's view)",
-)
+class _Instruments:
+    """actorlog's metric instruments, made on the meter of the global MeterProvider (a proxy
+    until one is set) once ``opentelemetry.metrics`` is loaded: at an ``ActorSystem``'s start
+    or at the first recording after the application imported it."""
 
-store_commit_appends = meter.create_histogram(
-    METRIC.COMMIT_APPENDS,
-    unit="{append}",
-    description="Actor appends that shared one store transaction (group commit)",
-)
+    def __init__(self) -> None:
+        from opentelemetry import metrics
+
+        meter = metrics.get_meter("actorlog")
+        self.recovery_duration = meter.create_histogram(
+            METRIC.RECOVERY_DURATION, unit="s", description="Time to recover one actor"
+        )
+        self.replayed_steps = meter.create_counter(
+            METRIC.REPLAYED_STEPS, unit="{step}", description="Steps re-run from the log"
+        )
+        self.append_latency = meter.create_histogram(
+            METRIC.APPEND_DURATION,
+            unit="s",
+            description="Latency of one durable append of an actor's buffered entries (its commit)",
+        )
+        self.commit_batch = meter.create_histogram(
+            METRIC.APPEND_BATCH_SIZE,
+            unit="{entry}",
+            description="Entries made durable by one append (one commit from the actor's view)",
+        )
+        self.store_commit_appends = meter.create_histogram(
+            METRIC.COMMIT_APPENDS,
+            unit="{append}",
+            description="Actor appends that shared one store transaction (group commit)",
+        )
+        meter.create_observable_gauge(
+            METRIC.IN_DOUBT,
+            callbacks=[_observe_in_doubt],
+            unit="{intent}",
+            description="Intents in this process waiting for an operator's decision",
+        )
+
+
+_instruments: _Instruments | None = None
+
+
+def instruments() -> _Instruments | None:
+    """The instruments, made now if ``opentelemetry.metrics`` is loaded; else None (no
+    MeterProvider can be set, so there is nothing to record to)."""
+    global _instruments
+    if _instruments is None and (_ALWAYS_METRICS or "opentelemetry.metrics" in _modules):
+        _instruments = _Instruments()
+    return _instruments
+
 
 _in_doubt_count = 0
 
 
-def _observe_in_doubt(_options: Any) -> list[metrics.Observation]:
+def _observe_in_doubt(_options: Any) -> list[Any]:
+    from opentelemetry import metrics
+
     return [metrics.Observation(_in_doubt_count)]
-
-
-meter.create_observable_gauge(
-    METRIC.IN_DOUBT,
-    callbacks=[_observe_in_doubt],
-    unit="{intent}",
-    description="Intents in this process waiting for an operator's decision",
-)
 
 
 def add_in_doubt(delta: int) -> None:
@@ -267,24 +385,45 @@ def add_in_doubt(delta: int) -> None:
     _in_doubt_count += delta
 
 
+def record_recovery(seconds: float, replayed: int, actor_type: str) -> None:
+    """One recovery of an actor of this class: its duration and the steps it replayed."""
+    m = _instruments or instruments()
+    if m is not None:
+        m.recovery_duration.record(seconds, {ATTR.ACTOR_TYPE: actor_type})
+        m.replayed_steps.add(replayed, {ATTR.ACTOR_TYPE: actor_type})
+
+
 def record_commit(appends: int) -> None:
     """Called once per shared transaction of a store's group commit, through
     ``actorlog.store.report_commit`` (stores import no telemetry)."""
-    store_commit_appends.record(appends)
+    m = _instruments
+    if m is None:
+        if not _ALWAYS_METRICS and "opentelemetry.metrics" not in _modules:
+            return  # (no MeterProvider can be set)
+        m = instruments()
+    if m is not None:
+        m.store_commit_appends.record(appends)
 
 
 _store.set_commit_observer(record_commit)
 
 
 def record_append(seconds: float, rows: int) -> None:
-    append_latency.record(seconds)
-    commit_batch.record(rows)
+    m = _instruments
+    if m is None:
+        if not _ALWAYS_METRICS and "opentelemetry.metrics" not in _modules:
+            return  # (no MeterProvider can be set)
+        m = instruments()
+    if m is not None:
+        m.append_latency.record(seconds)
+        m.commit_batch.record(rows)
 
 
 def inject() -> dict[str, str] | None:
     """The W3C trace context of the caller, to store with a message (None if no span)."""
-    if not trace.get_current_span().get_span_context().is_valid:
-        return None
+    t = _modules.get("opentelemetry.trace")
+    if t is None or not t.get_current_span().get_span_context().is_valid:
+        return None  # (no span can be current while OpenTelemetry is not loaded)
     from opentelemetry import propagate  # lazily: it loads the configured propagators
 
     carrier: dict[str, str] = {}
@@ -304,7 +443,7 @@ def span_ids() -> dict[str, str] | None:
     """The current span's ids (stored with a step so a replay can link to it)."""
     if not enabled():
         return None  # no step span was started: the current span is someone else's
-    sc = trace.get_current_span().get_span_context()
+    sc = current_span().get_span_context()
     if not sc.is_valid:
         return None
     return {"trace_id": format(sc.trace_id, "032x"), "span_id": format(sc.span_id, "016x")}
@@ -312,8 +451,10 @@ def span_ids() -> dict[str, str] | None:
 
 def link_to(ids: Any) -> list[Link]:
     """A link to the span of a step's original run (from the ids stored with the step)."""
-    if not isinstance(ids, dict):
-        return []
+    if not isinstance(ids, dict) or not enabled():
+        return []  # (without a provider, no span is started to carry the link)
+    from opentelemetry.trace import Link, SpanContext, TraceFlags
+
     try:
         sc = SpanContext(
             trace_id=int(ids["trace_id"], 16),
@@ -330,7 +471,7 @@ def link_to(ids: Any) -> list[Link]:
 
 def record_failure(span: trace.Span, exc: BaseException, actor_id: str) -> None:
     """Mark a recover span failed: status ERROR and an event naming actor, seq and check."""
-    span.set_status(Status(StatusCode.ERROR, str(exc)))
+    set_error(span, str(exc))
     event: dict[str, Any] = {
         ATTR.ACTOR_ID: str(getattr(exc, "actor_id", None) or actor_id),
         ATTR.ERROR_TYPE: type(exc).__qualname__,
@@ -360,7 +501,7 @@ def settled(
     ``settlement`` is one of ``rerun``, ``rerun-same-key``, ``reconcile.happened``,
     ``reconcile.not_happened``, ``operator.result``, ``operator.retry``, ``operator.fail``.
     """
-    span = trace.get_current_span()
+    span = current_span()
     if not span.is_recording():
         return
     attributes: dict[str, str | int] = {

@@ -27,11 +27,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, cast
 
 import anyio
-from opentelemetry.trace import Status, StatusCode
 
 from . import _codec, _traceends
 from ._errors import ConfigurationError
-from ._telemetry import ATTR
+from ._telemetry import ATTR, set_error
 from .store import Store, TimerRow, TimerStore
 
 __all__ = [
@@ -324,7 +323,7 @@ class Timers:
                         "actorlog: delivering timer %r failed", t.timer_id, exc_info=True
                     )
                     span.set_attribute(ATTR.TIMER_OUTCOME, "failed")
-                    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+                    set_error(span, f"{type(exc).__name__}: {exc}")
                     return False
                 span.set_attribute(ATTR.TIMER_OUTCOME, "delivered")
         await self.index.fire_timer(t.timer_id, t.due, next_due)

@@ -16,13 +16,12 @@ import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import trace
-from opentelemetry.trace import Status, StatusCode
-
-from ._telemetry import ATTR, EVENT, SPAN, tracer
+from ._telemetry import ATTR, EVENT, SPAN, current_span, set_error, tracer
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from opentelemetry import trace
 
     from .store import TimerRow
 
@@ -30,7 +29,7 @@ __all__ = ["finished", "lifecycle_span", "sleep", "step_cancelled", "timer_fire_
 
 
 def _event(name: str, attributes: dict[str, Any]) -> None:
-    span = trace.get_current_span()
+    span = current_span()
     if span.is_recording():
         span.add_event(name, attributes)
 
@@ -74,7 +73,7 @@ def lifecycle_span(action: str, actor_id: str, by: str | None, reason: str) -> I
         try:
             yield span
         except Exception as exc:
-            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            set_error(span, f"{type(exc).__name__}: {exc}")
             raise
 
 

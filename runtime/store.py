@@ -121,6 +121,7 @@ __all__ = [
     "StoreUnavailableError",
     "TimerRow",
     "TimerStore",
+    "UnfinishedStore",
     "UnsupportedFormatError",
     "actor_row",
     "entry_row",
@@ -389,6 +390,22 @@ class ReplyStore(Protocol):
         """Call ``callback(actor_id, message_id)`` for each announced reply (``message_id``
         None: any of the actor's; ``(None, None)``: notifications may have been lost, look
         again). Returns an async function that stops listening."""
+        ...
+
+
+# -- the start's one query (optional) -------------------------------------------------------
+
+
+@runtime_checkable
+class UnfinishedStore(Protocol):
+    """Optional: the actors a runtime must recover at start, found by the store in one query
+    instead of listing every actor (``list_actors``) and filtering in Python."""
+
+    async def unfinished_actors(self) -> list[ActorRow]:
+        """The summary rows, in actor id order and read like ``list_actors`` (lenient), of
+        every actor with unfinished work (``handled_seq < last_message_seq``) and of every
+        actor whose summary row has a column of the wrong type (``damage`` set: whether it
+        has work is unknown). The other actors may be left out."""
         ...
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .memory import MemoryStore
 from .sqlite import SqliteStore
 from .url import open_store
 
 if TYPE_CHECKING:
+    from .memory import MemoryStore
     from .postgres import PostgresStore
 
 __all__ = ["MemoryStore", "PostgresStore", "SqliteStore", "open_store"]
@@ -24,4 +24,8 @@ def __getattr__(name: str) -> Any:
         from .postgres import PostgresStore
 
         return PostgresStore
+    if name == "MemoryStore":  # imported when first asked for (a run on SQLite needs none)
+        from .memory import MemoryStore
+
+        return MemoryStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

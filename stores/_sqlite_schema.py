@@ -4,13 +4,28 @@ open for writing, in one ``BEGIN IMMEDIATE`` transaction."""
 from __future__ import annotations
 
 import aiosqlite
-from actorlog.store import FORMAT_VERSION, StoreCorruptError, UnsupportedFormatError
+from actorlog.store import (
+    ACTOR_COLUMNS,
+    FORMAT_VERSION,
+    StoreCorruptError,
+    UnsupportedFormatError,
+)
 
-__all__ = ["PRELUDE", "SCHEMA", "check_version"]
+__all__ = ["PRELUDE", "SCHEMA", "UNFINISHED", "check_version"]
 
 #: Run before the schema: takes effect only in a new, empty file (before its first table);
 #: an existing file keeps its mode (docs/tuning.md, "Reclaiming space").
 PRELUDE = "PRAGMA auto_vacuum=INCREMENTAL"
+
+#: The actors with unfinished work, and the summary rows with a column of the wrong type
+#: (SQLite's columns are not typed: ``actor_row`` names the damage).
+UNFINISHED = f"""SELECT {", ".join(ACTOR_COLUMNS)} FROM actors
+WHERE handled_seq < last_message_seq
+   OR typeof(actor_id) != 'text' OR typeof(actor_type) != 'text'
+   OR typeof(last_seq) != 'integer' OR typeof(last_message_seq) != 'integer'
+   OR typeof(handled_seq) != 'integer' OR typeof(first_seq) != 'integer'
+   OR typeof(created_at) NOT IN ('real', 'integer')
+ORDER BY actor_id"""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS actorlog_meta (

@@ -107,6 +107,10 @@ class MemoryStore:
         self._check()
         return [self._row(k, a) for k, a in sorted(self.actors.items()) if a.actor_type]
 
+    async def unfinished_actors(self) -> list[ActorRow]:
+        """``UnfinishedStore`` (the rows of a memory store cannot be damaged)."""
+        return [a for a in await self.list_actors() if a.handled_seq < a.last_message_seq]
+
     async def append(self, actor_id: str, expected_last_seq: int, rows: Sequence[EntryRow]) -> None:
         self._check()
         if not rows:

@@ -73,7 +73,7 @@ from ._sql import (
     snapshot_values,
 )
 from ._sqlite_compact import SqliteCompaction
-from ._sqlite_schema import PRELUDE, SCHEMA, check_version
+from ._sqlite_schema import PRELUDE, SCHEMA, UNFINISHED, check_version
 from ._sqltimers import SqliteTimers
 
 __all__ = ["SqliteStore"]
@@ -380,6 +380,10 @@ class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
             actor_row(r, lenient=True)
             for r in await self._fetch(f"SELECT {ACTOR_COLS} FROM actors ORDER BY actor_id")
         ]
+
+    async def unfinished_actors(self) -> list[ActorRow]:
+        """``UnfinishedStore``: one scan in SQLite of the summary rows."""
+        return [actor_row(r, lenient=True) for r in await self._fetch(UNFINISHED)]
 
     # -- the log ---------------------------------------------------------------------------
 

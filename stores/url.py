@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, urlsplit
 
 from actorlog.store import StoreURLError
 
@@ -31,6 +30,8 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
     if not isinstance(url, str) or not url:
         raise StoreURLError(str(url), "the URL is empty")
     try:
+        from urllib.parse import parse_qs, urlsplit  # only when a URL is opened
+
         parts = urlsplit(url)
     except ValueError as exc:
         raise StoreURLError(url, str(exc)) from exc

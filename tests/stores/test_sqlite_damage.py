@@ -186,6 +186,9 @@ async def test_a_damaged_actor_row_is_listed_as_damaged_and_the_others_still_are
         rows = {a.actor_id: a for a in await store.list_actors()}
         assert rows["bystander"].damage is None
         assert rows["victim"].damage is not None and "last_seq" in rows["victim"].damage
+        # the start's one query finds it too (whether it has work is unknown), not the other
+        unfinished = await store.unfinished_actors()
+        assert [(a.actor_id, a.damage) for a in unfinished] == [("victim", rows["victim"].damage)]
         listed = {a.actor_id: a.status for a in await ops.list_actors(store)}
         assert listed == {"bystander": "idle", "victim": "quarantined"}
         report = await ops.verify(store)

@@ -1,0 +1,337 @@
+"""Start-up: the cost of ``import actorlog``, and process start to the first resumed step.
+
+    python -m benchmarks.startup [--rounds 9] [--resumes 3] [--against REV] [--quick]
+
+Part 1, the import: ``python -X importtime -c "import actorlog"`` in ``--rounds`` fresh
+interpreters; the run with the smallest total is kept. Shown: the ``actorlog`` line's
+cumulative time, the wall time of ``python -c "import actorlog"`` less that of
+``python -c pass`` (best of the rounds; also for the dependencies alone: anyio with its
+asyncio backend, attrs and aiosqlite, which a run imports whatever actorlog does), how
+many modules the import loads, the time by top-level package (self times summed) and the
+modules with the largest self times.
+
+Part 2, the start after a crash: ``benchmarks.peers``' workload (one actor, one message
+whose handler makes ``--steps`` sequential ``ctx.call``s; the process is SIGKILLed in the
+tool of step 75 %, a fresh process resumes it). Shown: the resume process's start to
+``main``, to "ready" (system started, recovery under way) and to the first resumed tool
+call, best and median of ``--resumes`` crash-and-resume rounds. With DBOS installed
+(``actorlog[peers]``) it runs in the same rounds, interleaved, and the ratio is shown
+(issue 17's target: actorlog's first resumed step in 1/20 of DBOS's time).
+
+``--against REV`` measures another revision of this repository the same way, interleaved
+with the current code (its ``runtime/`` and ``stores/``, extracted with ``git archive`` into a
+scratch package): before and after in one run on one machine. Child processes run with
+bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed), as an installed package runs;
+a warm-up import writes the caches first.
+"""
+
+from __future__ import annotations
+
+import compileall
+import contextlib
+import io
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+
+from . import peers
+from ._common import (
+    REPO_ROOT,
+    Table,
+    bench_parser,
+    configure_output,
+    fmt_num,
+    loadavg,
+    machine_info,
+    quick,
+    scratch_dir,
+    write_report,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+__all__ = ["ImportRun", "Resume", "import_run", "main", "resume_round"]
+
+#: What a run on SQLite with asyncio imports whatever actorlog does (cattrs is imported only
+#: for values that are not plain): the floor of its start.
+DEPENDENCIES = "import anyio, anyio._backends._asyncio, attrs, aiosqlite"
+
+_LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|( +)(\S+)\s*$")
+
+
+@attrs.define
+class ImportRun:
+    """One ``python -X importtime -c "import actorlog"``: microseconds per module."""
+
+    total_us: int
+    modules: list[tuple[str, int, int]]  # (name, self us, cumulative us), import order
+
+    def by_package(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for name, self_us, _ in self.modules:
+            top = name.split(".")[0]
+            if top == "actorlog" and name.startswith("actorlog.stores"):
+                top = "actorlog.stores"
+            out[top] = out.get(top, 0) + self_us
+        return out
+
+
+@attrs.define
+class Resume:
+    """The resume process of one crash-and-resume round (seconds from its start)."""
+
+    build: str
+    to_main: float
+    to_ready: float
+    to_first_step: float
+
+
+def _env(pkg: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if pkg is not None:
+        env["PYTHONPATH"] = str(pkg) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def import_run(pkg: Path | None, statement: str = "import actorlog") -> ImportRun:
+    """``python -X importtime -c STATEMENT`` in a fresh interpreter (``pkg``: a package
+    directory put first on the path, for ``--against``)."""
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", statement],
+        capture_output=True,
+        text=True,
+        env=_env(pkg),
+        cwd=str(pkg or REPO_ROOT.parent),
+        check=True,
+    )
+    modules: list[tuple[str, int, int]] = []
+    total = 0
+    for line in out.stderr.splitlines():
+        m = _LINE.match(line)
+        if m is None:
+            continue
+        name, self_us, cum_us = m.group(4), int(m.group(1)), int(m.group(2))
+        modules.append((name, self_us, cum_us))
+        if name == "actorlog" and len(m.group(3)) == 1:
+            total = cum_us
+    return ImportRun(total, modules)
+
+
+def _wall(pkg: Path | None, statement: str) -> float:
+    t = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", statement],
+        env=_env(pkg),
+        cwd=str(pkg or REPO_ROOT.parent),
+        check=True,
+    )
+    return time.perf_counter() - t
+
+
+def checkout(rev: str, work: Path) -> Path:
+    """A package directory holding revision ``rev``'s ``actorlog`` (runtime/ and stores/)."""
+    data = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "archive", "--format=tar", rev, "runtime", "stores"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    src = work / f"src-{rev}"
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(src, filter="data")
+    pkg = work / f"pkg-{rev}"
+    pkg.mkdir()
+    (src / "runtime").rename(pkg / "actorlog")
+    (src / "stores").rename(pkg / "actorlog" / "stores")
+    compileall.compile_dir(pkg, quiet=1)
+    return pkg
+
+
+@contextlib.contextmanager
+def _environment(pkg: Path | None) -> Iterator[None]:
+    """``os.environ`` as ``_env`` makes it, for the peers workers (they inherit it)."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(_env(pkg))
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def resume_round(
+    build: str, pkg: Path | None, steps: int, work: Path, rep: int, system: str = "actorlog"
+) -> Resume | str:
+    """One crash-and-resume of ``benchmarks.peers`` (``system``); a Resume, or why not."""
+    with _environment(pkg):
+        r = peers.run_system(system, steps, 0.75, work / build, rep=rep)
+    if r.status != "ok" or not r.correct:
+        return f"{build}: {r.status}" + ("" if r.correct else " (wrong result)")
+    return Resume(build, r.start_to_main_s, r.start_to_ready_s, r.start_to_resume_s)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f}"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = bench_parser(__doc__, quick_help="--rounds 3 --resumes 1 --steps 200")
+    parser.add_argument("--rounds", type=int, default=9, help="fresh interpreters per import")
+    parser.add_argument("--resumes", type=int, default=3, help="crash-and-resume rounds")
+    parser.add_argument("--steps", type=int, default=1000, help="steps of the resumed run")
+    parser.add_argument(
+        "--against", metavar="REV", default=None, help="also measure this git revision"
+    )
+    parser.add_argument(
+        "--peer",
+        default="dbos",
+        help="the peer of benchmarks.peers resumed in the same rounds ('none': skip)",
+    )
+    parser.add_argument("--top", type=int, default=12, help="modules listed by self time")
+    parser.add_argument("--no-write", action="store_true", help="print only; write no report")
+    args = parser.parse_args(argv)
+    quick(args, parser, rounds=3, resumes=1, steps=200)
+    configure_output(args)
+
+    with scratch_dir() as work:
+        info = machine_info(work)
+        builds: dict[str, Path | None] = {"this checkout": None}
+        if args.against:
+            builds[f"{args.against} (--against)"] = checkout(args.against, work)
+        for pkg in builds.values():  # warm-up: bytecode caches written
+            import_run(pkg, "import actorlog, actorlog.stores")
+
+        imports: dict[str, list[ImportRun]] = {b: [] for b in builds}
+        walls: dict[str, list[float]] = {b: [] for b in builds}
+        bare: list[float] = []
+        deps: list[float] = []
+        for i in range(args.rounds):  # interleaved: a load change hits every build alike
+            order = list(builds.items()) if i % 2 == 0 else list(reversed(builds.items()))
+            bare.append(_wall(None, "pass"))
+            deps.append(_wall(None, DEPENDENCIES))
+            for build, pkg in order:
+                imports[build].append(import_run(pkg))
+                walls[build].append(_wall(pkg, "import actorlog"))
+        print(f"import actorlog: best of {args.rounds} fresh interpreters")
+        best = {b: min(runs, key=lambda r: r.total_us) for b, runs in imports.items()}
+        imp = Table(
+            [
+                "build",
+                "importtime: actorlog cumulative (ms)",
+                "wall: import - bare interpreter (ms)",
+                "modules loaded",
+            ]
+        )
+        for b, run in best.items():
+            imp.add(b, _ms(run.total_us / 1e6), _ms(min(walls[b]) - min(bare)), len(run.modules))
+        imp.add("(the dependencies alone, for comparison)", "", _ms(min(deps) - min(bare)), "")
+        print(imp.text())
+
+        packages = sorted(
+            {p for run in best.values() for p in run.by_package()},
+            key=lambda p: -max(run.by_package().get(p, 0) for run in best.values()),
+        )
+        pkg_table = Table(["package (self times summed, ms)", *best])
+        for p in packages[: args.top + 4]:
+            pkg_table.add(p, *(_ms(run.by_package().get(p, 0) / 1e6) for run in best.values()))
+        print()
+        print(pkg_table.text())
+        current = best["this checkout"]
+        top = Table(["module (this checkout)", "self (ms)", "cumulative (ms)"])
+        for name, self_us, cum_us in sorted(current.modules, key=lambda m: -m[1])[: args.top]:
+            top.add(name, _ms(self_us / 1e6), _ms(cum_us / 1e6))
+        print()
+        print(top.text())
+
+        resumes: dict[str, list[Resume]] = {}
+        problems: list[str] = []
+        peer = None if args.peer == "none" else args.peer
+        if peer is not None and peers.available(peer) is not None:
+            problems.append(f"{peer}: {peers.available(peer)}")
+            peer = None
+        for rep in range(args.resumes):
+            runs: list[tuple[str, Path | None, str]] = [
+                (b, pkg, "actorlog") for b, pkg in builds.items()
+            ]
+            if peer is not None:
+                runs.append((peer, None, peer))
+            if rep % 2:
+                runs.reverse()
+            for build, pkg, system in runs:
+                print(f"resume {rep + 1}/{args.resumes}: {build} ... ", end="", flush=True)
+                got = resume_round(build, pkg, args.steps, work, rep, system)
+                if isinstance(got, str):
+                    problems.append(got)
+                    print(got)
+                    continue
+                resumes.setdefault(build, []).append(got)
+                print(f"first resumed step after {got.to_first_step:.3f} s")
+        info["load average (1, 5, 15 min) at end"] = loadavg()
+
+    res = Table(
+        [
+            "build",
+            "start → main (s)",
+            "start → ready (s)",
+            "start → first resumed step, best (s)",
+            "median (s)",
+        ]
+    )
+    medians: dict[str, float] = {}
+    for build, rs in resumes.items():
+        medians[build] = statistics.median(r.to_first_step for r in rs)
+        res.add(
+            build,
+            fmt_num(min(r.to_main for r in rs)),
+            fmt_num(min(r.to_ready for r in rs)),
+            fmt_num(min(r.to_first_step for r in rs)),
+            fmt_num(medians[build]),
+        )
+    print()
+    print(res.text())
+    ratios = []
+    if peer is not None and peer in medians:
+        for build, m in medians.items():
+            if build != peer:
+                ratios.append(
+                    f"{build}: first resumed step {medians[peer] / m:.1f}x sooner than {peer} "
+                    f"(medians; target 20x)"
+                )
+    for line in problems + ratios:
+        print(line)
+
+    if not args.no_write:
+        body = (
+            f"## `import actorlog`\n\nBest of {args.rounds} fresh interpreters (the run with "
+            "the smallest `-X importtime` total), with bytecode caches.\n\n"
+            + imp.markdown()
+            + "\n\nBy top-level package (self times summed, the best run of each build):\n\n"
+            + pkg_table.markdown()
+            + "\n\nThe modules with the largest self times (this checkout):\n\n"
+            + top.markdown()
+            + f"\n\n## Process start to the first resumed step\n\n`benchmarks.peers`' run "
+            f"of {args.steps} steps, SIGKILLed at step {int(args.steps * 0.75)} and resumed "
+            f"by a fresh process; {args.resumes} rounds, interleaved.\n\n"
+            + res.markdown()
+            + (
+                "\n\n" + "\n".join(f"- {x}" for x in problems + ratios)
+                if problems or ratios
+                else ""
+            )
+        )
+        out = write_report("startup", "Start-up: import and first resumed step", body, info=info)
+        print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()

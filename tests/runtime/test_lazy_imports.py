@@ -1,0 +1,222 @@
+"""``import actorlog`` imports only what a run needs (issue 17, "A faster start").
+
+Each check runs in a fresh interpreter (this test session has imported everything): a module
+that a future change imports eagerly again makes it fail. What is left out, and when it comes:
+
+* OpenTelemetry: when the application imports it (to configure an SDK); until then actorlog's
+  spans and metrics are no-ops that import nothing. A provider configured after
+  ``import actorlog``, even after a first run, gets the same spans and metrics as always.
+* cattrs: at the first message, state or reply that is structured or unstructured.
+* asyncpg and the PostgreSQL store, the memory store: when ``actorlog.stores`` is asked for
+  them. The CLI, the HTML timeline, the console, the operator API and the contract kit (and
+  with them argparse, pytest): when they are imported.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: modules (and their submodules) that ``import actorlog, actorlog.stores`` must not import
+NOT_AT_IMPORT = (
+    "opentelemetry",
+    "cattrs",
+    "asyncpg",
+    "argparse",
+    "getpass",
+    "hashlib",
+    "pytest",
+    "actorlog.ops",
+    "actorlog.web",
+    "actorlog.testing",
+    "actorlog.integrations",
+    "actorlog.stores.postgres",
+    "actorlog.stores.memory",
+    "actorlog._cli",
+    "actorlog._html",
+    "actorlog._term",
+    "actorlog._replaycheck",
+)
+
+
+def _run(script: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_import_actorlog_leaves_out_what_a_run_may_not_need() -> None:
+    out = _run(
+        f"""
+        import sys
+        import actorlog
+        import actorlog.stores
+        from actorlog import Actor, ActorSystem, Context, SqliteStore, tool
+
+        unwanted = {NOT_AT_IMPORT!r}
+        loaded = sorted(
+            m for m in sys.modules if any(m == u or m.startswith(u + ".") for u in unwanted)
+        )
+        print(loaded)
+        """
+    )
+    assert out == "[]", f"imported by `import actorlog`: {out}"
+
+
+def test_lazily_loaded_names_still_resolve() -> None:
+    out = _run(
+        """
+        import sys
+        import actorlog
+        from actorlog.stores import MemoryStore
+        from actorlog import _codec
+
+        assert actorlog.MemoryStore is MemoryStore
+        assert "cattrs" not in sys.modules
+        assert _codec.converter is _codec.converter  # made once, on first use
+        assert "cattrs.preconf.json" in sys.modules
+        print("ok")
+        """
+    )
+    assert out == "ok"
+
+
+def test_a_provider_configured_after_a_run_gets_every_span_and_metric() -> None:
+    """A first run with OpenTelemetry never imported; then the application configures the
+    SDK in the same process: the next run (a recovery, a step) is traced and measured as
+    usual, the replayed step a child of the recover span."""
+    out = _run(
+        """
+        import sys
+        import tempfile
+        import anyio
+        from actorlog import ActorSystem
+        from actorlog.stores import SqliteStore
+        from tests.telemetry.telemetry_agents import Ask, Researcher
+
+        path = tempfile.mkdtemp() + "/agents.db"
+
+        async def first() -> None:
+            async with ActorSystem(SqliteStore(path), actors=[Researcher]) as system:
+                ref = await system.spawn(Researcher, "r")
+                await ref.ask(Ask("one"), message_id="m1")
+
+        anyio.run(first)
+        assert not [m for m in sys.modules if m.startswith("opentelemetry")], "OTel loaded"
+
+        from opentelemetry import metrics, trace
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+            InMemorySpanExporter,
+        )
+
+        exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+
+        async def second() -> None:
+            async with ActorSystem(SqliteStore(path), actors=[Researcher]) as system:
+                ref = await system.spawn(Researcher, "r")
+                await ref.ask(Ask("three"), message_id="m3")
+
+        anyio.run(second)
+        spans = exporter.get_finished_spans()
+        names = sorted({s.name for s in spans})
+        recover = [s for s in spans if s.name == "actorlog.recover"]
+        replayed = [s for s in spans if s.name == "actorlog.replay_step"]
+        steps = [s for s in spans if s.name == "actorlog.step"]
+        calls = [s for s in spans if s.name == "actorlog.tool_call"]
+        assert len(recover) == 1 and len(replayed) == 1 and steps and calls, names
+        assert replayed[0].parent.span_id == recover[0].context.span_id
+        assert all(c.parent is not None for c in calls), "tool calls are children of steps"
+        step_ids = {s.context.span_id for s in steps}
+        assert any(c.parent.span_id in step_ids for c in calls)
+        data = reader.get_metrics_data()
+        metric_names = sorted(
+            m.name
+            for rm in data.resource_metrics
+            for sm in rm.scope_metrics
+            if sm.scope.name == "actorlog"
+            for m in sm.metrics
+        )
+        print(names)
+        print(metric_names)
+        """
+    )
+    names, metric_names = out.splitlines()
+    assert "'actorlog.recover'" in names and "'actorlog.step'" in names, names
+    for metric in (
+        "actorlog.append.duration",
+        "actorlog.append.batch_size",
+        "actorlog.recovery.duration",
+        "actorlog.intents.in_doubt",
+    ):
+        assert f"'{metric}'" in metric_names, metric_names
+
+
+def test_a_run_of_plain_messages_and_results_never_imports_cattrs() -> None:
+    """Plain values (scalars, attrs classes of plain fields) are encoded and decoded without
+    cattrs: a run, a snapshot and a recovery in a fresh process leave it unimported."""
+    out = _run(
+        """
+        import sys
+        import tempfile
+        import anyio
+        import attrs
+        from actorlog import Actor, ActorSystem, Context, tool
+        from actorlog.stores import SqliteStore
+
+        @attrs.define
+        class Add:
+            n: int
+            note: str = ""
+
+        @attrs.define
+        class Total:
+            sum: int = 0
+            last: str = ""
+
+        @tool(effect="read")
+        async def describe(n: int) -> str:
+            return f"n={n}"
+
+        class Adder(Actor[Total]):
+            snapshot_every = 2
+
+            async def receive(self, ctx: Context, msg: Add) -> int:
+                self.state.last = await ctx.call(describe, msg.n)
+                self.state.sum += msg.n
+                return self.state.sum
+
+        path = tempfile.mkdtemp() + "/agents.db"
+
+        async def main() -> int:
+            async with ActorSystem(SqliteStore(path), actors=[Adder]) as system:
+                ref = await system.spawn(Adder, "a")
+                for i in range(3):
+                    await ref.ask(Add(i, note="x"), message_id=f"m{i}")
+            async with ActorSystem(SqliteStore(path), actors=[Adder]) as system:
+                ref = await system.spawn(Adder, "a")  # recovers: snapshot + tail
+                return int(await ref.ask(Add(10), message_id="m3"))
+
+        assert anyio.run(main) == 13
+        print(sorted(m for m in sys.modules if m.startswith("cattrs")))
+        """
+    )
+    assert out == "[]", f"cattrs imported: {out}"
