@@ -55,6 +55,7 @@ from ._records import (
     StepRecord,
     decode_entry,
 )
+from ._seenids import load_seen_ids
 from ._snapshots import SnapshotPolicy
 from ._wal import Journal
 
@@ -476,14 +477,21 @@ class Cell:
     async def _find_message(self, message_id: str) -> int | None:
         """The seq of the message logged with ``message_id``, or None.
 
-        Looks in flight first, then in the store. An id forgotten from ``inflight_ids``
-        while the store was being asked (its message became handled and durable meanwhile)
-        may be missing from that answer, which was read before the commit: ask again.
+        Looks in flight first, then in the filter of the log's ids (``_seenids``: a fresh
+        id is answered without a read), then in the store. An id forgotten from
+        ``inflight_ids`` while the store was being asked (its message became handled and
+        durable meanwhile) may be missing from that answer, which was read before the
+        commit: ask again.
         """
+        seen = self.journal.seen
+        if not seen.complete:
+            await load_seen_ids(seen, self.store, self.actor_id)
         while True:
             seq = self.inflight_ids.get(message_id)
             if seq is not None:
                 return seq
+            if seen.surely_new(message_id):
+                return None
             pruned = self._pruned
             row = await self.store.find_message(self.actor_id, message_id)
             if row is not None:

@@ -29,6 +29,7 @@ from ._kit import (
 from .store import (
     KINDS,
     ActorRow,
+    MessageIdIndex,
     SequenceConflictError,
     Store,
     StoreCapabilities,
@@ -234,6 +235,22 @@ class LogContract:
         assert await store.find_message(ACTOR, "q-2") == rows[2]
         assert await store.find_message(ACTOR, "q-1") == rows[0]
         assert await store.find_message(ACTOR, "q-3") is None
+
+    @needs("message_ids")
+    async def test_message_ids_lists_a_logs_ids(self, store: Store) -> None:
+        """Optional ``MessageIdIndex``: one actor's message ids, or None past the limit."""
+        if not isinstance(store, MessageIdIndex):
+            pytest.skip("the store does not implement actorlog.store.MessageIdIndex")
+        await registered(store, ACTOR)
+        await registered(store, "other")
+        assert await store.message_ids(ACTOR, limit=10) == []
+        rows = [msg(ACTOR, 1, "q-1"), entry(ACTOR, 2, "step", 1), msg(ACTOR, 3, "q-2")]
+        await store.append(ACTOR, 0, rows)
+        await store.append("other", 0, [msg("other", 1, "o-1")])
+        assert sorted(await store.message_ids(ACTOR, limit=10) or []) == ["q-1", "q-2"]
+        assert sorted(await store.message_ids(ACTOR, limit=2) or []) == ["q-1", "q-2"]
+        assert await store.message_ids(ACTOR, limit=1) is None
+        assert await store.message_ids("nobody", limit=10) == []
 
     async def test_find_ref_returns_matching_kind_by_seq(self, store: Store) -> None:
         await registered(store, ACTOR)

@@ -19,6 +19,7 @@ import anyio
 from . import _codec, _records, _telemetry
 from ._errors import ActorStoppedError
 from ._records import Record
+from ._seenids import SeenIds
 from .store import EntryRow, Store
 
 __all__ = ["Journal"]
@@ -34,6 +35,8 @@ class Journal:
         self._flushing = False
         self._flush_done: anyio.Event | None = None
         self.broken: BaseException | None = None
+        #: every message id this log holds (loaded by the cell) and every id written here
+        self.seen = SeenIds()
 
     def write(
         self,
@@ -54,6 +57,8 @@ class Journal:
         row = _codec.make_row(self.actor_id, seq, kind, type_tag, ref, message_id, data)
         self._buffer.append(row)
         self.last_seq = seq
+        if message_id is not None:
+            self.seen.add(message_id)
         return seq
 
     def last_record(self) -> Record:

@@ -101,6 +101,7 @@ __all__ = [
     "InboxRow",
     "LeaseStore",
     "LogStartRow",
+    "MessageIdIndex",
     "OrphanRow",
     "ReplyStore",
     "ConfigurationError",
@@ -406,6 +407,19 @@ class UnfinishedStore(Protocol):
         every actor with unfinished work (``handled_seq < last_message_seq``) and of every
         actor whose summary row has a column of the wrong type (``damage`` set: whether it
         has work is unknown). The other actors may be left out."""
+        ...
+
+
+@runtime_checkable
+class MessageIdIndex(Protocol):
+    """Optional: every message id of one actor's log, read at once. The runtime loads them
+    into a filter the first time the actor gets a message with an explicit id, and from then
+    on checks a fresh id without a read (``find_message`` stays the authority for an id the
+    filter may have seen: docs/architecture.md "The message-id filter")."""
+
+    async def message_ids(self, actor_id: str, *, limit: int) -> list[str] | None:
+        """The message ids of the actor's stored entries (any order), or None if there are
+        more than ``limit`` (the runtime then asks ``find_message`` for every id)."""
         ...
 
 

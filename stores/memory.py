@@ -173,6 +173,14 @@ class MemoryStore:
         i = bisect.bisect_left(a.seqs, seq)
         return a.entries[i]
 
+    async def message_ids(self, actor_id: str, *, limit: int) -> list[str] | None:
+        """``MessageIdIndex``: the ids of the actor's stored messages (None past ``limit``)."""
+        self._check()
+        a = self.actors.get(actor_id)
+        if a is None:
+            return []
+        return None if len(a.message_ids) > limit else list(a.message_ids)
+
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         self._check()
         a = self.actors.get(actor_id)

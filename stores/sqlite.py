@@ -505,6 +505,14 @@ class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
         )
         return entry_row(rows[0], actor_id=actor_id) if rows else None
 
+    async def message_ids(self, actor_id: str, *, limit: int) -> list[str] | None:
+        """``MessageIdIndex``: one scan of the message-id index (None past ``limit``)."""
+        rows = await self._fetch(
+            "SELECT message_id FROM entries WHERE actor_id = ? AND message_id IS NOT NULL LIMIT ?",
+            (actor_id, limit + 1),
+        )
+        return None if len(rows) > limit else [str(r[0]) for r in rows]
+
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         if kind == "step":  # the runtime's lookup (a repeated ask): the partial index
             sql = (  # no ORDER BY: it would lead the planner to the primary key instead

@@ -407,6 +407,16 @@ class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit, TimerMethods
         )
         return entry_row(tuple(rows[0]), actor_id=actor_id) if rows else None
 
+    async def message_ids(self, actor_id: str, *, limit: int) -> list[str] | None:
+        """``MessageIdIndex``: one scan of the message-id index (None past ``limit``)."""
+        rows = await self._fetch(
+            "SELECT message_id FROM entries WHERE actor_id = $1 AND message_id IS NOT NULL "
+            "LIMIT $2",
+            actor_id,
+            limit + 1,
+        )
+        return None if len(rows) > limit else [str(r[0]) for r in rows]
+
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         if kind == "step":  # a literal, so the partial index applies to every plan
             rows = await self._fetch(

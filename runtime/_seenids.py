@@ -1,0 +1,136 @@
+"""The message ids an actor's log holds, as a Bloom filter: a fresh id is told apart from a
+retried one without asking the store.
+
+Every ``ask``/``send`` that carries a ``message_id`` (and every ``ctx.send``, whose ids are
+derived from the step) must check that the id is not in the log already. Asking the store
+costs a read per message (a thread hop on SQLite, a round trip on PostgreSQL) although
+almost every id is new. The cell loads its log's ids once (:class:`~actorlog.store.
+MessageIdIndex`), and the journal adds every id it writes; from then on an id the filter has
+never seen is certainly new (a Bloom filter has no false negatives), and only the rare
+"maybe seen" (a retry, or a false positive: about 1 in 100) goes to the store, which stays
+the authority.
+
+The filter scales: when one layer is full, a layer for four times as many ids, with 3 more
+bits per id, is added, so the false positive rates of the layers sum to about 1.1% however
+many ids come. Probes use Python's ``hash`` of the id (SipHash, salted per process: fine
+for a structure that never leaves memory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+__all__ = ["SEEN_IDS_LIMIT", "SeenIds", "load_seen_ids"]
+
+#: A log with more message ids than this is not loaded (the store is asked for every id):
+#: the filter would cost about 1.25 bytes per id, the read more than it saves. Tests set it
+#: to 0 to exercise the store path.
+SEEN_IDS_LIMIT = 100_000
+
+_BITS_PER_ID = 10  # in the first layer: ~0.8% false positives with 7 probes
+_TIGHTEN = 3  # bits per id added in each next layer, so the layers' rates sum to ~1.1%
+_GROWTH = 4  # each next layer holds 4x the ids of the one before
+_FIRST_CAPACITY = 512
+_MASK64 = (1 << 64) - 1
+
+
+class _Layer:
+    __slots__ = ("bits", "capacity", "count", "probes", "size")
+
+    def __init__(self, capacity: int, bits_per_id: int) -> None:
+        self.capacity = capacity
+        self.size = capacity * bits_per_id  # in bits
+        self.probes = round(bits_per_id * 0.693)  # the optimal k = ln 2 * bits per id
+        self.bits = bytearray((self.size + 7) // 8)
+        self.count = 0
+
+    def add(self, h: int) -> None:
+        # double hashing (Kirsch-Mitzenmacher): probe i is h1 + i * h2
+        bits, size, h1, h2 = self.bits, self.size, h & 0xFFFFFFFF, (h >> 32) | 1
+        for i in range(self.probes):
+            p = (h1 + i * h2) % size
+            bits[p >> 3] |= 1 << (p & 7)
+        self.count += 1
+
+    def __contains__(self, h: int) -> bool:
+        bits, size, h1, h2 = self.bits, self.size, h & 0xFFFFFFFF, (h >> 32) | 1
+        for i in range(self.probes):
+            p = (h1 + i * h2) % size
+            if not bits[p >> 3] & (1 << (p & 7)):
+                return False  # a fresh id usually misses at the first or second probe
+        return True
+
+
+class SeenIds:
+    """A scalable Bloom filter of message ids.
+
+    ``complete`` is False until :meth:`load` has added every id the store held; before that
+    :meth:`surely_new` answers False (ask the store). ``loading`` marks a load in progress,
+    ``unavailable`` a log too big to load (the store is asked for every id).
+    """
+
+    __slots__ = ("_layers", "complete", "loading", "unavailable")
+
+    def __init__(self) -> None:
+        self._layers = [_Layer(_FIRST_CAPACITY, _BITS_PER_ID)]
+        self.complete = False
+        self.loading = False
+        self.unavailable = False
+
+    def add(self, message_id: str) -> None:
+        layer = self._layers[-1]
+        if layer.count >= layer.capacity:
+            bits_per_id = _BITS_PER_ID + _TIGHTEN * len(self._layers)
+            layer = _Layer(layer.capacity * _GROWTH, bits_per_id)
+            self._layers.append(layer)
+        layer.add(hash(message_id) & _MASK64)
+
+    def update(self, message_ids: Iterable[str]) -> None:
+        for message_id in message_ids:
+            self.add(message_id)
+
+    def load(self, message_ids: Iterable[str]) -> None:
+        """Add the ids the store held when read; the filter is complete from now on (the
+        journal added every id written since, before and during the read)."""
+        self.update(message_ids)
+        self.complete = True
+
+    def maybe_seen(self, message_id: str) -> bool:
+        h = hash(message_id) & _MASK64
+        return any(h in layer for layer in self._layers)
+
+    def surely_new(self, message_id: str) -> bool:
+        """True only if the filter is complete and has never seen ``message_id``."""
+        return self.complete and not self.maybe_seen(message_id)
+
+    def __len__(self) -> int:
+        return sum(layer.count for layer in self._layers)
+
+
+async def load_seen_ids(seen: SeenIds, store: Any, actor_id: str) -> None:
+    """Load the ids of ``actor_id``'s log into ``seen`` once, if the store lists them
+    (:class:`~actorlog.store.MessageIdIndex`) and there are at most :data:`SEEN_IDS_LIMIT`.
+
+    Never raises a store failure: the caller asks the store for the id meanwhile (and meets
+    the failure there); the next call tries again. Cancellation propagates (nothing set).
+    """
+    if seen.complete or seen.loading or seen.unavailable:
+        return
+    # getattr, not isinstance(MessageIdIndex): a wrapper forwarding by __getattr__ counts
+    list_ids: Callable[..., Awaitable[list[str] | None]] | None
+    list_ids = getattr(store, "message_ids", None)
+    if list_ids is None or SEEN_IDS_LIMIT <= 0:
+        seen.unavailable = True
+        return
+    seen.loading = True
+    try:
+        ids = await list_ids(actor_id, limit=SEEN_IDS_LIMIT)
+    except Exception:
+        return
+    finally:
+        seen.loading = False
+    if ids is None:
+        seen.unavailable = True
+    else:
+        seen.load(ids)
