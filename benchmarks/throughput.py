@@ -58,8 +58,10 @@ class BatchCountingSqliteStore(SqliteStore):
     Benchmark-only: it overrides the store's private ``_commit`` hook.
     """
 
-    def __init__(self, path: str | Path, *, group_commit: bool = True) -> None:
-        super().__init__(path)
+    def __init__(
+        self, path: str | Path, *, group_commit: bool = True, commit_on_loop: bool = False
+    ) -> None:
+        super().__init__(path, commit_on_loop=commit_on_loop)
         self.group_commit = group_commit
         self.commits = 0
         self.appends = 0
@@ -78,6 +80,14 @@ class BatchCountingSqliteStore(SqliteStore):
             self.commits += 1
             self.all_batch_sizes.append(1)
             await super()._commit([req])
+
+
+_NAMES = {
+    "sqlite": "SqliteStore (group commit)",
+    "sqlite-on-loop": "SqliteStore (commit_on_loop)",
+    "sqlite-no-group": "SqliteStore, no group commit",
+    "memory": "MemoryStore",
+}
 
 
 @attrs.define
@@ -100,7 +110,9 @@ class Run:
 def _make_store(kind: str, path: Path) -> Store:
     if kind == "memory":
         return MemoryStore()
-    return BatchCountingSqliteStore(path, group_commit=kind != "sqlite-no-group")
+    return BatchCountingSqliteStore(
+        path, group_commit=kind != "sqlite-no-group", commit_on_loop=kind == "sqlite-on-loop"
+    )
 
 
 def _collect(run: Run, store: Store) -> None:
@@ -283,8 +295,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--raw-seconds", type=float, default=1.5, help="per raw measurement")
     parser.add_argument(
         "--modes",
-        default="sqlite,sqlite-no-group,memory",
-        help="stores for the concurrent runs: sqlite, sqlite-no-group, memory",
+        default="sqlite,sqlite-on-loop,sqlite-no-group,memory",
+        help="stores for the concurrent runs: sqlite, sqlite-on-loop (commit_on_loop=True), "
+        "sqlite-no-group, memory",
     )
     parser.add_argument("--dir", default=None, help="where to create the scratch databases")
     parser.add_argument("--no-write", action="store_true", help="print only; write no report")
@@ -312,7 +325,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 rate = anyio.run(_store_appends, path, rows, args.raw_seconds)
                 store_runs.setdefault(rows, []).append(rate)
             print(f"one actor, sequential ctx.calls{tag} ...", flush=True)
-            for kind in ("sqlite", "memory"):
+            for kind in ("sqlite", "sqlite-on-loop", "memory"):
                 path = d / f"solo-{kind}-{rep}.db"
                 solo_runs.setdefault(kind, []).append(anyio.run(_one_actor, kind, path, args.calls))
             for level in levels:
@@ -323,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     conc_runs.setdefault((level, kind), []).append(
                         anyio.run(_concurrent, kind, path, level, each)
                     )
-                for kind in ("sqlite", "memory"):
+                for kind in ("sqlite", "sqlite-on-loop", "memory"):
                     if kind not in modes:
                         continue
                     print(f"{level} concurrent runs of sequential calls, {kind}{tag} ...")
@@ -363,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for kind, r in solo.items():
         durable = kind != "memory"
         solo_table.add(
-            "SqliteStore" if durable else "MemoryStore",
+            _NAMES.get(kind, kind),
             r.steps_per_s,
             f"{r.steps_per_s / raw1:.2f}x" if durable else "-",
             f"{r.steps_per_s / raw1_sync:.2f}x" if durable else "-",
@@ -388,11 +401,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         ]
     )
     mem_by_level = {r.actors: r.steps_per_s for r in conc if r.label == "memory"}
-    names = {
-        "sqlite": "SqliteStore (group commit)",
-        "sqlite-no-group": "SqliteStore, no group commit",
-        "memory": "MemoryStore",
-    }
+    names = _NAMES
     for r in conc:
         durable = r.label != "memory"
         mem = mem_by_level.get(r.actors)

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
 import anyio
+import anyio.lowlevel
 from actorlog.store import ConfigurationError, report_commit
 
 __all__ = ["GroupCommitter", "Request", "require_asyncio"]
@@ -68,8 +69,13 @@ class GroupCommitter(Generic[T]):
         commit: Callable[[Sequence[Request[T]]], Awaitable[None]],
         *,
         on_batch: Callable[[int], None] = report_commit,
+        gather: bool = False,
     ) -> None:
         self._commit = commit
+        #: the leader lets the other ready tasks run once before it takes the queue, so
+        #: that appenders woken together share its batch even when ``commit`` does not
+        #: await (``SqliteStore(commit_on_loop=True)`` commits a lone request without one)
+        self.gather = gather
         #: told each batch's size before it is committed (telemetry)
         self._on_batch = on_batch
         self._queue: list[Request[T]] = []
@@ -83,6 +89,8 @@ class GroupCommitter(Generic[T]):
         if not self._busy:
             self._busy = True
             req.lead = True
+            if self.gather:
+                await anyio.lowlevel.cancel_shielded_checkpoint()
         else:
             req.wake = anyio.Event()
             try:

@@ -42,7 +42,6 @@ from actorlog.store import (
     FORMAT_VERSION,
     ActorRow,
     ConfigurationError,
-    CorruptEntryError,
     EntryRow,
     EventRow,
     SequenceConflictError,
@@ -51,7 +50,6 @@ from actorlog.store import (
     StoreCapabilities,
     StoreClosedError,
     StoreCorruptError,
-    StoreError,
     StoreUnavailableError,
     actor_row,
     entry_row,
@@ -68,10 +66,10 @@ from ._sql import (
     ENTRY_COLS,
     SNAPSHOT_INFO_COLS,
     entries,
-    entry_values,
     select_entries,
     snapshot_values,
 )
+from ._sqlite_commit import MAX_ROWS_PER_STATEMENT, SqliteCommits
 from ._sqlite_compact import SqliteCompaction
 from ._sqlite_schema import PRELUDE, SCHEMA, UNFINISHED, check_version
 from ._sqltimers import SqliteTimers
@@ -79,10 +77,6 @@ from ._sqltimers import SqliteTimers
 __all__ = ["SqliteStore"]
 
 Durability = Literal["fsync", "survive-process-crash"]
-
-
-# SQLite >= 3.32 allows 32766 bound variables per statement; 8 per row.
-_MAX_ROWS_PER_STATEMENT = 4000
 
 _Append = tuple[str, int, Sequence[EntryRow]]
 
@@ -119,7 +113,7 @@ def _is_corrupt(exc: BaseException) -> bool:
     return "malformed" in text or "not a database" in text
 
 
-class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
+class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
     """A SQLite file store (aiosqlite, WAL journal, group commit).
 
     Args:
@@ -129,6 +123,10 @@ class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
             power loss or OS crash, never on a process crash).
         read_only: open without write access (operators' tools); appends raise.
         busy_timeout: seconds to wait for another process's write lock.
+        commit_on_loop: commit a lone append (no other append waiting to share its
+            transaction) on the event loop's thread instead of aiosqlite's: faster
+            sequential steps, but the loop waits for the fsync (docs/tuning.md,
+            "Commits on the event loop"). Ignored by ``read_only`` stores.
     """
 
     def __init__(
@@ -138,18 +136,26 @@ class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
         durability: Durability = "fsync",
         read_only: bool = False,
         busy_timeout: float = 5.0,
+        commit_on_loop: bool = False,
     ) -> None:
         if durability not in ("fsync", "survive-process-crash"):
             raise ConfigurationError(
                 f"durability must be 'fsync' or 'survive-process-crash', not {durability!r}"
             )
+        if not isinstance(commit_on_loop, bool):
+            raise ConfigurationError(
+                f"commit_on_loop must be True or False, not {commit_on_loop!r}"
+            )
+        self.commit_on_loop = commit_on_loop
         self.path = os.fspath(path)
         self.durability: Durability = durability
         self.read_only = read_only
         self.busy_timeout = busy_timeout
         self._w: aiosqlite.Connection | None = None
         self._r: aiosqlite.Connection | None = None
-        self._committer: GroupCommitter[_Append] = GroupCommitter(self._commit)
+        self._committer: GroupCommitter[_Append] = GroupCommitter(
+            self._commit, gather=commit_on_loop
+        )
         self._registrar: GroupCommitter[tuple[str, str, float]] = GroupCommitter(self._register)
         self.batch_sizes: list[int] = []  # recent commit batch sizes (bounded), for telemetry
         self._lock_fd: int | None = None
@@ -236,6 +242,8 @@ class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
             self._r = r
             r.text_factory = _text
             await r.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+            if self.commit_on_loop and self.path != ":memory:":
+                self._open_loop_conn(self.path, self.busy_timeout, sync)
         except sqlite3.Error as exc:
             await self.close()
             if _is_corrupt(exc):
@@ -288,6 +296,7 @@ class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
             self._release_lock()
 
     async def _close_connections(self) -> None:
+        self._close_loop_conn()
         for name in ("_w", "_r"):
             conn = getattr(self, name)
             setattr(self, name, None)
@@ -363,8 +372,8 @@ class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
     async def _register(self, batch: Sequence[Request[tuple[str, str, float]]]) -> None:
         """Insert a batch of new actors' rows (a failure fails every registration in it)."""
         items = [req.item for req in batch]
-        for i in range(0, len(items), _MAX_ROWS_PER_STATEMENT):
-            chunk = items[i : i + _MAX_ROWS_PER_STATEMENT]
+        for i in range(0, len(items), MAX_ROWS_PER_STATEMENT):
+            chunk = items[i : i + MAX_ROWS_PER_STATEMENT]
             await self._write(
                 "INSERT OR IGNORE INTO actors (actor_id, actor_type, created_at) VALUES "
                 + ",".join(["(?,?,?)"] * len(chunk)),
@@ -395,96 +404,6 @@ class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
             return
         self._writer()
         await self._committer.submit((actor_id, expected_last_seq, rows))
-
-    async def _commit(self, batch: Sequence[Request[_Append]]) -> None:
-        """Commit a batch: one multi-row INSERT (one transaction) per chunk of requests."""
-        self.batch_sizes.append(len(batch))
-        if len(self.batch_sizes) > 1024:
-            del self.batch_sizes[:512]
-        chunk: list[Request[_Append]] = []
-        n = 0
-        for req in batch:
-            size = len(req.item[2])
-            if chunk and n + size > _MAX_ROWS_PER_STATEMENT:
-                await self._commit_chunk(chunk)
-                chunk, n = [], 0
-            chunk.append(req)
-            n += size
-        if chunk:
-            await self._commit_chunk(chunk)
-
-    async def _commit_chunk(self, chunk: Sequence[Request[_Append]]) -> None:
-        w = self._writer()
-        rows = [row for req in chunk for row in req.item[2]]
-        try:
-            if len(rows) <= _MAX_ROWS_PER_STATEMENT:
-                sql = f"INSERT INTO entries ({ENTRY_COLS}) VALUES " + ",".join(
-                    ["(?,?,?,?,?,?,?,?)"] * len(rows)
-                )
-                params = [v for row in rows for v in entry_values(row)]
-                await w.execute_fetchall(sql, params)
-            else:  # one oversized request: an explicit transaction
-                await w.execute("BEGIN IMMEDIATE")
-                try:
-                    await w.executemany(
-                        f"INSERT INTO entries ({ENTRY_COLS}) VALUES (?,?,?,?,?,?,?,?)",
-                        [entry_values(r) for r in rows],
-                    )
-                    await w.execute("COMMIT")
-                except BaseException:
-                    await w.execute("ROLLBACK")
-                    raise
-        except sqlite3.IntegrityError:
-            if len(chunk) == 1:
-                actor_id, expected, _ = chunk[0].item
-                chunk[0].error = await self._conflict(actor_id, expected)
-                return
-            # Someone in the batch lost a race; find out who by committing one by one.
-            for req in chunk:
-                await self._commit_chunk([req])
-        except (sqlite3.Error, ValueError, OverflowError) as exc:
-            if len(chunk) > 1 and not isinstance(exc, sqlite3.Error):
-                for req in chunk:  # one request's bad value must not fail the others
-                    await self._commit_chunk([req])
-                return
-            err = self._error("commit", exc)
-            err.__cause__ = exc
-            for req in chunk:
-                req.error = err
-
-    async def _conflict(self, actor_id: str, expected: int) -> StoreError | CorruptEntryError:
-        """The error for a rejected append: a conflict, unless the actor's summary row
-        (``actors.last_seq``, which the append trigger checks) disagrees with the log itself,
-        which is damage (one runtime per file: nobody else writes)."""
-        found = await self._last_seq(actor_id)
-        try:
-            rows = list(
-                await self._writer().execute_fetchall(
-                    "SELECT max(seq) FROM entries WHERE actor_id = ?", (actor_id,)
-                )
-            )
-            real = rows[0][0] if rows else None
-        except (sqlite3.Error, ValueError):
-            real = None
-        if found is not None and type(real) in (int, type(None)) and found != (real or 0):
-            return CorruptEntryError(
-                actor_id,
-                found,
-                "seq chain",
-                f"the actor's summary (actors.last_seq) says {found} but the log ends at seq "
-                f"{real or 0}; nothing was written",
-            )
-        return SequenceConflictError(actor_id, expected, found)
-
-    async def _last_seq(self, actor_id: str) -> int | None:
-        try:
-            rows = await self._writer().execute_fetchall(
-                "SELECT last_seq FROM actors WHERE actor_id = ?", (actor_id,)
-            )
-        except sqlite3.Error:
-            return None
-        rows = list(rows)
-        return rows[0][0] if rows and type(rows[0][0]) is int else None
 
     async def read(
         self,
@@ -585,6 +504,7 @@ class SqliteStore(SqliteCompaction, SqliteAudit, SqliteTimers):
         conn.text_factory = _text  # decode TEXT as the store's own connections do
         view = copy.copy(self)
         view._w = None
+        view._loop_conn = None  # the view never writes (nor closes the store's connection)
         view._r = conn
         view.read_only = True
         try:

@@ -52,7 +52,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
-STORE_KINDS = ("memory", "sqlite", "postgres")
+STORE_KINDS = ("memory", "sqlite", "sqlite-on-loop", "postgres")
 
 
 @pytest.fixture
@@ -140,6 +140,15 @@ class SqliteHarness(StoreHarness):
         )
 
 
+class SqliteOnLoopHarness(SqliteHarness):
+    """``SqliteStore(commit_on_loop=True)``: lone appends commit on the loop's thread."""
+
+    kind = "sqlite-on-loop"
+
+    def new(self, *, read_only: bool = False) -> Store:
+        return SqliteStore(self.path, read_only=read_only, commit_on_loop=True)
+
+
 class PostgresHarness(StoreHarness):
     kind = "postgres"
 
@@ -187,6 +196,7 @@ class PostgresHarness(StoreHarness):
 HARNESSES: dict[str, type[StoreHarness]] = {
     "memory": MemoryHarness,
     "sqlite": SqliteHarness,
+    "sqlite-on-loop": SqliteOnLoopHarness,
     "postgres": PostgresHarness,
 }
 
@@ -202,6 +212,8 @@ async def harness(
         h = MemoryHarness()
     elif kind == "sqlite":
         h = SqliteHarness(tmp_path / "actorlog.db")
+    elif kind == "sqlite-on-loop":
+        h = SqliteOnLoopHarness(tmp_path / "actorlog.db")
     else:
         h = PostgresHarness(request.getfixturevalue("postgres_url"))
     try:

@@ -98,6 +98,7 @@ class Config:
     ``ACTORLOG_TORTURE_JOBS``, ``ACTORLOG_TORTURE_WORKERS``, ``ACTORLOG_TORTURE_RUN`` (run
     number, recorded with every tool execution), ``ACTORLOG_TORTURE_KILL`` (kill spec),
     ``ACTORLOG_TORTURE_DURABILITY`` (the SqliteStore durability mode),
+    ``ACTORLOG_TORTURE_COMMIT_ON_LOOP`` (``1``: ``SqliteStore(commit_on_loop=True)``),
     ``ACTORLOG_TORTURE_TOOL_DELAY`` (seconds each tool takes, like a remote service),
     ``ACTORLOG_TORTURE_OWNER`` (PostgreSQL: the runtime's owner name for leases; empty for
     none; a restarted run keeps the name, as a restarted service would).
@@ -113,6 +114,7 @@ class Config:
     durability: str = "fsync"
     tool_delay: float = 0.0
     owner: str = ""
+    commit_on_loop: bool = False
 
     @classmethod
     def from_env(cls) -> Config:
@@ -128,6 +130,7 @@ class Config:
             durability=e.get("ACTORLOG_TORTURE_DURABILITY", "fsync"),
             tool_delay=float(e.get("ACTORLOG_TORTURE_TOOL_DELAY", "0")),
             owner=e.get("ACTORLOG_TORTURE_OWNER", ""),
+            commit_on_loop=e.get("ACTORLOG_TORTURE_COMMIT_ON_LOOP", "") == "1",
         )
 
     def env(self) -> dict[str, str]:
@@ -142,6 +145,7 @@ class Config:
             "ACTORLOG_TORTURE_DURABILITY": self.durability,
             "ACTORLOG_TORTURE_TOOL_DELAY": str(self.tool_delay),
             "ACTORLOG_TORTURE_OWNER": self.owner,
+            "ACTORLOG_TORTURE_COMMIT_ON_LOOP": "1" if self.commit_on_loop else "",
         }
 
 
@@ -155,7 +159,7 @@ def make_store(config: Config) -> Store:
     if is_postgres(config.db):
         return open_store(config.db)
     durability: Durability = "fsync" if config.durability == "fsync" else "survive-process-crash"
-    return SqliteStore(config.db, durability=durability)
+    return SqliteStore(config.db, durability=durability, commit_on_loop=config.commit_on_loop)
 
 
 _config: Config | None = None

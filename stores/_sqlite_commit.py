@@ -1,0 +1,162 @@
+"""The commit path of ``SqliteStore``: a batch of appends as multi-row ``INSERT``s, and what
+a rejected one means; optionally run on the event loop's own thread (``commit_on_loop``).
+
+Every other statement of the store goes through aiosqlite, whose thread runs it while the
+event loop goes on; the commit of a lone append (a batch of one request: one actor, or
+actors taking turns) can instead run on a plain ``sqlite3`` connection of its own on the
+loop's thread. That saves the two thread switches per commit (measured: about a quarter of
+a sequential ``ctx.call`` on SQLite) and blocks the loop for the commit's fsync, and now and
+then for a WAL checkpoint: docs/tuning.md says when that is a good trade. A batch of several
+requests always goes to the thread, where the next batch's actors keep running during the
+fsync. The direct connection is used only when the aiosqlite writer has no transaction
+open, so a commit never lands inside another statement's transaction; both connections
+have the same ``synchronous`` and ``busy_timeout`` settings, so a commit is as durable on
+either.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from actorlog.store import CorruptEntryError, EntryRow, SequenceConflictError, StoreError
+
+from ._groupcommit import Request
+from ._sql import ENTRY_COLS, entry_values
+
+if TYPE_CHECKING:
+    import aiosqlite
+
+__all__ = ["MAX_ROWS_PER_STATEMENT", "SqliteCommits"]
+
+# SQLite >= 3.32 allows 32766 bound variables per statement; 8 per row.
+MAX_ROWS_PER_STATEMENT = 4000
+
+_Append = tuple[str, int, Sequence[EntryRow]]
+
+
+class SqliteCommits:
+    """The commit methods of ``SqliteStore`` (through the few members it declares)."""
+
+    #: a plain sqlite3 connection for commits on the loop's thread (``commit_on_loop``)
+    _loop_conn: sqlite3.Connection | None = None
+    batch_sizes: list[int]
+
+    if TYPE_CHECKING:
+
+        def _writer(self) -> aiosqlite.Connection: ...
+        def _error(self, what: str, exc: Exception) -> Exception: ...
+
+    def _open_loop_conn(self, path: str, busy_timeout: float, synchronous: str) -> None:
+        """Open the direct connection (after the schema exists), set like the writer."""
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+            conn.execute(f"PRAGMA synchronous={synchronous}")
+        except BaseException:
+            conn.close()
+            raise
+        self._loop_conn = conn
+
+    def _close_loop_conn(self) -> None:
+        conn, self._loop_conn = self._loop_conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+
+    async def _commit(self, batch: Sequence[Request[_Append]]) -> None:
+        """Commit a batch: one multi-row INSERT (one transaction) per chunk of requests."""
+        self.batch_sizes.append(len(batch))
+        if len(self.batch_sizes) > 1024:
+            del self.batch_sizes[:512]
+        chunk: list[Request[_Append]] = []
+        n = 0
+        for req in batch:
+            size = len(req.item[2])
+            if chunk and n + size > MAX_ROWS_PER_STATEMENT:
+                await self._commit_chunk(chunk)
+                chunk, n = [], 0
+            chunk.append(req)
+            n += size
+        if chunk:
+            await self._commit_chunk(chunk)
+
+    async def _commit_chunk(self, chunk: Sequence[Request[_Append]]) -> None:
+        w = self._writer()
+        rows = [row for req in chunk for row in req.item[2]]
+        try:
+            if len(rows) <= MAX_ROWS_PER_STATEMENT:
+                sql = f"INSERT INTO entries ({ENTRY_COLS}) VALUES " + ",".join(
+                    ["(?,?,?,?,?,?,?,?)"] * len(rows)
+                )
+                params = [v for row in rows for v in entry_values(row)]
+                direct = self._loop_conn
+                if direct is not None and len(chunk) == 1 and not w.in_transaction:
+                    direct.execute(sql, params)  # on the event loop's thread: no hop
+                else:
+                    await w.execute_fetchall(sql, params)
+            else:  # one oversized request: an explicit transaction
+                await w.execute("BEGIN IMMEDIATE")
+                try:
+                    await w.executemany(
+                        f"INSERT INTO entries ({ENTRY_COLS}) VALUES (?,?,?,?,?,?,?,?)",
+                        [entry_values(r) for r in rows],
+                    )
+                    await w.execute("COMMIT")
+                except BaseException:
+                    await w.execute("ROLLBACK")
+                    raise
+        except sqlite3.IntegrityError:
+            if len(chunk) == 1:
+                actor_id, expected, _ = chunk[0].item
+                chunk[0].error = await self._conflict(actor_id, expected)
+                return
+            # Someone in the batch lost a race; find out who by committing one by one.
+            for req in chunk:
+                await self._commit_chunk([req])
+        except (sqlite3.Error, ValueError, OverflowError) as exc:
+            if len(chunk) > 1 and not isinstance(exc, sqlite3.Error):
+                for req in chunk:  # one request's bad value must not fail the others
+                    await self._commit_chunk([req])
+                return
+            err = self._error("commit", exc)
+            err.__cause__ = exc
+            for req in chunk:
+                req.error = err
+
+    async def _conflict(self, actor_id: str, expected: int) -> StoreError | CorruptEntryError:
+        """The error for a rejected append: a conflict, unless the actor's summary row
+        (``actors.last_seq``, which the append trigger checks) disagrees with the log itself,
+        which is damage (one runtime per file: nobody else writes)."""
+        found = await self._last_seq(actor_id)
+        try:
+            rows = list(
+                await self._writer().execute_fetchall(
+                    "SELECT max(seq) FROM entries WHERE actor_id = ?", (actor_id,)
+                )
+            )
+            real = rows[0][0] if rows else None
+        except (sqlite3.Error, ValueError):
+            real = None
+        if found is not None and type(real) in (int, type(None)) and found != (real or 0):
+            return CorruptEntryError(
+                actor_id,
+                found,
+                "seq chain",
+                f"the actor's summary (actors.last_seq) says {found} but the log ends at seq "
+                f"{real or 0}; nothing was written",
+            )
+        return SequenceConflictError(actor_id, expected, found)
+
+    async def _last_seq(self, actor_id: str) -> int | None:
+        try:
+            rows = await self._writer().execute_fetchall(
+                "SELECT last_seq FROM actors WHERE actor_id = ?", (actor_id,)
+            )
+        except sqlite3.Error:
+            return None
+        rows = list(rows)
+        return rows[0][0] if rows and type(rows[0][0]) is int else None

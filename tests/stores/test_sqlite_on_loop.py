@@ -1,0 +1,143 @@
+"""``SqliteStore(commit_on_loop=True)``: a lone append commits on the event loop's thread, on
+a connection of its own (the contract kit runs on it too: the ``sqlite-on-loop`` harness).
+
+Checked here: which connection commits what (lone appends directly, batches through
+aiosqlite's thread), that a commit is on disk when ``append`` returns, that it never lands
+inside a transaction the aiosqlite writer has open, and bad input.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import anyio
+import pytest
+from actorlog.store import ConfigurationError, EntryRow, SequenceConflictError
+from actorlog.stores import SqliteStore
+from actorlog.testing import make_entry
+
+pytestmark = pytest.mark.anyio
+
+
+def msg(actor_id: str, seq: int) -> EntryRow:
+    return make_entry(actor_id, seq, "message", "tests.M", message_id=f"m-{seq}")
+
+
+def on_disk(path: Path, actor_id: str) -> list[int]:
+    with closing(sqlite3.connect(path)) as db:
+        rows = db.execute("SELECT seq FROM entries WHERE actor_id = ? ORDER BY seq", (actor_id,))
+        return [int(r[0]) for r in rows]
+
+
+def direct_changes(store: SqliteStore) -> int:
+    conn = store._loop_conn
+    assert conn is not None
+    return conn.total_changes
+
+
+async def test_a_lone_append_commits_on_the_loop_and_is_on_disk(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    store = SqliteStore(path, commit_on_loop=True)
+    await store.open()
+    try:
+        await store.register_actor("a", "T")
+        before = direct_changes(store)
+        await store.append("a", 0, [msg("a", 1), msg("a", 2)])
+        assert direct_changes(store) > before  # the direct connection wrote it
+        assert on_disk(path, "a") == [1, 2]  # committed: another connection sees it
+        assert (await store.get_actor("a")).last_seq == 2  # type: ignore[union-attr]
+    finally:
+        await store.close()
+    assert store._loop_conn is None
+
+
+async def test_without_the_option_there_is_no_direct_connection(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "a.db")
+    await store.open()
+    try:
+        assert store._loop_conn is None
+    finally:
+        await store.close()
+
+
+async def test_concurrent_appends_still_share_transactions(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "a.db", commit_on_loop=True)
+    await store.open()
+    try:
+        ids = [f"w{i}" for i in range(40)]
+        for actor_id in ids:
+            await store.register_actor(actor_id, "T")
+        start = len(store.batch_sizes)
+
+        async def writer(actor_id: str) -> None:
+            for seq in range(1, 4):
+                await store.append(actor_id, seq - 1, [msg(actor_id, seq)])
+
+        async with anyio.create_task_group() as tg:
+            for actor_id in ids:
+                tg.start_soon(writer, actor_id)
+        batches = store.batch_sizes[start:]
+        assert sum(batches) == 120
+        # the leader waits for the others woken with it: they share its batch, which goes
+        # through aiosqlite's thread (a commit without an await would take them one by one)
+        assert max(batches) >= 20, batches
+        assert len(batches) <= 12, batches
+        for actor_id in ids:
+            assert [r.seq for r in await store.read(actor_id)] == [1, 2, 3]
+    finally:
+        await store.close()
+
+
+async def test_never_commits_inside_the_writers_open_transaction(tmp_path: Path) -> None:
+    """While the aiosqlite writer holds a transaction open (across awaits), a direct commit
+    would wait for SQLite's write lock that only the loop can release: it must go through
+    the writer instead (here: into that transaction, as every commit did before)."""
+    store = SqliteStore(tmp_path / "a.db", commit_on_loop=True, busy_timeout=0.2)
+    await store.open()
+    try:
+        await store.register_actor("a", "T")
+        writer = store._writer()
+        await writer.execute("BEGIN IMMEDIATE")
+        before = direct_changes(store)
+        with anyio.fail_after(5):
+            await store.append("a", 0, [msg("a", 1)])  # no "database is locked"
+        assert direct_changes(store) == before
+        await writer.execute("COMMIT")
+        assert on_disk(tmp_path / "a.db", "a") == [1]
+        await store.append("a", 1, [msg("a", 2)])  # and directly again afterwards
+        assert direct_changes(store) > before
+    finally:
+        await store.close()
+
+
+async def test_a_conflict_is_reported_as_without_the_option(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "a.db", commit_on_loop=True)
+    await store.open()
+    try:
+        await store.register_actor("a", "T")
+        await store.append("a", 0, [msg("a", 1)])
+        with pytest.raises(SequenceConflictError):
+            await store.append("a", 0, [msg("a", 1)])
+        assert [r.seq for r in await store.read("a")] == [1]
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_commit_on_loop_must_be_a_bool(tmp_path: Path, bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="commit_on_loop must be True or False"):
+        SqliteStore(tmp_path / "a.db", commit_on_loop=bad)  # type: ignore[arg-type]
+
+
+async def test_a_read_only_store_ignores_it(tmp_path: Path) -> None:
+    writer = SqliteStore(tmp_path / "a.db")
+    await writer.open()
+    await writer.close()
+    reader = SqliteStore(tmp_path / "a.db", read_only=True, commit_on_loop=True)
+    await reader.open()
+    try:
+        assert reader._loop_conn is None
+    finally:
+        await reader.close()
