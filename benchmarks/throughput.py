@@ -12,8 +12,10 @@ Measured in one run, on one machine:
   it ``Step(i)`` messages one after another (``ask`` with a ``message_id``; one ``ctx.call``
   per step; snapshots every 100 steps, the default). Steps/s over all actors, p50/p99 latency
   of ``ask``, and the store's commit batch sizes. With group commit (the ``SqliteStore``
-  default) and without (every append its own transaction, a benchmark-only subclass), and on
-  ``MemoryStore`` (the cost of the runtime without any I/O).
+  default) and without (every append its own transaction, a benchmark-only subclass), with
+  ``SqliteStore(commit_on_loop=True)`` (lone appends committed on the loop's thread), and on
+  ``MemoryStore`` (the cost of the runtime without any I/O). The one actor's sequential calls
+  run on the default, on ``commit_on_loop=True`` and on ``MemoryStore``.
 """
 
 from __future__ import annotations
@@ -477,7 +479,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "One message whose handler makes the calls one after another; each call's "
                 "intent must be durable before the tool runs, so one commit per call is the "
                 "floor. The ratios are to the raw one-row commit rate above and to the same "
-                "actor on `MemoryStore`.\n\n" + solo_table.markdown(),
+                "actor on `MemoryStore`. *commit_on_loop*: `SqliteStore(commit_on_loop=True)`, "
+                "which commits an append no other append shares a transaction with on the "
+                "event loop's thread (docs/tuning.md).\n\n" + solo_table.markdown(),
                 "## Concurrent actors\n\n"
                 f"About {args.steps:,} asks per line in total (at least 2 per actor), each actor "
                 "asked by its own client task one message after another (`ask` with a "
