@@ -51,14 +51,17 @@ def _start(url: str, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def _kill_after(proc: subprocess.Popen[str], marker: str, delay: float) -> bool:
-    """Wait for a line starting with ``marker``, then SIGKILL after ``delay``; False if the
-    process finished first."""
+def _kill_after(proc: subprocess.Popen[str], marker: str, delay: float, nth: int = 1) -> bool:
+    """Wait for the ``nth`` line starting with ``marker``, then SIGKILL after ``delay``;
+    False if the process finished first. (Counting lines, not only waiting, keeps the kill
+    inside the run however fast the machine and the runtime are.)"""
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith(marker):
-            time.sleep(delay)
-            break
+            nth -= 1
+            if nth <= 0:
+                time.sleep(delay)
+                break
     else:
         proc.wait()
         proc.stdout.close()
@@ -79,12 +82,16 @@ def test_sigkill_during_compaction_leaves_a_verifiable_recoverable_log(url: str)
     rng = random.Random(BASE_SEED)
     kills = 0
     for _ in range(soak(3)):  # background compaction after snapshots, killed anywhere
-        kills += _kill_after(_start(url, "run", str(STEPS)), "step", rng.uniform(0.0, 0.4))
+        # after 1-30 more steps (30+ remain in the 3 CI runs), 0-5 ms into the next one
+        nth = rng.randint(1, 30)
+        kills += _kill_after(
+            _start(url, "run", str(STEPS)), "step", rng.uniform(0.0, 0.005), nth=nth
+        )
     _finish(url, "run", str(STEPS))
     _finish(url, "fill", str(BIG))
     for _ in range(soak(3)):  # offline compaction, a few entries per transaction
         _finish(url, "fill", str(BIG + 1 + kills))  # one more step: a new snapshot range
-        kills += _kill_after(_start(url, "compact"), "compacting", rng.uniform(0.0, 0.3))
+        kills += _kill_after(_start(url, "compact"), "compacting", rng.uniform(0.0, 0.05))
     _finish(url, "compact")
     assert kills > 0, "no run was killed (all finished first)"
     anyio.run(_check, url)
