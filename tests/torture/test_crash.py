@@ -386,37 +386,29 @@ def test_kill_at_random_boundaries_and_moments(seed: int, tmp_path: Path, stores
 def test_kill_with_the_faster_durability_mode(seed: int, tmp_path: Path) -> None:
     """``durability="survive-process-crash"`` (synchronous=NORMAL) promises exactly this:
     a killed process loses nothing acknowledged. SQLite only: the mode is SQLite's."""
-    rng = random.Random(seed)
-    for i in range(soak(1)):
-        plans = mixed_plans(rng, 10, 0.6, 1.5)
-        _, got = _scenario(
-            Stores("sqlite"),
-            tmp_path,
-            f"normal-{i}",
-            seed,
-            plans,
-            durability="survive-process-crash",
-            jobs=LONG_JOBS,
-            tool_delay=TOOL_DELAY,
-        )
-        assert got.kills, f"seed {seed}: the first run finished before its kill"
+    _mixed_on_sqlite(seed, tmp_path, "normal", durability="survive-process-crash")
 
 
 def test_kill_with_commits_on_the_event_loop(seed: int, tmp_path: Path) -> None:
     """``SqliteStore(commit_on_loop=True)`` commits lone appends on the loop's thread, on a
     connection of its own: a killed process still loses nothing acknowledged, and every
     invariant holds across kills at boundaries and from outside. SQLite only."""
+    _mixed_on_sqlite(seed, tmp_path, "on-loop", commit_on_loop=True)
+
+
+def _mixed_on_sqlite(seed: int, tmp_path: Path, name: str, **options: Any) -> None:
+    """Mixed kills (boundaries and moments) on SQLite with store ``options``."""
     rng = random.Random(seed)
     for i in range(soak(1)):
         plans = mixed_plans(rng, 10, 0.6, 1.5)
         _, got = _scenario(
             Stores("sqlite"),
             tmp_path,
-            f"on-loop-{i}",
+            f"{name}-{i}",
             seed,
             plans,
             jobs=LONG_JOBS,
             tool_delay=TOOL_DELAY,
-            commit_on_loop=True,
+            **options,
         )
         assert got.kills, f"seed {seed}: the first run finished before its kill"
