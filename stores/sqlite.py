@@ -148,6 +148,13 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             )
         self.commit_on_loop = commit_on_loop
         self.path = os.fspath(path)
+        if self.path in ("", ":memory:"):
+            raise ConfigurationError(
+                f"SqliteStore needs a file path, not {self.path!r}: its writer and reader "
+                "connections must open the same database (an in-memory or temporary SQLite "
+                "database is private to one connection). Use MemoryStore for a store in "
+                "memory, or a file in a temporary directory."
+            )
         self.durability: Durability = durability
         self.read_only = read_only
         self.busy_timeout = busy_timeout
@@ -213,11 +220,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
                 await self._check_version(self._r)
                 return
             self._take_lock()
-            new = (
-                self.path == ":memory:"
-                or not os.path.exists(self.path)
-                or not os.path.getsize(self.path)
-            )
+            new = not os.path.exists(self.path) or not os.path.getsize(self.path)
             # shielded: a cancelled connect would leave aiosqlite's thread finishing it
             # for an event loop that may be gone, and a connection nobody closes
             with anyio.CancelScope(shield=True):
@@ -242,7 +245,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             self._r = r
             r.text_factory = _text
             await r.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
-            if self.commit_on_loop and self.path != ":memory:":
+            if self.commit_on_loop:
                 self._open_loop_conn(self.path, self.busy_timeout, sync)
         except sqlite3.Error as exc:
             await self.close()
@@ -258,7 +261,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
 
     def _take_lock(self) -> None:
         """Take the one-writer lock, or raise ``StoreLockedError`` naming its holder."""
-        if not _writelock.AVAILABLE or self.path == ":memory:" or self._lock_fd is not None:
+        if not _writelock.AVAILABLE or self._lock_fd is not None:
             return
         self._lock_fd = _writelock.take(self.path, self.lock_path)
 

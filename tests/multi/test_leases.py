@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import asyncpg
 import pytest
@@ -18,10 +20,10 @@ def _row(actor_id: str, seq: int) -> EntryRow:
     return make_row(actor_id, seq, "message", "m.T", 0, f"id-{seq}", b"{}")
 
 
-async def test_capability_flag_only_on_postgres(pg_store: PostgresStore, tmp_path: object) -> None:
+async def test_capability_flag_only_on_postgres(pg_store: PostgresStore, tmp_path: Path) -> None:
     assert pg_store.capabilities.leases
     assert not MemoryStore().capabilities.leases
-    assert not SqliteStore(":memory:").capabilities.leases
+    assert not SqliteStore(tmp_path / "a.db").capabilities.leases
 
 
 async def test_acquire_is_exclusive_and_bumps_the_token(pg_store: PostgresStore) -> None:

@@ -141,3 +141,11 @@ async def test_a_read_only_store_ignores_it(tmp_path: Path) -> None:
         assert reader._loop_conn is None
     finally:
         await reader.close()
+
+
+@pytest.mark.parametrize("path", [":memory:", ""])
+def test_an_in_memory_sqlite_database_is_refused_with_a_pointer(path: str) -> None:
+    """Its reader and writer connections would each see a database of their own (before,
+    the first read failed as 'damaged schema')."""
+    with pytest.raises(ConfigurationError, match="MemoryStore"):
+        SqliteStore(path)
