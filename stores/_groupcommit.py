@@ -7,7 +7,8 @@ transaction. So under load each transaction (and each fsync) carries every appen
 arrived while the previous one was in flight; with no load an append commits at once. With
 ``gather`` (SqliteStore) a new leader first lets the other ready tasks run once, so that
 appenders woken by the same event (a batch of replies, a burst of messages) join its batch
-instead of the next one.
+instead of the next one; ``"when_shared"`` does so only while batches are shared, so a lone
+appender (one actor's sequential calls) does not pay the extra turn of the event loop.
 
 A commit, once started, is shielded from cancellation: it is bounded, and abandoning it halfway
 would strand the other requests in the batch. A request whose caller is cancelled while it
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -46,6 +47,7 @@ def require_asyncio(what: str) -> None:
 
 
 T = TypeVar("T")
+Gather = Literal["never", "always", "when_shared"]
 
 
 class Request(Generic[T]):
@@ -72,13 +74,16 @@ class GroupCommitter(Generic[T]):
         commit: Callable[[Sequence[Request[T]]], Awaitable[None]],
         *,
         on_batch: Callable[[int], None] = report_commit,
-        gather: bool = False,
+        gather: Gather = "never",
     ) -> None:
         self._commit = commit
-        #: the leader lets the other ready tasks run once before it takes the queue, so
-        #: that appenders woken together share its batch even when ``commit`` does not
-        #: await (``SqliteStore(commit_on_loop=True)`` commits a lone request without one)
-        self.gather = gather
+        #: whether a new leader lets the other ready tasks run once before it takes the
+        #: queue, so that appenders woken together share its batch: ``"always"`` (needed
+        #: when ``commit`` may not await, as ``SqliteStore(commit_on_loop=True)`` with a lone
+        #: request: no one could ever join), ``"when_shared"`` (only after a batch of
+        #: several: a lone appender pays nothing), or ``"never"``
+        self.gather: Gather = gather
+        self._shared = False  # the last batch had more than one request
         #: told each batch's size before it is committed (telemetry)
         self._on_batch = on_batch
         self._queue: list[Request[T]] = []
@@ -92,7 +97,7 @@ class GroupCommitter(Generic[T]):
         if not self._busy:
             self._busy = True
             req.lead = True
-            if self.gather:
+            if self.gather == "always" or (self.gather == "when_shared" and self._shared):
                 await anyio.lowlevel.cancel_shielded_checkpoint()
         else:
             req.wake = anyio.Event()
@@ -115,6 +120,7 @@ class GroupCommitter(Generic[T]):
             while True:
                 batch, self._queue = self._queue, []
                 self.last_batch_size = len(batch)
+                self._shared = len(batch) > 1
                 self._on_batch(len(batch))
                 try:
                     await self._commit(batch)
