@@ -17,11 +17,15 @@ _NO_ASYNCPG = (
 )
 
 
+_FLAGS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
+
+
 def open_store(url: str, *, read_only: bool = False) -> Store:
     """Build (but do not open) the store a URL names.
 
     ``sqlite:///agents.db`` is relative to the working directory, ``sqlite:////var/agents.db``
-    absolute. ``?durability=survive-process-crash`` selects SQLite's faster mode.
+    absolute. ``?durability=survive-process-crash`` selects SQLite's faster mode,
+    ``?commit_on_loop=1`` commits lone appends on the event loop's thread (docs/tuning.md).
 
     Raises:
         StoreURLError: the URL does not parse or names an unknown scheme, or its driver is
@@ -54,9 +58,17 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
         durability = query.get("durability", ["fsync"])[0]
         if durability not in ("fsync", "survive-process-crash"):
             raise StoreURLError(url, f"unknown durability {durability!r}")
+        on_loop = query.get("commit_on_loop", ["0"])[0].lower()
+        if on_loop not in _FLAGS:
+            raise StoreURLError(url, f"commit_on_loop must be 1 or 0, not {on_loop!r}")
         from .sqlite import SqliteStore
 
-        return SqliteStore(path, durability=durability, read_only=read_only)  # type: ignore[arg-type]  # checked above
+        return SqliteStore(
+            path,
+            durability=durability,  # type: ignore[arg-type]  # checked above
+            read_only=read_only,
+            commit_on_loop=_FLAGS[on_loop],
+        )
     if scheme in ("postgresql", "postgres"):
         if not parts.hostname and not parts.path.strip("/"):
             raise StoreURLError(url, "no host or database")

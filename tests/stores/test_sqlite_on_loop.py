@@ -14,8 +14,9 @@ from pathlib import Path
 
 import anyio
 import pytest
+from actorlog import StoreURLError
 from actorlog.store import ConfigurationError, EntryRow, SequenceConflictError
-from actorlog.stores import SqliteStore
+from actorlog.stores import SqliteStore, open_store
 from actorlog.testing import make_entry
 
 pytestmark = pytest.mark.anyio
@@ -149,3 +150,19 @@ def test_an_in_memory_sqlite_database_is_refused_with_a_pointer(path: str) -> No
     the first read failed as 'damaged schema')."""
     with pytest.raises(ConfigurationError, match="MemoryStore"):
         SqliteStore(path)
+
+
+def test_store_urls_carry_the_sqlite_options(tmp_path: Path) -> None:
+    base = f"sqlite:///{tmp_path}/a.db"
+    plain = open_store(base)
+    assert isinstance(plain, SqliteStore)
+    assert (plain.commit_on_loop, plain.durability) == (False, "fsync")
+    both = open_store(base + "?commit_on_loop=1&durability=survive-process-crash")
+    assert isinstance(both, SqliteStore)
+    assert (both.commit_on_loop, both.durability) == (True, "survive-process-crash")
+    off = open_store(base + "?commit_on_loop=false")
+    assert isinstance(off, SqliteStore) and off.commit_on_loop is False
+    with pytest.raises(StoreURLError, match="commit_on_loop must be 1 or 0"):
+        open_store(base + "?commit_on_loop=maybe")
+    with pytest.raises(StoreURLError, match="unknown durability"):
+        open_store(base + "?durability=sometimes")
