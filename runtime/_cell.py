@@ -484,7 +484,7 @@ class Cell:
         commit: ask again.
         """
         seen = self.journal.seen
-        if not seen.complete:
+        if seen.state == "unloaded":
             await load_seen_ids(seen, self.store, self.actor_id)
         while True:
             seq = self.inflight_ids.get(message_id)

@@ -63,22 +63,31 @@ class _Layer:
 
 
 class SeenIds:
-    """A scalable Bloom filter of message ids.
+    """A scalable Bloom filter of message ids, with where it stands in ``state``:
 
-    ``complete`` is False until :meth:`load` has added every id the store held; before that
-    :meth:`surely_new` answers False (ask the store). ``loading`` marks a load in progress,
-    ``unavailable`` a log too big to load (the store is asked for every id).
+    * ``"unloaded"``: the store's ids are not in it yet; :meth:`surely_new` answers False
+      (ask the store). :func:`load_seen_ids` loads them at the first message with an id.
+    * ``"loading"``: that load is on its way (ids written meanwhile are added too).
+    * ``"complete"``: every id of the log is in it; :meth:`surely_new` can answer True.
+    * ``"given_up"``: the store cannot list its ids, or the log has more than
+      :data:`SEEN_IDS_LIMIT`: the layers are freed, adding is a no-op and the store is asked
+      for every id from now on.
     """
 
-    __slots__ = ("_layers", "complete", "loading", "unavailable")
+    __slots__ = ("_count", "_layers", "state")
 
     def __init__(self) -> None:
         self._layers = [_Layer(_FIRST_CAPACITY, _BITS_PER_ID)]
-        self.complete = False
-        self.loading = False
-        self.unavailable = False
+        self._count = 0
+        self.state = "unloaded"
 
     def add(self, message_id: str) -> None:
+        if self.state == "given_up":
+            return
+        self._count += 1
+        if self._count > SEEN_IDS_LIMIT:
+            self.give_up()  # a bounded filter: past the limit the store answers
+            return
         layer = self._layers[-1]
         if layer.count >= layer.capacity:
             bits_per_id = _BITS_PER_ID + _TIGHTEN * len(self._layers)
@@ -86,15 +95,17 @@ class SeenIds:
             self._layers.append(layer)
         layer.add(hash(message_id) & _MASK64)
 
-    def update(self, message_ids: Iterable[str]) -> None:
-        for message_id in message_ids:
-            self.add(message_id)
-
     def load(self, message_ids: Iterable[str]) -> None:
         """Add the ids the store held when read; the filter is complete from now on (the
         journal added every id written since, before and during the read)."""
-        self.update(message_ids)
-        self.complete = True
+        for message_id in message_ids:
+            self.add(message_id)
+        if self.state != "given_up":
+            self.state = "complete"
+
+    def give_up(self) -> None:
+        self.state = "given_up"
+        self._layers = []
 
     def maybe_seen(self, message_id: str) -> bool:
         h = hash(message_id) & _MASK64
@@ -102,35 +113,41 @@ class SeenIds:
 
     def surely_new(self, message_id: str) -> bool:
         """True only if the filter is complete and has never seen ``message_id``."""
-        return self.complete and not self.maybe_seen(message_id)
+        return self.state == "complete" and not self.maybe_seen(message_id)
 
     def __len__(self) -> int:
-        return sum(layer.count for layer in self._layers)
+        return self._count if self.state != "given_up" else 0
 
 
 async def load_seen_ids(seen: SeenIds, store: Any, actor_id: str) -> None:
-    """Load the ids of ``actor_id``'s log into ``seen`` once, if the store lists them
-    (:class:`~actorlog.store.MessageIdIndex`) and there are at most :data:`SEEN_IDS_LIMIT`.
+    """Load the ids of ``actor_id``'s log into an ``"unloaded"`` ``seen``, if the store lists
+    them (:class:`~actorlog.store.MessageIdIndex`) and there are at most
+    :data:`SEEN_IDS_LIMIT`; otherwise give up.
 
     Never raises a store failure: the caller asks the store for the id meanwhile (and meets
-    the failure there); the next call tries again. Cancellation propagates (nothing set).
+    the failure there) and ``seen`` stays ``"unloaded"``, so the next message tries again.
+    Cancellation propagates (also leaving it ``"unloaded"``).
     """
-    if seen.complete or seen.loading or seen.unavailable:
+    if seen.state != "unloaded":
         return
     # getattr, not isinstance(MessageIdIndex): a wrapper forwarding by __getattr__ counts
     list_ids: Callable[..., Awaitable[list[str] | None]] | None
     list_ids = getattr(store, "message_ids", None)
     if list_ids is None or SEEN_IDS_LIMIT <= 0:
-        seen.unavailable = True
+        seen.give_up()
         return
-    seen.loading = True
+    seen.state = "loading"
     try:
         ids = await list_ids(actor_id, limit=SEEN_IDS_LIMIT)
-    except Exception:
-        return
-    finally:
-        seen.loading = False
+    except BaseException as exc:
+        if seen.state == "loading":
+            seen.state = "unloaded"  # try again at the next message
+        if isinstance(exc, Exception):
+            return  # the store's failure: the caller's find_message meets it
+        raise  # cancellation
+    if seen.state != "loading":
+        return  # given up meanwhile (the log passed the limit while its ids were read)
     if ids is None:
-        seen.unavailable = True
+        seen.give_up()
     else:
         seen.load(ids)

@@ -83,7 +83,6 @@ class GroupCommitter(Generic[T]):
         #: request: no one could ever join), ``"when_shared"`` (only after a batch of
         #: several: a lone appender pays nothing), or ``"never"``
         self.gather: Gather = gather
-        self._shared = False  # the last batch had more than one request
         #: told each batch's size before it is committed (telemetry)
         self._on_batch = on_batch
         self._queue: list[Request[T]] = []
@@ -97,7 +96,8 @@ class GroupCommitter(Generic[T]):
         if not self._busy:
             self._busy = True
             req.lead = True
-            if self.gather == "always" or (self.gather == "when_shared" and self._shared):
+            shared = self.last_batch_size > 1
+            if self.gather == "always" or (self.gather == "when_shared" and shared):
                 await anyio.lowlevel.cancel_shielded_checkpoint()
         else:
             req.wake = anyio.Event()
@@ -120,7 +120,6 @@ class GroupCommitter(Generic[T]):
             while True:
                 batch, self._queue = self._queue, []
                 self.last_batch_size = len(batch)
-                self._shared = len(batch) > 1
                 self._on_batch(len(batch))
                 try:
                     await self._commit(batch)

@@ -28,12 +28,13 @@ from ._sql import ENTRY_COLS, entry_values
 if TYPE_CHECKING:
     import aiosqlite
 
-__all__ = ["MAX_ROWS_PER_STATEMENT", "SqliteCommits"]
+__all__ = ["MAX_ROWS_PER_STATEMENT", "Append", "SqliteCommits"]
 
 # SQLite >= 3.32 allows 32766 bound variables per statement; 8 per row.
 MAX_ROWS_PER_STATEMENT = 4000
 
-_Append = tuple[str, int, Sequence[EntryRow]]
+#: one append request: actor id, the seq it expects last, its rows
+Append = tuple[str, int, Sequence[EntryRow]]
 
 
 class SqliteCommits:
@@ -67,12 +68,12 @@ class SqliteCommits:
             except sqlite3.Error:
                 pass
 
-    async def _commit(self, batch: Sequence[Request[_Append]]) -> None:
+    async def _commit(self, batch: Sequence[Request[Append]]) -> None:
         """Commit a batch: one multi-row INSERT (one transaction) per chunk of requests."""
         self.batch_sizes.append(len(batch))
         if len(self.batch_sizes) > 1024:
             del self.batch_sizes[:512]
-        chunk: list[Request[_Append]] = []
+        chunk: list[Request[Append]] = []
         n = 0
         for req in batch:
             size = len(req.item[2])
@@ -84,7 +85,7 @@ class SqliteCommits:
         if chunk:
             await self._commit_chunk(chunk)
 
-    async def _commit_chunk(self, chunk: Sequence[Request[_Append]]) -> None:
+    async def _commit_chunk(self, chunk: Sequence[Request[Append]]) -> None:
         w = self._writer()
         rows = [row for req in chunk for row in req.item[2]]
         try:

@@ -69,7 +69,7 @@ from ._sql import (
     select_entries,
     snapshot_values,
 )
-from ._sqlite_commit import MAX_ROWS_PER_STATEMENT, SqliteCommits
+from ._sqlite_commit import MAX_ROWS_PER_STATEMENT, Append, SqliteCommits
 from ._sqlite_compact import SqliteCompaction
 from ._sqlite_schema import PRELUDE, SCHEMA, UNFINISHED, check_version
 from ._sqltimers import SqliteTimers
@@ -77,8 +77,6 @@ from ._sqltimers import SqliteTimers
 __all__ = ["SqliteStore"]
 
 Durability = Literal["fsync", "survive-process-crash"]
-
-_Append = tuple[str, int, Sequence[EntryRow]]
 
 
 class UndecodableText:
@@ -164,7 +162,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         # and 100 actors, fuller batches). Only while batches are shared on aiosqlite's
         # thread (a lone appender's extra loop turn cost sequential calls ~15%); always
         # with commit_on_loop, where a commit without an await would end group commit
-        self._committer: GroupCommitter[_Append] = GroupCommitter(
+        self._committer: GroupCommitter[Append] = GroupCommitter(
             self._commit, gather="always" if commit_on_loop else "when_shared"
         )
         self._registrar: GroupCommitter[tuple[str, str, float]] = GroupCommitter(self._register)

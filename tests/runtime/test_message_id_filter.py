@@ -68,7 +68,8 @@ def test_the_filter_never_forgets_an_id_and_rarely_imagines_one() -> None:
     seen = SeenIds()
     ids = [f"id-{i}-{random.random()}" for i in range(30_000)]  # many layers (1024, 2048, ...)
     seen.load(ids[:10_000])
-    seen.update(ids[10_000:])
+    for message_id in ids[10_000:]:  # written by the journal after the load
+        seen.add(message_id)
     assert len(seen) == 30_000
     assert all(seen.maybe_seen(i) for i in ids)  # no false negatives, ever
     assert not any(seen.surely_new(i) for i in ids)
@@ -83,6 +84,20 @@ def test_an_unloaded_filter_is_never_sure() -> None:
     assert not seen.surely_new("b")  # not complete: the store must be asked
     seen.load([])
     assert seen.surely_new("b") and not seen.surely_new("a")
+
+
+def test_a_filter_past_the_limit_gives_up_and_frees_its_layers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(seenids_module, "SEEN_IDS_LIMIT", 1000)
+    seen = SeenIds()
+    seen.load(f"a{i}" for i in range(1000))
+    assert seen.state == "complete" and seen.surely_new("zzz")
+    seen.add("one-too-many")  # a live log grows past the limit
+    assert seen.state == "given_up" and len(seen) == 0
+    assert not seen.surely_new("zzz")  # never sure again: the store answers
+    seen.add("more")  # a no-op now: nothing grows
+    assert len(seen) == 0 and not seen.maybe_seen("more")
 
 
 # -- in the runtime --------------------------------------------------------------------------
@@ -113,11 +128,16 @@ async def test_a_retried_id_still_gets_the_recorded_reply(make_store: StoreFacto
         assert await ref.ask(Add(0), message_id="probe") == 8
 
 
-async def test_ids_of_an_earlier_run_are_known_after_a_restart(make_store: StoreFactory) -> None:
+async def asked_before(make_store: StoreFactory, n: int, add: int) -> None:
+    """A first run of the system: ``Add(add)`` asked ``n`` times, as m0, m1, ..."""
     async with running(make_store()) as system:
         ref = await system.spawn(Counter, "c")
-        for i in range(5):
-            await ref.ask(Add(10), message_id=f"m{i}")
+        for i in range(n):
+            await ref.ask(Add(add), message_id=f"m{i}")
+
+
+async def test_ids_of_an_earlier_run_are_known_after_a_restart(make_store: StoreFactory) -> None:
+    await asked_before(make_store, 5, 10)
     store = GatedStore(make_store())
     async with running(store) as system:
         ref = await system.spawn(Counter, "c")
@@ -141,10 +161,7 @@ async def test_without_the_index_every_id_is_looked_up(make_store: StoreFactory)
 async def test_a_log_over_the_limit_keeps_the_store_lookup(
     make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with running(make_store()) as system:
-        ref = await system.spawn(Counter, "c")
-        for i in range(4):
-            await ref.ask(Add(1), message_id=f"m{i}")
+    await asked_before(make_store, 4, 1)
     monkeypatch.setattr(seenids_module, "SEEN_IDS_LIMIT", 3)
     store = GatedStore(make_store())
     async with running(store) as system:
@@ -154,6 +171,22 @@ async def test_a_log_over_the_limit_keeps_the_store_lookup(
         assert await ref.ask(Add(1), message_id="m3") == 4
         assert store.calls["message_ids"] == 1  # asked once: over the limit, not again
         assert store.calls["find_message"] == 7
+
+
+async def test_a_live_log_growing_past_the_limit_falls_back_to_the_store(
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(seenids_module, "SEEN_IDS_LIMIT", 5)
+    store = GatedStore(make_store())
+    async with running(store) as system:
+        ref = await system.spawn(Counter, "c")
+        for i in range(8):
+            await ref.ask(Add(1), message_id=f"m{i}")
+        assert system._cells["c"].journal.seen.state == "given_up"
+        before = store.calls["find_message"]
+        assert await ref.ask(Add(1), message_id="m1") == 2  # still answered from the log
+        assert await ref.ask(Add(1), message_id="fresh") == 9
+        assert store.calls["find_message"] == before + 2  # every id goes to the store
 
 
 async def test_a_failed_load_falls_back_and_is_tried_again(make_store: StoreFactory) -> None:

@@ -9,21 +9,30 @@ inside a transaction the aiosqlite writer has open, and bad input.
 from __future__ import annotations
 
 import sqlite3
-from contextlib import closing
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 
 import anyio
 import pytest
 from actorlog import StoreURLError
-from actorlog.store import ConfigurationError, EntryRow, SequenceConflictError
+from actorlog._kit import msg
+from actorlog.store import ConfigurationError, SequenceConflictError
 from actorlog.stores import SqliteStore, open_store
-from actorlog.testing import make_entry
 
 pytestmark = pytest.mark.anyio
 
 
-def msg(actor_id: str, seq: int) -> EntryRow:
-    return make_entry(actor_id, seq, "message", "tests.M", message_id=f"m-{seq}")
+@asynccontextmanager
+async def opened(store: SqliteStore, *actors: str) -> AsyncIterator[SqliteStore]:
+    """``store`` opened, with ``actors`` registered; closed afterwards."""
+    await store.open()
+    try:
+        for actor_id in actors:
+            await store.register_actor(actor_id, "T")
+        yield store
+    finally:
+        await store.close()
 
 
 def on_disk(path: Path, actor_id: str) -> list[int]:
@@ -40,36 +49,23 @@ def direct_changes(store: SqliteStore) -> int:
 
 async def test_a_lone_append_commits_on_the_loop_and_is_on_disk(tmp_path: Path) -> None:
     path = tmp_path / "a.db"
-    store = SqliteStore(path, commit_on_loop=True)
-    await store.open()
-    try:
-        await store.register_actor("a", "T")
+    async with opened(SqliteStore(path, commit_on_loop=True), "a") as store:
         before = direct_changes(store)
         await store.append("a", 0, [msg("a", 1), msg("a", 2)])
         assert direct_changes(store) > before  # the direct connection wrote it
         assert on_disk(path, "a") == [1, 2]  # committed: another connection sees it
         assert (await store.get_actor("a")).last_seq == 2  # type: ignore[union-attr]
-    finally:
-        await store.close()
     assert store._loop_conn is None
 
 
 async def test_without_the_option_there_is_no_direct_connection(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "a.db")
-    await store.open()
-    try:
+    async with opened(SqliteStore(tmp_path / "a.db")) as store:
         assert store._loop_conn is None
-    finally:
-        await store.close()
 
 
 async def test_concurrent_appends_still_share_transactions(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "a.db", commit_on_loop=True)
-    await store.open()
-    try:
-        ids = [f"w{i}" for i in range(40)]
-        for actor_id in ids:
-            await store.register_actor(actor_id, "T")
+    ids = [f"w{i}" for i in range(40)]
+    async with opened(SqliteStore(tmp_path / "a.db", commit_on_loop=True), *ids) as store:
         start = len(store.batch_sizes)
 
         async def writer(actor_id: str) -> None:
@@ -87,8 +83,6 @@ async def test_concurrent_appends_still_share_transactions(tmp_path: Path) -> No
         assert len(batches) <= 12, batches
         for actor_id in ids:
             assert [r.seq for r in await store.read(actor_id)] == [1, 2, 3]
-    finally:
-        await store.close()
 
 
 async def test_never_commits_inside_the_writers_open_transaction(tmp_path: Path) -> None:
@@ -96,9 +90,7 @@ async def test_never_commits_inside_the_writers_open_transaction(tmp_path: Path)
     would wait for SQLite's write lock that only the loop can release: it must go through
     the writer instead (here: into that transaction, as every commit did before)."""
     store = SqliteStore(tmp_path / "a.db", commit_on_loop=True, busy_timeout=0.2)
-    await store.open()
-    try:
-        await store.register_actor("a", "T")
+    async with opened(store, "a"):
         writer = store._writer()
         await writer.execute("BEGIN IMMEDIATE")
         before = direct_changes(store)
@@ -109,21 +101,14 @@ async def test_never_commits_inside_the_writers_open_transaction(tmp_path: Path)
         assert on_disk(tmp_path / "a.db", "a") == [1]
         await store.append("a", 1, [msg("a", 2)])  # and directly again afterwards
         assert direct_changes(store) > before
-    finally:
-        await store.close()
 
 
 async def test_a_conflict_is_reported_as_without_the_option(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "a.db", commit_on_loop=True)
-    await store.open()
-    try:
-        await store.register_actor("a", "T")
+    async with opened(SqliteStore(tmp_path / "a.db", commit_on_loop=True), "a") as store:
         await store.append("a", 0, [msg("a", 1)])
         with pytest.raises(SequenceConflictError):
             await store.append("a", 0, [msg("a", 1)])
         assert [r.seq for r in await store.read("a")] == [1]
-    finally:
-        await store.close()
 
 
 @pytest.mark.parametrize("bad", ["yes", 1, None])
@@ -133,15 +118,11 @@ def test_commit_on_loop_must_be_a_bool(tmp_path: Path, bad: object) -> None:
 
 
 async def test_a_read_only_store_ignores_it(tmp_path: Path) -> None:
-    writer = SqliteStore(tmp_path / "a.db")
-    await writer.open()
-    await writer.close()
+    async with opened(SqliteStore(tmp_path / "a.db")):
+        pass  # the file, with its schema
     reader = SqliteStore(tmp_path / "a.db", read_only=True, commit_on_loop=True)
-    await reader.open()
-    try:
+    async with opened(reader):
         assert reader._loop_conn is None
-    finally:
-        await reader.close()
 
 
 @pytest.mark.parametrize("path", [":memory:", ""])
