@@ -49,12 +49,13 @@ class SqliteCommits:
         def _writer(self) -> aiosqlite.Connection: ...
         def _error(self, what: str, exc: Exception) -> Exception: ...
 
-    def _open_loop_conn(self, path: str, busy_timeout: float, synchronous: str) -> None:
-        """Open the direct connection (after the schema exists), set like the writer."""
+    def _open_loop_conn(self, path: str, pragmas: Sequence[str]) -> None:
+        """Open the direct connection (after the schema exists) with the writer's
+        ``pragmas`` (its lock wait and its durability)."""
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
         try:
-            conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
-            conn.execute(f"PRAGMA synchronous={synchronous}")
+            for pragma in pragmas:
+                conn.execute(pragma)
         except BaseException:
             conn.close()
             raise

@@ -184,6 +184,16 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
     )
 
     @property
+    def _busy_pragma(self) -> str:
+        """Every connection's wait for another process's lock."""
+        return f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}"
+
+    @property
+    def _sync_pragma(self) -> str:
+        """Every writing connection's durability (``durability``)."""
+        return f"PRAGMA synchronous={'FULL' if self.durability == 'fsync' else 'NORMAL'}"
+
+    @property
     def lock_path(self) -> str:
         """The file whose ``flock`` a writable store holds while open (one runtime per file)."""
         return os.path.abspath(self.path) + "-actorlog.lock"
@@ -218,7 +228,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
                 uri = "file:" + os.path.abspath(self.path) + "?mode=ro"
                 self._r = await aiosqlite.connect(uri, uri=True, isolation_level=None)
                 self._r.text_factory = _text
-                await self._r.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+                await self._r.execute(self._busy_pragma)
                 await self._check_version(self._r)
                 return
             self._take_lock()
@@ -229,12 +239,11 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
                 w = await aiosqlite.connect(self.path, isolation_level=None)
             self._w = w
             w.text_factory = _text
-            await w.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+            await w.execute(self._busy_pragma)
             if new:  # an existing file keeps its mode (and a refused one stays unchanged)
                 await w.execute(PRELUDE)  # before WAL mode writes the header of a new file
             await self._when_not_busy(w, "PRAGMA journal_mode=WAL")
-            sync = "FULL" if self.durability == "fsync" else "NORMAL"
-            await w.execute(f"PRAGMA synchronous={sync}")
+            await w.execute(self._sync_pragma)
             await self._check_version(w)
             await w.executescript("BEGIN IMMEDIATE;" + SCHEMA + "COMMIT;")
             self._actorlog_schema = True
@@ -246,9 +255,10 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
                 r = await aiosqlite.connect(self.path, isolation_level=None)
             self._r = r
             r.text_factory = _text
-            await r.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+            await r.execute(self._busy_pragma)
             if self.commit_on_loop:
-                self._open_loop_conn(self.path, self.busy_timeout, sync)
+                # the writer's own settings: a commit is as durable on either connection
+                self._open_loop_conn(self.path, (self._busy_pragma, self._sync_pragma))
         except sqlite3.Error as exc:
             await self.close()
             if _is_corrupt(exc):
@@ -513,7 +523,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         view._r = conn
         view.read_only = True
         try:
-            await conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+            await conn.execute(self._busy_pragma)
             await conn.execute("BEGIN")
             yield view
         except sqlite3.Error as exc:

@@ -147,3 +147,21 @@ def test_store_urls_carry_the_sqlite_options(tmp_path: Path) -> None:
         open_store(base + "?commit_on_loop=maybe")
     with pytest.raises(StoreURLError, match="unknown durability"):
         open_store(base + "?durability=sometimes")
+
+
+@pytest.mark.parametrize(("durability", "level"), [("fsync", 2), ("survive-process-crash", 1)])
+async def test_the_direct_connection_is_as_durable_as_the_writer(
+    tmp_path: Path, durability: str, level: int
+) -> None:
+    """synchronous is per connection: FULL (2) or NORMAL (1), the same on both, and the same
+    lock wait."""
+    store = SqliteStore(tmp_path / "a.db", durability=durability, commit_on_loop=True)  # type: ignore[arg-type]
+    async with opened(store):
+        direct = store._loop_conn
+        assert direct is not None
+        writer = store._writer()
+        for pragma in ("synchronous", "busy_timeout"):
+            (mine,) = direct.execute(f"PRAGMA {pragma}").fetchone()
+            (theirs,) = next(iter(await writer.execute_fetchall(f"PRAGMA {pragma}")))
+            assert mine == theirs
+        assert direct.execute("PRAGMA synchronous").fetchone()[0] == level
