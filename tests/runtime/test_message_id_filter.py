@@ -91,11 +91,12 @@ def test_a_filter_past_the_limit_gives_up_and_frees_its_layers(
 ) -> None:
     monkeypatch.setattr(seenids_module, "SEEN_IDS_LIMIT", 1000)
     seen = SeenIds()
+    fresh = [f"new-{i}" for i in range(50)]  # (one id alone: a ~1% false positive)
     seen.load(f"a{i}" for i in range(1000))
-    assert seen.state == "complete" and seen.surely_new("zzz")
+    assert seen.state == "complete" and sum(map(seen.surely_new, fresh)) > 40
     seen.add("one-too-many")  # a live log grows past the limit
     assert seen.state == "given_up" and len(seen) == 0
-    assert not seen.surely_new("zzz")  # never sure again: the store answers
+    assert not any(map(seen.surely_new, fresh))  # never sure again: the store answers
     seen.add("more")  # a no-op now: nothing grows
     assert len(seen) == 0 and not seen.maybe_seen("more")
 
