@@ -133,6 +133,8 @@ class ToolCalls:
     open_tools: dict[str, tuple[str, str]]
     #: replaying a step an operator cancelled: its scope (see ``Context.stop``/``_expect``)
     cancel_replay: Any
+    #: effects of this step answered from the log (``actorlog.replay.effects_from_log``)
+    effects_from_log: int
 
     @property
     def actor_id(self) -> str:
@@ -465,6 +467,7 @@ class ToolCalls:
                             break
                         if isinstance(o.record, DecisionRecord):
                             attempt_event(span, o.record)
+                    self.effects_from_log += 1
                     return self._served(t, last)
             assert isinstance(last, DecisionRecord)  # results always settle
             if last.action == DecisionAction.RETRY:
