@@ -1,0 +1,33 @@
+"""examples/service.py (docs/service.md), as a test: a real uvicorn server owning one actor per
+conversation on SQLite, 20 conversations at once over HTTP (httpx), the server SIGKILLed while
+20 requests wait on their e-mails, then restarted: each interrupted e-mail is sent again with
+the same idempotency key, each retried request gets its reply, and a retry of an answered
+request gets the recorded reply without running anything again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "service.py"
+
+
+def test_service_killed_mid_request_resends_with_the_same_key_and_replays_replies(
+    tmp_path: Path,
+) -> None:
+    env = dict(os.environ, ACTORLOG_EXAMPLE_DIR=str(tmp_path))
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLE)], env=env, capture_output=True, text=True, timeout=200
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "round 1: 20 of 20 replied" in out.stdout
+    assert "SIGKILL (exit code -9)" in out.stdout
+    assert "round 2: 20 of 20 requests interrupted" in out.stdout
+    assert "retried round 2 requests that got their reply: 20 of 20" in out.stdout
+    assert "retried round 1 requests that got the recorded reply: 20 of 20" in out.stdout
+    # 40 e-mails once each; the 20 in doubt at the kill were sent twice with the same key
+    assert "e-mails at the provider: 40, attempts: 60 (20 re-sent, same key)" in out.stdout
+    assert "searches run: 40" in out.stdout
+    assert "OK:" in out.stdout
