@@ -130,7 +130,10 @@ async def post_message(request: Request) -> JSONResponse:
     key = request.headers.get("idempotency-key")
     if not key:
         return JSONResponse({"error": "an Idempotency-Key header is required"}, status_code=400)
-    body = await request.json()
+    try:
+        body = await request.json()
+    except ValueError:
+        body = None
     text = body.get("text") if isinstance(body, dict) else None
     if not isinstance(text, str):
         return JSONResponse({"error": 'the body must be {"text": "..."}'}, status_code=400)

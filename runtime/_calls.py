@@ -160,8 +160,8 @@ class ToolCalls:
 
     def _logged(self, plain: Any) -> Any:
         """The value (given as ``plain``) of the result or effect just written, decoded from
-        its bytes: the live path hands out exactly what replay will read (DESIGN.md section
-        10, live equals replay), and nothing that aliases the value given to the log. A
+        its bytes: the live path hands out exactly what replay will read (live equals replay,
+        docs/recovery.md), and nothing that aliases the value given to the log. A
         scalar decodes to itself: no decode for it."""
         if _codec.is_scalar(plain):
             return plain
