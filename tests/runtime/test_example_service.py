@@ -2,7 +2,8 @@
 conversation on SQLite, 20 conversations at once over HTTP (httpx), the server SIGKILLed while
 20 requests wait on their e-mails, then restarted: each interrupted e-mail is sent again with
 the same idempotency key, each retried request gets its reply, and a retry of an answered
-request gets the recorded reply without running anything again."""
+request gets the recorded reply without running anything again. Last, a SIGTERM while a
+request waits on its e-mail: the step finishes and the request gets its reply."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def test_service_killed_mid_request_resends_with_the_same_key_and_replays_replie
     assert "round 2: 20 of 20 requests interrupted" in out.stdout
     assert "retried round 2 requests that got their reply: 20 of 20" in out.stdout
     assert "retried round 1 requests that got the recorded reply: 20 of 20" in out.stdout
-    # 40 e-mails once each; the 20 in doubt at the kill were sent twice with the same key
-    assert "e-mails at the provider: 40, attempts: 60 (20 re-sent, same key)" in out.stdout
-    assert "searches run: 40" in out.stdout
+    assert "SIGTERM during a request: replied: the best answer to 'ferries'" in out.stdout
+    # 41 e-mails once each; the 20 in doubt at the kill were sent twice with the same key
+    assert "e-mails at the provider: 41, attempts: 61 (20 re-sent, same key)" in out.stdout
+    assert "searches run: 41" in out.stdout
     assert "OK:" in out.stdout
