@@ -34,13 +34,12 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import actorlog
 import anyio
 import anyio.to_thread
 import attrs
-import httpx
 from actorlog import Actor, ActorSystem, Context, tool
 from actorlog.errors import ActorlogError, ConfigurationError, HandlerError, InDoubtError
 from actorlog.stores import SqliteStore
@@ -48,6 +47,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+if TYPE_CHECKING:
+    import httpx  # the demo's client (the server does not need it)
 
 WORKDIR = Path(os.environ.get("ACTORLOG_EXAMPLE_DIR", tempfile.gettempdir())) / "actorlog-service"
 STORE = WORKDIR / "service.db"  # the actors' log
@@ -204,6 +206,7 @@ async def ask(client: httpx.AsyncClient, url: str, conv: str, key: str, text: st
 
 async def ask_all(url: str, round_: int, results: dict[str, str]) -> None:
     """Round ``round_`` of every conversation, at once; the replies go into ``results``."""
+    import httpx
 
     async def one(i: int) -> None:
         text = f"{'hotels' if round_ == 1 else 'trains'} in {CITIES[i % len(CITIES)]} #{i}"
@@ -218,6 +221,8 @@ async def ask_all(url: str, round_: int, results: dict[str, str]) -> None:
 
 
 async def ask_one(url: str, results: dict[str, str]) -> None:
+    import httpx
+
     async with httpx.AsyncClient() as client:
         try:
             results["c0"] = "replied: " + await ask(client, url, "c0", "c0-q3", "ferries")
