@@ -104,6 +104,12 @@ def _e(text: Any) -> str:
     return html.escape(clean(text), quote=True)
 
 
+def _e_lines(text: str) -> str:
+    """Pretty JSON for a ``<pre>``: its own line breaks kept (JSON escapes every control
+    character inside a string, so a raw newline is the formatter's), the rest as :func:`_e`."""
+    return "\n".join(_e(line) for line in text.split("\n"))
+
+
 def _when(ts: float | None) -> str:
     return "" if ts is None else when(ts)
 
@@ -125,7 +131,7 @@ def _value(value: Any, limit: int = 90) -> str:
     pretty = json_text(value, indent=2)
     return (
         f"<details><summary><code>{_e(_short(value, limit))}</code></summary>"
-        f"<pre>{_e(pretty)}</pre></details>"
+        f"<pre>{_e_lines(pretty)}</pre></details>"
     )
 
 

@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -20,7 +21,16 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import ops
-from .._errors import ActorlogError, ActorNotFoundError, ConfigurationError
+from .._errors import (
+    ActorlogError,
+    ActorNotFoundError,
+    AlreadyDecidedError,
+    ConfigurationError,
+    SequenceConflictError,
+    StoreError,
+    StoreLockedError,
+    WALError,
+)
 from .._html import CSS
 from ..ops.listing import SORTS, STATUSES
 from ..store import Store
@@ -173,10 +183,14 @@ def _guarded(fn: Handler) -> Handler:
             return await fn(request)
         except ActorNotFoundError as exc:
             return problem(request, exc, 404)
-        except ops.ForkRefusedError as exc:
-            return problem(request, exc, 409)
+        except (ops.ForkRefusedError, AlreadyDecidedError) as exc:
+            return problem(request, exc, 409)  # the log is not as the request expected
         except ConfigurationError as exc:
             return problem(request, exc, 400)
+        except (StoreLockedError, SequenceConflictError) as exc:
+            return problem(request, exc, 409)  # someone else writes: retry later
+        except (StoreError, WALError) as exc:
+            return problem(request, exc, 503)  # the store is missing, damaged or down
         except ActorlogError as exc:
             return problem(request, exc, 409)
 
@@ -189,6 +203,7 @@ def create_app(cfg: ServeConfig, *, store: Store | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        app.state.write_lock = anyio.Lock()
         if store is not None:
             app.state.store = store
             yield

@@ -33,7 +33,7 @@ ENDED = ("finished", "terminated")
 async def _writable(request: Request, what: str) -> AsyncIterator[Store]:
     """The store opened for writing, for one write; on SQLite a runtime's lock says so."""
     try:
-        async with ops.opened(_app.config_of(request).store_url, read_only=False) as store:
+        async with _app.writable(request) as store:
             yield store
     except StoreLockedError as exc:
         raise StoreLockedError(

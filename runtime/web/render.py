@@ -13,7 +13,7 @@ from starlette.responses import HTMLResponse
 
 from .. import ops
 from .._html import render_item, trace_link
-from .._term import ago, call_text, clean, duration, json_text, short, when
+from .._term import ago, call_text, clean, duration, in_doubt_text, json_text, short, when
 from .config import ServeConfig
 
 HERE = Path(__file__).parent
@@ -35,7 +35,7 @@ _env.filters.update(
         "duration": duration,
     }
 )
-_env.globals.update({"call_text": call_text})
+_env.globals.update({"call_text": call_text, "in_doubt_text": in_doubt_text})
 
 
 def page(
