@@ -38,6 +38,7 @@ from . import lifecycle, live, writes
 from .common import actor_id_param, config_of, int_param, problem, show, store_of
 from .config import ServeConfig
 from .render import step_links, timeline
+from .window import window
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -128,16 +129,20 @@ async def overview(request: Request) -> Response:
 
 
 async def actor_page(request: Request) -> Response:
+    """One page of the actor's timeline: the newest steps, or those before ``before`` (a
+    seq; the "older steps" link), never the whole log."""
     actor_id = actor_id_param(request)
-    h = await ops.history(store_of(request), actor_id)
+    cfg = config_of(request)
+    raw = request.query_params.get("before")
+    before = None if raw is None or raw == "" else int_param(request, "before")
+    w = await window(store_of(request), actor_id, size=cfg.timeline_entries, before=before)
     return show(
         request,
         "actor.html",
-        h=h,
-        a=h.actor,
-        timeline=timeline(h, config_of(request)),
-        steps=step_links(h, config_of(request)),
-        fingerprint=live.fingerprint(h),
+        w=w,
+        a=w.actor,
+        timeline=timeline(w, cfg),
+        steps=step_links(w, cfg),
         notice=request.query_params.get("notice"),
     )
 
@@ -237,4 +242,5 @@ def create_app(cfg: ServeConfig, *, store: Store | None = None) -> Starlette:
         middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=cfg.allowed_hosts))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.config = cfg
+    app.state.live = live.LiveClients()
     return app
