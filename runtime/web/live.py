@@ -115,8 +115,13 @@ async def stream(request: Request) -> Response:
                 if now != seen or since_check >= RECHECK_SECONDS:
                     data, new_after = await _update(store, cfg, actor_id, after, ctx)
                     since_check = 0.0
-                    if now != seen or data["items"] or data["head"] != last_head:
-                        seen, after, last_head = now, new_after, data["head"]
+                    if seen is None and not data["reset"] and new_after == after:
+                        # the page is as new as the log: nothing to send yet
+                        send = False
+                    else:
+                        send = now != seen or data["head"] != last_head
+                    seen, after, last_head = now, new_after, data["head"]
+                    if send:
                         yield _event("update", data)
                         quiet = 0.0
             except ActorlogError as exc:
