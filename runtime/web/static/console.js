@@ -21,9 +21,15 @@ function liveActorPage() {
         t.innerHTML = item.html;
         const node = t.content.firstElementChild;
         if (!node) continue;
+        // the update is the log's tail in order: an item sent again moves to its new place
+        // (a step that finished after a recovery stands after it)
         const shown = timeline.querySelector('[data-key="' + CSS.escape(item.key) + '"]');
-        if (shown) shown.replaceWith(node); else timeline.appendChild(node);
+        if (shown) shown.remove();
+        timeline.appendChild(node);
       }
+      if (data.reset) document.getElementById("first-shown").textContent = data.since + 1;
+      document.getElementById("last-shown").textContent = data.after;
+      document.getElementById("log-end").textContent = data.after;
       // a reconnect continues from what is shown
       src = src.replace(/after=[^&]*/, "after=" + encodeURIComponent(data.after));
       live.className = data.problem ? "live off" : "live on";
