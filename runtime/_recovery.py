@@ -50,7 +50,7 @@ from ._registry import Registry
 from ._snapshots import RecoveryCost
 from ._telemetry import ATTR, EVENT, SPAN, tracer
 from ._wal import Journal
-from .store import EntryRow, SnapshotInfo, Store, UnfinishedStore
+from .store import ActorRow, EntryRow, SnapshotInfo, Store, UnfinishedStore
 
 __all__ = [
     "PendingMessage",
@@ -109,6 +109,8 @@ class PendingMessage:
     sender: str | None
     trace: dict[str, str] | None
     recorded: list[Recorded] = attrs.Factory(list)
+    #: [F13] the incarnation id recorded in the message entry
+    incarnation: str | None = None
     #: the step's record if the step completed
     step: StepRecord | None = None
 
@@ -127,6 +129,9 @@ class Plan:
     state: Any = None
     #: Unix time the snapshot used was written, or the actor registered if none was
     snapshot_created_at: float = 0.0
+    #: [F13] the incarnation id recorded in the log's last message (None: an empty log, or
+    #: one whose last message was logged before incarnations existed)
+    incarnation: str | None = None
 
 
 def _verify_snapshot(info: SnapshotInfo, data: bytes, state_tag: str, schema_version: int) -> Any:
@@ -224,6 +229,7 @@ async def plan(
             body=m.body,
             sender=m.sender,
             trace=m.trace,
+            incarnation=m.incarnation,
         )
 
     # Messages logged before the snapshot's seq but not yet handled. The whole seq range
@@ -296,6 +302,7 @@ async def plan(
         raise CorruptEntryError(
             actor_id, expected, "seq chain", f"log ends at seq {expected - 1}, expected {last_seq}"
         )
+    incarnation = await _log_incarnation(store, actor, messages)
     ordered = [m for s, m in sorted(messages.items()) if s > handled]
     # Steps complete in message order; a completed step after an incomplete one is damage.
     seen_incomplete = False
@@ -315,7 +322,26 @@ async def plan(
         last_seq=max(last_seq, expected - 1),
         state=state,
         snapshot_created_at=created_at if isinstance(created_at, int | float) else 0.0,
+        incarnation=incarnation,
     )
+
+
+async def _log_incarnation(
+    store: Store, actor: ActorRow | None, messages: dict[int, PendingMessage]
+) -> str | None:
+    """[F13] The incarnation id the log's last message records: the one new messages of
+    this log carry on. Read from the messages recovery read, or else (a snapshot covers the
+    last message) from that one entry, verified; compaction always keeps it."""
+    last = max(messages) if messages else 0
+    if actor is not None and actor.last_message_seq > last:
+        seq = actor.last_message_seq
+        rows = await store.read(actor.actor_id, after_seq=seq - 1, upto_seq=seq)
+        if rows:
+            _codec.verify_row(rows[0], actor.actor_id, seq)
+            rec = decode_entry(rows[0])
+            return rec.incarnation if isinstance(rec, MessageRecord) else None
+        return None
+    return messages[last].incarnation if messages else None
 
 
 def _unreadable(actor_id: str) -> SnapshotInfo:
@@ -346,6 +372,8 @@ class Recovering(StepHost, Protocol):
     #: (finished | terminated, reason) once the actor ended (``_lifecycle``)
     ended: tuple[str, str] | None
     ready: anyio.Event
+    #: [F13] the incarnation id of this actor's log, written into every new message
+    incarnation: str | None
 
     async def load_options(self) -> None: ...
 
@@ -389,6 +417,8 @@ async def recover(cell: Recovering) -> None:
                 decode=lambda plain: _codec.structure(plain, state_type),
             )
             cell.journal = Journal(cell.store, cell.actor_id, found.last_seq)
+            # a new log (or one from before incarnations) starts its incarnation here
+            cell.incarnation = found.incarnation or _codec.new_incarnation()
             cell.actor.state = initial if found.state_data is None else found.state
             t_loaded = time.perf_counter()
             cell.handled_seq = found.handled_seq
@@ -492,7 +522,7 @@ def _log_recovered(cell: Recovering, r: RecoveryReport) -> None:
 
 
 def _envelope(cell: Recovering, m: PendingMessage) -> Envelope:
-    env = Envelope(m.seq, m.type_tag, None, m.message_id, m.trace)
+    env = Envelope(m.seq, m.type_tag, None, m.message_id, m.trace, incarnation=m.incarnation)
     try:
         env.message = cell.decode_message(m.type_tag, m.body)
     except ActorlogError as exc:
@@ -508,7 +538,7 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
             cell.handled_seq = m.seq  # live, the handler never ran either
             return
         raise
-    ctx = Context(cell, m.seq, m.recorded, complete=True)
+    ctx = Context(cell, m.seq, m.recorded, complete=True, incarnation=m.incarnation)
     step = m.step
     with tracer.start_as_current_span(
         SPAN.REPLAY_STEP,

@@ -245,7 +245,7 @@ async def _replay_actor(
                 continue  # live, its handler never ran either
             return done, Divergence(actor_id, tag, m.seq, None, m.type_tag, str(exc), str(exc))
         complete = m.step is not None
-        ctx = Context(host, m.seq, m.recorded, complete=complete)
+        ctx = Context(host, m.seq, m.recorded, complete=complete, incarnation=m.incarnation)
         try:
             with _tools.in_step(where):
                 await actor.receive(ctx, msg)
