@@ -6,15 +6,23 @@ from __future__ import annotations
 import re
 
 
-class Key:
+class Key(str):
     """Equal to the key of call ``index`` of the step of message ``seq`` of ``actor_id`` in
-    some incarnation: ``"{actor_id}:{16 hex digits}:{seq}:{index}"``."""
+    some incarnation: ``"{actor_id}:{16 hex digits}:{seq}:{index}"``. A ``str`` subclass, so
+    that ``"..." == Key(...)`` asks this class first (and type checkers accept it)."""
 
-    def __init__(self, actor_id: str, seq: int, index: int) -> None:
+    pattern: re.Pattern[str]
+
+    def __new__(cls, actor_id: str, seq: int, index: int) -> Key:
+        self = super().__new__(cls, f"{actor_id}:<incarnation>:{seq}:{index}")
         self.pattern = re.compile(rf"{re.escape(actor_id)}:[0-9a-f]{{16}}:{seq}:{index}")
+        return self
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, str) and self.pattern.fullmatch(other) is not None
+        return isinstance(other, str) and self.pattern.fullmatch(str.__str__(other)) is not None
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
 
     def __hash__(self) -> int:
         return hash(self.pattern.pattern)
