@@ -18,6 +18,7 @@ from . import (
     _codec,
     _lifecycle,
     _logs,
+    _query,
     _records,
     _recovery,
     _snapshots,
@@ -135,6 +136,9 @@ class Cell:
         self.journal = Journal(self.store, actor_id, 0)
         #: [F13] this log's incarnation id (recovery reads it back, or starts one)
         self.incarnation: str | None = None
+        #: held by each step, and by each query (``_query``): a query never sees a step's
+        #: half-done state; waiting queries go first when the step ends (a fair lock)
+        self.step_lock = anyio.Lock()
         self.status = "starting"
         self.error: BaseException | None = None
         self.ready = anyio.Event()
@@ -543,6 +547,17 @@ class Cell:
     def outcome(self, seq: int, step: StepRecord) -> tuple[Any, BaseException | None]:
         return step_outcome(self.actor_id, seq, step, self.reply_type)
 
+    async def query(self, query: Any) -> Any:
+        """Run a read-only query on a copy of the state, between steps (``_query.run``)."""
+        if not self.ready.is_set():
+            await self.ready.wait()
+        self.check_usable()
+        async with self.step_lock:
+            self.check_usable()
+            return await _query.run(
+                self.cls, self.actor_id, self.actor.state, query, where=self.where
+            )
+
     # -- the step loop ---------------------------------------------------------------------
 
     async def _loop(self) -> None:
@@ -570,7 +585,8 @@ class Cell:
                 continue
             self.status = "running"
             self.last_active = time.monotonic()
-            await _step.handle(self, env)
+            async with self.step_lock:  # queries run between steps, never during one
+                await _step.handle(self, env)
 
     def prune_inflight(self) -> None:
         """Forget the ids of messages both handled and durable (a retry finds those in the

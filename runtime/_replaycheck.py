@@ -141,6 +141,9 @@ class _NoMessenger:
     async def _deliver(self, *args: Any, **kwargs: Any) -> Any:
         raise _ReachedLive
 
+    async def _query(self, *args: Any, **kwargs: Any) -> Any:
+        raise _ReachedLive
+
     def status(self, actor_id: str) -> str:
         return "unknown"
 

@@ -42,6 +42,9 @@ class NotHappened:
 _STEP: contextvars.ContextVar[str | None] = contextvars.ContextVar("actorlog_step", default=None)
 #: the same, for the runtime's hot paths: ``token = STEP.set(where)`` ... ``STEP.reset(token)``
 STEP = _STEP
+#: the actor a read-only query runs for (``_query``), or None
+_QUERY: contextvars.ContextVar[str | None] = contextvars.ContextVar("actorlog_query", default=None)
+QUERY = _QUERY
 
 
 class _StepMark:
@@ -226,6 +229,10 @@ class Tool(Generic[P, R]):
         where = _STEP.get()
         if where is not None:
             raise ToolCalledDirectlyError(self.name, where)
+        if _QUERY.get() is not None:
+            from ._query import refuse_in_query
+
+            refuse_in_query(f"called tool {self.name!r}")
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:

@@ -41,5 +41,7 @@ class EffectId(Key):
     message id, a ``send_later`` timer id): ``"{actor_id}/{16 hex}/{seq}/{index}"``, after
     ``prefix`` (``"timer:"`` for the message a timer delivers)."""
 
-    def __init__(self, actor_id: str, seq: int, index: int, *, prefix: str = "") -> None:
+    def __new__(cls, actor_id: str, seq: int, index: int, *, prefix: str = "") -> EffectId:
+        self = str.__new__(cls, f"{prefix}{actor_id}/<incarnation>/{seq}/{index}")
         self.pattern = re.compile(rf"{re.escape(prefix + actor_id)}/[0-9a-f]{{16}}/{seq}/{index}")
+        return self
