@@ -162,3 +162,18 @@ async def test_read_state_leaves_out_an_unfinished_step(make_store: StoreFactory
             await STARTED.setdefault("x", anyio.Event()).wait()
             assert (await system.read_state(Keeper, "k")).items == ["A"]  # x is half done
             tg.cancel_scope.cancel()
+
+
+async def test_read_state_runs_no_tool_of_an_interrupted_step(make_store: StoreFactory) -> None:
+    """A log whose last step was interrupted inside an idempotent write (in doubt): the
+    durable state holds the completed step only, and the write is not re-run."""
+    from tests.upgrading.agents import KEYS, Notes, Payer
+    from tests.upgrading.test_incarnation_keys import _load_old_log
+
+    KEYS.clear()
+    await _load_old_log(make_store())
+    async with ActorSystem(make_store(), actors=[]) as system:  # recovers nothing
+        state = await system.read_state(Payer, "pay-1")
+        assert isinstance(state, Notes) and state.answers == ["charged q1"]
+        assert await _last_seq(system, "pay-1") == 6
+    assert KEYS == []
