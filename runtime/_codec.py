@@ -6,7 +6,7 @@ Everything here is specified in ``docs/FORMAT.md``; the ``[Fn]`` tags cite it.
 from __future__ import annotations
 
 import json
-import secrets
+import os
 import struct
 import uuid
 import zlib
@@ -511,7 +511,7 @@ def log_start_checksum(actor_id: str, first_seq: int) -> int:
 
 def new_incarnation() -> str:
     """[F13] A fresh incarnation id for a log that starts: 16 random hex digits."""
-    return secrets.token_hex(8)
+    return os.urandom(8).hex()
 
 
 def new_message_id() -> str:

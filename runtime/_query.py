@@ -19,9 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from . import _codec, _names, _recovery, _tools
-from ._calls import is_call_error
-from ._context import Context
+from . import _codec, _tools
 from ._errors import ActorNotFoundError, ConfigurationError, ReadOnlyQueryError
 
 if TYPE_CHECKING:
@@ -125,7 +123,11 @@ async def durable_state(
         ConfigurationError: the actor is of another class.
         CorruptEntryError, LogCompactedError, NonDeterminismError: as recovery would.
     """
-    from . import _replaycheck  # its read-only host; imported here: it imports the core
+    # imported here: ``import actorlog`` (which imports this module for ``ActorRef``) stays
+    # light (tests/runtime/test_lazy_imports.py); _replaycheck has the read-only host
+    from . import _names, _recovery, _replaycheck
+    from ._calls import is_call_error
+    from ._context import Context
 
     row = await store.get_actor(actor_id)
     if row is None:
