@@ -18,7 +18,6 @@ from . import (
     _codec,
     _lifecycle,
     _logs,
-    _query,
     _records,
     _recovery,
     _snapshots,
@@ -136,9 +135,7 @@ class Cell:
         self.journal = Journal(self.store, actor_id, 0)
         #: [F13] this log's incarnation id (recovery reads it back, or starts one)
         self.incarnation: str | None = None
-        #: held by each step, and by each query (``_query``): a query never sees a step's
-        #: half-done state; waiting queries go first when the step ends (a fair lock)
-        self.step_lock = anyio.Lock()
+        self.step_lock = anyio.Lock()  # held by each step and each query (_query.Queryable)
         self.status = "starting"
         self.error: BaseException | None = None
         self.ready = anyio.Event()
@@ -419,9 +416,8 @@ class Cell:
             else:
                 message_id = _codec.new_message_id()
             trace = _telemetry.inject()
-            payload = _records.message_payload(
-                body, sender=sender, trace=trace, incarnation=self.incarnation
-            )
+            inc = self.incarnation
+            payload = _records.message_payload(body, sender=sender, trace=trace, incarnation=inc)
             if self.passivating or self.done.is_set():
                 raise Moved  # checked with no await before the write: no post is lost
             try:
@@ -546,17 +542,6 @@ class Cell:
 
     def outcome(self, seq: int, step: StepRecord) -> tuple[Any, BaseException | None]:
         return step_outcome(self.actor_id, seq, step, self.reply_type)
-
-    async def query(self, query: Any) -> Any:
-        """Run a read-only query on a copy of the state, between steps (``_query.run``)."""
-        if not self.ready.is_set():
-            await self.ready.wait()
-        self.check_usable()
-        async with self.step_lock:
-            self.check_usable()
-            return await _query.run(
-                self.cls, self.actor_id, self.actor.state, query, where=self.where
-            )
 
     # -- the step loop ---------------------------------------------------------------------
 

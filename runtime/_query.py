@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
 import attrs
 
 from . import _codec, _tools
@@ -24,50 +26,30 @@ from ._errors import ActorNotFoundError, ConfigurationError, ReadOnlyQueryError
 
 if TYPE_CHECKING:
     from ._actor import Actor
+    from ._ownership import Ownership
     from ._registry import Registry
     from .store import Store
 
-__all__ = ["check_query", "durable_state", "refuse_in_query", "refuse_in_step", "run"]
-
-#: the actor a query runs for (None outside queries); kept in ``_tools``, which checks it
-_QUERY = _tools.QUERY
+__all__ = ["Queries", "durable_state", "run"]
 
 
-def refuse_in_query(what: str) -> None:
-    """Raise ``ReadOnlyQueryError`` if called from inside a query (an effect it attempts)."""
-    where = _QUERY.get()
-    if where is not None:
-        raise ReadOnlyQueryError(where, what)
+class Queryable(Protocol):
+    """What a query needs of a live actor (``Cell``)."""
 
+    cls: type[Actor[Any]]
+    actor_id: str
+    actor: Actor[Any]
+    ready: anyio.Event
+    #: held by each step and each query: a query never sees a step's half-done state;
+    #: queries waiting when a step ends go first (a fair lock)
+    step_lock: anyio.Lock
+    holds: int
+    last_active: float
 
-def refuse_in_step(actor_id: str) -> None:
-    """A handler may not query: the answer is not logged, so its replay could differ.
+    @property
+    def where(self) -> str: ...
 
-    Raises:
-        ConfigurationError: called inside a handler's step.
-    """
-    where = _tools.STEP.get()
-    if where is not None:
-        raise ConfigurationError(
-            f"ref.query() of actor {actor_id!r} was called inside the handler of {where}; its "
-            "answer would not be logged, so a replay could see another one. Ask the actor "
-            "through a logged effect instead (ctx.send, or a tool)"
-        )
-
-
-def check_query(query: object) -> None:
-    """A query is a message instance (an attrs class, handled by ``on_query``) or a
-    function of the state.
-
-    Raises:
-        ConfigurationError: anything else.
-    """
-    if attrs.has(type(query)) or callable(query):
-        return
-    raise ConfigurationError(
-        "ref.query() takes a query message (an attrs instance, handled by the actor's "
-        f"on_query) or a function of the state, not {type(query).__qualname__}"
-    )
+    def check_usable(self) -> None: ...
 
 
 def _encoded(state: Any) -> str:
@@ -84,8 +66,8 @@ async def run(cls: type[Actor[Any]], actor_id: str, state: Any, query: Any, *, w
     """
     copy = _codec.structure(_codec.to_plain(state, "state"), type(state))
     before = _encoded(copy)
-    token = _QUERY.set(where)
-    step = _tools.STEP.set(None)  # a query from inside a handler is its own scope
+    token = _tools.QUERY.set(where)
+    step = _tools.STEP.set(None)  # a query from inside a tool is its own scope
     try:
         if attrs.has(type(query)):
             handler = getattr(cls, "on_query", None)
@@ -105,10 +87,81 @@ async def run(cls: type[Actor[Any]], actor_id: str, state: Any, query: Any, *, w
                 result = await result
     finally:
         _tools.STEP.reset(step)
-        _QUERY.reset(token)
+        _tools.QUERY.reset(token)
     if _encoded(copy) != before:
         raise ReadOnlyQueryError(where, "changed the state (a query runs on a copy: nothing kept)")
     return result
+
+
+async def _in_cell(cell: Queryable, query: Any) -> Any:
+    """Run a query on the live actor's current state, between two of its steps."""
+    if not cell.ready.is_set():
+        await cell.ready.wait()
+    cell.check_usable()
+    async with cell.step_lock:
+        cell.check_usable()
+        return await run(cell.cls, cell.actor_id, cell.actor.state, query, where=cell.where)
+
+
+class _SystemParts(Protocol):
+    store: Store
+    registry: Registry
+    _ownership: Ownership | None
+
+    def _check_open(self) -> Any: ...
+
+    async def _cell(self, cls: type[Actor[Any]], actor_id: str) -> Any: ...
+
+    async def read_state(self, cls: type[Actor[Any]], actor_id: str) -> Any: ...
+
+
+class Queries:
+    """``ActorSystem.read_state`` and the system's side of ``ActorRef.query`` (mixed in)."""
+
+    async def _query(
+        self: _SystemParts,
+        cls: type[Actor[Any]],
+        actor_id: str,
+        query: Any,
+        *,
+        timeout: float | None,
+    ) -> Any:
+        """On the live state of the actor's cell here (started if needed), or, when another
+        runtime owns it (or this is a client), on its last durable state."""
+        with anyio.fail_after(timeout):
+            own = self._ownership
+            if own is not None and not await own.route(cls, actor_id):
+                state = await self.read_state(cls, actor_id)
+                where = f"{cls.__qualname__} (actor {actor_id!r}, durable state)"
+                return await run(cls, actor_id, state, query, where=where)
+            cell: Queryable = await self._cell(cls, actor_id)
+            try:
+                return await _in_cell(cell, query)
+            finally:
+                cell.holds -= 1
+                cell.last_active = time.monotonic()
+
+    async def read_state(self: _SystemParts, cls: type[Actor[Any]], actor_id: str) -> Any:
+        """The actor's last durable state, read from the store, whether or not it is loaded
+        (here or on another runtime): its newest valid snapshot plus the completed steps
+        logged after it, replayed with every effect served from the log. No tool runs,
+        nothing is written, no lease is taken, the actor is not started. A step in progress
+        (or interrupted by a crash) is not in it, nor are messages not yet handled. The
+        state returned is a fresh object: changing it changes nothing stored.
+
+        A cancellation point (it only reads).
+
+        Raises:
+            ActorNotFoundError: no actor ``actor_id`` in the store.
+            ConfigurationError: the actor was created with another class.
+            CorruptEntryError, LogCompactedError, NonDeterminismError: as its recovery would
+                (damage in the log; a log whose start was compacted away without a usable
+                snapshot; handler code that no longer replays the recorded steps).
+        """
+        self._check_open()
+        _codec.validate_actor_id(actor_id)
+        self.registry.register(cls)
+        return await durable_state(self.store, self.registry, cls, actor_id)
 
 
 async def durable_state(

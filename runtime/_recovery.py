@@ -32,6 +32,7 @@ from ._errors import (
     StoreClosedError,
     StoreUnavailableError,
 )
+from ._incarnation import log_incarnation
 from ._mailbox import Envelope
 from ._records import (
     DecisionRecord,
@@ -50,7 +51,7 @@ from ._registry import Registry
 from ._snapshots import RecoveryCost
 from ._telemetry import ATTR, EVENT, SPAN, tracer
 from ._wal import Journal
-from .store import ActorRow, EntryRow, SnapshotInfo, Store, UnfinishedStore
+from .store import EntryRow, SnapshotInfo, Store, UnfinishedStore
 
 __all__ = [
     "PendingMessage",
@@ -302,7 +303,8 @@ async def plan(
         raise CorruptEntryError(
             actor_id, expected, "seq chain", f"log ends at seq {expected - 1}, expected {last_seq}"
         )
-    incarnation = await _log_incarnation(store, actor, messages)
+    last = max(messages) if messages else 0
+    inc = await log_incarnation(store, actor, last, messages[last].incarnation if last else None)
     ordered = [m for s, m in sorted(messages.items()) if s > handled]
     # Steps complete in message order; a completed step after an incomplete one is damage.
     seen_incomplete = False
@@ -322,26 +324,8 @@ async def plan(
         last_seq=max(last_seq, expected - 1),
         state=state,
         snapshot_created_at=created_at if isinstance(created_at, int | float) else 0.0,
-        incarnation=incarnation,
+        incarnation=inc,
     )
-
-
-async def _log_incarnation(
-    store: Store, actor: ActorRow | None, messages: dict[int, PendingMessage]
-) -> str | None:
-    """[F13] The incarnation id the log's last message records: the one new messages of
-    this log carry on. Read from the messages recovery read, or else (a snapshot covers the
-    last message) from that one entry, verified; compaction always keeps it."""
-    last = max(messages) if messages else 0
-    if actor is not None and actor.last_message_seq > last:
-        seq = actor.last_message_seq
-        rows = await store.read(actor.actor_id, after_seq=seq - 1, upto_seq=seq)
-        if rows:
-            _codec.verify_row(rows[0], actor.actor_id, seq)
-            rec = decode_entry(rows[0])
-            return rec.incarnation if isinstance(rec, MessageRecord) else None
-        return None
-    return messages[last].incarnation if messages else None
 
 
 def _unreadable(actor_id: str) -> SnapshotInfo:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Generic, Protocol, TypeVar
 
-from . import _codec, _query
+import attrs
+
+from . import _codec
+from ._errors import ConfigurationError
+from ._tools import refuse_in_query, refuse_query_in_step
 
 __all__ = ["ActorRef", "Messenger"]
 
@@ -55,7 +59,7 @@ class ActorRef(Generic[A]):
                 (no lone surrogates), or is too long; nothing was written.
         """
         _codec.validate_message_id(message_id)
-        _query.refuse_in_query(f"sent a message to actor {self.actor_id!r}")
+        refuse_in_query(f"sent a message to actor {self.actor_id!r}")
         await self.system._deliver(
             self.cls, self.actor_id, msg, message_id=message_id, sender=None, want_reply=False
         )
@@ -79,7 +83,7 @@ class ActorRef(Generic[A]):
                 handled; ask again with the same ``message_id`` to get the reply).
         """
         _codec.validate_message_id(message_id)
-        _query.refuse_in_query(f"asked actor {self.actor_id!r}")
+        refuse_in_query(f"asked actor {self.actor_id!r}")
         return await self.system._deliver(
             self.cls,
             self.actor_id,
@@ -115,9 +119,13 @@ class ActorRef(Generic[A]):
             TimeoutError: no answer within ``timeout`` seconds (a running step is slow).
             Exception: whatever the query itself raised, as it raised it.
         """
-        _query.check_query(query)
-        _query.refuse_in_query(f"queried actor {self.actor_id!r}")
-        _query.refuse_in_step(self.actor_id)
+        if not (attrs.has(type(query)) or callable(query)):
+            raise ConfigurationError(
+                "ref.query() takes a query message (an attrs instance, handled by the actor's "
+                f"on_query) or a function of the state, not {type(query).__qualname__}"
+            )
+        refuse_in_query(f"queried actor {self.actor_id!r}")
+        refuse_query_in_step(self.actor_id)
         return await self.system._query(self.cls, self.actor_id, query, timeout=timeout)
 
     @property

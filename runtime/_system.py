@@ -16,7 +16,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from . import _codec, _decisions, _names, _options, _query, _recovery, _restart, _telemetry
+from . import _codec, _decisions, _names, _options, _recovery, _restart, _telemetry
 from ._actor import Actor
 from ._cell import Cell
 from ._errors import (
@@ -34,6 +34,7 @@ from ._mailbox import Moved, Reply
 from ._options import SpawnOptions
 from ._ownership import Ownership
 from ._passivation import KeyedLock, Passivator
+from ._query import Queries
 from ._recovery import RecoveryReport
 from ._ref import ActorRef
 from ._registry import Registry
@@ -47,7 +48,7 @@ A = TypeVar("A", bound=Actor[Any])
 _MISSING: Any = object()
 
 
-class ActorSystem(Lifecycle, SystemTimers):
+class ActorSystem(Lifecycle, SystemTimers, Queries):
     """Runs actors over one store.
 
     ::
@@ -481,46 +482,6 @@ class ActorSystem(Lifecycle, SystemTimers):
             finally:
                 cell.holds -= 1
                 cell.last_active = time.monotonic()
-
-    async def _query(
-        self, cls: type[Actor[Any]], actor_id: str, query: Any, *, timeout: float | None
-    ) -> Any:
-        """``ActorRef.query``: on the live state of the actor's cell here (started if
-        needed), or, when another runtime owns it, on its last durable state."""
-        with anyio.fail_after(timeout):
-            own = self._ownership
-            if own is not None and not await own.route(cls, actor_id):
-                state = await self.read_state(cls, actor_id)
-                where = f"{cls.__qualname__} (actor {actor_id!r}, durable state)"
-                return await _query.run(cls, actor_id, state, query, where=where)
-            cell = await self._cell(cls, actor_id)
-            try:
-                return await cell.query(query)
-            finally:
-                cell.holds -= 1
-                cell.last_active = time.monotonic()
-
-    async def read_state(self, cls: type[Actor[Any]], actor_id: str) -> Any:
-        """The actor's last durable state, read from the store, whether or not it is loaded
-        (here or on another runtime): its newest valid snapshot plus the completed steps
-        logged after it, replayed with every effect served from the log. No tool runs,
-        nothing is written, no lease is taken, the actor is not started. A step in progress
-        (or interrupted by a crash) is not in it, nor are messages not yet handled. The
-        state returned is a fresh object: changing it changes nothing stored.
-
-        A cancellation point (it only reads).
-
-        Raises:
-            ActorNotFoundError: no actor ``actor_id`` in the store.
-            ConfigurationError: the actor was created with another class.
-            CorruptEntryError, LogCompactedError, NonDeterminismError: as its recovery would
-                (damage in the log; a log whose start was compacted away without a usable
-                snapshot; handler code that no longer replays the recorded steps).
-        """
-        self._check_open()
-        _codec.validate_actor_id(actor_id)
-        self.registry.register(cls)
-        return await _query.durable_state(self.store, self.registry, cls, actor_id)
 
     @property
     def active_actors(self) -> int:
