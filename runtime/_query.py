@@ -22,7 +22,12 @@ import anyio
 import attrs
 
 from . import _codec, _tools
-from ._errors import ActorNotFoundError, ConfigurationError, ReadOnlyQueryError
+from ._errors import (
+    ActorFinishedError,
+    ActorNotFoundError,
+    ConfigurationError,
+    ReadOnlyQueryError,
+)
 
 if TYPE_CHECKING:
     from ._actor import Actor
@@ -45,6 +50,8 @@ class Queryable(Protocol):
     step_lock: anyio.Lock
     holds: int
     last_active: float
+    #: (``finished`` | ``terminated``, reason) once the actor ended: still queryable
+    ended: tuple[str, str] | None
 
     @property
     def where(self) -> str: ...
@@ -97,9 +104,11 @@ async def _in_cell(cell: Queryable, query: Any) -> Any:
     """Run a query on the live actor's current state, between two of its steps."""
     if not cell.ready.is_set():
         await cell.ready.wait()
-    cell.check_usable()
-    async with cell.step_lock:
+    if cell.ended is None:  # an ended actor runs no more steps; its state stays readable
         cell.check_usable()
+    async with cell.step_lock:
+        if cell.ended is None:
+            cell.check_usable()
         return await run(cell.cls, cell.actor_id, cell.actor.state, query, where=cell.where)
 
 
@@ -130,11 +139,15 @@ class Queries:
         runtime owns it (or this is a client), on its last durable state."""
         with anyio.fail_after(timeout):
             own = self._ownership
-            if own is not None and not await own.route(cls, actor_id):
+            try:
+                remote = own is not None and not await own.route(cls, actor_id)
+                cell: Queryable | None = None if remote else await self._cell(cls, actor_id)
+            except ActorFinishedError:  # ended, not loaded: its last state is in the log
+                cell = None
+            if cell is None:
                 state = await self.read_state(cls, actor_id)
                 where = f"{cls.__qualname__} (actor {actor_id!r}, durable state)"
                 return await run(cls, actor_id, state, query, where=where)
-            cell: Queryable = await self._cell(cls, actor_id)
             try:
                 return await _in_cell(cell, query)
             finally:

@@ -44,6 +44,12 @@ class Tamper:
     how: str  # "append" | "tool" | "send"
 
 
+@message(name="query.stop")
+@attrs.frozen
+class Stop:
+    why: str
+
+
 @attrs.define
 class Items:
     items: list[str] = attrs.Factory(list)
@@ -56,8 +62,10 @@ async def lookup(item: str) -> str:
 
 
 class Keeper(Actor[Items], name="query.keeper"):
-    async def receive(self, ctx: Context, msg: Add | Slow | PeekOther) -> int:
-        if isinstance(msg, Add):
+    async def receive(self, ctx: Context, msg: Add | Slow | PeekOther | Stop) -> int:
+        if isinstance(msg, Stop):
+            ctx.stop(msg.why)
+        elif isinstance(msg, Add):
             self.state.items.append(await ctx.call(lookup, msg.item))
         elif isinstance(msg, Slow):
             self.state.items.append(msg.first)

@@ -29,6 +29,7 @@ from .query_agents import (
     PeekOther,
     Plain,
     Slow,
+    Stop,
     Tamper,
 )
 
@@ -177,3 +178,13 @@ async def test_read_state_runs_no_tool_of_an_interrupted_step(make_store: StoreF
         assert isinstance(state, Notes) and state.answers == ["charged q1"]
         assert await _last_seq(system, "pay-1") == 6
     assert KEYS == []
+
+
+async def test_a_finished_actor_is_still_queryable(make_store: StoreFactory) -> None:
+    async with ActorSystem(make_store(), actors=[Keeper]) as system:
+        ref = await system.spawn(Keeper, "k")
+        await ref.ask(Add("a"))
+        await ref.ask(Stop("done"))
+        assert await ref.query(Last(5)) == ["A"]  # loaded, ended: its final state
+    async with ActorSystem(make_store(), actors=[Keeper]) as system:
+        assert await system.ref(Keeper, "k").query(Last(5)) == ["A"]  # after a restart
