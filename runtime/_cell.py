@@ -133,6 +133,9 @@ class Cell:
         self.actor: Actor[Any] = cls()
         self.actor.actor_id = actor_id
         self.journal = Journal(self.store, actor_id, 0)
+        #: [F13] this log's incarnation id (recovery reads it back, or starts one)
+        self.incarnation: str | None = None
+        self.step_lock = anyio.Lock()  # held by each step and each query (_query.Queryable)
         self.status = "starting"
         self.error: BaseException | None = None
         self.ready = anyio.Event()
@@ -413,7 +416,8 @@ class Cell:
             else:
                 message_id = _codec.new_message_id()
             trace = _telemetry.inject()
-            payload = _records.message_payload(body, sender=sender, trace=trace)
+            inc = self.incarnation
+            payload = _records.message_payload(body, sender=sender, trace=trace, incarnation=inc)
             if self.passivating or self.done.is_set():
                 raise Moved  # checked with no await before the write: no post is lost
             try:
@@ -426,7 +430,7 @@ class Cell:
             # will (live equals replay; the caller's object is not shared with the handler).
             # It may start before the commit completes: nothing it does escapes before the
             # journal is flushed, and every flush covers this entry.
-            env = Envelope(seq, tag, None, message_id, trace)
+            env = Envelope(seq, tag, None, message_id, trace, incarnation=self.incarnation)
             if isinstance(msg, Undecodable):
                 env.decode_error = msg.error
             else:
@@ -566,7 +570,8 @@ class Cell:
                 continue
             self.status = "running"
             self.last_active = time.monotonic()
-            await _step.handle(self, env)
+            async with self.step_lock:  # queries run between steps, never during one
+                await _step.handle(self, env)
 
     def prune_inflight(self) -> None:
         """Forget the ids of messages both handled and durable (a retry finds those in the

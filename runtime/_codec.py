@@ -6,6 +6,7 @@ Everything here is specified in ``docs/FORMAT.md``; the ``[Fn]`` tags cite it.
 from __future__ import annotations
 
 import json
+import os
 import struct
 import uuid
 import zlib
@@ -506,6 +507,11 @@ def log_start_checksum(actor_id: str, first_seq: int) -> int:
     """[F16] CRC-32 of a compacted log's start record: the first seq still stored."""
     a = actor_id.encode()
     return zlib.crc32(struct.pack(">BBQH", FORMAT_VERSION, 0x80, first_seq, len(a)) + a)
+
+
+def new_incarnation() -> str:
+    """[F13] A fresh incarnation id for a log that starts: 16 random hex digits."""
+    return os.urandom(8).hex()
 
 
 def new_message_id() -> str:

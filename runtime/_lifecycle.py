@@ -83,6 +83,8 @@ class Endable(Protocol):
     #: a cancel request (its detail) for the next resumed step
     cancel_pending: dict[str, Any] | None
     done: anyio.Event
+    #: [F13] the incarnation id of the log
+    incarnation: str | None
 
     def outcome(self, seq: int, step: StepRecord) -> tuple[Any, BaseException | None]: ...
 
@@ -198,7 +200,7 @@ async def log_refused(
         EntryKind.MESSAGE,
         tag,
         0,
-        _records.message_payload(body, sender=sender, trace=None),
+        _records.message_payload(body, sender=sender, trace=None, incarnation=cell.incarnation),
         message_id=message_id,
     )
     how, reason = cell.ended

@@ -141,6 +141,9 @@ class _NoMessenger:
     async def _deliver(self, *args: Any, **kwargs: Any) -> Any:
         raise _ReachedLive
 
+    async def _query(self, *args: Any, **kwargs: Any) -> Any:
+        raise _ReachedLive
+
     def status(self, actor_id: str) -> str:
         return "unknown"
 
@@ -245,7 +248,7 @@ async def _replay_actor(
                 continue  # live, its handler never ran either
             return done, Divergence(actor_id, tag, m.seq, None, m.type_tag, str(exc), str(exc))
         complete = m.step is not None
-        ctx = Context(host, m.seq, m.recorded, complete=complete)
+        ctx = Context(host, m.seq, m.recorded, complete=complete, incarnation=m.incarnation)
         try:
             with _tools.in_step(where):
                 await actor.receive(ctx, msg)

@@ -56,7 +56,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
     """Run one step: the handler in its ``Context`` (live, or finishing an interrupted step
     from its recorded effects), traced; then the step entry, and the reply to its asks once
     that entry is durable; then a snapshot if one is due."""
-    ctx = Context(cell, env.seq, env.recorded, complete=False)
+    ctx = Context(cell, env.seq, env.recorded, complete=False, incarnation=env.incarnation)
     resumed = bool(env.recorded)
     name = SPAN.REPLAY_STEP if resumed else SPAN.STEP
     parent = env.parent if resumed else _telemetry.extract(env.trace)

@@ -34,6 +34,7 @@ from ._mailbox import Moved, Reply
 from ._options import SpawnOptions
 from ._ownership import Ownership
 from ._passivation import KeyedLock, Passivator
+from ._query import Queries
 from ._recovery import RecoveryReport
 from ._ref import ActorRef
 from ._registry import Registry
@@ -47,7 +48,7 @@ A = TypeVar("A", bound=Actor[Any])
 _MISSING: Any = object()
 
 
-class ActorSystem(Lifecycle, SystemTimers):
+class ActorSystem(Lifecycle, SystemTimers, Queries):
     """Runs actors over one store.
 
     ::

@@ -132,7 +132,7 @@ class Call:
     settled_by: str | None = None
     decisions: list[Decision] = attrs.Factory(list)
     #: the key in the intent entry when the call ran with another: a fork settling a copied
-    #: intent runs it with a key derived from its own id (``key``)
+    #: intent runs it with a key derived from its own id and incarnation (``key``)
     recorded_key: str | None = None
 
 

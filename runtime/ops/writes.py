@@ -221,7 +221,8 @@ async def fork(
     snapshot at or before ``at`` is copied too, so recovery replays only the tail. Running
     the fork (``system.spawn(cls, new_id)``) finishes any step that was in progress at ``at``
     and handles the messages logged by then; tool calls it makes get idempotency keys derived
-    from the new id.
+    from the new id and a new incarnation id (its copied messages record one, FORMAT.md
+    [F13]).
 
     Raises:
         ForkRefusedError: there are external effects after ``at`` (see :func:`fork_effects`)
@@ -260,8 +261,20 @@ async def fork(
     effects, warnings = await fork_effects(store, actor_id, at)
     if (effects or warnings) and not yes:
         raise ForkRefusedError(actor_id, at, effects, warnings)
+    # [F13] the fork is a new incarnation: its copied messages record a fresh incarnation
+    # id, so the calls it runs (a copied in-doubt one, new steps) get keys that neither the
+    # source nor an earlier fork under the same id ever used
+    incarnation = _codec.new_incarnation()
     copies = [
-        _codec.make_row(new_id, r.seq, r.kind, r.type_tag, r.ref, r.message_id, r.payload)
+        _codec.make_row(
+            new_id,
+            r.seq,
+            r.kind,
+            r.type_tag,
+            r.ref,
+            r.message_id,
+            _with_incarnation(r.payload, incarnation) if r.kind == EntryKind.MESSAGE else r.payload,
+        )
         for r in rows
     ]
     reg = await store.register_actor(new_id, src.actor_type)
@@ -306,3 +319,11 @@ async def fork(
         effects=effects,
         warnings=warnings,
     )
+
+
+def _with_incarnation(payload: bytes, incarnation: str) -> bytes:
+    """A verified message payload with its incarnation id replaced (FORMAT.md [F13])."""
+    obj = _codec.decode_json(payload)
+    assert isinstance(obj, dict)  # decode_entry checked it
+    obj["incarnation"] = incarnation
+    return _codec.encode_plain(obj, "message")

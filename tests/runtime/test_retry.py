@@ -31,6 +31,8 @@ from actorlog import (
 from actorlog._records import DecisionRecord, Record, ResultRecord, decode_entry
 from actorlog.store import Store
 
+from tests._keys import Key
+
 pytestmark = pytest.mark.anyio
 
 StoreFactory = Callable[[], Store]
@@ -285,7 +287,7 @@ async def test_an_error_the_policy_does_not_name_fails_at_once(make_store: Store
 async def test_the_idempotency_key_is_the_same_across_attempts(make_store: StoreFactory) -> None:
     FAIL["charge"] = 2
     assert await _ask(make_store, "a4", Use("charge")) == "charge ok on run 3"
-    assert RUNS["charge"] == ["a4:1:0"] * 3
+    assert RUNS["charge"] == [Key("a4", 1, 0)] * 3 and len(set(RUNS["charge"])) == 1
 
 
 async def test_per_call_options_override_the_tool(make_store: StoreFactory) -> None:
@@ -324,7 +326,7 @@ async def test_an_idempotent_write_that_timed_out_reruns_with_the_same_key(
     assert await _ask(make_store, "t3", Use("charge")) == "charge ok on run 2"
     failed = [r for _, tag, r in await _log(make_store(), "t3") if tag == "attempt_failed"]
     assert isinstance(failed[0], DecisionRecord) and failed[0].in_doubt
-    assert RUNS["charge"] == ["t3:1:0"] * 2
+    assert RUNS["charge"] == [Key("t3", 1, 0)] * 2 and len(set(RUNS["charge"])) == 1
 
 
 @pytest.mark.parametrize("decide", ["retry", "result", "fail"])

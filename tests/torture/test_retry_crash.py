@@ -21,6 +21,7 @@ from actorlog.stores.url import open_store
 
 from tests import _pg
 
+from .._keys import Key
 from .retry_agents import DELAY, Go, Retrier
 
 pytestmark = pytest.mark.anyio
@@ -112,7 +113,10 @@ async def test_sigkill_during_backoff_resumes_the_wait_and_the_count(
     lines = runs.read_text().splitlines()
     # attempt 1 ran once (before the kill), attempt 2 once (after): nothing repeated, and
     # both with the same idempotency key
-    assert [line.split()[:2] for line in lines] == [["1", "retrier:1:0"], ["2", "retrier:1:0"]]
+    assert [line.split()[:2] for line in lines] == [
+        ["1", Key("retrier", 1, 0)],
+        ["2", lines[0].split()[1]],
+    ]
     after = await _decisions(store_url)
     assert [getattr(r, "action", "result") for r in after] == [
         "attempt_failed",
