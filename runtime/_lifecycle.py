@@ -56,6 +56,7 @@ __all__ = [
     "note",
     "pending_cancel",
     "refuse",
+    "refused_step",
     "terminate_offline",
 ]
 
@@ -108,6 +109,23 @@ def error_info(exc: BaseException) -> ErrorInfo:
 def finished_info(how: str, reason: str) -> ErrorInfo:
     """The error a refused message's step records (``_mailbox.step_outcome`` reads it)."""
     return ErrorInfo("ActorFinishedError", f"{how}: {reason}" if reason else how)
+
+
+def refused_step(step: StepRecord, effects: int) -> bool:
+    """A recorded step that refused its message because the actor had ended (``refuse``,
+    ``log_refused``): its handler never ran, so replay must not run it. Told by its form:
+    error ``ActorFinishedError`` whose message is exactly ``finished_info``'s (``finished``
+    or ``terminated``, then ``: reason``; a handler's own ``ActorFinishedError`` reads
+    ``actor '...' is ...``), no span and no effects."""
+    err = step.error
+    if step.ok or err is None or err.type != "ActorFinishedError":
+        return False
+    if step.span is not None or effects:
+        return False
+    return any(
+        err.message == how or err.message.startswith(f"{how}: ")
+        for how in ("finished", "terminated")
+    )
 
 
 def _detail(ev: EventRow) -> dict[str, Any]:
@@ -177,11 +195,12 @@ async def refuse(cell: Endable, env: Any) -> None:
         env.seq,
         _records.step_payload(error=finished_info(how, reason)),
     )
+    # decoded right after the write (the flush empties the journal's buffer)
+    step = cell.journal.last_record()
+    assert isinstance(step, StepRecord)
     cell.handled_seq = env.seq
     if env.seq in cell.waiters:
         await cell.journal.flush()
-        step = cell.journal.last_record()
-        assert isinstance(step, StepRecord)
         value, error = cell.outcome(env.seq, step)
         settle(cell.waiters, env.seq, value, error)
 
