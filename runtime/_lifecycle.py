@@ -99,6 +99,15 @@ def cancel_step(cell: Endable, *, reason: str, by: str) -> bool:
     return True
 
 
+def end_cell(cell: Endable, *, reason: str, by: str) -> None:
+    """Terminate a loaded cell (a local ``terminate``, or one through the inbox): no more
+    steps, the running one cancelled, and its status says so (``system.status``)."""
+    cell.ended = ("terminated", reason)
+    cancel_step(cell, reason=reason or "terminated", by=by)
+    if cell.status not in ("quarantined", "stopped", "passivated"):
+        cell.status = "terminated"
+
+
 def error_info(exc: BaseException) -> ErrorInfo:
     """How a step records its error: a cancel with the operator's reason as its message."""
     if isinstance(exc, StepCancelledError):
@@ -268,10 +277,7 @@ class Lifecycle:
             await self.store.record_event(actor_id, EventKind.TERMINATED, json.dumps(detail))
         cell = self._cells.get(actor_id)
         if cell is not None:
-            cell.ended = ("terminated", reason)
-            cancel_step(cell, reason=reason or "terminated", by=by)
-            if cell.status not in ("quarantined", "stopped", "passivated"):
-                cell.status = "terminated"
+            end_cell(cell, reason=reason, by=by)
 
     async def delete(
         self: _SystemParts, actor_id: str, *, by: str = "", reason: str = "", force: bool = False
@@ -379,7 +385,6 @@ def command(cell: Endable, tag: str, body: str) -> None:
         detail = {}
     reason, by = str(detail.get("reason", "")), str(detail.get("by", ""))
     if tag == TERMINATE_TAG:
-        cell.ended = ("terminated", reason)
-        cancel_step(cell, reason=reason or "terminated", by=by)
+        end_cell(cell, reason=reason, by=by)
     elif not cancel_step(cell, reason=reason, by=by):
         cell.cancel_pending = detail

@@ -1,0 +1,78 @@
+"""Lifecycle commands that reach an actor's owner through PostgreSQL (issue 24 items 8-11):
+a terminate through the inbox, queued client asks when the actor ends, a delete while the
+owner runs. Owner and client are two runtimes over one schema in this process."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from actorlog import ActorFinishedError, ActorlogError, ActorSystem, ops
+from actorlog.stores import PostgresStore
+
+from tests.runtime.test_lifecycle import Gated, Hold, Work, _gate, _started
+
+pytestmark = pytest.mark.anyio
+
+
+def _runtime(pg_url: str, pg_schema: str, owner: str) -> ActorSystem:
+    return ActorSystem(
+        PostgresStore(pg_url, schema=pg_schema), actors=[Gated], owner=owner, lease_ttl=2.0
+    )
+
+
+async def test_terminate_through_the_inbox_answers_queued_client_asks(
+    pg_url: str, pg_schema: str
+) -> None:
+    """Item 8 (PostgreSQL inbox) and item 11: a client's asks queued behind a running step get
+    ``ActorFinishedError`` (not a timeout) when an offline terminate reaches the owner through
+    the inbox, and the owner's ``system.status`` says ``terminated`` (it stayed ``idle``)."""
+    _started.append(anyio.Event())
+    _gate.append(anyio.Event())
+    owner = _runtime(pg_url, pg_schema, "r")
+    client = ActorSystem(PostgresStore(pg_url, schema=pg_schema), client=True)
+    got: dict[int, object] = {}
+    async with owner, client:
+        await owner.spawn(Gated, "g")
+        ref = client.ref(Gated, "g")
+
+        async def ask(i: int, msg: Work | Hold) -> None:
+            try:
+                got[i] = await ref.ask(msg, message_id=f"c-{i}", timeout=30)
+            except (ActorlogError, TimeoutError) as exc:
+                got[i] = exc
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, 0, Hold())
+            await _started[-1].wait()
+            for i in range(1, 3):
+                tg.start_soon(ask, i, Work(str(i)))
+            cell = owner._cells["g"]
+            with anyio.fail_after(20):  # both queued in the owner's log
+                while cell.journal.last_seq < 4:
+                    await anyio.sleep(0.02)
+            await ops.terminate(owner.store, "g", by="ops", reason="runaway")
+        for i in (1, 2):
+            assert isinstance(got[i], ActorFinishedError), got
+        assert owner.status("g") == "terminated"
+        # a new client ask is answered with the typed error too
+        with pytest.raises(ActorFinishedError):
+            await ref.ask(Work("late"), message_id="c-late", timeout=30)
+
+
+async def test_terminate_through_the_inbox_of_an_idle_actor_updates_status(
+    pg_url: str, pg_schema: str
+) -> None:
+    """Item 11: an idle actor terminated offline (``ops.terminate``, the inbox command): its
+    owner's ``system.status`` says ``terminated``, not ``idle``."""
+    async with _runtime(pg_url, pg_schema, "r") as owner:
+        ref = await owner.spawn(Gated, "i")
+        assert await ref.ask(Work("a")) == 1
+        assert owner.status("i") == "idle"
+        await ops.terminate(owner.store, "i", by="ops", reason="done with it")
+        cell = owner._cells["i"]
+        with anyio.fail_after(20):  # the command reached the owner
+            while cell.ended is None:
+                await anyio.sleep(0.02)
+        assert owner.status("i") == "terminated"
+        with pytest.raises(ActorFinishedError, match="done with it"):
+            await ref.ask(Work("b"))
