@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMMAND_TAGS",
+    "DELETE_TAG",
     "Endable",
     "Lifecycle",
     "cancel_offline",
@@ -63,6 +64,8 @@ __all__ = [
 #: type tags of operator commands sent through a leased store's inbox (never messages)
 CANCEL_TAG = "actorlog.cancel"
 TERMINATE_TAG = "actorlog.terminate"
+#: the actor was deleted: its owner drops its cell and lets go of its lease
+DELETE_TAG = "actorlog.delete"
 COMMAND_TAGS = (CANCEL_TAG, TERMINATE_TAG)
 
 
@@ -342,6 +345,10 @@ async def _delete_actor(
     }
     with anyio.CancelScope(shield=True):
         done = await audit.delete_actor(actor_id, json.dumps(detail))
+        # after the delete (which empties the actor's inbox): the owner, if a runtime holds
+        # its lease, drops its cell and the lease, so that an id registered again from seq
+        # 1 is never written by the old cell (its refusals would go into the new log)
+        await _wake_owner(store, actor_id, DELETE_TAG, {"by": by, "reason": reason})
     return done
 
 

@@ -76,3 +76,35 @@ async def test_terminate_through_the_inbox_of_an_idle_actor_updates_status(
         assert owner.status("i") == "terminated"
         with pytest.raises(ActorFinishedError, match="done with it"):
             await ref.ask(Work("b"))
+
+
+async def test_delete_reaches_the_live_owner_and_the_id_starts_afresh(
+    pg_url: str, pg_schema: str
+) -> None:
+    """Item 10: ``ops.delete`` of a terminated actor whose owner runs: the owner drops its
+    cell and its lease, and the id registered again from seq 1 is a new actor, for the
+    owner's own asks and for a client's (it answered ``ActorFinishedError`` and appended its
+    refusals into the new log)."""
+    async with _runtime(pg_url, pg_schema, "r") as owner:
+        ref = await owner.spawn(Gated, "d")
+        assert await ref.ask(Work("a")) == 1
+        await owner.terminate("d", reason="retired", by="ops")
+        async with ops.opened(_schema_url(pg_url, pg_schema), read_only=False) as store:
+            await ops.delete(store, "d", yes=True, by="ops", reason="gdpr")
+            with anyio.fail_after(20):  # the owner let go of the lease
+                while (lease := await store.get_lease("d")) is not None and lease[0] == "r":  # type: ignore[attr-defined]
+                    await anyio.sleep(0.05)
+        assert await owner.ref(Gated, "d").ask(Work("again"), timeout=30) == 1
+        async with ActorSystem(PostgresStore(pg_url, schema=pg_schema), client=True) as client:
+            assert await client.ref(Gated, "d").ask(Work("client"), timeout=30) == 2
+        rows = await owner.store.read("d")
+        assert [r.seq for r in rows] == list(range(1, len(rows) + 1))
+        assert all(r.kind != "step" or b"ActorFinishedError" not in r.payload for r in rows)
+        report = await ops.verify(owner.store)
+        assert report.findings == [], report.findings
+
+
+def _schema_url(url: str, schema: str) -> str:
+    from tests import _pg
+
+    return _pg.schema_url(url, schema)
