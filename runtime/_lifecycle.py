@@ -264,6 +264,8 @@ class Lifecycle:
             span.set_attribute(ATTR.LIFECYCLE_REQUESTED, True)
             detail = {"by": by, "reason": reason}
             await note(self.store, actor_id, EventKind.CANCEL_REQUESTED, detail)
+            if cell is None:  # owned by another runtime (or by none): through the inbox
+                await _wake_owner(self.store, actor_id, CANCEL_TAG, detail)
             return False
 
     async def terminate(
@@ -281,6 +283,8 @@ class Lifecycle:
         cell = self._cells.get(actor_id)
         if cell is not None:
             end_cell(cell, reason=reason, by=by)
+        else:  # owned by another runtime (or by none): its owner gets it through the inbox
+            await _wake_owner(self.store, actor_id, TERMINATE_TAG, detail)
 
     async def delete(
         self: _SystemParts, actor_id: str, *, by: str = "", reason: str = "", force: bool = False

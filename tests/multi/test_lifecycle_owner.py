@@ -108,3 +108,23 @@ def _schema_url(url: str, schema: str) -> str:
     from tests import _pg
 
     return _pg.schema_url(url, schema)
+
+
+async def test_system_terminate_from_another_runtime_reaches_the_owner(
+    pg_url: str, pg_schema: str
+) -> None:
+    """A sibling of items 10 and 11: ``system.terminate`` called on a runtime that does not
+    own the actor (a client) recorded the event but never told the owner, which went on
+    running steps."""
+    async with _runtime(pg_url, pg_schema, "r") as owner:
+        ref = await owner.spawn(Gated, "o")
+        assert await ref.ask(Work("a")) == 1
+        async with ActorSystem(PostgresStore(pg_url, schema=pg_schema), client=True) as client:
+            await client.terminate("o", reason="from afar", by="ops")
+            cell = owner._cells["o"]
+            with anyio.fail_after(20):
+                while cell.ended is None:
+                    await anyio.sleep(0.02)
+            assert owner.status("o") == "terminated"
+            with pytest.raises(ActorFinishedError, match="from afar"):
+                await client.ref(Gated, "o").ask(Work("b"), timeout=30)
