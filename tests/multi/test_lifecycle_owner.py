@@ -128,3 +128,31 @@ async def test_system_terminate_from_another_runtime_reaches_the_owner(
             assert owner.status("o") == "terminated"
             with pytest.raises(ActorFinishedError, match="from afar"):
                 await client.ref(Gated, "o").ask(Work("b"), timeout=30)
+
+
+async def test_a_client_ask_to_a_quarantined_actor_gets_the_typed_error(
+    pg_url: str, pg_schema: str
+) -> None:
+    """Item 9 (PostgreSQL): an owner keeps a quarantined actor's lease and never takes in its
+    inbox; a client's ask got no answer and timed out. It gets ``ActorQuarantinedError``
+    (the message stays queued for after the operator's repair)."""
+    import asyncpg
+    from actorlog import ActorQuarantinedError
+
+    async with _runtime(pg_url, pg_schema, "r") as owner:
+        assert await (await owner.spawn(Gated, "q")).ask(Work("a")) == 1
+    conn = await asyncpg.connect(pg_url)
+    try:  # one flipped byte in the first entry: its checksum fails
+        await conn.execute(
+            f'UPDATE "{pg_schema}".entries SET payload = overlay(payload placing '
+            "'X'::bytea from 2 for 1) WHERE actor_id = 'q' AND seq = 1"
+        )
+    finally:
+        await conn.close()
+    async with _runtime(pg_url, pg_schema, "r") as owner:
+        with pytest.raises(ActorlogError):
+            await owner.spawn(Gated, "q")  # quarantined here, its lease kept
+        assert owner.status("q") == "quarantined"
+        async with ActorSystem(PostgresStore(pg_url, schema=pg_schema), client=True) as client:
+            with pytest.raises(ActorQuarantinedError):
+                await client.ref(Gated, "q").ask(Work("b"), message_id="c-q", timeout=30)
