@@ -442,7 +442,12 @@ class Cell:
             self._mailbox.put(env)
             if slot is not None:
                 # ``ask`` returns only with the reply, which waits for the step's commit;
-                # that commit (or the first intent's, earlier) covers this message.
+                # that commit (or the first intent's, earlier) covers this message. While a
+                # step waits for an operator nothing commits until a decision, so the
+                # message is made durable now: an offline decision written meanwhile
+                # surfaces as this write's SequenceConflictError instead of a hang.
+                if self.escalations.waiting:
+                    await self._durable(seq)
                 return slot
             await self._durable(seq)
             return None

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import anyio
 import attrs
 
-from . import _codec, _logs, _telemetry, _tools
+from . import _codec, _lifecycle, _logs, _telemetry, _tools
 from ._actor import Actor
 from ._attempts import in_doubt_attempt
 from ._calls import StepHost, is_call_error
@@ -515,6 +515,9 @@ def _envelope(cell: Recovering, m: PendingMessage) -> Envelope:
 
 
 async def _replay(cell: Recovering, m: PendingMessage) -> None:
+    if m.step is not None and _lifecycle.refused_step(m.step, len(m.recorded)):
+        cell.handled_seq = m.seq  # refused because the actor had ended: its handler never ran
+        return
     try:
         msg = cell.decode_message(m.type_tag, m.body)
     except ActorlogError:

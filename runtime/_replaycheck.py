@@ -17,9 +17,10 @@ import os
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import attrs
 
-from . import _codec, _recovery, _tools
+from . import _codec, _lifecycle, _recovery, _tools
 from ._actor import Actor
 from ._calls import is_call_error
 from ._context import Context
@@ -241,6 +242,8 @@ async def _replay_actor(
     tag = _codec.type_tag(cls)
     done = 0
     for m in plan.messages:
+        if m.step is not None and _lifecycle.refused_step(m.step, len(m.recorded)):
+            continue  # refused because the actor had ended: its handler never ran
         try:
             msg = registry.decode_message(m.type_tag, m.body)
         except ActorlogError as exc:
@@ -250,7 +253,10 @@ async def _replay_actor(
         complete = m.step is not None
         ctx = Context(host, m.seq, m.recorded, complete=complete, incarnation=m.incarnation)
         try:
-            with _tools.in_step(where):
+            with anyio.CancelScope() as scope, _tools.in_step(where):
+                err = None if m.step is None else m.step.error
+                if err is not None and err.type == "StepCancelledError":
+                    ctx.cancel_replay = scope  # cancelled live: cut where its log ends
                 await actor.receive(ctx, msg)
         except _ReachedLive:
             pass

@@ -138,6 +138,8 @@ class Tool(Generic[P, R]):
             )
         if effect not in ("read", "write"):
             raise ConfigurationError(f"effect must be 'read' or 'write', not {effect!r}")
+        if not isinstance(idempotent, bool):
+            raise ConfigurationError(f"idempotent must be True or False, not {idempotent!r}")
         if reconcile is not None and not callable(reconcile):
             raise ConfigurationError("reconcile must be an async callable (key, arguments)")
         if name is None:

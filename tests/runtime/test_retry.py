@@ -9,6 +9,7 @@ tool's in-doubt policy before another attempt.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -201,6 +202,63 @@ async def _ask(make_store: StoreFactory, actor_id: str, msg: Use, mid: str = "m1
 )
 def test_bad_policies_fail_at_the_decorator_or_call(make: Callable[[], Any]) -> None:
     with pytest.raises(ConfigurationError):
+        make()
+
+
+async def _typed(x: int) -> int:
+    return x
+
+
+def _retry(*args: Any, **kw: Any) -> Retry:
+    return Retry(*args, **kw)
+
+
+def _tool(**kw: Any) -> Any:
+    return tool(**kw)(_typed)
+
+
+def _with_options(**kw: Any) -> Any:
+    return plain_read.with_options(**kw)
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        # issue 24 item 7: an instance for a class was a bare TypeError ("not iterable")
+        (lambda: _retry(on=ValueError("x")), "pass the class, on=ValueError, not an instance"),
+        (lambda: _retry(on=None), "takes an exception class"),
+        (lambda: _retry(on=5), "takes an exception class"),
+        (lambda: _retry(on=[ValueError("x")]), "takes an exception class"),
+        (lambda: _retry(on=int), "takes an exception class"),
+        (lambda: _retry(attempts=0), "an int >= 1"),
+        (lambda: _retry(attempts=None), "an int >= 1"),
+        (lambda: _retry(initial=-0.5), "finite and >= 0"),
+        (lambda: _retry(initial=float("inf")), "finite and >= 0"),
+        (lambda: _retry(initial=10**400), "finite and >= 0"),  # was an OverflowError
+        (lambda: _retry(factor=float("nan")), "finite and >= 1"),
+        (lambda: _retry(factor=10**400), "finite and >= 1"),
+        (lambda: _retry(max_delay=float("inf")), "finite and >= 0"),
+        (lambda: _retry(max_delay=float("nan")), "finite and >= 0"),
+        (lambda: _retry(initial="1"), "must be a number"),
+        (lambda: _retry(jitter=None), "True or False"),
+        (lambda: _tool(timeout=10**400), "finite number > 0"),  # was an OverflowError
+        (lambda: _tool(timeout=float("nan")), "finite number > 0"),
+        (lambda: _tool(timeout=-1), "finite number > 0"),
+        (lambda: _tool(retry=Retry), "must be an actorlog.Retry"),
+        (lambda: _tool(effect="delete"), "'read' or 'write'"),
+        (lambda: _tool(idempotent="yes"), "True or False"),
+        (lambda: _tool(name=5), "non-empty str"),
+        (lambda: _tool(reconcile=5), "async callable"),
+        (lambda: plain_read.with_options(timeout=10**400), "finite number > 0"),
+        (lambda: _with_options(retry=3), "must be an actorlog.Retry"),
+    ],
+)
+def test_every_bad_retry_or_tool_argument_is_a_configuration_error_saying_what_it_takes(
+    make: Callable[[], Any], says: str
+) -> None:
+    """Issue 24 item 7: never a bare ``TypeError``/``OverflowError``; the message says what the
+    argument takes."""
+    with pytest.raises(ConfigurationError, match=re.escape(says)):
         make()
 
 
