@@ -81,6 +81,26 @@ _ENCODE_ERRORS: tuple[type[BaseException], ...] = (TypeError, ValueError, Recurs
 _KIND_CODE = {kind: code for code, kind in enumerate(KINDS, start=1)}
 
 
+def _unstructure_pydantic(value: Any) -> Any:
+    """``model_dump(mode="json")``, its sets in the order of [F9a] (pydantic writes them in
+    iteration order): the Python dump says which of its lists were sets."""
+    plain = value.model_dump(mode="json")
+    return _order_sets(value.model_dump(mode="python"), plain)
+
+
+def _order_sets(py: Any, plain: Any) -> Any:
+    """``plain`` (a JSON dump of ``py``) with every list that was a set in ``py`` sorted."""
+    if isinstance(py, (set, frozenset)) and type(plain) is list and len(plain) == len(py):
+        items = SetList(_order_sets(p, j) for p, j in zip(py, plain, strict=True))
+        items.sort(key=set_order_key)
+        return items
+    if isinstance(py, dict) and type(plain) is dict and len(plain) == len(py):
+        return {k: _order_sets(p, j) for p, (k, j) in zip(py.values(), plain.items(), strict=True)}
+    if isinstance(py, (list, tuple)) and type(plain) is list and len(plain) == len(py):
+        return [_order_sets(p, j) for p, j in zip(py, plain, strict=True)]
+    return plain
+
+
 def _structure_pydantic(obj: Any, cls: Any) -> Any:
     return cls.model_validate(obj)
 
@@ -93,9 +113,7 @@ def _make_converter() -> cattrs.Converter:
     made = make_converter()
     # pydantic models travel as their JSON form (``model_dump(mode="json")``) and come back
     # through ``model_validate``: what a handler gets live is what replay decodes
-    made.register_unstructure_hook_func(
-        _is_pydantic_model, lambda value: value.model_dump(mode="json")
-    )
+    made.register_unstructure_hook_func(_is_pydantic_model, _unstructure_pydantic)
     made.register_structure_hook_func(_is_pydantic_model, _structure_pydantic)
     # [F9a] a set is a list in one canonical order, the same in every process (iteration
     # order depends on PYTHONHASHSEED): what replay compares must not

@@ -17,6 +17,7 @@ import datetime
 from typing import Any
 
 import attrs
+import pydantic
 from actorlog import Actor, Context, tool
 
 
@@ -42,7 +43,23 @@ class Typed:
     tags: frozenset[Tag] = frozenset()
 
 
-NAMESPACE: dict[str, Any] = {"Tag": Tag, "Box": Box, "Typed": Typed, "datetime": datetime}
+class Model(pydantic.BaseModel):
+    """A pydantic model: pydantic writes its own JSON form (``model_dump``)."""
+
+    model_config = pydantic.ConfigDict(frozen=True)
+
+    names: set[str]
+    nested: frozenset[frozenset[int]] = frozenset()
+    by_key: dict[str, frozenset[str]] = {}
+
+
+NAMESPACE: dict[str, Any] = {
+    "Tag": Tag,
+    "Box": Box,
+    "Typed": Typed,
+    "Model": Model,
+    "datetime": datetime,
+}
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota"]
 

@@ -19,7 +19,7 @@ from actorlog.testing import replay
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ._setvalues import WORDS, Box, Counter, Tag, Typed
+from ._setvalues import WORDS, Box, Counter, Model, Tag, Typed
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ("0", "1", "4242")
@@ -87,8 +87,14 @@ _typed = st.builds(
     st.frozensets(st.integers(), max_size=8),
     st.frozensets(st.builds(Tag, _text, st.integers()), max_size=4),
 )
+_model = st.builds(
+    Model,
+    names=st.sets(_text, max_size=8),
+    nested=st.frozensets(st.frozensets(st.integers(), max_size=4), max_size=4),
+    by_key=st.dictionaries(_text, st.frozensets(_text, max_size=4), max_size=3),
+)
 _values = st.recursive(
-    st.one_of(_sets, _typed, _scalar),
+    st.one_of(_sets, _typed, _model, _scalar),
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
         st.dictionaries(_text, inner, max_size=4),
@@ -109,7 +115,8 @@ def test_set_encoding_is_the_same_under_every_hash_seed(
     workers: list[_Worker], values: list[Any]
 ) -> None:
     """Every supported set (of str, int, float, bytes, datetimes, tuples, attrs values,
-    frozensets, mixed; nested in lists, dicts, tuples and attrs, typed or not) encodes to the
+    frozensets, mixed; nested in lists, dicts, tuples, attrs and pydantic models, typed or
+    not) encodes to the
     same bytes, as a message and as tool arguments, in processes with different hash seeds."""
     reprs = [repr(v) for v in values]
     outputs = [w.encode(reprs) for w in workers]
