@@ -9,6 +9,7 @@ from .._errors import ConfigurationError
 from .._records import EventKind
 from ..store import Store
 from .reads import _actor_row, _events, _failure, _status
+from .verify import refuse_damaged
 
 __all__ = ["restart"]
 
@@ -22,11 +23,12 @@ async def restart(store: Store, actor_id: str, *, by: str | None = None, reason:
     ``ActorSystem.restart`` there. Returns the error it was quarantined with.
 
     Raises:
-        ConfigurationError: it is not quarantined, or its log is damaged (a restart cannot
-            help: ``actorlog verify``).
+        ConfigurationError: it is not quarantined, or its log is damaged (an entry or its
+            summary row, as ``verify`` finds it: a restart cannot help).
         ActorNotFoundError: no such actor.
     """
     row = await _actor_row(store, actor_id)
+    await refuse_damaged(store, actor_id, "restart")
     status = await _status(store, row)
     if status.status != "quarantined":
         raise ConfigurationError(

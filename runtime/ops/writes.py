@@ -41,6 +41,7 @@ from .reads import (
     _snapshot_problem,
     _status,
 )
+from .verify import refuse_damaged
 
 
 async def resolve(
@@ -65,7 +66,8 @@ async def resolve(
     restart that runtime.
 
     Raises:
-        ConfigurationError: not exactly one of the three, or the intent is not in doubt.
+        ConfigurationError: not exactly one of the three, the intent is not in doubt, or
+            the actor's log is damaged (``verify``).
         ActorNotFoundError: no such actor.
         SequenceConflictError: a runtime appended to the actor meanwhile; nothing written.
     """
@@ -73,6 +75,7 @@ async def resolve(
         result=result, retry=retry, fail=fail, by=by, reason=reason
     )
     row = await _actor_row(store, actor_id)
+    await refuse_damaged(store, actor_id, "resolve")
     status = await _status(store, row)
     if status.status == "quarantined":
         raise ConfigurationError(
