@@ -110,12 +110,14 @@ def replay_tag(cls: type, recorded: Any, key: str) -> str:
 
 def learn(known: dict[str, Any], cls: type, *, replace: bool = False) -> None:
     """Enter ``cls`` in a tag -> class table under its tag and its aliases. The tag
-    replaces an earlier entry with ``replace``; aliases never replace a class's own tag."""
+    replaces an earlier entry with ``replace`` (so do aliases held by an earlier class of the
+    same tag); aliases never replace another class's own tag."""
     tag = type_tag(cls)
     if replace or tag not in known:
         known[tag] = cls
     for alias in aliases(cls):
-        known.setdefault(alias, cls)
+        if alias not in known or (replace and type_tag(known[alias]) == tag):
+            known[alias] = cls  # (an alias of an earlier version of this class is replaced)
 
 
 def find_class(tag: str) -> type | None:

@@ -501,13 +501,12 @@ def _envelope(cell: Recovering, m: PendingMessage) -> Envelope:
 
 
 async def _replay(cell: Recovering, m: PendingMessage) -> None:
-    try:
-        msg = cell.decode_message(m.type_tag, m.body)
-    except ActorlogError:
-        if m.step is not None and decode_failed(m.step):
-            cell.handled_seq = m.seq  # live, the handler never ran either
-            return
-        raise
+    if m.step is not None and decode_failed(m.step):
+        # live, the handler never ran (its message did not decode, or the class running
+        # then did not accept it): not now either, even if the code now could
+        cell.handled_seq = m.seq
+        return
+    msg = cell.decode_message(m.type_tag, m.body)
     ctx = Context(cell, m.seq, m.recorded, complete=True)
     step = m.step
     with tracer.start_as_current_span(
@@ -550,14 +549,14 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
 
 
 def decode_failed(step: StepRecord) -> bool:
-    """A recorded step whose message could not be decoded: its handler never ran."""
+    """A recorded step whose handler never ran: its message could not be decoded, or the
+    actor's class did not accept its type (``_step``)."""
     err = step.error
-    return (
-        not step.ok
-        and err is not None
-        and err.type == "ConfigurationError"
-        and err.message.startswith(("unknown message type", "cannot decode"))
-    )
+    if step.ok or err is None:
+        return False
+    if err.type == "ConfigurationError":
+        return err.message.startswith(("unknown message type", "cannot decode"))
+    return err.type == "TypeError" and " does not accept messages of type " in err.message
 
 
 async def unfinished(

@@ -238,11 +238,11 @@ async def _replay_actor(
     tag = _codec.type_tag(cls)
     done = 0
     for m in plan.messages:
+        if m.step is not None and _recovery.decode_failed(m.step):
+            continue  # live, its handler never ran: recovery skips it too
         try:
             msg = registry.decode_message(m.type_tag, m.body)
         except ActorlogError as exc:
-            if m.step is not None and _recovery.decode_failed(m.step):
-                continue  # live, its handler never ran either
             return done, Divergence(actor_id, tag, m.seq, None, m.type_tag, str(exc), str(exc))
         complete = m.step is not None
         ctx = Context(host, m.seq, m.recorded, complete=complete)
