@@ -50,4 +50,4 @@ async def main(mode: str, db: str, marks: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, *sys.argv[1:4], backend="asyncio")
+    anyio.run(main, sys.argv[1], sys.argv[2], sys.argv[3], backend="asyncio")
