@@ -456,11 +456,15 @@ class Context(ToolCalls, TimerEffects):
         self._open.clear()
         return names
 
-    def check_consumed(self) -> None:
-        """After a replayed handler returns: every recorded effect must have been asked for."""
+    def check_consumed(self, raised: BaseException | None = None) -> None:
+        """After a replayed handler returns (or ``raised`` this): every recorded effect must
+        have been asked for. The error names the exception the handler raised instead."""
         if self.fatal is None and self._index < len(self._recorded):
             rec = self._recorded[self._index]
-            self._nondeterminism(self._index, self._describe_rec(rec), "the end of the step")
+            got = "the end of the step"
+            if raised is not None:
+                got = f"the handler raising {type(raised).__name__}: {raised}"
+            self._nondeterminism(self._index, self._describe_rec(rec), got)
 
 
 def _version_marker(rec: Recorded | None) -> tuple[str, int] | None:

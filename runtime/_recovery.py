@@ -522,6 +522,7 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
             ATTR.FINISHED_LIVE: False,
         },
     ) as span:
+        raised: BaseException | None = None
         try:
             with anyio.CancelScope() as scope, _tools.in_step(cell.where):
                 err = None if step is None else step.error
@@ -531,14 +532,14 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
         except BaseException as exc:
             if not is_call_error(exc):
                 raise
-            # the recorded outcome stands; only effects must match
+            raised = exc  # the recorded outcome stands; only effects must match
         if ctx.stopped is not None:
             if cell.ended is None:  # the history missed it (a crash right after the step)
                 cell.note_event(EventKind.FINISHED, {"seq": m.seq, "reason": ctx.stopped})
             cell.ended = ("finished", ctx.stopped)
         if ctx.fatal is None:
             try:
-                ctx.check_consumed()
+                ctx.check_consumed(raised)
             except ActorlogError:
                 pass
         span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)

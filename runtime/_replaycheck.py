@@ -246,6 +246,7 @@ async def _replay_actor(
             return done, Divergence(actor_id, tag, m.seq, None, m.type_tag, str(exc), str(exc))
         complete = m.step is not None
         ctx = Context(host, m.seq, m.recorded, complete=complete)
+        raised: BaseException | None = None
         try:
             with _tools.in_step(where):
                 await actor.receive(ctx, msg)
@@ -254,9 +255,10 @@ async def _replay_actor(
         except BaseException as exc:
             if not is_call_error(exc):
                 raise
+            raised = exc
         if ctx.fatal is None and complete:
             try:
-                ctx.check_consumed()
+                ctx.check_consumed(raised)
             except ActorlogError:
                 pass
         fatal = ctx.fatal

@@ -6,6 +6,7 @@ The cell's step loop calls :func:`handle` for each envelope; the cell is reached
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Coroutine
@@ -27,7 +28,7 @@ from . import (
 from ._calls import is_call_error
 from ._context import Context
 from ._entrykinds import EventKind
-from ._errors import EncodeError, RecoveryError, StepCancelledError
+from ._errors import ActorlogError, EncodeError, RecoveryError, StepCancelledError
 from ._mailbox import Envelope, Reply, reply_value, settle
 from ._records import EntryKind, ErrorInfo, IntentRecord, StepRecord
 from ._recovery import Recovering
@@ -83,6 +84,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
     t0 = time.perf_counter()
     reply: Any = None
     error: BaseException | None = None
+    cannot: BaseException | None = None
     with tracer.start_as_current_span(name, context=parent, attributes=attributes) as span:
         try:
             cannot = _cannot_run(cell, env)
@@ -105,6 +107,11 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         except BaseException as exc:
             if not is_call_error(exc):
                 raise  # a cancellation the runtime asked for, KeyboardInterrupt, ...
+            if resumed and cannot is None and not isinstance(exc, StepCancelledError):
+                # the handler raised before asking for every recorded effect: recording the
+                # step failed would leave a recorded call unsettled; it is non-determinism
+                with contextlib.suppress(ActorlogError):
+                    ctx.check_consumed(exc)
             if ctx.fatal is not None:
                 _telemetry.set_error(span, str(ctx.fatal))
                 raise ctx.fatal from None

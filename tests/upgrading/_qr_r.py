@@ -26,3 +26,15 @@ class V1(Actor[Seen]):
             return done
         self.state.texts.append(msg.text)
         return f"q {msg.text} after {len(self.state.texts) - 1}"
+
+
+class V1Raises(Actor[Seen]):
+    """A v1 whose ``R`` handler now raises before its write (a changed handler)."""
+
+    __actorlog_tag__ = "qr.actor"
+
+    async def receive(self, ctx: Context, msg: Q | R) -> str:
+        if isinstance(msg, R):
+            raise ValueError(f"cannot handle {msg.text} any more")
+        self.state.texts.append(msg.text)
+        return f"q {msg.text} after {len(self.state.texts) - 1}"

@@ -9,6 +9,7 @@
 * ``v2-sends-r``: v2 with ``R`` imported is asked ``R("five")`` (not accepted): prints
   ``refused TYPE ...`` (or ``ok``).
 * ``v1``: v1 starts and asks ``Q("four")``; prints the outcome and the status.
+* ``v1-raises``: the same with a v1 whose ``R`` handler raises before its write.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ async def main(mode: str, db: str, marks: str) -> None:
     SETUP[0] = marks
     actor: Any = V2
     if mode.startswith("v1") or mode in ("v2-knows-r", "v2-sends-r"):
-        from ._qr_r import V1, R
+        from ._qr_r import V1, R, V1Raises
 
         if mode.startswith("v1"):
-            actor = V1
+            actor = V1Raises if mode == "v1-raises" else V1
     async with ActorSystem(SqliteStore(db), actors=[actor]) as system:
         if mode == "v1-kill":
             SETUP[1] = "two"

@@ -104,3 +104,22 @@ def test_a_message_v2_refused_is_not_handled_by_v1_on_replay(tmp_path: Path) -> 
     out = run("v1", db, marks)
     assert out == ["ok q four after 0", "status idle"], out
     assert writes(marks) == []
+
+
+def test_a_resumed_step_whose_handler_raises_before_its_open_call_is_not_recorded(
+    tmp_path: Path,
+) -> None:
+    """The sibling: the code now raises before the call the log holds open. Recording the
+    step failed would leave that call unsettled: it is non-determinism (quarantined, the
+    exception named, nothing written); v1 then finishes the step."""
+    db, marks = tmp_path / "qr.db", tmp_path / "marks.txt"
+    kill_inside_the_write(db, marks)
+    log = entries(db)
+    out = run("v1-raises", db, marks)
+    assert out[0].startswith("refused ActorQuarantinedError"), out
+    assert "the handler raising ValueError: cannot handle two any more" in out[0], out
+    assert out[1] == "status quarantined", out
+    assert entries(db) == log
+    out = run("v1", db, marks)
+    assert out == ["ok q four after 2", "status idle"], out
+    assert [w.split()[1] for w in writes(marks)] == ["two", "two"]
