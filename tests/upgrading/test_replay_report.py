@@ -8,6 +8,7 @@ from pathlib import Path
 import attrs
 import pytest
 from actorlog import Actor, ActorQuarantinedError, ActorSystem, Context, message, tool
+from actorlog._cli import main
 from actorlog.stores import SqliteStore
 from actorlog.testing import replay
 
@@ -67,3 +68,14 @@ async def test_the_report_shows_the_exception_the_handler_raised(tmp_path: Path)
         with pytest.raises(ActorQuarantinedError) as err:
             await system.spawn(Broken, "a")
     assert "the handler raising KeyError" in str(err.value)
+
+
+def test_replay_check_help_lists_exit_1_for_a_divergence(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["replay-check", "--help"])
+    assert done.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Exit 0: every history replays; 1: some actor diverges; 2:" in out
+    assert "1 verify found damage, replay-check found a divergence" in out
