@@ -28,7 +28,6 @@ async def restart(store: Store, actor_id: str, *, by: str | None = None, reason:
         ActorNotFoundError: no such actor.
     """
     row = await _actor_row(store, actor_id)
-    await refuse_damaged(store, actor_id, "restart")
     status = await _status(store, row)
     if status.status != "quarantined":
         raise ConfigurationError(
@@ -40,6 +39,7 @@ async def restart(store: Store, actor_id: str, *, by: str | None = None, reason:
             f"actor {actor_id!r} cannot recover from its log: {status.problem}. A restart "
             "would not help: run 'actorlog verify' and deal with the damage first"
         )
+    await refuse_damaged(store, actor_id, "restart")
     problem = status.problem or failure[1]
     detail = _restart.detail(by, reason, problem)
     with _traceends.lifecycle_span("restart", actor_id, detail["by"], reason):

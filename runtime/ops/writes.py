@@ -75,13 +75,13 @@ async def resolve(
         result=result, retry=retry, fail=fail, by=by, reason=reason
     )
     row = await _actor_row(store, actor_id)
-    await refuse_damaged(store, actor_id, "resolve")
     status = await _status(store, row)
     if status.status == "quarantined":
         raise ConfigurationError(
             f"actor {actor_id!r} cannot recover, so a decision would not help: "
             f"{status.problem}. Run 'actorlog verify' and deal with the damage first"
         )
+    await refuse_damaged(store, actor_id, "resolve")  # damage recovery does not read
     listed = ", ".join(f"{i.intent_seq} ({i.tool}, {i.state})" for i in status.in_doubt)
     head = (
         f"actor {actor_id!r} has no unsettled intent at seq {intent_seq} "
