@@ -61,6 +61,12 @@ def _normalize(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
+def _same(got: Any, recorded: Any) -> bool:
+    """Does the plain value the handler gives now equal the recorded one? A set compares as a
+    set also against a log written before sets had one canonical order ([F9a])."""
+    return _normalize(got) == recorded or _codec.same_plain(got, recorded)
+
+
 def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
     if args is None and kwargs is None:
         return tag
@@ -420,9 +426,9 @@ class Context(ToolCalls, TimerEffects):
             )
         intent = _intent(rec)
         if intent is not None:
-            if _normalize(args) != intent.args or _normalize(kwargs) != intent.kwargs:
+            if not _same(args, intent.args) or not _same(kwargs, intent.kwargs):
                 self._nondeterminism(index, self._describe_rec(rec), _describe(tag, args, kwargs))
-        elif args is not None and _normalize(args) != _effect_value(rec):
+        elif args is not None and not _same(args, _effect_value(rec)):
             recorded = json.dumps(_effect_value(rec))
             self._nondeterminism(index, f"{tag} {recorded}", f"{tag} {json.dumps(args)}")
         return rec
@@ -472,11 +478,15 @@ class Context(ToolCalls, TimerEffects):
         self._open.clear()
         return names
 
-    def check_consumed(self) -> None:
-        """After a replayed handler returns: every recorded effect must have been asked for."""
+    def check_consumed(self, raised: BaseException | None = None) -> None:
+        """After a replayed handler returns (or ``raised`` this): every recorded effect must
+        have been asked for. The error names the exception the handler raised instead."""
         if self.fatal is None and self._index < len(self._recorded):
             rec = self._recorded[self._index]
-            self._nondeterminism(self._index, self._describe_rec(rec), "the end of the step")
+            got = "the end of the step"
+            if raised is not None:
+                got = f"the handler raising {type(raised).__name__}: {raised}"
+            self._nondeterminism(self._index, self._describe_rec(rec), got)
 
 
 def _version_marker(rec: Recorded | None) -> tuple[str, int] | None:

@@ -518,13 +518,12 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
     if m.step is not None and _lifecycle.refused_step(m.step, len(m.recorded)):
         cell.handled_seq = m.seq  # refused because the actor had ended: its handler never ran
         return
-    try:
-        msg = cell.decode_message(m.type_tag, m.body)
-    except ActorlogError:
-        if m.step is not None and decode_failed(m.step):
-            cell.handled_seq = m.seq  # live, the handler never ran either
-            return
-        raise
+    if m.step is not None and decode_failed(m.step):
+        # live, the handler never ran (its message did not decode, or the class running
+        # then did not accept it): not now either, even if the code now could
+        cell.handled_seq = m.seq
+        return
+    msg = cell.decode_message(m.type_tag, m.body)
     ctx = Context(cell, m.seq, m.recorded, complete=True, incarnation=m.incarnation)
     step = m.step
     with tracer.start_as_current_span(
@@ -540,6 +539,7 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
             ATTR.FINISHED_LIVE: False,
         },
     ) as span:
+        raised: BaseException | None = None
         try:
             with anyio.CancelScope() as scope, _tools.in_step(cell.where):
                 err = None if step is None else step.error
@@ -549,14 +549,14 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
         except BaseException as exc:
             if not is_call_error(exc):
                 raise
-            # the recorded outcome stands; only effects must match
+            raised = exc  # the recorded outcome stands; only effects must match
         if ctx.stopped is not None:
             if cell.ended is None:  # the history missed it (a crash right after the step)
                 cell.note_event(EventKind.FINISHED, {"seq": m.seq, "reason": ctx.stopped})
             cell.ended = ("finished", ctx.stopped)
         if ctx.fatal is None:
             try:
-                ctx.check_consumed()
+                ctx.check_consumed(raised)
             except ActorlogError:
                 pass
         span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
@@ -567,14 +567,14 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
 
 
 def decode_failed(step: StepRecord) -> bool:
-    """A recorded step whose message could not be decoded: its handler never ran."""
+    """A recorded step whose handler never ran: its message could not be decoded, or the
+    actor's class did not accept its type (``_step``)."""
     err = step.error
-    return (
-        not step.ok
-        and err is not None
-        and err.type == "ConfigurationError"
-        and err.message.startswith(("unknown message type", "cannot decode"))
-    )
+    if step.ok or err is None:
+        return False
+    if err.type == "ConfigurationError":
+        return err.message.startswith(("unknown message type", "cannot decode"))
+    return err.type == "TypeError" and " does not accept messages of type " in err.message
 
 
 async def unfinished(

@@ -244,14 +244,15 @@ async def _replay_actor(
     for m in plan.messages:
         if m.step is not None and _lifecycle.refused_step(m.step, len(m.recorded)):
             continue  # refused because the actor had ended: its handler never ran
+        if m.step is not None and _recovery.decode_failed(m.step):
+            continue  # live, its handler never ran: recovery skips it too
         try:
             msg = registry.decode_message(m.type_tag, m.body)
         except ActorlogError as exc:
-            if m.step is not None and _recovery.decode_failed(m.step):
-                continue  # live, its handler never ran either
             return done, Divergence(actor_id, tag, m.seq, None, m.type_tag, str(exc), str(exc))
         complete = m.step is not None
         ctx = Context(host, m.seq, m.recorded, complete=complete, incarnation=m.incarnation)
+        raised: BaseException | None = None
         try:
             with anyio.CancelScope() as scope, _tools.in_step(where):
                 err = None if m.step is None else m.step.error
@@ -263,9 +264,10 @@ async def _replay_actor(
         except BaseException as exc:
             if not is_call_error(exc):
                 raise
+            raised = exc
         if ctx.fatal is None and complete:
             try:
-                ctx.check_consumed()
+                ctx.check_consumed(raised)
             except ActorlogError:
                 pass
         fatal = ctx.fatal

@@ -552,7 +552,8 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
     ) -> ActorRef[Any]:
         """Start a quarantined actor again, its cause fixed (docs/upgrading.md): recorded (a
         ``restarted`` event), it recovers with the current code (``ActorQuarantinedError`` if
-        it still fails). ``ActorNotFoundError`` if it is not quarantined here."""
+        it still fails). ``ActorNotFoundError`` if it is not quarantined here;
+        ``ConfigurationError`` (nothing recorded) if it was quarantined for a damaged log."""
         q = (self.store, self.registry, self._cells, self._quarantined, actor_id, by, reason)
         return await self.spawn(await _restart.quarantined_class(*q), actor_id)
 

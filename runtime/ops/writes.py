@@ -41,6 +41,7 @@ from .reads import (
     _snapshot_problem,
     _status,
 )
+from .verify import refuse_damaged
 
 
 async def resolve(
@@ -65,7 +66,8 @@ async def resolve(
     restart that runtime.
 
     Raises:
-        ConfigurationError: not exactly one of the three, or the intent is not in doubt.
+        ConfigurationError: not exactly one of the three, the intent is not in doubt, or
+            the actor's log is damaged (``verify``).
         ActorNotFoundError: no such actor.
         SequenceConflictError: a runtime appended to the actor meanwhile; nothing written.
     """
@@ -79,6 +81,7 @@ async def resolve(
             f"actor {actor_id!r} cannot recover, so a decision would not help: "
             f"{status.problem}. Run 'actorlog verify' and deal with the damage first"
         )
+    await refuse_damaged(store, actor_id, "resolve")  # damage recovery does not read
     listed = ", ".join(f"{i.intent_seq} ({i.tool}, {i.state})" for i in status.in_doubt)
     head = (
         f"actor {actor_id!r} has no unsettled intent at seq {intent_seq} "
