@@ -64,7 +64,8 @@ def readable_row(r: Sequence[Any]) -> TimerRow:
                 values.append(v)
             else:
                 values.append(repr(v)[:200])
-        values[_STATE] = f"damaged: {exc.detail}"
+        if values[_STATE] in ("pending", "firing"):  # a settled one keeps its state
+            values[_STATE] = f"damaged: {exc.detail}"
         return TimerRow(*values)
 
 
