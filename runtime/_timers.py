@@ -31,6 +31,7 @@ import anyio
 
 from . import _codec, _traceends
 from ._errors import (
+    ActorFinishedError,
     ActorNotFoundError,
     ActorQuarantinedError,
     ActorStoppedError,
@@ -358,16 +359,20 @@ class Timers:
     async def _fire_due(self) -> float:
         mono = time.monotonic()
         self._later = {k: v for k, v in self._later.items() if v > mono}
+        tried: set[tuple[str, float]] = set()  # (timer, due) fired in this pass
         while True:
             at = now()
-            limit = BATCH + len(self._later)
+            limit = BATCH + len(self._later) + len(tried)
             due = await self.index.due_timers(at, limit=limit, owner=self.owner)
-            todo = [t for t in due if t.timer_id not in self._later]
+            todo = [
+                t for t in due if t.timer_id not in self._later and (t.timer_id, t.due) not in tried
+            ]
+            if not todo:
+                break  # every due timer was tried (or is passed over for now)
             for t in todo:
+                tried.add((t.timer_id, t.due))
                 if not await self._fire(t, at):
                     self._later[t.timer_id] = time.monotonic() + RETRY_AFTER
-            if not todo or len(due) < limit:
-                break  # every due timer was tried (or is passed over for now)
         nxt = await self.index.next_due()
         wait = MAX_WAIT if nxt is None else nxt - now()
         if wait <= 0 or self._later:
@@ -469,10 +474,12 @@ def _undeliverable(exc: Exception) -> bool:
         exc, StoreCorruptError
     ):
         return False
+    if isinstance(exc, ActorStoppedError) and not isinstance(exc, ActorFinishedError):
+        return False  # the runtime (or the actor's cell) is stopping: not the timer's fault
     return isinstance(
         exc,
         _Undeliverable
-        | ActorStoppedError
+        | ActorFinishedError
         | ActorQuarantinedError
         | ActorNotFoundError
         | ConfigurationError
