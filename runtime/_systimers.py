@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import datetime
+import reprlib
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _codec, _timers
+from ._ctxtimers import check_ref
 from ._errors import ConfigurationError
 from ._timers import Timers
 from .store import TimerRow
@@ -68,6 +70,7 @@ class SystemTimers:
             ConfigurationError: bad arguments, or a store without timers; nothing stored.
         """
         self._check_open()
+        check_ref(ref, "send_later()")
         due = _timers.due_time(delay=delay, at=at, what="send_later()")
         row = _timers.new_row(ref.cls, ref.actor_id, msg, due=due, message_id=message_id)
         self.registry.learn(type(msg))
@@ -121,7 +124,10 @@ class SystemTimers:
         """
         self._check_open()
         if not isinstance(name, str) or not name:
-            raise ConfigurationError(f"a schedule name must be a non-empty str, not {name!r}")
+            raise ConfigurationError(
+                f"a schedule name must be a non-empty str, not {reprlib.repr(name)}"
+            )
+        check_ref(ref, "schedule()")
         now = _timers.now()
         begin = now if start is None else _timers.timestamp(start, "schedule(): start=")
         rec = _timers.recurrence_of(every=every, cron=cron, missed=missed, start=begin)

@@ -22,6 +22,7 @@ import datetime
 import json
 import logging
 import math
+import reprlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -128,7 +129,7 @@ def seconds(value: object, what: str, *, minimum: float = 0.0) -> float:
     ):
         raise ConfigurationError(
             f"{what} takes seconds (a finite number, or a timedelta) from {minimum:g} up to "
-            f"{MAX_DELAY:.0f} (100 years), not {value!r}"
+            f"{MAX_DELAY:.0f} (100 years), not {reprlib.repr(value)}"
         )
     return float(value)
 
@@ -139,7 +140,7 @@ def timestamp(value: object, what: str) -> float:
     if not isinstance(value, datetime.datetime) or value.utcoffset() is None:
         raise ConfigurationError(
             f"{what} must be a timezone-aware datetime (e.g. "
-            f"datetime.now(timezone.utc) + timedelta(minutes=5)), not {value!r}"
+            f"datetime.now(timezone.utc) + timedelta(minutes=5)), not {reprlib.repr(value)}"
         )
     try:
         ok = EARLIEST <= value < LATEST

@@ -385,6 +385,13 @@ async def test_extreme_times_are_refused_at_the_call_and_nothing_is_stored(
         for kwargs in BAD_SCHEDULE:
             with pytest.raises(ConfigurationError):
                 await system.schedule("s", rec, Note("x"), **kwargs)
+        with pytest.raises(ConfigurationError, match="ActorRef"):
+            await system.send_later("rec", Note("x"), delay=1)  # type: ignore[arg-type]  # the bad input under test
+        with pytest.raises(ConfigurationError, match="ActorRef"):
+            await system.schedule("s", Recorder, Note("x"), every=DAY)  # type: ignore[arg-type]  # the bad input under test
+        with pytest.raises(ConfigurationError) as err:
+            await system.send_later(rec, Note("x"), delay="x" * 100_000)  # type: ignore[arg-type]  # the bad input under test
+        assert len(str(err.value)) < 500  # names the value, does not repeat 100 kB
         assert await system.timers() == []
         # the bounds themselves are accepted
         await system.send_later(rec, Note("far"), delay=timers_mod.MAX_DELAY)
