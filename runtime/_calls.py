@@ -82,6 +82,10 @@ class StepHost(Protocol):
     async def put_timer(self, row: TimerRow) -> None:
         """``ctx.send_later``: put the timer into the runtime's timer index."""
 
+    def timers_kept(self) -> bool:
+        """The store keeps timers (``capabilities.timers``): checked before logging one."""
+        ...
+
     async def spawn(self, cls: type[Any], actor_id: str, **options: Any) -> ActorRef[Any]: ...
 
     def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]: ...

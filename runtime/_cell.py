@@ -197,6 +197,9 @@ class Cell:
     async def put_timer(self, row: TimerRow) -> None:
         await self.host.put_timer(row)
 
+    def timers_kept(self) -> bool:
+        return self.store.capabilities.timers
+
     # -- lifecycle -------------------------------------------------------------------------
 
     async def run(self) -> None:

@@ -6,7 +6,7 @@ import datetime
 import time
 from collections.abc import Sequence
 
-from ._term import Out, json_line
+from ._term import Out, clean, json_line
 from .ops.timers import timer_view
 from .store import TimerRow
 
@@ -14,7 +14,10 @@ __all__ = ["print_timers"]
 
 
 def _when(ts: float) -> str:
-    at = datetime.datetime.fromtimestamp(ts, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        at = datetime.datetime.fromtimestamp(ts, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError, TypeError):  # NaN, inf, out of range: damage
+        return f"DAMAGED time {ts!r}"
     delta = ts - time.time()
     rel = f"in {delta:.0f}s" if delta >= 0 else f"{-delta:.0f}s ago"
     return f"{at}Z ({rel})"
@@ -25,7 +28,12 @@ def _what(t: TimerRow) -> str:
     rec = view.get("recurrence")
     if isinstance(rec, dict):
         every = rec.get("every")
-        how = f"every {every:g}s" if every is not None else f"cron {rec.get('cron')}"
+        if every is None:
+            how = f"cron {rec.get('cron')}"
+        elif isinstance(every, int | float) and not isinstance(every, bool):
+            how = f"every {every:g}s"
+        else:
+            how = f"every DAMAGED {every!r}"
         return f"schedule, {how}, missed={rec.get('missed')}"
     return "once"
 
@@ -40,7 +48,11 @@ def print_timers(found: Sequence[TimerRow], out: Out, *, as_json: bool) -> None:
         out.line("no timers in this store")
         return
     header = ["TIMER", "ACTOR", "MESSAGE", "STATE", "DUE (UTC)", "KIND"]
-    rows = [[t.timer_id, t.actor_id, t.type_tag, t.state, _when(t.due), _what(t)] for t in found]
+    rows = [
+        [clean(str(c)) for c in (t.timer_id, t.actor_id, t.type_tag, t.state)]
+        + [_when(t.due), _what(t)]
+        for t in found
+    ]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     out.line(
         out.s.bold("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())

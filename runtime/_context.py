@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import _codec, _names, _records
 from ._calls import StepHost, ToolCalls
-from ._ctxtimers import TimerEffects
+from ._ctxtimers import TimerEffects, check_ref
 from ._errors import (
     ActorlogError,
     ConfigurationError,
@@ -190,7 +190,8 @@ class Context(ToolCalls, TimerEffects):
                         key=key,
                     ),
                 )
-            except EncodeError as exc:  # nothing was written
+            except EncodeError as exc:  # nothing was written: the effect index is as before
+                self._index = index
                 raise EncodeError(what, "list", exc.reason) from exc
             await self._guard(cell.journal.flush())
             return await self._run(t, args, kwargs, intent_seq, key, attempt=1)
@@ -272,10 +273,10 @@ class Context(ToolCalls, TimerEffects):
         """Send ``msg`` to another actor, exactly once. The send is logged here first; the
         message id is derived from this step, so a replay re-delivers it and the receiver
         deduplicates it."""
+        check_ref(ref, "ctx.send()")  # every check before the effect index moves
         _codec.check_attrs_instance(msg, "message")
         _codec.to_plain(msg, "message")
         index = self._index
-        self._index += 1
         mid = self._effect_id(index)
         value = {
             "target": ref.actor_id,
@@ -284,6 +285,7 @@ class Context(ToolCalls, TimerEffects):
         }
         recorded = self._recorded[index] if index < len(self._recorded) else None
         value["message_type"] = _names.replay_tag(type(msg), recorded, "message_type")  # alias
+        self._index += 1
         if recorded is not None and recorded.type_tag == "send":
             # A recorded send keeps its recorded message id: in a fork's copied history it
             # is the original's, and re-delivering it must deduplicate against that one.
@@ -310,10 +312,15 @@ class Context(ToolCalls, TimerEffects):
     async def spawn(self, cls: type[A], actor_id: str, /, **options: Any) -> ActorRef[A]:
         """Spawn (or resume) another actor, recorded."""
         _codec.validate_actor_id(actor_id)
+        if not isinstance(cls, type):
+            raise ConfigurationError(
+                f"ctx.spawn() takes an Actor subclass and an id, not {type(cls).__name__}"
+            )
         index = self._index
-        self._index += 1
+        # every check before the effect index moves
         value = {"actor_type": _codec.type_tag(cls), "actor_id": actor_id}
         value["actor_type"] = _names.replay_tag(cls, self._recorded_at(index), "actor_type")
+        self._index += 1
         rec = self._expect(index, EntryKind.EFFECT, "spawn", value)
         host = self._cell
         if rec is not None:

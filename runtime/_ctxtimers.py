@@ -15,11 +15,10 @@ import datetime
 import time
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
-from . import _codec, _records, _timers, _traceends
+from . import _records, _timers, _traceends
 from ._errors import ConfigurationError
 from ._records import EffectRecord, EntryKind
+from ._ref import ActorRef
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -27,11 +26,10 @@ if TYPE_CHECKING:
 
     from ._calls import StepHost
     from ._records import Recorded
-    from ._ref import ActorRef
 
     R = TypeVar("R")
 
-__all__ = ["TimerEffects"]
+__all__ = ["TimerEffects", "check_ref"]
 
 
 class TimerEffects:
@@ -61,23 +59,21 @@ class TimerEffects:
         actor wait behind the sleeping step, as behind any step.
 
         Raises:
-            ConfigurationError: ``seconds`` is negative or not a number; nothing was logged.
+            ConfigurationError: ``seconds`` is negative, not finite, more than 100 years or
+                not a number; nothing was logged and the step's effects are as before.
         """
-        if isinstance(seconds, datetime.timedelta):
-            seconds = seconds.total_seconds()
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
-            raise ConfigurationError(
-                f"ctx.sleep() takes seconds >= 0 or a timedelta, not {seconds!r}"
-            )
-        await self._sleep(lambda: time.time() + float(seconds))
+        wait = _timers.seconds(seconds, "ctx.sleep()")  # before any state changes
+        await self._sleep(lambda: _timers.now() + wait)
 
     async def sleep_until(self, when: datetime.datetime, /) -> None:
-        """``sleep`` until ``when`` (a timezone-aware datetime); at once if it has passed."""
-        if not isinstance(when, datetime.datetime) or when.tzinfo is None:
-            raise ConfigurationError(
-                f"ctx.sleep_until() takes a timezone-aware datetime, not {when!r}"
-            )
-        await self._sleep(when.timestamp)
+        """``sleep`` until ``when`` (a timezone-aware datetime); at once if it has passed.
+
+        Raises:
+            ConfigurationError: ``when`` is naive, not a datetime or out of the bounds
+                (docs/recovery.md "Bounds"); nothing was logged.
+        """
+        until = _timers.timestamp(when, "ctx.sleep_until()")  # before any state changes
+        await self._sleep(lambda: until)
 
     async def _sleep(self, until_of: Any) -> None:
         index = self._index
@@ -100,10 +96,9 @@ class TimerEffects:
         t0 = time.perf_counter()
         self._cell.sleeping = True
         try:
-            remaining = until - time.time()
+            remaining = until - _timers.now()
             _traceends.sleep(until, remaining, resumed=rec is not None)
-            if remaining > 0:
-                await anyio.sleep(remaining)
+            await _timers.CLOCK.sleep_until(until)
         finally:
             self._cell.sleeping = False
             self.awaited += time.perf_counter() - t0
@@ -126,9 +121,13 @@ class TimerEffects:
             ConfigurationError: bad ``delay``/``at``, or the store keeps no timers; nothing
                 was logged.
         """
-        _codec.check_attrs_instance(msg, "message")
-        _codec.to_plain(msg, "message")
+        # every check before any state changes (the effect index included): a refused call
+        # leaves the step as if it had not been made
+        check_ref(ref, "ctx.send_later()")
         due = _timers.due_time(delay=delay, at=at, what="ctx.send_later()")
+        if not self._cell.timers_kept():
+            raise ConfigurationError(f"the store {_timers.NO_TIMERS}")
+        row = _timers.new_row(ref.cls, ref.actor_id, msg, due=due, sender=self.actor_id)
         index = self._index
         self._index += 1
         timer_id = self._effect_id(index)
@@ -141,9 +140,7 @@ class TimerEffects:
                 due = float(value.get("due", due))
             if self._complete or self._index < len(self._recorded):
                 return timer_id  # put before the step went on
-        row = _timers.new_row(
-            ref.cls, ref.actor_id, msg, due=due, timer_id=timer_id, sender=self.actor_id
-        )
+        row = row._replace(timer_id=timer_id, message_id=f"timer:{timer_id}", due=due)
         if rec is None:
             value = {
                 "target": ref.actor_id,
@@ -160,6 +157,16 @@ class TimerEffects:
             await self._guard(self._cell.journal.flush())
         await self._guard(self._cell.put_timer(row))
         return timer_id
+
+
+def check_ref(ref: object, what: str) -> None:
+    """A ``ConfigurationError`` unless ``ref`` is an ``ActorRef`` (``system.ref``,
+    ``spawn``, ``ctx.spawn``)."""
+    if not isinstance(ref, ActorRef):
+        raise ConfigurationError(
+            f"{what} takes an ActorRef (system.ref(Class, id) or the ref spawn returns) as "
+            f"its first argument, not {type(ref).__name__}"
+        )
 
 
 def _until(rec: Recorded) -> float:

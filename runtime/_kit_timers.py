@@ -136,3 +136,62 @@ class TimerContract:
             ("t", "pending"),
         ]
         assert await again.next_due() == now + 3600
+
+    @needs("timers")
+    async def test_claim_and_cancel_are_one_decision(
+        self, harness: StoreHarness, store: Store
+    ) -> None:
+        """Issue 24 item 1: a claimed one-off timer is past cancelling (it is being
+        delivered); a cancelled one cannot be claimed; a claimed schedule can be cancelled
+        and then neither fires nor moves."""
+        s = _timers(harness, store)
+        await s.put_timer(timer("a", 10.0))
+        await s.put_timer(timer("b", 10.0))
+        await s.put_timer(timer("sch", 10.0, recurrence='{"every": 60}'))
+        assert await s.claim_timer("a", 10.0)
+        assert not await s.claim_timer("a", 11.0)  # another due time: not this firing
+        assert await s.cancel_timer("a") == "firing"  # too late: it is being delivered
+        assert (await s.get_timer("a")).state == "firing"
+        assert await s.claim_timer("a", 10.0)  # a claim left by a crash is taken up again
+        assert await s.fire_timer("a", 10.0, None)
+        assert (await s.get_timer("a")).state == "fired"
+        assert await s.cancel_timer("b") == "pending"
+        assert not await s.claim_timer("b", 10.0)  # cancelled: never claimed, never fired
+        assert await s.claim_timer("sch", 10.0)
+        assert await s.cancel_timer("sch") == "firing"  # a schedule stops from firing too
+        assert not await s.fire_timer("sch", 10.0, 70.0)
+        assert (await s.get_timer("sch")).state == "cancelled"
+        assert await s.due_timers(100.0) == []
+
+    @needs("timers")
+    async def test_claimed_timers_stay_due_and_a_schedule_returns_to_pending(
+        self, harness: StoreHarness, store: Store
+    ) -> None:
+        s = _timers(harness, store)
+        await s.put_timer(timer("a", 10.0))
+        await s.put_timer(timer("sch", 20.0, recurrence='{"every": 60}'))
+        assert await s.claim_timer("a", 10.0)
+        assert await s.claim_timer("sch", 20.0)
+        assert [t.timer_id for t in await s.due_timers(30.0)] == ["a", "sch"]
+        assert await s.next_due() == 10.0
+        assert await s.fire_timer("sch", 20.0, 80.0)
+        got = await s.get_timer("sch")
+        assert (got.state, got.due) == ("pending", 80.0)
+        assert await s.delete_timers_before(1000.0) == 0  # claimed and pending rows stay
+
+    @needs("timers")
+    async def test_fail_timer_settles_an_undeliverable_timer(
+        self, harness: StoreHarness, store: Store
+    ) -> None:
+        """Issue 24 item 2: ``failed: <reason>``, never due again, cancel says so."""
+        s = _timers(harness, store)
+        await s.put_timer(timer("a", 10.0))
+        assert await s.claim_timer("a", 10.0)
+        assert await s.fail_timer("a", 10.0, "actor 'x' is finished")
+        assert (await s.get_timer("a")).state == "failed: actor 'x' is finished"
+        assert not await s.fail_timer("a", 10.0, "again")
+        assert not await s.claim_timer("a", 10.0)
+        assert await s.due_timers(100.0) == []
+        assert await s.next_due() is None
+        assert await s.cancel_timer("a") == "failed: actor 'x' is finished"
+        assert await s.delete_timers_before(20.0) == 1

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import datetime
-import time
+import reprlib
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _codec, _timers
+from ._ctxtimers import check_ref
 from ._errors import ConfigurationError
 from ._timers import Timers
 from .store import TimerRow
@@ -22,9 +23,10 @@ if TYPE_CHECKING:
 
 __all__ = ["SystemTimers", "TimerCancel"]
 
-#: What :meth:`SystemTimers.cancel_timer` found: ``cancelled`` (by this call, or before),
-#: ``fired`` (too late: it was delivered), ``unknown`` (no such timer).
-TimerCancel = Literal["cancelled", "fired", "unknown"]
+#: What :meth:`SystemTimers.cancel_timer` found: ``cancelled`` (by this call, or before:
+#: never delivered), ``fired`` (too late: delivered or being delivered), ``failed`` (settled
+#: as undeliverable: never delivered), ``unknown`` (no such timer).
+TimerCancel = Literal["cancelled", "fired", "failed", "unknown"]
 
 
 class SystemTimers:
@@ -68,6 +70,7 @@ class SystemTimers:
             ConfigurationError: bad arguments, or a store without timers; nothing stored.
         """
         self._check_open()
+        check_ref(ref, "send_later()")
         due = _timers.due_time(delay=delay, at=at, what="send_later()")
         row = _timers.new_row(ref.cls, ref.actor_id, msg, due=due, message_id=message_id)
         self.registry.learn(type(msg))
@@ -75,17 +78,23 @@ class SystemTimers:
         return row.timer_id
 
     async def cancel_timer(self, timer_id: str) -> TimerCancel:
-        """Cancel a timer (``send_later``) before it fires. Returns ``"cancelled"`` (it will
-        not fire; also if it was cancelled before), ``"fired"`` (too late: its message was
-        delivered or is being delivered) or ``"unknown"`` (no such timer, or its record was
-        purged). A schedule is removed with :meth:`unschedule`."""
+        """Cancel a timer (``send_later``) before it fires. The answer is exact, also when
+        the cancel races the firing (one atomic decision in the store): ``"cancelled"`` (it
+        is never delivered; also if it was cancelled before), ``"fired"`` (too late: its
+        message was delivered or is being delivered), ``"failed"`` (it was settled as
+        undeliverable, its state says why: never delivered) or ``"unknown"`` (no such timer,
+        or its record was purged). A schedule is removed with :meth:`unschedule`."""
         self._check_open()
         if not isinstance(timer_id, str):
             raise ConfigurationError(f"timer_id must be a str, not {timer_id!r}")
         was = await self._timers.index.cancel_timer(timer_id)
         if was is None:
             return "unknown"
-        return "fired" if was == "fired" else "cancelled"
+        # one atomic decision with the loop's claim: "pending" was cancelled by this call
+        # and is never delivered; a claimed one ("firing") is delivered or being delivered
+        if was in ("pending", "cancelled"):
+            return "cancelled"
+        return "failed" if was.startswith("failed") else "fired"
 
     async def schedule(
         self,
@@ -115,15 +124,15 @@ class SystemTimers:
         """
         self._check_open()
         if not isinstance(name, str) or not name:
-            raise ConfigurationError(f"a schedule name must be a non-empty str, not {name!r}")
-        if start is not None and (not isinstance(start, datetime.datetime) or not start.tzinfo):
-            raise ConfigurationError(f"start= must be a timezone-aware datetime, not {start!r}")
-        now = time.time()
-        first_every = None
-        if isinstance(every, datetime.timedelta):
-            first_every = now + every.total_seconds()
-        begin = start.timestamp() if start is not None else (first_every or now)
+            raise ConfigurationError(
+                f"a schedule name must be a non-empty str, not {reprlib.repr(name)}"
+            )
+        check_ref(ref, "schedule()")
+        now = _timers.now()
+        begin = now if start is None else _timers.timestamp(start, "schedule(): start=")
         rec = _timers.recurrence_of(every=every, cron=cron, missed=missed, start=begin)
+        if start is None and every is not None:
+            begin = rec["start"] = now + float(rec["every"])  # default: now + every
         due = begin if every is not None else _timers.next_firing(rec, now)
         row = _timers.new_row(
             ref.cls,
@@ -142,7 +151,7 @@ class SystemTimers:
         """Stop the schedule ``name``: True if it was scheduled, False if unknown."""
         self._check_open()
         was = await self._timers.index.cancel_timer(_timers.schedule_id(name))
-        return was == "pending"
+        return was in ("pending", "firing")
 
     async def timers(self, actor_id: str | None = None) -> list[TimerRow]:
         """The timers and schedules in the store (of one addressee, or all), any state, by

@@ -21,6 +21,8 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import math
+import reprlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -29,7 +31,16 @@ from typing import Any, Literal, Protocol, cast
 import anyio
 
 from . import _codec, _traceends
-from ._errors import ConfigurationError
+from ._errors import (
+    ActorFinishedError,
+    ActorNotFoundError,
+    ActorQuarantinedError,
+    ActorStoppedError,
+    ConfigurationError,
+    StoreCorruptError,
+    StoreError,
+    WALError,
+)
 from ._telemetry import ATTR, set_error
 from .store import Store, TimerRow, TimerStore
 
@@ -52,17 +63,94 @@ MISFIRE_GRACE = 60.0
 SHARED_LOOK = 1.0
 #: Seconds a loop waits at most, whatever the next due time (a clock jump, a lost wake).
 MAX_WAIT = 30.0
-#: Seconds before a timer that could not be delivered is tried again.
+#: Seconds before a timer that could not be delivered (for now) is tried again.
 RETRY_AFTER = 1.0
+#: Due timers read per look at the index.
+BATCH = 100
 #: Fired and cancelled timers are kept this long after their due time (so that
 #: ``cancel_timer`` can answer "fired"), then deleted by the loop, at most once an hour.
 KEEP_ENDED = 7 * 24 * 3600.0
 _PURGE_EVERY = 3600.0
 
+#: The range of a timer's times (docs/recovery.md "Bounds"): delays, sleeps and schedule
+#: intervals are finite and at most :data:`MAX_DELAY` seconds (100 years); ``every=`` is at
+#: least :data:`MIN_EVERY`; datetimes (``at=``, ``start=``, ``sleep_until``) lie in
+#: [:data:`EARLIEST`, :data:`LATEST`) UTC.
+MAX_DELAY = 100 * 365.25 * 86400.0
+MIN_EVERY = 0.001
+EARLIEST = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+LATEST = datetime.datetime(2200, 1, 1, tzinfo=datetime.UTC)
+
 Missed = Literal["skip", "catch_up_once"]
 Deliver = Callable[..., Awaitable[Any]]
 
 CRON_HINT = "pip install 'actorlog[cron]'"
+NO_TIMERS = (
+    "keeps no timers (capabilities.timers is False): send_later and schedule need a store "
+    "with a timer index (memory, SQLite, PostgreSQL)"
+)
+
+
+class Clock:
+    """Wall time for timers and sleeps: the one place they read it. Tests replace
+    ``actorlog._timers.CLOCK`` (private; a fake clock) to drive timers without waiting."""
+
+    def time(self) -> float:
+        """Seconds since the epoch (UTC)."""
+        return time.time()
+
+    async def sleep_until(self, until: float) -> None:
+        """Wait until :meth:`time` reaches ``until`` (at once if it has passed)."""
+        remaining = until - self.time()
+        if remaining > 0:
+            await anyio.sleep(remaining)
+
+
+#: The clock of every timer, schedule and sleep (see :class:`Clock`).
+CLOCK = Clock()
+
+
+def now() -> float:
+    """The timers' wall time, through :data:`CLOCK`."""
+    return CLOCK.time()
+
+
+def seconds(value: object, what: str, *, minimum: float = 0.0) -> float:
+    """``value`` (seconds or a ``timedelta``) as a float in [``minimum``, :data:`MAX_DELAY`],
+    or a ``ConfigurationError`` naming ``what`` (inf, nan, bools and other types too)."""
+    if isinstance(value, datetime.timedelta):
+        # total_seconds() of timedelta.max is finite (about 8.6e13) and refused below
+        value = value.total_seconds()
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)  # inf, nan
+        or not minimum <= value <= MAX_DELAY
+    ):
+        raise ConfigurationError(
+            f"{what} takes seconds (a finite number, or a timedelta) from {minimum:g} up to "
+            f"{MAX_DELAY:.0f} (100 years), not {reprlib.repr(value)}"
+        )
+    return float(value)
+
+
+def timestamp(value: object, what: str) -> float:
+    """A timezone-aware datetime in [:data:`EARLIEST`, :data:`LATEST`) as seconds since the
+    epoch, or a ``ConfigurationError`` naming ``what``."""
+    if not isinstance(value, datetime.datetime) or value.utcoffset() is None:
+        raise ConfigurationError(
+            f"{what} must be a timezone-aware datetime (e.g. "
+            f"datetime.now(timezone.utc) + timedelta(minutes=5)), not {reprlib.repr(value)}"
+        )
+    try:
+        ok = EARLIEST <= value < LATEST
+    except (OverflowError, ValueError):  # an offset that pushes it out of datetime's range
+        ok = False
+    if not ok:
+        raise ConfigurationError(
+            f"{what} must lie from {EARLIEST.isoformat()} to {LATEST.isoformat()}, not {value!r}"
+        )
+    return value.timestamp()
 
 
 class Classes(Protocol):
@@ -81,24 +169,13 @@ def schedule_id(name: str) -> str:
 def due_time(
     *, delay: float | datetime.timedelta | None, at: datetime.datetime | None, what: str
 ) -> float:
-    """The due time (seconds since the epoch) of ``delay=`` or ``at=`` (exactly one)."""
+    """The due time (seconds since the epoch) of ``delay=`` or ``at=`` (exactly one), within
+    the bounds (:data:`MAX_DELAY`, :data:`EARLIEST`, :data:`LATEST`)."""
     if (delay is None) == (at is None):
         raise ConfigurationError(f"{what} takes exactly one of delay= or at=")
     if at is not None:
-        if not isinstance(at, datetime.datetime) or at.tzinfo is None:
-            raise ConfigurationError(
-                f"{what}: at= must be a timezone-aware datetime (e.g. "
-                "datetime.now(timezone.utc) + timedelta(minutes=5)), not "
-                f"{at!r}"
-            )
-        return at.timestamp()
-    if isinstance(delay, datetime.timedelta):
-        delay = delay.total_seconds()
-    if isinstance(delay, bool) or not isinstance(delay, int | float) or not delay >= 0:
-        raise ConfigurationError(
-            f"{what}: delay= must be seconds >= 0 or a timedelta, not {delay!r}"
-        )
-    return time.time() + float(delay)
+        return timestamp(at, f"{what}: at=")
+    return now() + seconds(delay, f"{what}: delay=")
 
 
 def _cron(expr: str, after: float) -> float:
@@ -116,7 +193,7 @@ def _cron(expr: str, after: float) -> float:
 
 
 def next_firing(recurrence: dict[str, Any], after: float) -> float:
-    """The first firing of a schedule strictly after ``after``."""
+    """The first firing of a schedule strictly after ``after`` (O(1) for ``every=``)."""
     every = recurrence.get("every")
     if every is not None:
         start = float(recurrence.get("start", after))
@@ -124,10 +201,31 @@ def next_firing(recurrence: dict[str, Any], after: float) -> float:
             return start
         step = float(every)
         k = int((after - start) // step) + 1
-        while start + k * step <= after:  # float rounding: always strictly after
+        if start + k * step <= after:  # float rounding: always strictly after
             k += 1
         return start + k * step
     return _cron(str(recurrence["cron"]), after)
+
+
+def latest_firing(recurrence: dict[str, Any], first: float, upto: float) -> float:
+    """The latest firing of a schedule in [``first``, ``upto``] (``first`` is a firing, due
+    at or before ``upto``). Computed, not walked: catching up after any outage costs O(1)
+    for ``every=`` and one backwards cron step for ``cron=``."""
+    every = recurrence.get("every")
+    if every is not None:
+        start = float(recurrence.get("start", first))
+        step = float(every)
+        if upto < start:
+            return first
+        k = int((upto - start) // step)
+        if start + k * step > upto:  # float rounding: never after ``upto``
+            k -= 1
+        return max(first, start + k * step)
+    from cronsim import CronSim  # a cron row was put, so the parser is installed
+
+    end = datetime.datetime.fromtimestamp(upto, tz=datetime.UTC)
+    latest = float(next(iter(CronSim(str(recurrence["cron"]), end, reverse=True))).timestamp())
+    return max(first, latest) if latest <= upto else first
 
 
 def recurrence_of(
@@ -140,14 +238,11 @@ def recurrence_of(
     """A schedule's recurrence (as its timer row keeps it), checked."""
     if (every is None) == (cron is None):
         raise ConfigurationError("schedule() takes exactly one of every= or cron=")
-    if missed not in ("skip", "catch_up_once"):
+    if not isinstance(missed, str) or missed not in ("skip", "catch_up_once"):
         raise ConfigurationError(f"missed= must be 'skip' or 'catch_up_once', not {missed!r}")
     if every is not None:
-        if isinstance(every, datetime.timedelta):
-            every = every.total_seconds()
-        if isinstance(every, bool) or not isinstance(every, int | float) or not every > 0:
-            raise ConfigurationError(f"every= must be a positive timedelta, not {every!r}")
-        return {"every": float(every), "start": start, "missed": missed}
+        step = seconds(every, "every=", minimum=MIN_EVERY)
+        return {"every": step, "start": start, "missed": missed}
     if not isinstance(cron, str):
         raise ConfigurationError(f"cron= must be a cron expression string, not {cron!r}")
     _cron(cron, start)  # checks the expression (and that the parser is installed)
@@ -218,16 +313,15 @@ class Timers:
         #: timers fired by this loop (for tests and metrics)
         self.fired = 0
         self._purged_at = 0.0
+        #: timer id -> monotonic time until which a timer that failed for now is passed over
+        self._later: dict[str, float] = {}
+        self._firing = anyio.Lock()
 
     @property
     def index(self) -> TimerStore:
         """The store as a ``TimerStore`` (checked)."""
         if not self.store.capabilities.timers:
-            raise ConfigurationError(
-                f"{type(self.store).__name__} keeps no timers (capabilities.timers is False): "
-                "send_later and schedule need a store with a timer index (memory, SQLite, "
-                "PostgreSQL)"
-            )
+            raise ConfigurationError(f"{type(self.store).__name__} {NO_TIMERS}")
         return cast("TimerStore", self.store)
 
     def wake(self) -> None:
@@ -248,7 +342,7 @@ class Timers:
                 wait = await self.fire_due()
                 if time.monotonic() - self._purged_at > _PURGE_EVERY:
                     self._purged_at = time.monotonic()
-                    await self.index.delete_timers_before(time.time() - KEEP_ENDED)
+                    await self.index.delete_timers_before(now() - KEEP_ENDED)
             except Exception:
                 logger.warning("actorlog: the timer loop failed; trying again", exc_info=True)
                 wait = RETRY_AFTER
@@ -257,75 +351,148 @@ class Timers:
             self._wake = anyio.Event()
 
     async def fire_due(self) -> float:
-        """Fire every due timer; return seconds until the next look."""
-        failed = False
+        """Fire every due timer; return seconds until the next look. A timer that failed
+        for a passing reason (the store, a lease) is passed over for :data:`RETRY_AFTER`
+        seconds, so that it never holds up the timers due after it."""
+        async with self._firing:  # one pass at a time (the loop, or a test driving it)
+            return await self._fire_due()
+
+    async def _fire_due(self) -> float:
+        mono = time.monotonic()
+        self._later = {k: v for k, v in self._later.items() if v > mono}
+        tried: set[tuple[str, float]] = set()  # (timer, due) fired in this pass
         while True:
-            now = time.time()
-            due = await self.index.due_timers(now, limit=100, owner=self.owner)
-            if not due:
-                break
-            ok = 0
-            for t in due:
-                if await self._fire(t, now):
-                    ok += 1
-                else:
-                    failed = True
-            if ok == 0:
-                break  # all of this batch failed: try again later, not in a tight loop
+            at = now()
+            limit = BATCH + len(self._later) + len(tried)
+            due = await self.index.due_timers(at, limit=limit, owner=self.owner)
+            todo = [
+                t for t in due if t.timer_id not in self._later and (t.timer_id, t.due) not in tried
+            ]
+            if not todo:
+                break  # every due timer was tried (or is passed over for now)
+            for t in todo:
+                tried.add((t.timer_id, t.due))
+                if not await self._fire(t, at):
+                    self._later[t.timer_id] = time.monotonic() + RETRY_AFTER
         nxt = await self.index.next_due()
-        wait = MAX_WAIT if nxt is None else nxt - time.time()
-        if wait <= 0 or failed:
-            # every due timer of ours was tried: what is still due failed, or (shared store)
-            # belongs to an actor another runtime owns: look again later, not in a tight loop
+        wait = MAX_WAIT if nxt is None else nxt - now()
+        if wait <= 0 or self._later:
+            # what is still due failed for now, or (shared store) belongs to an actor
+            # another runtime owns: look again later, not in a tight loop
             wait = max(wait, SHARED_LOOK if self.shared else RETRY_AFTER)
         if self.shared:
             wait = min(wait, SHARED_LOOK)
         return min(wait, MAX_WAIT)
 
-    async def _fire(self, t: TimerRow, now: float) -> bool:
-        """Deliver one due timer and mark it fired (or move its schedule on)."""
+    async def _fire(self, t: TimerRow, at_now: float) -> bool:
+        """Claim one due timer, deliver it and mark it fired (or move its schedule on); an
+        undeliverable one is settled as ``failed: <reason>``. False: a passing failure,
+        try again later."""
+        if t.state.startswith("damaged"):  # a reader's view of a damaged row: settle it
+            await self._settle_failed(t, t.state)
+            return True
         cls = self.registry.actor_class(t.actor_type)
-        if cls is None:
-            logger.warning(
+        if cls is None and self.shared:
+            # another runtime sharing the store may have the class: not ours to settle
+            logger.info(
                 "actorlog: timer %r is due for actor %r, whose class %r is not registered "
-                "here; it waits",
+                "here; it waits for a runtime that has it",
                 t.timer_id,
                 t.actor_id,
                 t.actor_type,
             )
             return False
-        with _traceends.timer_fire_span(t, now) as span:
-            at: float | None = t.due
+        if not await self.index.claim_timer(t.timer_id, t.due):
+            return True  # cancelled, fired or moved meanwhile: nothing to deliver
+        with _traceends.timer_fire_span(t, at_now) as span:
+            firing: float | None = t.due
             next_due: float | None = None
-            if t.recurrence is not None:
-                rec = json.loads(t.recurrence)
-                if now - t.due > MISFIRE_GRACE:  # missed while no runtime ran
-                    latest = t.due
-                    while (n := next_firing(rec, latest)) <= now:
-                        latest = n
-                    at = latest if rec.get("missed") == "catch_up_once" else None
-                    next_due = next_firing(rec, latest)
-                else:
-                    next_due = next_firing(rec, t.due)
-            if at is None:
-                span.set_attribute(ATTR.TIMER_OUTCOME, "skipped")
-            else:
-                mid = t.message_id if t.recurrence is None else firing_message_id(t.message_id, at)
+            try:
+                if cls is None:
+                    raise _Undeliverable(f"actor class {t.actor_type!r} is not registered")
                 if t.recurrence is not None:
-                    span.set_attributes({ATTR.SCHEDULE_FIRING: at, ATTR.MESSAGE_ID: mid})
-                try:
+                    rec = json.loads(t.recurrence)
+                    if at_now - t.due > MISFIRE_GRACE:  # missed while no runtime ran
+                        latest = latest_firing(rec, t.due, at_now)
+                        firing = latest if rec.get("missed") == "catch_up_once" else None
+                        next_due = next_firing(rec, latest)
+                    else:
+                        next_due = next_firing(rec, t.due)
+                if firing is None:
+                    span.set_attribute(ATTR.TIMER_OUTCOME, "skipped")
+                else:
+                    mid = t.message_id
+                    if t.recurrence is not None:
+                        mid = firing_message_id(t.message_id, firing)
+                        span.set_attributes({ATTR.SCHEDULE_FIRING: firing, ATTR.MESSAGE_ID: mid})
                     msg = self.registry.decode_message(t.type_tag, json.loads(t.body))
                     await self._deliver(
                         cls, t.actor_id, msg, message_id=mid, sender=t.sender, want_reply=False
                     )
-                except Exception as exc:
+                    span.set_attribute(ATTR.TIMER_OUTCOME, "delivered")
+            except Exception as exc:
+                span.set_attribute(ATTR.TIMER_OUTCOME, "failed")
+                set_error(span, f"{type(exc).__name__}: {exc}")
+                if not _undeliverable(exc):
                     logger.warning(
-                        "actorlog: delivering timer %r failed", t.timer_id, exc_info=True
+                        "actorlog: delivering timer %r failed; trying again",
+                        t.timer_id,
+                        exc_info=True,
                     )
-                    span.set_attribute(ATTR.TIMER_OUTCOME, "failed")
-                    set_error(span, f"{type(exc).__name__}: {exc}")
                     return False
-                span.set_attribute(ATTR.TIMER_OUTCOME, "delivered")
+                await self._settle_failed(t, _reason(exc))
+                return True
         await self.index.fire_timer(t.timer_id, t.due, next_due)
         self.fired += 1
         return True
+
+    async def _settle_failed(self, t: TimerRow, reason: str) -> None:
+        """Settle ``t`` as undeliverable: its state says why (``actorlog timers``) and the
+        addressee's history has a ``timer_failed`` event."""
+        logger.warning(
+            "actorlog: timer %r for actor %r cannot be delivered: %s; it is settled as failed",
+            t.timer_id,
+            t.actor_id,
+            reason,
+        )
+        if not await self.index.fail_timer(t.timer_id, t.due, reason):
+            return  # cancelled or settled meanwhile
+        detail = {"timer_id": t.timer_id, "message_type": t.type_tag, "reason": reason}
+        try:
+            await self.store.record_event(t.actor_id, "timer_failed", json.dumps(detail))
+        except Exception:  # the history is best effort; the timer's state says it
+            logger.warning("actorlog: recording timer %r failed", t.timer_id, exc_info=True)
+
+
+class _Undeliverable(Exception):
+    """A timer that can never be delivered here (its reason is the message)."""
+
+
+def _undeliverable(exc: Exception) -> bool:
+    """True if ``exc`` means the timer can never be delivered (settle it), False if it may
+    pass (the store, a lease, a timeout: try again)."""
+    if isinstance(exc, StoreError | TimeoutError | OSError) and not isinstance(
+        exc, StoreCorruptError
+    ):
+        return False
+    if isinstance(exc, ActorStoppedError) and not isinstance(exc, ActorFinishedError):
+        return False  # the runtime (or the actor's cell) is stopping: not the timer's fault
+    return isinstance(
+        exc,
+        _Undeliverable
+        | ActorFinishedError
+        | ActorQuarantinedError
+        | ActorNotFoundError
+        | ConfigurationError
+        | WALError
+        | StoreCorruptError
+        | ValueError
+        | TypeError
+        | KeyError
+        | OverflowError,
+    )
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc) if isinstance(exc, _Undeliverable) else f"{type(exc).__name__}: {exc}"
+    return " ".join(text.split())[:300]

@@ -494,7 +494,12 @@ class TimerRow(NamedTuple):
         sender: the sending actor's id, or None.
         recurrence: None for a one-off timer; for a schedule a JSON object
             (``{"every": seconds}`` or ``{"cron": "..."}``, with ``"missed"``).
-        state: ``pending``, ``fired`` or ``cancelled``.
+        state: ``pending``; ``firing`` (claimed by :meth:`TimerStore.claim_timer`: being
+            delivered, or delivered and not yet marked); ``fired``; ``cancelled``; or
+            ``failed: <reason>`` (settled as undeliverable by :meth:`TimerStore.fail_timer`).
+            A reader (:meth:`TimerStore.list_timers`, :meth:`TimerStore.due_timers`) returns
+            a damaged row as ``damaged: <what>`` (bad times as NaN, bad values as text)
+            rather than failing for the whole store.
         created_at: when it was first put (seconds since the epoch).
     """
 
@@ -531,26 +536,47 @@ class TimerStore(Protocol):
         ...
 
     async def cancel_timer(self, timer_id: str) -> str | None:
-        """Cancel a pending timer. Returns the state it had (``pending`` if this call
-        cancelled it, ``fired`` or ``cancelled`` if it was too late), or None if unknown."""
+        """Cancel a pending timer, in one atomic decision with :meth:`claim_timer`.
+        Returns the state it had: ``pending`` if this call cancelled it; ``firing``,
+        ``fired``, ``cancelled`` or ``failed: ...`` if it was too late (a one-off timer in
+        ``firing`` is left to fire); None if unknown. A schedule (``recurrence`` set) is
+        cancelled from ``pending`` and from ``firing`` (the firing under way may still be
+        delivered; no later one is)."""
+        ...
+
+    async def claim_timer(self, timer_id: str, due: float) -> bool:
+        """Claim the due firing of ``timer_id`` at ``due`` before delivering it: move it from
+        ``pending`` to ``firing``, in one atomic decision with :meth:`cancel_timer` (a
+        conditional update of the row). True if this call claimed it, or it was already
+        ``firing`` at ``due`` (a claim whose delivery did not finish: a crash); False if it
+        was cancelled, fired, settled, moved to another due time or removed. The runtime
+        delivers only a firing whose claim returned True."""
         ...
 
     async def fire_timer(self, timer_id: str, due: float, next_due: float | None) -> bool:
-        """After delivering the firing of ``timer_id`` at ``due``: mark it fired
-        (``next_due`` None) or move it to ``next_due`` (a schedule). Only if it is still
-        pending at ``due``; returns whether it changed it."""
+        """After delivering the claimed firing of ``timer_id`` at ``due``: mark it fired
+        (``next_due`` None) or move it back to ``pending`` at ``next_due`` (a schedule).
+        Only if it is still ``firing`` (or ``pending``) at ``due``; returns whether it
+        changed it."""
+        ...
+
+    async def fail_timer(self, timer_id: str, due: float, reason: str) -> bool:
+        """Settle a claimed timer (or schedule) that cannot be delivered: its state becomes
+        ``failed: <reason>`` and it never fires. Only if it is still ``firing`` (or
+        ``pending``) at ``due``; returns whether it changed it."""
         ...
 
     async def due_timers(
         self, before: float, *, limit: int = 100, owner: str | None = None
     ) -> list[TimerRow]:
-        """Pending timers with ``due <= before``, earliest first (through the index). With
+        """Pending (and claimed, ``firing``) timers with ``due <= before``, earliest first
+        (through the index). With
         ``owner`` (stores with leases): only those of actors whose live lease ``owner``
         holds or that have no live lease."""
         ...
 
     async def next_due(self) -> float | None:
-        """The earliest due time of a pending timer, or None."""
+        """The earliest due time of a pending (or ``firing``) timer, or None."""
         ...
 
     async def list_timers(self, actor_id: str | None = None) -> list[TimerRow]:
@@ -558,7 +584,8 @@ class TimerStore(Protocol):
         ...
 
     async def delete_timers_before(self, before: float) -> int:
-        """Delete fired and cancelled timers due before ``before``; return how many."""
+        """Delete fired, cancelled and failed timers due before ``before``; return how
+        many."""
         ...
 
 

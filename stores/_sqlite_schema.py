@@ -90,6 +90,7 @@ CREATE TABLE IF NOT EXISTS timers (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS timers_due ON timers (due) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS timers_firing ON timers (due) WHERE state = 'firing';
 CREATE INDEX IF NOT EXISTS timers_actor ON timers (actor_id, due);
 CREATE TRIGGER IF NOT EXISTS entries_contiguous BEFORE INSERT ON entries BEGIN
     SELECT RAISE(ABORT, 'actorlog: seq conflict')

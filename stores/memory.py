@@ -26,6 +26,9 @@ from actorlog.store import (
 
 __all__ = ["MemoryStore"]
 
+#: Timer states the loop still has to deliver (``firing``: claimed, delivery not finished).
+_DUE_STATES = ("pending", "firing")
+
 
 @attrs.define
 class _Actor:
@@ -306,20 +309,36 @@ class MemoryStore:
         t = self.timers.get(timer_id)
         if t is None:
             return None
-        if t.state == "pending":
+        if t.state == "pending" or (t.state == "firing" and t.recurrence is not None):
             self.timers[timer_id] = t._replace(state="cancelled")
         return t.state
+
+    async def claim_timer(self, timer_id: str, due: float) -> bool:
+        self._check()
+        t = self.timers.get(timer_id)
+        if t is None or t.state not in _DUE_STATES or t.due != due:
+            return False
+        self.timers[timer_id] = t._replace(state="firing")
+        return True
 
     async def fire_timer(self, timer_id: str, due: float, next_due: float | None) -> bool:
         self._check()
         t = self.timers.get(timer_id)
-        if t is None or t.state != "pending" or t.due != due:
+        if t is None or t.state not in _DUE_STATES or t.due != due:
             return False
         if next_due is None:
             self.timers[timer_id] = t._replace(state="fired")
         else:
-            self.timers[timer_id] = t._replace(due=next_due)
+            self.timers[timer_id] = t._replace(due=next_due, state="pending")
             heapq.heappush(self._due, (next_due, timer_id))
+        return True
+
+    async def fail_timer(self, timer_id: str, due: float, reason: str) -> bool:
+        self._check()
+        t = self.timers.get(timer_id)
+        if t is None or t.state not in _DUE_STATES or t.due != due:
+            return False
+        self.timers[timer_id] = t._replace(state=f"failed: {reason}")
         return True
 
     def _pending_heads(self) -> None:
@@ -327,7 +346,7 @@ class MemoryStore:
         while self._due:
             due, tid = self._due[0]
             t = self.timers.get(tid)
-            if t is not None and t.state == "pending" and t.due == due:
+            if t is not None and t.state in _DUE_STATES and t.due == due:
                 return
             heapq.heappop(self._due)
 
@@ -342,7 +361,7 @@ class MemoryStore:
             t = self.timers.get(tid)
             if due > before or len(found) >= limit:
                 break
-            if t is not None and t.state == "pending" and t.due == due and tid not in seen:
+            if t is not None and t.state in _DUE_STATES and t.due == due and tid not in seen:
                 seen.add(tid)
                 found.append(t)
         return found
@@ -359,7 +378,7 @@ class MemoryStore:
 
     async def delete_timers_before(self, before: float) -> int:
         self._check()
-        gone = [k for k, t in self.timers.items() if t.state != "pending" and t.due < before]
+        gone = [k for k, t in self.timers.items() if t.state not in _DUE_STATES and t.due < before]
         for k in gone:
             del self.timers[k]
         return len(gone)

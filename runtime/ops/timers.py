@@ -21,9 +21,13 @@ async def timers(store: Store, actor_id: str | None = None) -> list[TimerRow]:
 
 def timer_view(t: TimerRow) -> dict[str, Any]:
     """A timer as a JSON object (``actorlog timers --json``): its row, the schedule's
-    recurrence parsed, and ``kind`` (``schedule`` or ``timer``)."""
+    recurrence parsed, ``kind`` (``schedule`` or ``timer``) and, for a timer settled as
+    undeliverable (``failed: ...``) or a damaged row (``damaged: ...``), ``reason``."""
     view: dict[str, Any] = t._asdict()
     view["kind"] = "schedule" if t.recurrence is not None else "timer"
+    for settled in ("failed: ", "damaged: "):  # why it never fires (store.TimerRow.state)
+        if isinstance(t.state, str) and t.state.startswith(settled):
+            view["reason"] = t.state[len(settled) :]
     if t.recurrence is not None:
         try:
             view["recurrence"] = json.loads(t.recurrence)

@@ -222,11 +222,17 @@ CREATE TRIGGER store_audit_timers AFTER INSERT ON store_audit
     FOR EACH ROW WHEN (NEW.kind = 'deleted') EXECUTE FUNCTION actorlog_store_audit_timers();
 """
 
+# Version 7: claimed timers (state 'firing', claim_timer) are read through their own index.
+_SCHEMA_V7 = """
+CREATE INDEX IF NOT EXISTS timers_firing ON timers (due) WHERE state = 'firing';
+"""
+
 #: Schema migrations: ``MIGRATIONS[v]`` takes a store from schema version ``v - 1`` to
 #: ``v``. They run in the schema they create tables in; ``{actors}`` and ``{leases}`` stand
 #: for its tables. Version 1 is log format 1; version 2 adds leases, fencing and the inbox;
 #: version 3 narrows the ref index to step rows; version 4 adds log starts (compaction);
-#: version 5 the store audit table (deleting actors); version 6 the timer index.
+#: version 5 the store audit table (deleting actors); version 6 the timer index; version 7
+#: the index of claimed (``firing``) timers.
 # Deleting actors (``delete_actor``): a store-level audit table; inserting a ``deleted``
 # row removes the actor's rows in the same statement (so, in one transaction).
 _SCHEMA_V5 = """
@@ -262,6 +268,7 @@ MIGRATIONS: dict[int, str] = {
     4: _SCHEMA_V4,
     5: _SCHEMA_V5,
     6: _SCHEMA_V6,
+    7: _SCHEMA_V7,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

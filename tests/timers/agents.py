@@ -75,3 +75,27 @@ class Sender(Actor[Log]):
         timer_id = await ctx.send_later(ref, Note(msg.label), delay=msg.delay)
         self.state.items.append(timer_id)
         return timer_id
+
+
+@attrs.define
+class Flood:
+    """Put ``n`` timers (due after ``delay``) addressed to this actor, then stop it."""
+
+    n: int
+    delay: float = 0.0
+
+
+class Quitter(Actor[Log]):
+    """Floods itself with timers and ends in the same step: they can never be delivered."""
+
+    snapshot_every = None
+
+    async def receive(self, ctx: Context, msg: Flood | Note | Get) -> list[str]:
+        if isinstance(msg, Flood):
+            me = await ctx.spawn(Quitter, ctx.actor_id)
+            for i in range(msg.n):
+                await ctx.send_later(me, Note(f"late-{i}"), delay=msg.delay)
+            ctx.stop("flooded")
+        elif isinstance(msg, Note):
+            self.state.items.append(msg.label)
+        return list(self.state.items)
