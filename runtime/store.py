@@ -99,6 +99,7 @@ __all__ = [
     "CommitObserver",
     "CompactingStore",
     "InboxRow",
+    "IntegrityCheckingStore",
     "LeaseStore",
     "LogStartRow",
     "MessageIdIndex",
@@ -420,6 +421,23 @@ class MessageIdIndex(Protocol):
     async def message_ids(self, actor_id: str, *, limit: int) -> list[str] | None:
         """The message ids of the actor's stored entries (any order), or None if there are
         more than ``limit`` (the runtime then asks ``find_message`` for every id)."""
+        ...
+
+
+@runtime_checkable
+class IntegrityCheckingStore(Protocol):
+    """Optional: the database engine's own check of the store's files (SQLite: ``PRAGMA
+    integrity_check``). ``actorlog verify`` runs it after checking the rows, because damage
+    below the rows (an index page, a b-tree page no row read happened to touch) is invisible
+    to the log's checksums until some other read meets it."""
+
+    async def check_integrity(self) -> list[str]:
+        """One line per problem the engine finds, ``[]`` when it finds none. A file so
+        damaged that the check itself fails is one problem line, not an exception.
+
+        Raises:
+            StoreUnavailableError: the check could not run (I/O failed, the store is busy).
+        """
         ...
 
 
