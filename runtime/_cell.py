@@ -35,6 +35,7 @@ from ._errors import (
     LeaseLostError,
     RecoveryError,
     SequenceConflictError,
+    StoreCorruptError,
     StoreUnavailableError,
 )
 from ._escalation import Escalations
@@ -496,6 +497,12 @@ class Cell:
             row = await self.store.find_message(self.actor_id, message_id)
             if row is not None:
                 _codec.verify_row(row, self.actor_id, row.seq)
+                if row.message_id != message_id:  # an intact entry, found by a damaged index
+                    raise StoreCorruptError(
+                        self.store.url,
+                        f"its message-id index finds {message_id!r} at seq {row.seq} of "
+                        f"actor {self.actor_id!r}, whose message id is {row.message_id!r}",
+                    )
                 return row.seq
             seq = self.inflight_ids.get(message_id)
             if seq is not None or self._pruned == pruned:
