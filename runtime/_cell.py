@@ -20,6 +20,7 @@ from . import (
     _logs,
     _records,
     _recovery,
+    _reuse,
     _snapshots,
     _step,
     _telemetry,
@@ -145,6 +146,8 @@ class Cell:
         #: durable, in seq order (a retry of one finds it here, not in the store)
         self.inflight_ids: collections.OrderedDict[str, int] = collections.OrderedDict()
         self._pruned = 0  # ids forgotten from inflight_ids so far (see _find_message)
+        #: message id -> (type tag, plain body as logged) of each id in ``inflight_ids``
+        self.inflight_messages: dict[str, tuple[str, Any]] = {}
         #: posts on their way into this cell (and starts made for one): not idle meanwhile
         self.holds = 0
         self.escalations = Escalations(self.store, actor_id)
@@ -385,7 +388,8 @@ class Cell:
 
         With a ``message_id`` already in the log, nothing is written: ``ask`` gets the
         recorded (or pending) reply of that message, and ``send`` returns once that message
-        is durable (raising the failure of the commit that should have carried it).
+        is durable (raising the failure of the commit that should have carried it); if that
+        message is not this one, ``MessageIdReusedError`` (``_reuse``).
 
         A cancellation point: a cancelled post leaves no slot behind; the message may or
         may not be logged (posting again with the same ``message_id`` settles it).
@@ -405,8 +409,17 @@ class Cell:
                 self.host.registry.learn(type(msg))
             if message_id is not None:
                 _codec.validate_message_id(message_id)
-                existing = await self._find_message(message_id)
-                if existing is not None:
+                found = await self._find_message(message_id)
+                if found is not None:
+                    existing, recorded = found
+                    _reuse.check_same_message(
+                        self.host.registry,
+                        self.actor_id,
+                        message_id,
+                        existing,
+                        recorded,
+                        (tag, body),
+                    )
                     if want_reply:
                         return await self.reply_for(existing)
                     await self._durable(existing)
@@ -436,6 +449,9 @@ class Cell:
                     env.message = self.host.registry.decode_message(tag, body)
                 except ActorlogError as exc:
                     env.decode_error = exc
+            # what a retry of this id is compared with while the message is in flight: the
+            # body as logged (the caller's object may change after this call)
+            self.inflight_messages[message_id] = (tag, body)
             self._mailbox.put(env)
             if slot is not None:
                 # ``ask`` returns only with the reply, which waits for the step's commit;
@@ -475,8 +491,9 @@ class Cell:
             return err
         return exc
 
-    async def _find_message(self, message_id: str) -> int | None:
-        """The seq of the message logged with ``message_id``, or None.
+    async def _find_message(self, message_id: str) -> tuple[int, tuple[str, Any]] | None:
+        """The seq of the message logged with ``message_id`` and that message (type tag,
+        plain body), or None.
 
         Looks in flight first, then in the filter of the log's ids (``_seenids``: a fresh
         id is answered without a read), then in the store. An id forgotten from
@@ -490,7 +507,7 @@ class Cell:
         while True:
             seq = self.inflight_ids.get(message_id)
             if seq is not None:
-                return seq
+                return seq, self.inflight_messages[message_id]
             if seen.surely_new(message_id):
                 return None
             pruned = self._pruned
@@ -503,10 +520,12 @@ class Cell:
                         f"its message-id index finds {message_id!r} at seq {row.seq} of "
                         f"actor {self.actor_id!r}, whose message id is {row.message_id!r}",
                     )
-                return row.seq
+                return row.seq, _reuse.logged_message(row)
             seq = self.inflight_ids.get(message_id)
-            if seq is not None or self._pruned == pruned:
-                return seq
+            if seq is not None:
+                return seq, self.inflight_messages[message_id]
+            if self._pruned == pruned:
+                return None
 
     async def reply_for(self, seq: int) -> Reply:
         """The reply slot of an already-logged message: resolved from its recorded step if it
@@ -585,6 +604,7 @@ class Cell:
             if seq > bound:
                 break
             del ids[message_id]
+            self.inflight_messages.pop(message_id, None)
             self._pruned += 1
 
     async def snapshot(

@@ -360,9 +360,12 @@ class LeaseStore(Protocol):
 
     async def inbox_put(
         self, actor_id: str, message_id: str, type_tag: str, body: str, sender: str | None
-    ) -> None:
+    ) -> tuple[str, str] | None:
         """Durably queue a message for the actor's owner (once per message id; a repeat is
-        not an error) and wake the owner's :meth:`listen_inbox` callback."""
+        not an error) and wake the owner's :meth:`listen_inbox` callback. Returns None, or,
+        when a message with this id is queued already (nothing was written), that one's
+        ``(type_tag, body)``: the runtime refuses an id reused for another message. A store
+        may always return None (the reuse is then found once the first is logged)."""
 
     async def inbox_for(self, owner: str, limit: int = 500) -> list[InboxRow]:
         """Queued messages of actors whose lease ``owner`` holds, oldest first."""
