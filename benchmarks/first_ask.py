@@ -7,8 +7,8 @@ Two SQLite logs are built with the real runtime (``benchmarks._agent``: ``Step(i
 one ``ctx.call`` each, four entries per step), **every message with its own message id**: a
 history of ``--long`` (or ``--short``) steps, one step under ``snapshot_every=1`` (a snapshot),
 then ``--tail`` steps without snapshots. Both actors recover the same tail; only the number of
-message ids in their logs differs (25,053 against 253 by default: every step's and three
-asks').
+message ids in their logs differs (25,053 against 253 by default: one per step, and three
+asks).
 
 Each measurement is a fresh process (the fastest of ``--repeat``, each on its own copy of the
 file) that opens the store, spawns the actor (recovery: snapshot, then the tail) and then asks
