@@ -20,6 +20,7 @@ BENCHMARKS = {
     "postgres": "PostgreSQL throughput and failover (needs a server and actorlog[postgres])",
     "peers": "crash-and-resume against DBOS and LangGraph (needs actorlog[peers])",
     "startup": "import actorlog, and process start to the first resumed step after a crash",
+    "first_ask": "the first ask with a message id after a restart: long vs short id history",
 }
 
 

@@ -102,6 +102,9 @@ from .errors import (
     LogCompactedError as LogCompactedError,
 )
 from .errors import (
+    MessageIdReusedError as MessageIdReusedError,
+)
+from .errors import (
     NonDeterminismError as NonDeterminismError,
 )
 from .errors import (

@@ -277,9 +277,11 @@ async def cmd_verify(args: argparse.Namespace, out: Out) -> int:
         where = {
             "entry": f"seq {f.seq}",
             "snapshot": f"snapshot seq {f.seq}",
-            "actor": "summary row",
+            "actor": "summary row" if f.check != "integrity" else "pages",
+            "store": "",
         }[f.where]
-        out.line(clean(f"  {f.actor_id} {where}: {f.check} check failed: {f.detail}"))
+        who = f"{f.actor_id} {where}" if f.where != "store" else "the store's file"
+        out.line(clean(f"  {who}: {f.check} check failed: {f.detail}"))
     out.line(
         s.dim(
             "Damaged actors are quarantined by the runtime; nothing is cut or rewritten "

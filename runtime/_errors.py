@@ -128,6 +128,44 @@ class AlreadyDecidedError(ConfigurationError):
         )
 
 
+class MessageIdReusedError(ConfigurationError):
+    """A ``message_id`` the actor's log already holds came with a different message (another
+    type, or other field values, compared in their canonical encoded form). A message id
+    names one message: sending the same message again gets its recorded reply; a new
+    message needs a new id. Nothing was written.
+
+    Attributes: ``actor_id``, ``message_id``, ``seq`` (of the message logged under that
+    id; None for one still queued in a PostgreSQL inbox), ``recorded_type`` and
+    ``given_type`` (message type tags).
+    """
+
+    def __init__(
+        self,
+        actor_id: str,
+        message_id: str,
+        seq: int | None,
+        recorded_type: str,
+        given_type: str,
+    ) -> None:
+        self.actor_id = actor_id
+        self.message_id = message_id
+        self.seq = seq
+        self.recorded_type = recorded_type
+        self.given_type = given_type
+        other = (
+            f"a {given_type} with other field values"
+            if given_type == recorded_type
+            else f"a {given_type}"
+        )
+        where = f"logged at seq {seq}" if seq is not None else "queued in its inbox"
+        super().__init__(
+            f"message id {message_id!r} of actor {actor_id!r} already names the "
+            f"{recorded_type} {where}, not this message ({other}). A message id "
+            "names one message: retry with the same message to get its recorded reply, or "
+            "use a new id for a new message; nothing was written"
+        )
+
+
 class StoreURLError(ConfigurationError):
     """A store URL that does not parse or names an unknown scheme (or whose driver is
     not installed)."""

@@ -34,6 +34,7 @@ through its private attributes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -44,13 +45,14 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from . import _codec, _lifecycle
+from . import _codec, _lifecycle, _reuse
 from ._actor import Actor, reply_type
 from ._errors import (
     ActorlogError,
     ConfigurationError,
     HandlerError,
     LeaseLostError,
+    MessageIdReusedError,
     SequenceConflictError,
 )
 from ._leases import LEASE_MARGIN, ChangeFeed, ChangeKind, Lease, OwnershipChange
@@ -420,27 +422,52 @@ class Ownership:
         sender: str | None,
         want_reply: bool,
     ) -> Any:
-        """Queue ``msg`` for the actor's owner; with ``want_reply``, wait for its step."""
+        """Queue ``msg`` for the actor's owner; with ``want_reply``, wait for its step.
+
+        A ``message_id`` that already names another message, queued or logged, raises
+        ``MessageIdReusedError`` (``_reuse``); nothing is queued."""
         _codec.check_attrs_instance(msg, "message")
-        self.system.registry.learn(type(msg))
+        registry = self.system.registry
+        registry.learn(type(msg))
+        given_id = message_id is not None
         if message_id is None:
             message_id = _codec.new_message_id()
         elif not isinstance(message_id, str) or not message_id:
             raise ConfigurationError("message_id must be a non-empty str")
-        body = json.dumps(_codec.to_plain(msg, "message"))
+        plain = _codec.to_plain(msg, "message")
+        body = json.dumps(plain)
         tag = _codec.type_tag(type(msg))
+        given = (tag, json.loads(body))  # as the owner will read it
         if self.client and actor_id not in self._registered:
             # A runtime places an actor it finds with inbox messages and no live lease; it
             # needs the actor's row (and class) for that. Idempotent.
             _codec.validate_actor_id(actor_id)
             await self.system.store.register_actor(actor_id, _codec.type_tag(cls))
             self._registered.add(actor_id)
-        if not want_reply:
-            await self.store.inbox_put(actor_id, message_id, tag, body, sender)
-            return None
-        with self.remote.waiting(actor_id, message_id) as ask:
-            await self.store.inbox_put(actor_id, message_id, tag, body, sender)
-            return await self.remote.reply(ask, reply_type(cls))
+        logged = None
+        if given_id:  # the log is the authority on what the id names: checked first
+            logged = await self.system.store.find_message(actor_id, message_id)
+            if logged is not None:
+                _codec.verify_row(logged, actor_id, logged.seq)
+                _reuse.check_same_message(
+                    registry,
+                    actor_id,
+                    message_id,
+                    logged.seq,
+                    _reuse.logged_message(logged),
+                    given,
+                )
+                if not want_reply:
+                    return None  # durable already: nothing to queue
+        with self.remote.waiting(actor_id, message_id, given if given_id else None) as ask:
+            if logged is None:
+                queued = await self.store.inbox_put(actor_id, message_id, tag, body, sender)
+                if queued is not None:  # a message is queued under this id already
+                    was = (queued[0], json.loads(queued[1]))
+                    _reuse.check_same_message(registry, actor_id, message_id, None, was, given)
+            if not want_reply:
+                return None
+            return await self.remote.reply(ask, reply_type(cls), registry)
 
     # -- inbox -----------------------------------------------------------------------------
 
@@ -505,6 +532,12 @@ class Ownership:
                         cell.quarantine(exc, status="stopped")
                         raise
                 await self.store.inbox_delete(actor_id, message_id)
+            except MessageIdReusedError:
+                # the id names another message in the log: refused (its asker finds the
+                # reuse when it reads the log) and out of the inbox, not retried forever
+                with contextlib.suppress(Exception):
+                    await self.store.inbox_delete(actor_id, message_id)
+                continue
             except Exception:
                 return  # stays queued: retried next round or by the next owner
             if slot is not None and self._tg is not None:

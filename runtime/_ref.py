@@ -57,6 +57,9 @@ class ActorRef(Generic[A]):
         Raises:
             ConfigurationError: ``message_id`` is not a non-empty str that UTF-8 can encode
                 (no lone surrogates), or is too long; nothing was written.
+            MessageIdReusedError: ``message_id`` already names another message of this
+                actor (logged, in flight, or queued in a PostgreSQL inbox); nothing was
+                written.
         """
         _codec.validate_message_id(message_id)
         refuse_in_query(f"sent a message to actor {self.actor_id!r}")
@@ -70,10 +73,14 @@ class ActorRef(Generic[A]):
         """Deliver ``msg`` and wait for the handler's reply.
 
         With ``message_id``, asking again (after any crash) returns the recorded reply, or
-        re-raises the recorded ``HandlerError``, without running the step again.
+        re-raises the recorded ``HandlerError``, without running the step again. The id
+        names one message: asking with it and a different message (another type, or other
+        field values in their canonical encoded form) raises ``MessageIdReusedError``.
 
         Raises:
             ConfigurationError: a bad ``message_id`` (see ``send``); nothing was written.
+            MessageIdReusedError: ``message_id`` already names another message of this
+                actor; nothing was written.
             HandlerError: the handler raised (carries the original type and message).
             ActorQuarantinedError: the actor's log is damaged or it hit non-determinism.
             StoreUnavailableError: the store failed (disk full, I/O error, the database went

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from . import _codec
+from . import _codec, _reuse
 from ._errors import ActorlogError, ActorQuarantinedError, CorruptEntryError
 from ._mailbox import step_outcome
 from ._records import EntryKind, StepRecord, decode_entry
@@ -47,11 +47,14 @@ def _quarantined(events: list[EventRow]) -> str | None:
 class _Ask:
     """One remote ``ask`` waiting for its step: woken by a reply notification."""
 
-    __slots__ = ("actor_id", "message_id", "woken")
+    __slots__ = ("actor_id", "given", "message_id", "woken")
 
-    def __init__(self, actor_id: str, message_id: str) -> None:
+    def __init__(self, actor_id: str, message_id: str, given: tuple[str, Any] | None) -> None:
         self.actor_id = actor_id
         self.message_id = message_id
+        #: the asked message (type tag, plain body) when the caller chose its id: the
+        #: message logged under that id must be this one (``_reuse``)
+        self.given = given
         self.woken = anyio.Event()
 
 
@@ -110,10 +113,12 @@ class RemoteAsks:
                     ask.woken.set()
 
     @contextlib.contextmanager
-    def waiting(self, actor_id: str, message_id: str) -> Iterator[_Ask]:
+    def waiting(
+        self, actor_id: str, message_id: str, given: tuple[str, Any] | None = None
+    ) -> Iterator[_Ask]:
         """Register an ask before its message is queued (no notification is missed), and
         withdraw it when the caller stops waiting."""
-        ask = _Ask(actor_id, message_id)
+        ask = _Ask(actor_id, message_id, given)
         waiting = self.asks.setdefault(actor_id, {}).setdefault(message_id, [])
         waiting.append(ask)
         try:
@@ -126,8 +131,11 @@ class RemoteAsks:
                 if not by_message:
                     del self.asks[actor_id]
 
-    async def reply(self, ask: _Ask, reply_type: Any) -> Any:
-        """The reply of the asked message's step (or its ``HandlerError``), once logged."""
+    async def reply(self, ask: _Ask, reply_type: Any, registry: Any = None) -> Any:
+        """The reply of the asked message's step (or its ``HandlerError``), once logged.
+
+        Raises ``MessageIdReusedError`` if the message logged under the ask's id is not the
+        one asked (``ask.given``, compared with ``registry``'s classes)."""
         actor_id, message_id = ask.actor_id, ask.message_id
         store = self.store
         delay = 0.005
@@ -140,6 +148,11 @@ class RemoteAsks:
                 row = await store.find_message(actor_id, message_id)
                 if row is not None:
                     _codec.verify_row(row, actor_id, row.seq)
+                    if ask.given is not None and registry is not None:
+                        logged = _reuse.logged_message(row)
+                        _reuse.check_same_message(
+                            registry, actor_id, message_id, row.seq, logged, ask.given
+                        )
                     seq = row.seq
             if seq is not None:
                 for step in await store.find_ref(actor_id, EntryKind.STEP, seq):

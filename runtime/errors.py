@@ -7,6 +7,7 @@
       ConfigurationError            bad arguments to an actorlog call (nothing was written)
         EncodeError                 a message/state/argument the codec cannot encode
         AlreadyDecidedError         an intent already has its one decision (nothing written)
+        MessageIdReusedError        a message id already names another message (nothing written)
         StoreURLError               a store URL that does not parse (or whose driver is missing)
         ToolCalledDirectlyError     a tool awaited directly inside a handler, not via ctx.call
       ActorNotFoundError            no such actor / actor class not registered
@@ -56,6 +57,7 @@ from ._errors import (
     InDoubtError,
     LeaseLostError,
     LogCompactedError,
+    MessageIdReusedError,
     NonDeterminismError,
     ReadOnlyQueryError,
     RecoveryError,
@@ -92,6 +94,7 @@ __all__ = [
     "HandlerError",
     "InDoubtError",
     "LogCompactedError",
+    "MessageIdReusedError",
     "NonDeterminismError",
     "ReadOnlyQueryError",
     "RecoveryError",

@@ -99,6 +99,7 @@ __all__ = [
     "CommitObserver",
     "CompactingStore",
     "InboxRow",
+    "IntegrityCheckingStore",
     "LeaseStore",
     "LogStartRow",
     "MessageIdIndex",
@@ -359,9 +360,12 @@ class LeaseStore(Protocol):
 
     async def inbox_put(
         self, actor_id: str, message_id: str, type_tag: str, body: str, sender: str | None
-    ) -> None:
+    ) -> tuple[str, str] | None:
         """Durably queue a message for the actor's owner (once per message id; a repeat is
-        not an error) and wake the owner's :meth:`listen_inbox` callback."""
+        not an error) and wake the owner's :meth:`listen_inbox` callback. Returns None, or,
+        when a message with this id is queued already (nothing was written), that one's
+        ``(type_tag, body)``: the runtime refuses an id reused for another message. A store
+        may always return None (the reuse is then found once the first is logged)."""
 
     async def inbox_for(self, owner: str, limit: int = 500) -> list[InboxRow]:
         """Queued messages of actors whose lease ``owner`` holds, oldest first."""
@@ -420,6 +424,23 @@ class MessageIdIndex(Protocol):
     async def message_ids(self, actor_id: str, *, limit: int) -> list[str] | None:
         """The message ids of the actor's stored entries (any order), or None if there are
         more than ``limit`` (the runtime then asks ``find_message`` for every id)."""
+        ...
+
+
+@runtime_checkable
+class IntegrityCheckingStore(Protocol):
+    """Optional: the database engine's own check of the store's files (SQLite: ``PRAGMA
+    integrity_check``). ``actorlog verify`` runs it after checking the rows, because damage
+    below the rows (an index page, a b-tree page no row read happened to touch) is invisible
+    to the log's checksums until some other read meets it."""
+
+    async def check_integrity(self) -> list[str]:
+        """One line per problem the engine finds, ``[]`` when it finds none. A file so
+        damaged that the check itself fails is one problem line, not an exception.
+
+        Raises:
+            StoreUnavailableError: the check could not run (I/O failed, the store is busy).
+        """
         ...
 
 

@@ -177,8 +177,9 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
 
     #: What ``actorlog verify`` cannot see in this store (it prints these lines).
     verify_limits: tuple[str, ...] = (
-        "verify reads the rows SQLite returns; it cannot see transactions SQLite itself "
-        "dropped (a damaged or deleted -wal file loses committed writes without a trace). "
+        "verify checks the rows SQLite returns and runs SQLite's own integrity check; "
+        "neither can see transactions SQLite itself dropped (a damaged or deleted -wal "
+        "file loses committed writes without a trace). "
         "Back up a live store with VACUUM INTO or sqlite3 .backup, never by copying the "
         "file alone (docs/recovery.md, 'Backups and the SQLite files').",
     )
@@ -433,11 +434,26 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         return entries(await self._fetch(sql, params), actor_id, after_seq)
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
+        # The index finds the row; its columns are read from the table by rowid (a plain
+        # lookup would take message_id from the index's own copy), so that a key damaged in
+        # the index is told apart from the entry it points at.
         rows = await self._fetch(
-            f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = ? AND message_id = ?",
+            f"SELECT {ENTRY_COLS} FROM entries WHERE rowid = "
+            "(SELECT rowid FROM entries WHERE actor_id = ? AND message_id = ?)",
             (actor_id, message_id),
         )
-        return entry_row(rows[0], actor_id=actor_id) if rows else None
+        if not rows:
+            return None
+        row = entry_row(rows[0], actor_id=actor_id)
+        if row.message_id != message_id:
+            # a key damaged in the index points at another message's row: answering with
+            # it would give this message the other one's reply
+            raise StoreCorruptError(
+                self.path,
+                f"the index entries_message_id finds message id {message_id!r} of actor "
+                f"{actor_id!r} at seq {row.seq}, whose message id is {row.message_id!r}",
+            )
+        return row
 
     async def message_ids(self, actor_id: str, *, limit: int) -> list[str] | None:
         """``MessageIdIndex``: one scan of the message-id index (None past ``limit``)."""
@@ -461,6 +477,19 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             )
             rows = await self._fetch(sql, (actor_id, ref, kind, ref))
         return [entry_row(r, actor_id=actor_id, seq=ref + 1) for r in rows]
+
+    async def check_integrity(self) -> list[str]:
+        """``IntegrityCheckingStore``: SQLite's ``PRAGMA integrity_check`` of the whole file
+        (every b-tree page, every index against its table; at most 100 problem lines), on
+        the reader connection (WAL: it does not block a runtime writing meanwhile)."""
+        try:
+            rows = await self._reader().execute_fetchall("PRAGMA integrity_check(100)")
+        except sqlite3.Error as exc:
+            if _is_corrupt(exc):  # too damaged for the check to finish: that is its finding
+                return [f"SQLite: {exc}"]
+            raise self._error("integrity check", exc) from exc
+        lines = [str(r[0]) for r in rows]
+        return [] if lines == ["ok"] else lines
 
     # -- snapshots -------------------------------------------------------------------------
 
@@ -515,6 +544,8 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             with anyio.CancelScope(shield=True):
                 conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
         except sqlite3.Error as exc:
+            if _is_corrupt(exc):
+                raise StoreCorruptError(self.path, f"SQLite: {exc}") from exc
             raise StoreUnavailableError(f"cannot read SQLite store {self.path}: {exc}") from exc
         conn.text_factory = _text  # decode TEXT as the store's own connections do
         view = copy.copy(self)
@@ -527,7 +558,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             await conn.execute("BEGIN")
             yield view
         except sqlite3.Error as exc:
-            raise StoreUnavailableError(f"SQLite read failed: {exc}") from exc
+            raise self._error("read", exc) from exc
         finally:
             view._r = None
             with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error, ValueError):

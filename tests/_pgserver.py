@@ -137,6 +137,14 @@ class CrashableServer:
                 raise RuntimeError(f"PostgreSQL did not start:\n{tail}")
             time.sleep(0.05)
 
+    def stop(self) -> None:
+        """Shut down cleanly (SIGINT: PostgreSQL's fast shutdown, which ends with a
+        checkpoint: every page is in the data files)."""
+        assert self._proc is not None
+        self._proc.send_signal(signal.SIGINT)
+        self._proc.wait(timeout=60)
+        self._proc = None
+
     def crash(self) -> None:
         """SIGKILL every server process, backends first, so no backend finishes a commit
         after the kill (backends run in sessions of their own: killing the postmaster's

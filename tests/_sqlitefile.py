@@ -125,6 +125,25 @@ class SqliteFile:
                 out.append(Record(table, rowid, tuple(types), tuple(offsets)))
         return out
 
+    def find(self, name: str, needle: bytes) -> list[int]:
+        """File offsets where ``needle`` occurs in the pages of a table's or index's b-tree."""
+        out: list[int] = []
+        for n in self.pages_of(name):
+            base = (n - 1) * self.page_size
+            _, page = self.page(n)
+            i = page.find(needle)
+            while i >= 0:
+                out.append(base + i)
+                i = page.find(needle, i + 1)
+        return out
+
+    def leaf_of(self, table: str, rowid: int) -> int:
+        """The leaf page of a table's b-tree that holds the row ``rowid``."""
+        for r in self.records(table):
+            if r.rowid == rowid:
+                return r.type_offsets[0] // self.page_size + 1
+        raise LookupError(f"no record {rowid} in {table}")
+
 
 def flip(path: Path, offset: int, bit: int) -> None:
     """Flip one bit of the file in place."""

@@ -216,9 +216,11 @@ class Event:
 
 @attrs.define
 class Finding:
-    """One piece of damage. ``where``: ``entry``, ``snapshot`` or ``actor`` (its summary row).
-    ``check``: ``checksum``, ``seq chain``, ``identity``, ``kind``, ``decode``, ``reference``,
-    ``digest``, ``summary``."""
+    """One piece of damage. ``where``: ``entry``, ``snapshot``, ``actor`` (its summary row;
+    with check ``integrity``, its rows the database engine cannot read) or ``store`` (the
+    database engine's own check of the store's files; ``actor_id`` is empty). ``check``:
+    ``checksum``, ``seq chain``, ``identity``, ``kind``, ``decode``, ``reference``,
+    ``message id``, ``digest``, ``summary``, ``integrity``."""
 
     actor_id: str
     where: str

@@ -11,9 +11,10 @@ from .._errors import (
     ActorNotFoundError,
     ConfigurationError,
     CorruptEntryError,
+    StoreCorruptError,
 )
 from .._records import EntryKind
-from ..store import ActorRow, CompactingStore, Store
+from ..store import ActorRow, CompactingStore, IntegrityCheckingStore, Store
 from .models import (
     Finding,
     VerifyReport,
@@ -31,8 +32,13 @@ Progress = Callable[[str, int, int], None]
 async def verify(
     store: Store, actor_id: str | None = None, *, progress: Progress | None = None
 ) -> VerifyReport:
-    """Check every entry's checksum, the seq chain, references between entries, each actor's
-    summary row and every snapshot's digest. Damage is returned as findings, not raised.
+    """Check every entry's checksum, the seq chain, references between entries, that no
+    message id appears twice in one log, each actor's summary row and every snapshot's
+    digest; then the database engine's own check of the store's files, if the store has one
+    (``IntegrityCheckingStore``: SQLite's ``PRAGMA integrity_check``, also with
+    ``actor_id``, since it checks the whole file). Damage is returned as findings, not
+    raised: an actor whose rows the engine cannot read (``StoreCorruptError``) is a finding
+    of that actor, and the others are still checked.
 
     Safe on a live store: each actor is read in one consistent read (the store's optional
     ``reading()``: one SQLite read transaction, one PostgreSQL REPEATABLE READ transaction),
@@ -67,12 +73,18 @@ async def verify(
             progress(aid, done, max(total, done))
 
     for listed in actors:
-        async with _reading(store) as (view, consistent):
-            # the row again inside the consistent read (the listing may be older)
-            a = listed if listed.damage is not None else await view.get_actor(listed.actor_id)
-            if a is None:  # pragma: no cover - actors are never deleted
-                continue
-            await _verify_actor(view, a, consistent, report, tick)
+        try:
+            async with _reading(store) as (view, consistent):
+                # the row again inside the consistent read (the listing may be older)
+                a = listed if listed.damage is not None else await view.get_actor(listed.actor_id)
+                if a is None:  # pragma: no cover - actors are never deleted
+                    continue
+                await _verify_actor(view, a, consistent, report, tick)
+        except StoreCorruptError as exc:  # a page of this actor's the engine cannot read
+            report.findings.append(Finding(listed.actor_id, "actor", 0, "integrity", exc.reason))
+    if isinstance(store, IntegrityCheckingStore):
+        for line in await store.check_integrity():
+            report.findings.append(Finding("", "store", 0, "integrity", line))
     return report
 
 
@@ -112,6 +124,7 @@ async def _verify_actor(
             Finding(aid, "actor", 0, "summary", f"created_at is not a time: {a.created_at!r}")
         )
     messages: set[int] = set()
+    message_ids: dict[str, int] = {}  # a message id -> the seq of its message
     intents: set[int] = set()
     damaged: set[int] = set()  # no reference findings for what refers to these
     last_message = 0
@@ -159,6 +172,11 @@ async def _verify_actor(
             if r.kind == EntryKind.MESSAGE:
                 messages.add(r.seq)
                 last_message = r.seq
+                if r.message_id is not None:
+                    first = message_ids.setdefault(r.message_id, r.seq)
+                    if first != r.seq:  # the store's unique index should have refused it
+                        detail = f"message id {r.message_id!r} is also the id of seq {first}"
+                        report.findings.append(Finding(aid, "entry", r.seq, "message id", detail))
             elif r.kind in (EntryKind.INTENT, EntryKind.EFFECT, EntryKind.STEP):
                 if r.ref not in messages and r.ref >= start:
                     problem = f"{r.kind} refers to seq {r.ref}, which is not an earlier message"

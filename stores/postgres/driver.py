@@ -9,7 +9,14 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import asyncpg
 
-__all__ = ["DRIVER_ERRORS", "close_quietly", "is_bad_input", "is_rejection", "redact"]
+__all__ = [
+    "DRIVER_ERRORS",
+    "close_quietly",
+    "is_bad_input",
+    "is_corruption",
+    "is_rejection",
+    "redact",
+]
 
 #: Driver failures: server errors, client/protocol errors, network errors, timeouts.
 DRIVER_ERRORS: tuple[type[BaseException], ...] = (
@@ -34,6 +41,12 @@ def is_rejection(exc: BaseException) -> bool:
     """True for a conflict the database enforced (SQLSTATE class 23)."""
     sqlstate = getattr(exc, "sqlstate", None)
     return isinstance(sqlstate, str) and sqlstate.startswith("23")
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """True for damage the server found in its own files: SQLSTATE ``XX001``
+    (data_corrupted: "invalid page in block ...") or ``XX002`` (index_corrupted)."""
+    return getattr(exc, "sqlstate", None) in ("XX001", "XX002")
 
 
 def redact(dsn: str) -> str:

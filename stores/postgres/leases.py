@@ -198,14 +198,18 @@ class LeaseMethods:
 
     async def inbox_put(
         self, actor_id: str, message_id: str, type_tag: str, body: str, sender: str | None
-    ) -> None:
-        """Durably queue a message for the actor's owner (once per message id) and notify."""
+    ) -> tuple[str, str] | None:
+        """Durably queue a message for the actor's owner (once per message id) and notify.
+        A message queued already under this id is returned (``(type_tag, body)``; nothing
+        written): one statement, whose snapshot does not see the row it inserts."""
         pool = self._writable_pool()
         try:
             async with pool.acquire() as conn, conn.transaction():
-                await conn.execute(
-                    "INSERT INTO inbox (actor_id, message_id, type_tag, body, sender) "
-                    "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                queued = await conn.fetchrow(
+                    "WITH put AS (INSERT INTO inbox (actor_id, message_id, type_tag, body, "
+                    "sender) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1) "
+                    "SELECT type_tag, body FROM inbox WHERE actor_id = $1 AND message_id = $2 "
+                    "AND NOT EXISTS (SELECT 1 FROM put)",
                     actor_id,
                     message_id,
                     type_tag,
@@ -215,6 +219,9 @@ class LeaseMethods:
                 await conn.execute("SELECT pg_notify($1, $2)", INBOX_CHANNEL, actor_id)
         except DRIVER_ERRORS as exc:
             raise self._failure("inbox_put", exc) from exc
+        if queued is None:
+            return None
+        return str(queued[0]), str(queued[1])
 
     async def inbox_for(self, owner: str, limit: int = 500) -> list[InboxRow]:
         """Queued messages of actors whose lease ``owner`` holds, oldest first:

@@ -24,6 +24,7 @@ from actorlog.store import (
     SnapshotRow,
     StoreCapabilities,
     StoreClosedError,
+    StoreCorruptError,
     StoreError,
     StoreUnavailableError,
     StoreURLError,
@@ -46,7 +47,7 @@ from .._sql import (
 )
 from .commit import Append, commit_batch
 from .compaction import CompactionMethods
-from .driver import DRIVER_ERRORS, is_bad_input, redact
+from .driver import DRIVER_ERRORS, is_bad_input, is_corruption, redact
 from .leases import LeaseMethods
 from .listener import Listener
 from .lookups import MessageLookups
@@ -222,6 +223,8 @@ class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit, TimerMethods
                     await migrate(conn, self.schema, redact(self.url))
         except BaseException as exc:
             pool.terminate()
+            if is_corruption(exc):
+                raise StoreCorruptError(redact(self.url), f"PostgreSQL: {exc}") from exc
             if isinstance(exc, DRIVER_ERRORS):
                 raise StoreUnavailableError(
                     f"cannot open PostgreSQL store {redact(self.url)}: {exc}"
@@ -262,9 +265,12 @@ class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit, TimerMethods
     def _failure(self, what: str, exc: BaseException) -> StoreError | ConfigurationError:
         """Translate a driver error: closed if the store was closed meanwhile; a value the
         driver cannot send (text with a lone surrogate, an integer beyond 64 bits) is the
-        caller's ``ConfigurationError``, not a transient failure."""
+        caller's ``ConfigurationError``, not a transient failure; damage the server reports
+        in its own files (SQLSTATE XX001, XX002) is ``StoreCorruptError``."""
         if self._pool is None:
             return StoreClosedError(f"PostgreSQL store {redact(self.url)} is closed")
+        if is_corruption(exc):
+            return StoreCorruptError(redact(self.url), f"PostgreSQL {what}: {exc}")
         if is_bad_input(exc):
             return ConfigurationError(f"PostgreSQL cannot take a value of this {what}: {exc}")
         return StoreUnavailableError(f"PostgreSQL {what} failed: {type(exc).__name__}: {exc}")

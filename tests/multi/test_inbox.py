@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import attrs
 import pytest
-from actorlog import ActorSystem, HandlerError
+from actorlog import ActorSystem, HandlerError, MessageIdReusedError
 from actorlog.stores import PostgresStore
 
 from .agents import Account, Deposit
@@ -52,3 +52,46 @@ async def test_an_undecodable_inbox_message_fails_its_step_and_the_inbox_moves_o
         with anyio.fail_after(5):
             while again.status("acct") not in ("running", "idle"):
                 await anyio.sleep(0.02)
+
+
+async def test_a_message_id_reused_for_another_message_through_the_inbox_is_refused(
+    pg_url: str, pg_schema: str
+) -> None:
+    """Issue 29 item 2, client mode: a reused id with another message raises
+    ``MessageIdReusedError`` while the first is still queued in the inbox and once it is
+    logged; the owner never handles the other message; the same message gets its reply."""
+    client = ActorSystem(PostgresStore(pg_url, schema=pg_schema), client=True)
+    async with client:  # no runtime owns the actor yet: the messages stay in the inbox
+        ref = client.ref(Account, "acct")
+        await ref.send(Deposit(1), message_id="m-1")
+        await ref.send(Deposit(1), message_id="m-1")  # the same message again: accepted
+        with pytest.raises(MessageIdReusedError) as info:
+            await ref.send(Deposit(2), message_id="m-1")
+        assert (info.value.actor_id, info.value.message_id, info.value.seq) == (
+            "acct",
+            "m-1",
+            None,
+        )
+        with pytest.raises(MessageIdReusedError):
+            await ref.ask(Deposit(2), message_id="m-1", timeout=10)
+    client = ActorSystem(PostgresStore(pg_url, schema=pg_schema), client=True)
+    async with _system(pg_url, pg_schema, "owner") as owner, client:
+        ref = client.ref(Account, "acct")
+        assert await ref.ask(Deposit(0), message_id="m-2", timeout=10) == 1  # m-1 handled
+        with pytest.raises(MessageIdReusedError) as info:
+            await ref.ask(Deposit(5), message_id="m-1", timeout=10)
+        assert info.value.seq is not None
+        with pytest.raises(MessageIdReusedError):
+            await ref.send(Deposit(5), message_id="m-1")
+        with pytest.raises(MessageIdReusedError):  # through the owner's own ref too
+            await owner.ref(Account, "acct").ask(Deposit(7), message_id="m-2")
+        assert await ref.ask(Deposit(1), message_id="m-1", timeout=10) == 1  # its reply
+        assert await ref.ask(Deposit(0), message_id="m-3", timeout=10) == 1  # 5 never booked
+        store = owner.store
+        assert isinstance(store, PostgresStore)
+        assert [r.message_id for r in await store.read("acct", kinds=["message"])] == [
+            "m-1",
+            "m-2",
+            "m-3",
+        ]
+        assert not await store.inbox_for("owner")  # nothing left retried in the inbox

@@ -68,7 +68,7 @@ async def test_remote_ask_is_answered_by_notification(pg_url: str, pg_schema: st
             assert time.monotonic() - t0 < 1.0  # polling is 5 s: the notification woke it
         assert b.status("acct") == "unknown"  # every ask went through the inbox
         # Asking again with a used message id: the recorded reply, no second step.
-        assert await remote.ask(Deposit(100), message_id="m3", timeout=10) == 6
+        assert await remote.ask(Deposit(3), message_id="m3", timeout=10) == 6
         own = b._ownership
         assert own is not None and own.remote.asks == {}  # no waiter left behind
         assert len(await _steps(a.store, "acct")) == 6

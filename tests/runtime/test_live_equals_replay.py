@@ -107,16 +107,18 @@ async def _run(make_store: Any, value: Any) -> None:
     PHASE["now"] = "live"
     async with ActorSystem(make_store(), actors=[Probe]) as system:
         ref = await system.spawn(Probe, actor_id)
+        msg = Carry(key, value)
         try:
-            live = await ref.ask(Carry(key, value), message_id="m")
+            live = await ref.ask(msg, message_id="m")
         except EncodeError:  # a message that cannot be logged is refused at the call
-            live = await ref.ask(Carry(key, None), message_id="m")
-        again = await ref.ask(Carry(key, None), message_id="m")  # the recorded reply
+            msg = Carry(key, None)
+            live = await ref.ask(msg, message_id="m")
+        again = await ref.ask(msg, message_id="m")  # the recorded reply
     VALUES[key] = "changed since"  # replay must not ask the world again
     PHASE["now"] = "replay"
     async with ActorSystem(make_store(), actors=[Probe]) as system:
         ref = await system.spawn(Probe, actor_id)
-        replayed = await ref.ask(Carry(key, None), message_id="m")
+        replayed = await ref.ask(msg, message_id="m")
     assert len(SEEN["live"]) == 1
     assert SEEN["replay"] == SEEN["live"]
     assert repr(live) == repr(again) == repr(replayed)

@@ -21,6 +21,7 @@ from actorlog import (
     CorruptEntryError,
     EncodeError,
     HandlerError,
+    MessageIdReusedError,
     NonDeterminismError,
     ToolCallError,
     idempotency_key,
@@ -61,10 +62,15 @@ async def kinds(make_store: StoreFactory, actor_id: str) -> list[str]:
             await store.close()
 
 
+#: the question each crashed message id was sent with (``crash_mid_tool``)
+CRASHED: dict[str, str] = {}
+
+
 async def crash_mid_tool(make_store: StoreFactory, tool_name: str, question: str) -> None:
     """Run a Blocker step until it hangs inside ``tool_name``, then stop the system without
     grace: the tool's intent is logged and its result never is (a crash mid-tool)."""
     CALLS.hang = {tool_name}
+    CRASHED["m1"] = question  # a retry of m1 must send this message again
     async with running(make_store, Blocker, grace=0) as system:
         ref = await system.spawn(Blocker, "b")
         await ref.send(Ask(question), message_id="m1")
@@ -111,7 +117,9 @@ async def test_ask_with_same_message_id_returns_recorded_reply_after_restart(
         assert await ref.ask(Ask("q"), message_id="q-1") == "found:q"
     async with running(make_store) as system:
         ref = await system.spawn(Researcher, "r")
-        assert await ref.ask(Ask("other"), message_id="q-1") == "found:q"
+        with pytest.raises(MessageIdReusedError):  # the id names another message
+            await ref.ask(Ask("other"), message_id="q-1")
+        assert await ref.ask(Ask("q"), message_id="q-1") == "found:q"
     assert CALLS.count("search") == 1
     assert CALLS.count("charge") == 1
 
@@ -129,7 +137,7 @@ async def test_handler_error_is_recorded_reraised_and_the_actor_goes_on(
     async with running(make_store) as system:
         ref = await system.spawn(Researcher, "r")
         with pytest.raises(HandlerError, match="bad question"):
-            await ref.ask(Ask("ignored"), message_id="b")
+            await ref.ask(Ask("boom"), message_id="b")
 
 
 async def test_message_type_the_handler_does_not_accept_is_a_handler_error(
@@ -221,7 +229,7 @@ async def test_start_recovers_actors_with_pending_messages_without_spawning(
             while system.status("b") not in ("idle",):
                 await anyio.sleep(0.01)
         ref = system.ref(Blocker, "b")
-        assert await ref.ask(Ask("next"), message_id="m1") == "read:read:1"
+        assert await ref.ask(Ask(CRASHED["m1"]), message_id="m1") == "read:read:1"
     # search ran once (served from the log on recovery), slow_read twice (in doubt: re-run)
     assert CALLS.count("search") == 1
     assert CALLS.count("slow_read") == 2
@@ -231,7 +239,7 @@ async def test_in_doubt_idempotent_write_reruns_with_the_same_key(make_store: St
     await crash_mid_tool(make_store, "charge", "charge:1")
     async with running(make_store, Blocker) as system:
         ref = await system.spawn(Blocker, "b")
-        assert await ref.ask(Ask("x"), message_id="m1") == "charged 7"
+        assert await ref.ask(Ask(CRASHED["m1"]), message_id="m1") == "charged 7"
     keys = [k for n, k in CALLS.log if n == "charge"]
     assert keys == [Key("b", 1, 1)] * 2 and keys[0] == keys[1]
 
@@ -248,7 +256,7 @@ async def test_in_doubt_plain_write_escalates_until_an_operator_supplies_the_res
         ((intent_seq, (tool_name, key)),) = pending.items()
         assert tool_name.endswith("send_email") and key == Key("b", 1, 1)
         await system.resolve("b", intent_seq, result="sent by hand", reason="checked outbox")
-        assert await ref.ask(Ask("x"), message_id="m1") == "sent by hand"
+        assert await ref.ask(Ask(CRASHED["m1"]), message_id="m1") == "sent by hand"
     assert CALLS.count("send_email") == 1  # never repeated
     assert "decision" in await kinds(make_store, "b")
 
@@ -260,7 +268,7 @@ async def test_in_doubt_resolved_with_retry_runs_the_tool_again(make_store: Stor
         with anyio.fail_after(5):
             (seq,) = await system.wait_in_doubt("b")
         await system.resolve("b", seq, retry=True)
-        assert await ref.ask(Ask("x"), message_id="m1") == "sent to email:1"
+        assert await ref.ask(Ask(CRASHED["m1"]), message_id="m1") == "sent to email:1"
     assert CALLS.count("send_email") == 2
 
 
@@ -272,12 +280,12 @@ async def test_in_doubt_resolved_with_fail_raises_in_the_handler(make_store: Sto
             (seq,) = await system.wait_in_doubt("b")
         await system.resolve("b", seq, fail="bounced")
         with pytest.raises(HandlerError, match="bounced"):
-            await ref.ask(Ask("x"), message_id="m1")
+            await ref.ask(Ask(CRASHED["m1"]), message_id="m1")
     # the decision is durable: a restart replays the same failure without asking again
     async with running(make_store, Blocker) as system:
         ref = await system.spawn(Blocker, "b")
         with pytest.raises(HandlerError, match="bounced"):
-            await ref.ask(Ask("x"), message_id="m1")
+            await ref.ask(Ask(CRASHED["m1"]), message_id="m1")
     assert CALLS.count("send_email") == 1
 
 
@@ -300,7 +308,7 @@ async def test_in_doubt_reconcile_decides(
     CALLS.reconcile_answer = answer
     async with running(make_store, Blocker) as system:
         ref = await system.spawn(Blocker, "b")
-        assert await ref.ask(Ask("x"), message_id="m1") == expected
+        assert await ref.ask(Ask(CRASHED["m1"]), message_id="m1") == expected
     assert CALLS.count("reconcile") == 1
     assert CALLS.count("pay") == pay_runs
 
@@ -599,7 +607,7 @@ async def test_unregistered_class_at_recovery_is_quarantined_until_spawned(
         assert system.status("b") == "quarantined"
         assert "not registered" in str(system.error("b"))
         ref = await system.spawn(Blocker, "b")
-        assert await ref.ask(Ask("x"), message_id="m1") == "read:read:1"
+        assert await ref.ask(Ask(CRASHED["m1"]), message_id="m1") == "read:read:1"
 
 
 async def test_spawning_an_existing_id_with_another_class_fails(make_store: StoreFactory) -> None:

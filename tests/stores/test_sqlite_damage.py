@@ -130,7 +130,10 @@ async def test_a_flipped_storage_class_in_an_entry_is_a_named_corrupt_entry(
         report = await ops.verify(store)
         found = {(f.actor_id, f.seq, f.check) for f in report.findings}
         assert ("victim", seq, "column type") in found
-        assert {f[0] for f in found} == {"victim"}
+        # and SQLite's integrity check of the file (actor ""), whose index on message_id
+        # may disagree with a flipped column
+        assert {f[0] for f in found} - {""} == {"victim"}
+        assert all(f[2] == "integrity" for f in found if f[0] == "")
         # the rows before it were checked (no false findings there), and those after it read
         assert not {f for f in found if 0 < f[1] < seq}, found
         assert report.entries == 2 * 21 - 1

@@ -385,11 +385,12 @@ class FaultyStore:
 
     async def inbox_put(
         self, actor_id: str, message_id: str, type_tag: str, body: str, sender: str | None
-    ) -> None:
+    ) -> tuple[str, str] | None:
         f = await self._gate("inbox_put", actor_id)
-        await self._leases().inbox_put(actor_id, message_id, type_tag, body, sender)
+        queued = await self._leases().inbox_put(actor_id, message_id, type_tag, body, sender)
         if f is not None:
             raise f.error()
+        return queued
 
     async def inbox_for(self, owner: str, limit: int = 500) -> list[InboxRow]:
         await self._gate("inbox_for")

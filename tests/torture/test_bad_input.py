@@ -174,7 +174,7 @@ async def test_unencodable_message_is_rejected_and_nothing_written(
         assert await ref.ask(Say("say:after"), message_id="bad") == "after"
     async with ActorSystem(make_store(), actors=[Chat]) as system:
         ref = await system.spawn(Chat, "chat")
-        assert await ref.ask(Say("say:"), message_id="m1") == "before"  # recorded reply
+        assert await ref.ask(Say("say:before"), message_id="m1") == "before"  # recorded reply
 
 
 async def test_oversized_message_limit_is_the_documented_one(make_store: StoreFactory) -> None:
@@ -234,8 +234,8 @@ async def test_message_of_a_type_no_longer_known_is_dead_lettered_on_recovery(
     async with ActorSystem(store, actors=[Loose], shutdown_grace=0.1) as system:
         ref = await system.spawn(Loose, "loose")
         with pytest.raises(HandlerError, match=r"unknown message type 'torture\.gone\.Vanished'"):
-            await ref.ask(Say("x"), message_id="v")
-        assert await ref.ask(Say("x"), message_id="a") == 2  # "block" then "after"
+            await ref.ask(gone(text="from the old code"), message_id="v")
+        assert await ref.ask(Say("after"), message_id="a") == 2  # "block" then "after"
 
 
 # -- tools -----------------------------------------------------------------------------------
@@ -320,7 +320,7 @@ async def test_oversized_tool_result_is_a_recorded_tool_error_and_never_reruns(
     assert TOOLS.count("huge") == 1
     async with ActorSystem(make_store(), actors=[Chat]) as system:
         ref = await system.spawn(Chat, "chat", snapshot_every=None)
-        assert await ref.ask(Say("say:"), message_id="h") == "tool failed: EncodeError"
+        assert await ref.ask(Say(f"huge-result:{n}"), message_id="h") == "tool failed: EncodeError"
         assert await ref.ask(Say("say:again")) == "again"
         assert await ref.ask(Say("state:")) == ["tool failed", "next", "again"]
     assert TOOLS.count("huge") == 1  # the replay served the recorded error
@@ -342,7 +342,7 @@ async def test_unloggable_reply_is_a_recorded_handler_error(
     async with ActorSystem(make_store(), actors=[Chat]) as system:
         ref = await system.spawn(Chat, "chat")
         with pytest.raises(HandlerError, match="cannot encode"):
-            await ref.ask(Say("say:"), message_id="r")
+            await ref.ask(Say(f"{what}:{arg}"), message_id="r")
         assert await ref.ask(Say("say:later")) == "later"
         assert await ref.ask(Say("state:")) == ["fine", "later"]
 
@@ -438,7 +438,7 @@ async def test_valid_unusual_actor_ids_work(make_store: StoreFactory) -> None:
     async with ActorSystem(make_store(), actors=[Chat]) as system:
         for actor_id in ids:
             ref = await system.spawn(Chat, actor_id)
-            assert await ref.ask(Say("say:"), message_id="m") == actor_id
+            assert await ref.ask(Say(f"say:{actor_id}"), message_id="m") == actor_id
 
 
 # -- handlers --------------------------------------------------------------------------------
@@ -455,11 +455,11 @@ async def test_handler_that_raises_is_recorded_and_the_actor_goes_on(
         assert isinstance(info.value.__cause__, KeyError)
         assert await ref.ask(Say("say:next")) == "next"
         with pytest.raises(HandlerError, match="KeyError"):
-            await ref.ask(Say("say:not run"), message_id="e")
+            await ref.ask(Say("raise:boom"), message_id="e")
     async with ActorSystem(make_store(), actors=[Chat]) as system:
         ref = await system.spawn(Chat, "chat")
         with pytest.raises(HandlerError, match="KeyError"):
-            await ref.ask(Say("say:not run"), message_id="e")
+            await ref.ask(Say("raise:boom"), message_id="e")
         assert await ref.ask(Say("state:")) == ["next"]
 
 
@@ -498,7 +498,7 @@ async def test_handler_that_blocks_times_out_the_asker_and_resumes_after_restart
         assert await chat.ask(Say("say:unaffected")) == "unaffected"
     async with ActorSystem(make_store(), actors=[Sleeper]) as system:
         sleeper = await system.spawn(Sleeper, "sleeper")
-        assert await sleeper.ask(Say("x"), message_id="s", timeout=5) == "stuck"
+        assert await sleeper.ask(Say("stuck"), message_id="s", timeout=5) == "stuck"
         assert await sleeper.ask(Wait()) == 1
     assert TOOLS.count("echo", "stuck") == 1  # the resumed step took the tool's result from the log
 
@@ -563,7 +563,7 @@ async def test_store_written_by_a_newer_format_is_refused_unchanged(tmp_path: Pa
     con.close()
     async with ActorSystem(SqliteStore(db), actors=[Counter]) as system:
         ref = await system.spawn(Counter, "c")
-        assert await ref.ask(Add(0), message_id="pending") == sum(
+        assert await ref.ask(Add(99), message_id="pending") == sum(
             i * 10 for i in (0, 1, 2, 3, 4, 99)
         )
 

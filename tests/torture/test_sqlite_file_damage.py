@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import io
+import json
 import random
 import shutil
 import sqlite3
@@ -187,3 +188,152 @@ def test_bit_flips_in_the_file_are_named_or_harmless(tmp_path: Path) -> None:
                 outcomes["correct"] += 1
     for k, v in outcomes.items():
         FIGURES[f"file flips: {k}"] += v
+
+
+# -- damage that only SQLite's own check sees, or that only some reads meet (issue 24 item 17)
+
+
+async def _build_pair(path: Path) -> None:
+    """``victim`` first, then ``bystander``: 12 asks each (message ids ``<actor>-<n>``),
+    so that whole leaf pages of the entries table hold only the victim's rows."""
+    async with ActorSystem(SqliteStore(path), actors=[Counter]) as system:
+        for aid in ("victim", "bystander"):
+            ref = await system.spawn(Counter, aid, snapshot_every=100)
+            for n in range(1, 13):
+                await ref.ask(Add(n, note="x" * 200), message_id=f"{aid}-{n}")
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+
+
+def _cli_out(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = cli_main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _flip_index_key(path: Path) -> None:
+    """Turn the message-id index's key ``victim-12`` into ``victim-13``: the rows all read
+    back intact, but the index now finds ``victim-13`` at the row of ``victim-12``."""
+    f = SqliteFile.read(path)
+    [offset] = f.find("entries_message_id", b"victim-12")
+    flip(path, offset + len("victim-1"), 0)  # "2" (0x32) -> "3" (0x33)
+
+
+def test_verify_reports_index_damage_only_sqlites_integrity_check_sees(tmp_path: Path) -> None:
+    """Every row reads back intact, so the log's own checks pass; SQLite's integrity check
+    finds the index disagreeing with its table, and verify reports it (exit 1)."""
+    path = tmp_path / "agents.db"
+    anyio.run(_build_pair, path, backend="asyncio")
+    _flip_index_key(path)
+
+    code, out, err = _cli_out("verify", f"sqlite:///{path}", "--json")
+    assert code == 1, (out, err)
+    report = json.loads(out)
+    assert report["actors"] == 2 and not report["ok"]
+    store_findings = [f for f in report["findings"] if f["where"] == "store"]
+    assert store_findings, report["findings"]
+    assert all(f["check"] == "integrity" and f["actor_id"] == "" for f in store_findings)
+    assert any("entries_message_id" in f["detail"] for f in store_findings), store_findings
+
+    code, out, err = _cli_out("verify", f"sqlite:///{path}")
+    assert code == 1, (out, err)
+    assert "DAMAGE" in out and "the store's file: integrity check failed" in out, out
+    assert "entries_message_id" in out
+
+
+def test_a_message_id_the_damaged_index_finds_at_another_message_is_store_corrupt(
+    tmp_path: Path,
+) -> None:
+    """A fresh id whose key the damaged index holds must not get another message's reply:
+    ``StoreCorruptError`` naming the file, and nothing is written."""
+    path = tmp_path / "agents.db"
+    anyio.run(_build_pair, path, backend="asyncio")
+    _flip_index_key(path)
+
+    async def main() -> None:
+        async with ActorSystem(SqliteStore(path), actors=[Counter]) as system:
+            ref = await system.spawn(Counter, "victim")
+            before = await ref.ask(Get())
+            with pytest.raises(StoreCorruptError) as info:
+                await ref.ask(Add(99), message_id="victim-13")
+            assert str(path) in str(info.value)
+            assert "victim-13" in str(info.value) and "victim-12" in str(info.value)
+            assert await ref.ask(Get()) == before  # nothing handled, nothing written
+            assert 99 not in before["seen"]
+
+    anyio.run(main, backend="asyncio")
+
+
+def _victim_only_leaf(path: Path) -> int:
+    """A leaf page of the entries table holding the victim's rows only."""
+    f = SqliteFile.read(path)
+    db = sqlite3.connect(path)
+    try:
+        owner = dict(db.execute("SELECT rowid, actor_id FROM entries").fetchall())
+    finally:
+        db.close()
+    leaves: dict[int, set[str]] = collections.defaultdict(set)
+    for r in f.records("entries"):
+        leaves[r.type_offsets[0] // f.page_size + 1].add(owner[r.rowid])
+    return next(n for n, actors in sorted(leaves.items()) if actors == {"victim"})
+
+
+def test_verify_names_an_actors_unreadable_page_and_checks_the_others(tmp_path: Path) -> None:
+    """A leaf page of the victim's entries that SQLite cannot read: verify reports it as the
+    victim's damage (exit 1, not "could not read") and still checks the bystander; recovery,
+    history and the listing name it ``StoreCorruptError`` with the file; the bystander
+    recovers its exact state."""
+    path = tmp_path / "agents.db"
+    anyio.run(_build_pair, path, backend="asyncio")
+    (tmp_path / "ref").mkdir()
+    shutil.copyfile(path, tmp_path / "ref" / "agents.db")
+    leaf = _victim_only_leaf(path)
+    f = SqliteFile.read(path)
+    header, _ = f.page(leaf)
+    flip(path, header, 0)  # the page type 0x0D (table leaf) -> 0x0C: no such page type
+
+    code, out, err = _cli_out("verify", f"sqlite:///{path}", "--json")
+    assert code == 1, (out, err)
+    report = json.loads(out)
+    assert report["actors"] == 2
+    victim = [f for f in report["findings"] if f["actor_id"] == "victim"]
+    assert victim and victim[0]["check"] == "integrity", report["findings"]
+    assert "malformed" in victim[0]["detail"]
+    assert not [f for f in report["findings"] if f["actor_id"] == "bystander"]
+    assert any(f["where"] == "store" for f in report["findings"])
+
+    code, out, err = _cli_out("history", f"sqlite:///{path}", "victim")
+    assert code == 2 and str(path) in err and "damaged below the log" in err, (out, err)
+    code, out, err = _cli_out("actors", f"sqlite:///{path}")
+    assert "internal error" not in err and "Unavailable" not in err, (out, err)
+
+    async def history() -> None:
+        async with ops.opened(f"sqlite:///{path}") as store:
+            with pytest.raises(StoreCorruptError) as info:
+                await ops.history(store, "victim")
+            assert str(path) in str(info.value)
+
+    anyio.run(history, backend="asyncio")
+
+    reference = anyio.run(_recover_pair, tmp_path / "ref" / "agents.db", backend="asyncio")
+    got = anyio.run(_recover_pair, path, backend="asyncio")
+    assert isinstance(got["victim"], StoreCorruptError), got["victim"]
+    assert str(path) in str(got["victim"])
+    assert got["bystander"] == reference["bystander"]
+
+
+async def _recover_pair(path: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    with anyio.fail_after(60):
+        async with ActorSystem(SqliteStore(path), actors=[Counter]) as system:
+            for aid in ("victim", "bystander"):
+                try:
+                    ref = await system.spawn(Counter, aid)
+                    out[aid] = await ref.ask(Get(), timeout=30)
+                except ActorQuarantinedError as exc:
+                    out[aid] = exc.__cause__
+                except ActorlogError as exc:
+                    out[aid] = exc
+    return out

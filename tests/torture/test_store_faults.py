@@ -183,7 +183,7 @@ async def test_shutdown_while_a_commit_is_stalled_keeps_the_log_consistent(
     FIGURES["store faults injected"] += 1
     async with ActorSystem(inner, actors=[Counter]) as system:
         victim = await system.spawn(Counter, "victim")
-        assert await victim.ask(Add(0), message_id="m2") == 30  # 10 + 20, handled once
+        assert await victim.ask(Add(2), message_id="m2") == 30  # 10 + 20, handled once
         assert (await victim.ask(Get()))["seen"] == [1, 2]
     assert TOOLS.count("record", 2) == 1
 
