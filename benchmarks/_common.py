@@ -115,7 +115,6 @@ def output_dir() -> Path:
 #: Distributions whose versions every report lists (the ones missing are shown as such).
 PACKAGES = (
     "actorlog",
-    "aiosqlite",
     "anyio",
     "attrs",
     "cattrs",
