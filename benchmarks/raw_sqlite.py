@@ -4,8 +4,8 @@ A temp database in WAL mode; each transaction inserts rows of ~200 bytes (1 row,
 per transaction) into a table keyed like actorlog's log (actor id, seq). Measured with the
 plain ``sqlite3`` module (no thread hop) and through ``SqliteStore``'s connection
 (``thread``: one hop to its thread per awaited call), at ``synchronous=FULL`` (a real fsync
-per commit, actorlog's default) and, for reference, ``synchronous=NORMAL`` (WAL without fsync per commit: survives a process crash, not
-a power loss).
+per commit, actorlog's default) and, for reference, ``synchronous=NORMAL`` (WAL without
+fsync per commit: survives a process crash, not a power loss).
 
     python -m benchmarks.raw_sqlite [--seconds 2] [--dir PATH] [--no-write]
 """
@@ -167,9 +167,7 @@ def run_all(
             results.append(measure_sqlite3(directory / f"raw-{n}.db", rows_per_txn, seconds, sync))
             n += 1
             results.append(
-                asyncio.run(
-                    measure_thread(directory / f"raw-{n}.db", rows_per_txn, seconds, sync)
-                )
+                asyncio.run(measure_thread(directory / f"raw-{n}.db", rows_per_txn, seconds, sync))
             )
     return results
 
