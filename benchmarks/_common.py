@@ -116,6 +116,7 @@ def output_dir() -> Path:
 PACKAGES = (
     "actorlog",
     "anyio",
+    "trio",
     "attrs",
     "cattrs",
     "dbos",

@@ -165,6 +165,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"actor, {args.calls} `ctx.call`s in one handler. {args.actors} actors: each one "
             f"`Run({args.calls_each})` at once. Ratios are to {base} in the same round.\n\n"
             + table.markdown()
+            + "\n\nReading: the MemoryStore lines are the runtime alone (no I/O), so they show "
+            "what the backend itself costs the runtime; the SqliteStore lines add the store "
+            "(its connection threads answer either backend the same way). On a machine shared "
+            "with other work, compare the ratios, not the rates."
         )
         path = write_report("backends", "SqliteStore on asyncio and trio", body, info=info)
         print(f"\nreport: {path}")
