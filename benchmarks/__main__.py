@@ -11,6 +11,7 @@ BENCHMARKS = {
     "snapshots": "snapshot_every vs recovery time and step cost",
     "adaptive": "recovery_budget: adaptive snapshots",
     "throughput": "durable steps per second, group commit, concurrency",
+    "backends": "SqliteStore on asyncio vs trio: sequential calls and 100 actors",
     "cpu_per_step": "the runtime's CPU time per durable step (MemoryStore): build vs build",
     "raw_sqlite": "the raw SQLite commit rate of this disk (the ceiling)",
     "telemetry_overhead": "the cost of tracing with and without an OpenTelemetry SDK",

@@ -115,8 +115,8 @@ def output_dir() -> Path:
 #: Distributions whose versions every report lists (the ones missing are shown as such).
 PACKAGES = (
     "actorlog",
-    "aiosqlite",
     "anyio",
+    "trio",
     "attrs",
     "cattrs",
     "dbos",

@@ -2,10 +2,10 @@
 
 A temp database in WAL mode; each transaction inserts rows of ~200 bytes (1 row, or 64 rows,
 per transaction) into a table keyed like actorlog's log (actor id, seq). Measured with the
-plain ``sqlite3`` module (no thread hop) and with ``aiosqlite`` (one hop to its thread per
-awaited call), at ``synchronous=FULL`` (a real fsync per commit, actorlog's default) and, for
-reference, ``synchronous=NORMAL`` (WAL without fsync per commit: survives a process crash, not
-a power loss).
+plain ``sqlite3`` module (no thread hop) and through ``SqliteStore``'s connection
+(``thread``: one hop to its thread per awaited call), at ``synchronous=FULL`` (a real fsync
+per commit, actorlog's default) and, for reference, ``synchronous=NORMAL`` (WAL without
+fsync per commit: survives a process crash, not a power loss).
 
     python -m benchmarks.raw_sqlite [--seconds 2] [--dir PATH] [--no-write]
 """
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-__all__ = ["RawResult", "measure_aiosqlite", "measure_sqlite3", "run_all"]
+__all__ = ["RawResult", "measure_thread", "measure_sqlite3", "run_all"]
 
 PAYLOAD = bytes(range(200))  # ~200 bytes, like a small encoded log entry
 ACTOR = "actor-0000000001"
@@ -122,31 +122,35 @@ def measure_sqlite3(
     return RawResult("sqlite3", synchronous, rows_per_txn, commits, elapsed)
 
 
-async def measure_aiosqlite(
+async def measure_thread(
     path: Path, rows_per_txn: int, seconds: float, synchronous: str = "FULL"
 ) -> RawResult:
-    """The same with ``aiosqlite``: each commit is one awaited call (one hop to its thread)."""
-    import aiosqlite
+    """The same through ``SqliteStore``'s connection (``sqlite3`` on a thread of its own):
+    each commit is one awaited call, one hop to that thread and back (what aiosqlite did)."""
+    from actorlog.stores._sqlite_conn import Connection
 
     _prepare(path, synchronous).close()  # create schema, switch to WAL (persistent)
     sql = _insert_sql(rows_per_txn)
-    async with aiosqlite.connect(path, isolation_level=None) as conn:
+    conn = await Connection.connect(str(path))
+    try:
         await conn.execute(f"PRAGMA synchronous={synchronous}")
         seq = 1
         commits = 0
         for _ in range(20):
-            await conn.execute_fetchall(sql, _params(seq, rows_per_txn))
+            await conn.execute(sql, _params(seq, rows_per_txn))
             seq += rows_per_txn
         start = time.perf_counter()
         deadline = start + seconds
         now = start
         while now < deadline:
-            await conn.execute_fetchall(sql, _params(seq, rows_per_txn))
+            await conn.execute(sql, _params(seq, rows_per_txn))
             seq += rows_per_txn
             commits += 1
             now = time.perf_counter()
         elapsed = now - start
-    return RawResult("aiosqlite", synchronous, rows_per_txn, commits, elapsed)
+    finally:
+        await conn.close()
+    return RawResult("thread", synchronous, rows_per_txn, commits, elapsed)
 
 
 def run_all(
@@ -163,9 +167,7 @@ def run_all(
             results.append(measure_sqlite3(directory / f"raw-{n}.db", rows_per_txn, seconds, sync))
             n += 1
             results.append(
-                asyncio.run(
-                    measure_aiosqlite(directory / f"raw-{n}.db", rows_per_txn, seconds, sync)
-                )
+                asyncio.run(measure_thread(directory / f"raw-{n}.db", rows_per_txn, seconds, sync))
             )
     return results
 
@@ -218,7 +220,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             "(actor id, seq), each transaction one multi-row `INSERT` in autocommit mode. "
             "`synchronous=FULL` fsyncs the WAL on every commit (actorlog's default durability); "
             "`NORMAL` is shown for reference (survives a process crash, not a power loss). "
-            "`aiosqlite` pays one hop to its worker thread per awaited call.\n\n"
+            "`thread` is `SqliteStore`'s connection (`sqlite3` on a thread of its own, any "
+            "anyio backend): one hop to its thread per awaited call.\n\n"
             + table.markdown()
             + f"\n\nEach line ran for {args.seconds:g} s after 20 warm-up commits, "
             f"single process, pid {os.getpid()}"

@@ -6,7 +6,7 @@ Part 1, the import: ``python -X importtime -c "import actorlog"`` in ``--rounds`
 interpreters; the run with the smallest total is kept. Shown: the ``actorlog`` line's
 cumulative time, the wall time of ``python -c "import actorlog"`` less that of
 ``python -c pass`` (best of the rounds; also for the dependencies alone: anyio with its
-asyncio backend, attrs and aiosqlite, which a run imports whatever actorlog does), how
+asyncio backend, attrs and sqlite3, which a run imports whatever actorlog does), how
 many modules the import loads, the time by top-level package (self times summed) and the
 modules with the largest self times.
 
@@ -63,7 +63,7 @@ __all__ = ["ImportRun", "Resume", "import_run", "main", "resume_round"]
 
 #: What a run on SQLite with asyncio imports whatever actorlog does (cattrs is imported only
 #: for values that are not plain): the floor of its start.
-DEPENDENCIES = "import anyio, anyio._backends._asyncio, attrs, aiosqlite"
+DEPENDENCIES = "import anyio, anyio._backends._asyncio, attrs, sqlite3"
 
 _LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|( +)(\S+)\s*$")
 

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import anyio.abc
 import attrs
 import pytest
 
@@ -31,6 +32,7 @@ from ._kit import (
 from .store import (
     FORMAT_VERSION,
     AuditStore,
+    EntryRow,
     SequenceConflictError,
     Store,
     StoreClosedError,
@@ -46,12 +48,21 @@ class SharingContract:
     # -- concurrency and group commit ------------------------------------------------------
 
     async def test_concurrent_appends_to_one_actor_keep_their_order(self, store: Store) -> None:
-        """Appends awaited concurrently (each expecting the previous) all land, in order."""
+        """Appends awaited concurrently (each expecting the previous) all land, in order.
+        Each task is under way (inside ``append``) before the next starts: trio, unlike
+        asyncio, does not run tasks started together in the order they were started."""
         await registered(store, ACTOR)
         rows = msgs(ACTOR, 1, 20)
+
+        async def append_in_turn(
+            r: EntryRow, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+        ) -> None:
+            task_status.started()  # runs on into append before the starter resumes
+            await store.append(ACTOR, r.seq - 1, [r])
+
         async with anyio.create_task_group() as tg:
             for r in rows:
-                tg.start_soon(store.append, ACTOR, r.seq - 1, [r])
+                await tg.start(append_in_turn, r)
         assert await store.read(ACTOR) == rows
 
     async def test_many_actors_appending_concurrently_all_land_in_order(

@@ -29,9 +29,10 @@ from actorlog.store import ConfigurationError, report_commit
 __all__ = ["GroupCommitter", "Request", "require_asyncio"]
 
 
-def require_asyncio(what: str) -> None:
-    """The SQL stores' drivers (aiosqlite, asyncpg) hand results to asyncio futures: under
-    trio they fail deep inside trio ("unrecognized yield message"). Say so at open instead.
+def require_asyncio(what: str, driver: str) -> None:
+    """A store whose driver (``asyncpg``) hands results to asyncio futures fails deep inside
+    trio ("unrecognized yield message"): say so at open instead, and name the store that
+    runs on trio.
 
     Raises:
         ConfigurationError: no asyncio event loop is running in this thread.
@@ -40,9 +41,10 @@ def require_asyncio(what: str) -> None:
         asyncio.get_running_loop()
     except RuntimeError:
         raise ConfigurationError(
-            f"{what} needs the asyncio event loop (its driver runs on asyncio only), but no "
-            "asyncio loop is running here (trio?). Run under asyncio, e.g. "
-            "anyio.run(main, backend='asyncio'), or use MemoryStore on trio."
+            f"{what} runs on asyncio only (its driver, {driver}, is an asyncio library), but "
+            "no asyncio loop is running here (trio?). Run under asyncio, e.g. "
+            "anyio.run(main, backend='asyncio'), or on trio use SqliteStore (durable, runs "
+            "on asyncio and trio) or MemoryStore."
         ) from None
 
 

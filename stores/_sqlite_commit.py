@@ -1,17 +1,17 @@
 """The commit path of ``SqliteStore``: a batch of appends as multi-row ``INSERT``s, and what
 a rejected one means; optionally run on the event loop's own thread (``commit_on_loop``).
 
-Every other statement of the store goes through aiosqlite, whose thread runs it while the
-event loop goes on; the commit of a lone append (a batch of one request: one actor, or
-actors taking turns) can instead run on a plain ``sqlite3`` connection of its own on the
-loop's thread. That saves the two thread switches per commit (measured: about a quarter of
-a sequential ``ctx.call`` on SQLite) and blocks the loop for the commit's fsync, and now and
-then for a WAL checkpoint: docs/tuning.md says when that is a good trade. A batch of several
-requests always goes to the thread, where the next batch's actors keep running during the
-fsync. The direct connection is used only when the aiosqlite writer has no transaction
-open, so a commit never lands inside another statement's transaction; both connections
-have the same ``synchronous`` and ``busy_timeout`` settings, so a commit is as durable on
-either.
+Every other statement of the store goes through the writer connection's own thread
+(``_sqlite_conn``), which runs it while the event loop goes on; the commit of a lone append
+(a batch of one request: one actor, or actors taking turns) can instead run on a plain
+``sqlite3`` connection of its own on the loop's thread. That saves the two thread switches
+per commit (measured: about a quarter of a sequential ``ctx.call`` on SQLite) and blocks the
+loop for the commit's fsync, and now and then for a WAL checkpoint: docs/tuning.md says when
+that is a good trade. A batch of several requests always goes to the thread, where the next
+batch's actors keep running during the fsync. The direct connection is used only when the
+writer has no transaction open, so a commit never lands inside another statement's
+transaction; both connections have the same ``synchronous`` and ``busy_timeout`` settings,
+so a commit is as durable on either.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ._groupcommit import Request
 from ._sql import ENTRY_COLS, entry_values
 
 if TYPE_CHECKING:
-    import aiosqlite
+    from ._sqlite_conn import Connection
 
 __all__ = ["MAX_ROWS_PER_STATEMENT", "Append", "SqliteCommits"]
 
@@ -46,7 +46,7 @@ class SqliteCommits:
 
     if TYPE_CHECKING:
 
-        def _writer(self) -> aiosqlite.Connection: ...
+        def _writer(self) -> Connection: ...
         def _error(self, what: str, exc: Exception) -> Exception: ...
 
     def _open_loop_conn(self, path: str, pragmas: Sequence[str]) -> None:
@@ -99,18 +99,12 @@ class SqliteCommits:
                 if direct is not None and len(chunk) == 1 and not w.in_transaction:
                     direct.execute(sql, params)  # on the event loop's thread: no hop
                 else:
-                    await w.execute_fetchall(sql, params)
-            else:  # one oversized request: an explicit transaction
-                await w.execute("BEGIN IMMEDIATE")
-                try:
-                    await w.executemany(
-                        f"INSERT INTO entries ({ENTRY_COLS}) VALUES (?,?,?,?,?,?,?,?)",
-                        [entry_values(r) for r in rows],
-                    )
-                    await w.execute("COMMIT")
-                except BaseException:
-                    await w.execute("ROLLBACK")
-                    raise
+                    await w.execute(sql, params)
+            else:  # one oversized request: an explicit transaction, in one call
+                await w.insert_many(
+                    f"INSERT INTO entries ({ENTRY_COLS}) VALUES (?,?,?,?,?,?,?,?)",
+                    [entry_values(r) for r in rows],
+                )
         except sqlite3.IntegrityError:
             if len(chunk) == 1:
                 actor_id, expected, _ = chunk[0].item
@@ -135,10 +129,8 @@ class SqliteCommits:
         which is damage (one runtime per file: nobody else writes)."""
         found = await self._last_seq(actor_id)
         try:
-            rows = list(
-                await self._writer().execute_fetchall(
-                    "SELECT max(seq) FROM entries WHERE actor_id = ?", (actor_id,)
-                )
+            rows = await self._writer().execute_fetchall(
+                "SELECT max(seq) FROM entries WHERE actor_id = ?", (actor_id,)
             )
             real = rows[0][0] if rows else None
         except (sqlite3.Error, ValueError):
@@ -160,5 +152,4 @@ class SqliteCommits:
             )
         except sqlite3.Error:
             return None
-        rows = list(rows)
         return rows[0][0] if rows and type(rows[0][0]) is int else None

@@ -3,13 +3,17 @@ open for writing, in one ``BEGIN IMMEDIATE`` transaction."""
 
 from __future__ import annotations
 
-import aiosqlite
+from typing import TYPE_CHECKING
+
 from actorlog.store import (
     ACTOR_COLUMNS,
     FORMAT_VERSION,
     StoreCorruptError,
     UnsupportedFormatError,
 )
+
+if TYPE_CHECKING:
+    from ._sqlite_conn import Connection
 
 __all__ = ["PRELUDE", "SCHEMA", "UNFINISHED", "check_version"]
 
@@ -145,7 +149,7 @@ END;
 """
 
 
-async def check_version(conn: aiosqlite.Connection, path: str) -> bool:
+async def check_version(conn: Connection, path: str) -> bool:
     """Whether the file holds actorlog's tables; raises ``UnsupportedFormatError`` for a
     newer format and ``StoreCorruptError`` for a damaged header or version (before anything
     is written to the file)."""
@@ -156,7 +160,7 @@ async def check_version(conn: aiosqlite.Connection, path: str) -> bool:
         return False
     # actorlog writes UTF-8 files; a flipped header byte makes SQLite read every text
     # as UTF-16, and no key would match any more (a store that looks empty)
-    ((encoding,),) = list(await conn.execute_fetchall("PRAGMA encoding"))
+    ((encoding,),) = await conn.execute_fetchall("PRAGMA encoding")
     if encoding != "UTF-8":
         raise StoreCorruptError(
             path, f"the file header says text encoding {encoding}, actorlog writes UTF-8"

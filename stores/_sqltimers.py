@@ -97,10 +97,7 @@ class SqliteTimers:
 
     async def _changed(self, sql: str, params: Sequence[Any]) -> int:
         try:
-            cur = await self._writer().execute(sql, params)
-            count = cur.rowcount
-            await cur.close()
-            return int(count)
+            return int(await self._writer().changes(sql, params))
         except (sqlite3.Error, ValueError, OverflowError) as exc:
             raise self._error("timer write", exc) from exc
 

@@ -4,7 +4,7 @@ Schema and guarantees are in ``docs/FORMAT.md`` ("SQLite schema"). Highlights:
 
 * Appends from every actor that arrive while a commit is in flight share the next
   transaction: one multi-row ``INSERT`` in autocommit mode, which SQLite runs as one atomic
-  transaction, so one hop to the aiosqlite thread and one fsync per batch.
+  transaction, so one hop to the writer connection's thread and one fsync per batch.
 * The conditional append is enforced *inside* the database by a ``BEFORE INSERT`` trigger
   (each row's seq must be the actor's last seq + 1), so a second process writing the same
   actor's log gets a constraint error, never an interleaved log.
@@ -23,7 +23,8 @@ Every column read is type-checked (``actorlog.store.entry_row`` and friends), te
 not valid UTF-8 included; SQLite's own "database disk image is malformed" is
 :class:`~actorlog.StoreCorruptError` naming the file.
 
-aiosqlite runs on asyncio only: ``open`` under trio raises ``ConfigurationError``.
+Runs on asyncio and trio alike: each connection is the stdlib ``sqlite3`` on a thread of
+its own (``_sqlite_conn``), which answers whichever anyio backend asked.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
 
-import aiosqlite
 import anyio
 from actorlog.store import (
     FORMAT_VERSION,
@@ -60,7 +60,7 @@ from actorlog.store import (
 
 from . import _writelock
 from ._audit import SqliteAudit
-from ._groupcommit import GroupCommitter, Request, require_asyncio
+from ._groupcommit import GroupCommitter, Request
 from ._sql import (
     ACTOR_COLS,
     ENTRY_COLS,
@@ -71,6 +71,7 @@ from ._sql import (
 )
 from ._sqlite_commit import MAX_ROWS_PER_STATEMENT, Append, SqliteCommits
 from ._sqlite_compact import SqliteCompaction
+from ._sqlite_conn import Connection
 from ._sqlite_schema import PRELUDE, SCHEMA, UNFINISHED, check_version
 from ._sqltimers import SqliteTimers
 
@@ -112,7 +113,7 @@ def _is_corrupt(exc: BaseException) -> bool:
 
 
 class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
-    """A SQLite file store (aiosqlite, WAL journal, group commit).
+    """A SQLite file store (WAL journal, group commit), on asyncio or trio.
 
     Args:
         path: the database file; created if missing (unless ``read_only``).
@@ -122,7 +123,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         read_only: open without write access (operators' tools); appends raise.
         busy_timeout: seconds to wait for another process's write lock.
         commit_on_loop: commit a lone append (no other append waiting to share its
-            transaction) on the event loop's thread instead of aiosqlite's: faster
+            transaction) on the event loop's thread instead of the writer's thread: faster
             sequential steps, but the loop waits for the fsync (docs/tuning.md,
             "Commits on the event loop"). Ignored by ``read_only`` stores.
     """
@@ -156,10 +157,10 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         self.durability: Durability = durability
         self.read_only = read_only
         self.busy_timeout = busy_timeout
-        self._w: aiosqlite.Connection | None = None
-        self._r: aiosqlite.Connection | None = None
+        self._w: Connection | None = None
+        self._r: Connection | None = None
         # gather: appenders woken together share a batch (measured: +5-10% steps/s at 10
-        # and 100 actors, fuller batches). Only while batches are shared on aiosqlite's
+        # and 100 actors, fuller batches). Only while batches are shared on the writer's
         # thread (a lone appender's extra loop turn cost sequential calls ~15%); always
         # with commit_on_loop, where a commit without an await would end group commit
         self._committer: GroupCommitter[Append] = GroupCommitter(
@@ -209,7 +210,6 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         """Open (creating the file and schema unless ``read_only``).
 
         Raises:
-            ConfigurationError: not running on asyncio (aiosqlite needs it).
             StoreLockedError: another writer (a runtime, ``actorlog resolve``) has the file.
             StoreCorruptError: SQLite cannot read the file as a database.
             UnsupportedFormatError: the file holds a newer format; nothing was changed.
@@ -217,29 +217,22 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         """
         if self._r is not None:
             return
-        require_asyncio("SqliteStore")
         if os.path.isdir(self.path):
-            # before SQLite sees it: a failed connect leaves aiosqlite's thread finishing
-            # after the event loop may be gone ('Event loop is closed' on stderr)
+            # before SQLite sees it, for a clear error
             raise StoreUnavailableError(f"{self.path} is a directory, not a SQLite store")
         try:
             if self.read_only:
                 if not os.path.exists(self.path):
                     raise StoreUnavailableError(f"no SQLite store at {self.path}")
                 uri = "file:" + os.path.abspath(self.path) + "?mode=ro"
-                self._r = await aiosqlite.connect(uri, uri=True, isolation_level=None)
-                self._r.text_factory = _text
+                self._r = await Connection.connect(uri, uri=True, text_factory=_text)
                 await self._r.execute(self._busy_pragma)
                 await self._check_version(self._r)
                 return
             self._take_lock()
             new = not os.path.exists(self.path) or not os.path.getsize(self.path)
-            # shielded: a cancelled connect would leave aiosqlite's thread finishing it
-            # for an event loop that may be gone, and a connection nobody closes
-            with anyio.CancelScope(shield=True):
-                w = await aiosqlite.connect(self.path, isolation_level=None)
+            w = await Connection.connect(self.path, text_factory=_text)  # shielded
             self._w = w
-            w.text_factory = _text
             await w.execute(self._busy_pragma)
             if new:  # an existing file keeps its mode (and a refused one stays unchanged)
                 await w.execute(PRELUDE)  # before WAL mode writes the header of a new file
@@ -252,10 +245,8 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
                 "INSERT OR IGNORE INTO actorlog_meta VALUES ('format_version', ?)",
                 (str(FORMAT_VERSION),),
             )
-            with anyio.CancelScope(shield=True):
-                r = await aiosqlite.connect(self.path, isolation_level=None)
+            r = await Connection.connect(self.path, text_factory=_text)  # shielded
             self._r = r
-            r.text_factory = _text
             await r.execute(self._busy_pragma)
             if self.commit_on_loop:
                 # the writer's own settings: a commit is as durable on either connection
@@ -283,7 +274,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         if fd is not None:
             _writelock.release(fd)
 
-    async def _when_not_busy(self, conn: aiosqlite.Connection, sql: str) -> None:
+    async def _when_not_busy(self, conn: Connection, sql: str) -> None:
         """Run ``sql``, retrying SQLITE_BUSY for up to ``busy_timeout``. Switching a new
         database to WAL needs an exclusive lock, and SQLite answers BUSY at once, without
         its busy handler, to connections racing for it (several processes opening one new
@@ -301,7 +292,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             await anyio.sleep(delay)
             delay = min(delay * 2, 0.05)
 
-    async def _check_version(self, conn: aiosqlite.Connection) -> None:
+    async def _check_version(self, conn: Connection) -> None:
         if await check_version(conn, self.path):
             self._actorlog_schema = True
 
@@ -318,19 +309,16 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             setattr(self, name, None)
             if conn is not None:
                 try:
-                    # shielded: closing from a cancelled task (an open cut short) must still
-                    # stop aiosqlite's thread, or the interpreter waits for it at exit
-                    with anyio.CancelScope(shield=True):
-                        await conn.close()
+                    await conn.close()  # shielded: an open cut short still closes
                 except sqlite3.Error:
                     pass
 
-    def _reader(self) -> aiosqlite.Connection:
+    def _reader(self) -> Connection:
         if self._r is None:
             raise StoreClosedError(f"SQLite store {self.path} is not open")
         return self._r
 
-    def _writer(self) -> aiosqlite.Connection:
+    def _writer(self) -> Connection:
         if self._w is None:
             if self.read_only:
                 raise StoreClosedError(f"SQLite store {self.path} is open read-only")
@@ -341,6 +329,8 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         """Translate a driver error. Only a closed connection is ``StoreClosedError``: a
         value SQLite cannot take (text with a lone surrogate, an integer beyond 64 bits) is
         the caller's ``ConfigurationError``; a damaged file is ``StoreCorruptError``."""
+        if isinstance(exc, sqlite3.ProgrammingError) and "closed database" in str(exc):
+            return StoreClosedError(f"SQLite store {self.path} is closed ({exc})")
         if isinstance(exc, sqlite3.Error):
             if _is_corrupt(exc):
                 return StoreCorruptError(self.path, f"SQLite: {exc}")
@@ -363,13 +353,13 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
 
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
-            return list(await self._reader().execute_fetchall(sql, params))
+            return await self._reader().execute_fetchall(sql, params)
         except (sqlite3.Error, ValueError, OverflowError) as exc:
             raise self._error("read", exc) from exc
 
     async def _write(self, sql: str, params: Sequence[Any] = ()) -> None:
         try:
-            await self._writer().execute_fetchall(sql, params)
+            await self._writer().execute(sql, params)
         except (sqlite3.Error, ValueError, OverflowError) as exc:
             raise self._error("write", exc) from exc
 
@@ -540,14 +530,12 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         """
         self._reader()
         uri = "file:" + os.path.abspath(self.path) + "?mode=ro"
-        try:
-            with anyio.CancelScope(shield=True):
-                conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+        try:  # TEXT decoded as the store's own connections do
+            conn = await Connection.connect(uri, uri=True, text_factory=_text)
         except sqlite3.Error as exc:
             if _is_corrupt(exc):
                 raise StoreCorruptError(self.path, f"SQLite: {exc}") from exc
             raise StoreUnavailableError(f"cannot read SQLite store {self.path}: {exc}") from exc
-        conn.text_factory = _text  # decode TEXT as the store's own connections do
         view = copy.copy(self)
         view._w = None
         view._loop_conn = None  # the view never writes (nor closes the store's connection)
@@ -563,8 +551,8 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             view._r = None
             with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error, ValueError):
                 await conn.execute("ROLLBACK")
-            with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error):
-                await conn.close()
+            with contextlib.suppress(sqlite3.Error):
+                await conn.close()  # shielded
 
     # -- operator history ------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""Shared fixtures: core tests run on asyncio and trio (memory store), and on asyncio with a
-real SQLite file and a real PostgreSQL server (``ACTORLOG_TEST_POSTGRES_URL`` or
+"""Shared fixtures: core tests run on asyncio and trio (memory store and a real SQLite file),
+and on asyncio with a real PostgreSQL server (``ACTORLOG_TEST_POSTGRES_URL`` or
 ``DATABASE_URL``; ``.ci/run`` starts one; without one the postgres cases skip, except under
 ``CI``, where they fail: ``tests/_pg.py``)."""
 
@@ -22,6 +22,7 @@ StoreFactory = Callable[[], Store]
         pytest.param(("asyncio", "memory"), id="asyncio-memory"),
         pytest.param(("trio", "memory"), id="trio-memory"),
         pytest.param(("asyncio", "sqlite"), id="asyncio-sqlite"),
+        pytest.param(("trio", "sqlite"), id="trio-sqlite"),
         pytest.param(("asyncio", "postgres"), id="asyncio-postgres"),
     ]
 )

@@ -58,7 +58,7 @@ async def opened(url: str, *, read_only: bool = True) -> AsyncIterator[Store]:
     if isinstance(path, str):
         # Checked before SQLite sees it: a writable SqliteStore would create an empty store
         # where a typo points; and a connect that fails (a directory, an unreadable file)
-        # leaves aiosqlite's thread finishing after the event loop closed (a traceback).
+        # gets a message naming the problem instead of SQLite's.
         p = anyio.Path(path)
         if not await p.exists():
             raise StoreUnavailableError(f"no SQLite store at {path}")

@@ -190,11 +190,12 @@ class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit, TimerMethods
             StoreUnavailableError: the server cannot be reached, or (read-only) holds no
                 actorlog store.
             StoreURLError: the DSN does not parse.
-            ConfigurationError: not running on asyncio (asyncpg needs it).
+            ConfigurationError: not running on asyncio (asyncpg needs it; on trio, use
+                SqliteStore).
         """
         if self._pool is not None:
             return
-        require_asyncio("PostgresStore")
+        require_asyncio("PostgresStore", "asyncpg")
         settings: dict[str, str] = {}
         if self.schema is not None:
             settings["search_path"] = quote_ident(self.schema)

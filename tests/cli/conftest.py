@@ -20,7 +20,7 @@ from ._support import copy_store, kill, start_crash_run
 
 @pytest.fixture
 def anyio_backend() -> str:
-    """aiosqlite runs on asyncio only."""
+    """The CLI runs its commands on asyncio (SqliteStore on trio: tests/stores)."""
     return "asyncio"
 
 

@@ -211,9 +211,11 @@ class ForkPlan:
 
 
 class ModelMachine(RuleBasedStateMachine):
-    """Set :attr:`store_kind` (``memory`` or ``sqlite``) in a subclass."""
+    """Set :attr:`store_kind` (``memory`` or ``sqlite``) and :attr:`backend` (the anyio
+    backend the system runs on: ``asyncio`` or ``trio``) in a subclass."""
 
     store_kind = "memory"
+    backend = "asyncio"
     base_dir: str | None = None  # where SQLite files go (the test's tmp_path)
 
     def __init__(self) -> None:
@@ -222,7 +224,7 @@ class ModelMachine(RuleBasedStateMachine):
         self.tmp = tempfile.mkdtemp(prefix="actorlog-model-", dir=self.base_dir)
         self.path = os.path.join(self.tmp, "agents.db")
         self.memory = MemoryStore()
-        self._portal_cm = anyio.from_thread.start_blocking_portal("asyncio")
+        self._portal_cm = anyio.from_thread.start_blocking_portal(self.backend)
         self.portal = self._portal_cm.__enter__()
         self._system_cm: AbstractContextManager[ActorSystem] | None = None
         self.system: ActorSystem | None = None

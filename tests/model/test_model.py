@@ -1,5 +1,6 @@
 """The stateful model test (see machine.py): MemoryStore (more examples) and a real SQLite
-file (fewer). ``ACTORLOG_SOAK=1`` runs x10 the examples, ``ACTORLOG_MODEL_EXAMPLES=N`` N."""
+file (fewer), on asyncio; the SQLite file on trio too (fewer still: the same machine, the
+other backend). ``ACTORLOG_SOAK=1`` runs x10 the examples, ``ACTORLOG_MODEL_EXAMPLES=N`` N."""
 
 from __future__ import annotations
 
@@ -59,3 +60,13 @@ def test_model_on_sqlite_file(tmp_path: Path) -> None:
         base_dir = str(tmp_path)
 
     run_state_machine_as_test(OnSqlite, settings=_settings(_examples(20), 25))
+
+
+@pytest.mark.timeout(600 * SOAK)
+def test_model_on_sqlite_file_on_trio(tmp_path: Path) -> None:
+    class OnSqliteTrio(ModelMachine):
+        store_kind = "sqlite"
+        backend = "trio"
+        base_dir = str(tmp_path)
+
+    run_state_machine_as_test(OnSqliteTrio, settings=_settings(_examples(8), 25))

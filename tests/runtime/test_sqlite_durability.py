@@ -18,7 +18,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def anyio_backend() -> str:
-    return "asyncio"  # aiosqlite runs on asyncio only
+    return "asyncio"  # one backend is enough here (SqliteStore on trio: tests/stores)
 
 
 def on_disk(path: Path, actor_id: str) -> list[tuple[int, str]]:

@@ -1,5 +1,5 @@
 """The group committer's ``gather`` modes (``actorlog.stores._groupcommit``): which appenders
-share a batch, with a commit that awaits (aiosqlite's thread, a network round trip) and one
+share a batch, with a commit that awaits (the SQLite writer's thread, a network round trip) and one
 that does not (``SqliteStore(commit_on_loop=True)`` committing a lone append)."""
 
 from __future__ import annotations

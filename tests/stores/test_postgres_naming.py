@@ -79,13 +79,18 @@ async def test_schema_names_longer_than_63_bytes_are_refused(postgres_url: str) 
         await _pg.drop_schemas(postgres_url, exact)
 
 
-def test_postgres_store_under_trio_says_it_needs_asyncio(postgres_url: str) -> None:
+def test_postgres_store_under_trio_says_asyncio_only_and_names_sqlite() -> None:
+    """Refused at ``open``, before any connection (so no server is needed here): the error
+    says PostgresStore runs on asyncio only and names the durable store that runs on trio."""
+
     async def main() -> None:
-        store = PostgresStore(postgres_url, schema=_pg.new_schema("actorlog_trio"))
+        # never contacted: the backend check comes first
+        store = PostgresStore("postgresql://nobody@127.0.0.1:1/none")
         await store.open()
 
-    with pytest.raises(ConfigurationError, match="asyncio"):
+    with pytest.raises(ConfigurationError, match="asyncio only") as info:
         anyio.run(main, backend="trio")
+    assert "SqliteStore" in str(info.value) and "asyncpg" in str(info.value)
 
 
 # -- misleading errors (issue 11.11) ------------------------------------------------------

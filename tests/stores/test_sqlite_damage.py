@@ -10,7 +10,6 @@ internal ``TypeError``.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
 import sys
@@ -325,16 +324,6 @@ async def test_a_value_sqlite_cannot_take_is_not_a_closed_store(tmp_path: Path) 
     await store.close()
     with pytest.raises(StoreClosedError):
         await store.read("a")
-
-
-def test_sqlite_store_under_trio_says_it_needs_asyncio(tmp_path: Path) -> None:
-    async def main() -> None:
-        store = SqliteStore(tmp_path / "agents.db")
-        await store.open()
-
-    with pytest.raises(ConfigurationError, match="asyncio"):
-        anyio.run(main, backend="trio")
-    assert not os.path.exists(tmp_path / "agents.db")
 
 
 async def test_verify_says_what_it_cannot_see_in_a_sqlite_store(tmp_path: Path) -> None:

@@ -2,8 +2,8 @@
 a connection of its own (the contract kit runs on it too: the ``sqlite-on-loop`` harness).
 
 Checked here: which connection commits what (lone appends directly, batches through
-aiosqlite's thread), that a commit is on disk when ``append`` returns, that it never lands
-inside a transaction the aiosqlite writer has open, and bad input.
+the writer's thread), that a commit is on disk when ``append`` returns, that it never lands
+inside a transaction the writer connection has open, and bad input.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ async def test_concurrent_appends_still_share_transactions(tmp_path: Path) -> No
         batches = store.batch_sizes[start:]
         assert sum(batches) == 120
         # the leader waits for the others woken with it: they share its batch, which goes
-        # through aiosqlite's thread (a commit without an await would take them one by one)
+        # through the writer's thread (a commit without an await would take them one by one)
         assert max(batches) >= 20, batches
         assert len(batches) <= 12, batches
         for actor_id in ids:
@@ -86,7 +86,7 @@ async def test_concurrent_appends_still_share_transactions(tmp_path: Path) -> No
 
 
 async def test_never_commits_inside_the_writers_open_transaction(tmp_path: Path) -> None:
-    """While the aiosqlite writer holds a transaction open (across awaits), a direct commit
+    """While the writer connection holds a transaction open (across awaits), a direct commit
     would wait for SQLite's write lock that only the loop can release: it must go through
     the writer instead (here: into that transaction, as every commit did before)."""
     store = SqliteStore(tmp_path / "a.db", commit_on_loop=True, busy_timeout=0.2)

@@ -1,4 +1,4 @@
-"""Group-commit metric of the SQL stores (asyncio only: aiosqlite)."""
+"""Group-commit metric of the SQL stores (on asyncio: PostgreSQL's driver is asyncio-only)."""
 
 from __future__ import annotations
 

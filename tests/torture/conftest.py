@@ -62,7 +62,8 @@ def pytest_report_header() -> list[str]:
 
 @pytest.fixture
 def anyio_backend() -> str:
-    """The torture tests drive real SQLite files (aiosqlite): asyncio only."""
+    """In-process torture tests run on asyncio; the trio cases choose their backend themselves
+    (``sqlite-trio`` kinds, a ``backend`` parameter)."""
     return "asyncio"
 
 

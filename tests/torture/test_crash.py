@@ -19,7 +19,9 @@ server, except under CI, where they fail). ``postgres-owner`` runs the workload 
 ``owner`` (leases and fencing tokens, as runtimes sharing a database do; a restarted run
 keeps the name, so it takes its dead predecessor's leases over at once); the boundary tour
 also runs as plain ``postgres``, a single runtime without an owner. Each store kind has its
-own crash-free reference run.
+own crash-free reference run. ``sqlite-trio`` runs the SQLite workers under trio
+(``anyio.run(..., backend="trio")``): the boundary tour and the mixed kills, a representative
+subset (the PostgreSQL driver, asyncpg, runs on asyncio only).
 
 A failure prints its seed; ``ACTORLOG_TORTURE_SEED=<base seed>`` replays the session.
 """
@@ -71,7 +73,7 @@ TOUR: list[str] = [
 PG_SOAK_SHARE = 2
 #: The store kinds: ``postgres-owner`` runs as an owner (leases, fencing tokens), as runtimes
 #: sharing a database do; ``postgres`` without one, as a single runtime may.
-KINDS = ("sqlite", "postgres-owner", "postgres")
+KINDS = ("sqlite", "postgres-owner", "postgres", "sqlite-trio")
 
 
 class Stores:
@@ -86,7 +88,12 @@ class Stores:
 
     @property
     def postgres(self) -> bool:
-        return self.kind != "sqlite"
+        return self.kind.startswith("postgres")
+
+    @property
+    def backend(self) -> str:
+        """The anyio backend the workers (and the in-test verifier) run on."""
+        return "trio" if self.kind == "sqlite-trio" else "asyncio"
 
     @property
     def owner(self) -> str:
@@ -115,7 +122,7 @@ def stores(request: pytest.FixtureRequest) -> Iterator[Stores]:
     """The store kind of a crash test: SQLite, and a real PostgreSQL server (with an owner;
     ``@pytest.mark.parametrize("stores", KINDS, indirect=True)`` adds the one without)."""
     kind: str = request.param
-    if kind == "sqlite":
+    if not kind.startswith("postgres"):
         yield Stores(kind)
         return
     s = Stores(kind, _pg.postgres_url("the PostgreSQL crash tests"))
@@ -179,6 +186,7 @@ def _config(
         durability=durability,
         owner=stores.owner,
         commit_on_loop=commit_on_loop,
+        backend=stores.backend,
     )
 
 
@@ -297,7 +305,7 @@ def test_kill_at_every_durability_boundary(seed: int, tmp_path: Path, stores: St
             problems = anyio.run(_fencing_problems, cfg.db, got.runs, backend="asyncio")
             assert not problems, _fail(seed, f"tour-{scenario}", problems, got)
         if scenario == 1:
-            assert anyio.run(_recover_in_process, cfg, backend="asyncio") == got.dumps
+            assert anyio.run(_recover_in_process, cfg, backend=stores.backend) == got.dumps
             assert _ran_while_verifying(cfg) == 0
     assert not unreachable, f"seed {seed}: boundaries never crossed: {unreachable}"
 
@@ -372,6 +380,7 @@ def test_kill_at_random_moments(seed: int, tmp_path: Path, stores: Stores) -> No
         assert got.kills, f"seed {seed}: the first run finished before its kill"
 
 
+@pytest.mark.parametrize("stores", ("sqlite", "postgres-owner", "sqlite-trio"), indirect=True)
 def test_kill_at_random_boundaries_and_moments(seed: int, tmp_path: Path, stores: Stores) -> None:
     """Random boundaries (tool filters included), random outside kills as a backstop."""
     rng = random.Random(seed)

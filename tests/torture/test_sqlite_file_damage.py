@@ -132,20 +132,24 @@ def _cli(*args: str) -> tuple[int, str]:
     return code, err.getvalue()
 
 
-def test_bit_flips_in_the_file_are_named_or_harmless(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("backend", "cases"), [("asyncio", 24), ("trio", 12)])
+def test_bit_flips_in_the_file_are_named_or_harmless(
+    tmp_path: Path, backend: str, cases: int
+) -> None:
+    """On asyncio, and on trio (fewer cases: the same store code on the other backend)."""
     base_path = tmp_path / "base.db"
-    anyio.run(_build, base_path, backend="asyncio")
+    anyio.run(_build, base_path, backend=backend)
     base = SqliteFile.read(base_path)
     (tmp_path / "ref").mkdir()
     shutil.copyfile(base_path, tmp_path / "ref" / "agents.db")
-    reference = anyio.run(_recover, tmp_path / "ref" / "agents.db", backend="asyncio")
+    reference = anyio.run(_recover, tmp_path / "ref" / "agents.db", backend=backend)
     assert all(isinstance(v, dict) for v in reference.values()), reference
     assert base.free_pages(), "the build left no free page to damage"
 
     seed = BASE_SEED * 7919 + 11
     rng = random.Random(seed)
     outcomes: collections.Counter[str] = collections.Counter()
-    for i, f in enumerate(_flips(base, rng, soak(24))):
+    for i, f in enumerate(_flips(base, rng, soak(cases))):
         case = tmp_path / f"case{i}"
         case.mkdir()
         path = case / "agents.db"
@@ -165,12 +169,12 @@ def test_bit_flips_in_the_file_are_named_or_harmless(tmp_path: Path) -> None:
                     await ops.verify(store)
 
         try:
-            anyio.run(read_only_verify, backend="asyncio")
+            anyio.run(read_only_verify, backend=backend)
         except ActorlogError as exc:  # named, but not one of the kinds allowed here
             pytest.fail(f"{where}: verify raised {exc!r}")
 
         try:
-            got = anyio.run(_recover, path, backend="asyncio")
+            got = anyio.run(_recover, path, backend=backend)
         except StoreCorruptError as exc:
             assert str(path) in str(exc), f"{where}: {exc}"
             outcomes["store corrupt"] += 1

@@ -101,7 +101,9 @@ class Config:
     ``ACTORLOG_TORTURE_COMMIT_ON_LOOP`` (``1``: ``SqliteStore(commit_on_loop=True)``),
     ``ACTORLOG_TORTURE_TOOL_DELAY`` (seconds each tool takes, like a remote service),
     ``ACTORLOG_TORTURE_OWNER`` (PostgreSQL: the runtime's owner name for leases; empty for
-    none; a restarted run keeps the name, as a restarted service would).
+    none; a restarted run keeps the name, as a restarted service would),
+    ``ACTORLOG_TORTURE_BACKEND`` (the worker's anyio backend: ``asyncio``, the default, or
+    ``trio``; SQLite only, asyncpg runs on asyncio only).
     """
 
     db: str
@@ -115,6 +117,7 @@ class Config:
     tool_delay: float = 0.0
     owner: str = ""
     commit_on_loop: bool = False
+    backend: str = "asyncio"
 
     @classmethod
     def from_env(cls) -> Config:
@@ -131,6 +134,7 @@ class Config:
             tool_delay=float(e.get("ACTORLOG_TORTURE_TOOL_DELAY", "0")),
             owner=e.get("ACTORLOG_TORTURE_OWNER", ""),
             commit_on_loop=e.get("ACTORLOG_TORTURE_COMMIT_ON_LOOP", "") == "1",
+            backend=e.get("ACTORLOG_TORTURE_BACKEND", "asyncio"),
         )
 
     def env(self) -> dict[str, str]:
@@ -146,6 +150,7 @@ class Config:
             "ACTORLOG_TORTURE_TOOL_DELAY": str(self.tool_delay),
             "ACTORLOG_TORTURE_OWNER": self.owner,
             "ACTORLOG_TORTURE_COMMIT_ON_LOOP": "1" if self.commit_on_loop else "",
+            "ACTORLOG_TORTURE_BACKEND": self.backend,
         }
 
 
@@ -525,6 +530,10 @@ async def _resolver(system: ActorSystem, cfg: Config) -> None:
 
 
 async def run_worker(cfg: Config, kill: KillSwitch) -> None:
+    if cfg.backend == "trio":  # the backend asked for, not a silent fallback to asyncio
+        import trio
+
+        trio.lowlevel.current_task()  # RuntimeError outside trio
     configure(cfg, kill)
     store = FaultyStore(make_store(cfg), kill=kill)
     jobs = make_jobs(cfg.seed, cfg.jobs, cfg.workers)
@@ -555,7 +564,7 @@ async def run_worker(cfg: Config, kill: KillSwitch) -> None:
 
 def main() -> None:
     cfg = Config.from_env()
-    anyio.run(run_worker, cfg, KillSwitch.from_env())
+    anyio.run(run_worker, cfg, KillSwitch.from_env(), backend=cfg.backend)
 
 
 if __name__ == "__main__":

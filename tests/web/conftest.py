@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def anyio_backend() -> str:
-    """aiosqlite and asyncpg run on asyncio only."""
+    """asyncpg runs on asyncio only; the console is tested on that one backend."""
     return "asyncio"
 
 

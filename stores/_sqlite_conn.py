@@ -1,0 +1,243 @@
+"""SQLite connections for ``SqliteStore`` on any anyio backend (asyncio or trio).
+
+A :class:`Connection` wraps a stdlib ``sqlite3`` connection that lives on a thread of its
+own: each call is queued to that thread, which runs the calls one at a time in order, and
+hands each result back to the event loop that asked (``call_soon_threadsafe`` on asyncio,
+the trio token's ``run_sync_soon`` on trio), so the loop goes on while SQLite works and
+fsyncs. That is aiosqlite's design without its asyncio futures: the same code runs under
+trio, with one thread switch each way per call (as fast as aiosqlite on asyncio;
+``anyio.to_thread.run_sync`` measured about twice the cost per call here,
+docs/benchmarks/backends.md).
+
+Cancellation: a call that was queued runs to its end on the thread, and its caller waits
+for that end before the cancellation reaches it (trio: the wait refuses the abort; asyncio:
+the caller waits, shielded, for the thread to pass the call). So a cancelled caller never
+leaves a statement half done nor returns while its statement still runs, and a transaction
+of several statements (:meth:`Connection.insert_many`) is one call: it commits or rolls back
+on the thread, never stays open for want of a next await.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import anyio
+
+__all__ = ["Connection"]
+
+T = TypeVar("T")
+
+#: a queued call: the function, its arguments, and how to report (result, error) back
+_Job = tuple[Callable[..., Any], tuple[Any, ...], Callable[[Any, BaseException | None], None]]
+
+_CLOSED = "Cannot operate on a closed database."
+
+
+class Connection:
+    """One ``sqlite3`` connection in autocommit mode (``isolation_level=None``) on a thread
+    of its own, driven from async code on asyncio or trio; its calls run one at a time, in
+    the order they were made.
+
+    Every method is a cancellation point that never abandons a started call (see the module
+    docstring). Errors are ``sqlite3``'s own; a call on a closed connection raises
+    ``sqlite3.ProgrammingError``.
+    """
+
+    __slots__ = ("_closed", "_conn", "_jobs", "_thread")
+
+    def __init__(self) -> None:
+        self._conn: sqlite3.Connection | None = None
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._closed = False
+        # a daemon: a store never closed must not keep the interpreter from exiting (an
+        # unacknowledged commit cut short by the exit is rolled back by SQLite's journal)
+        self._thread = threading.Thread(target=self._serve, name="actorlog-sqlite", daemon=True)
+
+    @classmethod
+    async def connect(
+        cls,
+        database: str,
+        *,
+        uri: bool = False,
+        text_factory: Callable[[bytes], object] | None = None,
+    ) -> Connection:
+        """Open ``database`` on the connection's thread.
+
+        Shielded: a cancelled open would otherwise leave a connection nobody closes.
+
+        Raises:
+            sqlite3.Error: SQLite cannot open it (the thread is stopped).
+        """
+        self = cls()
+        self._thread.start()
+
+        def connect() -> None:
+            conn = sqlite3.connect(database, uri=uri, isolation_level=None, check_same_thread=False)
+            if text_factory is not None:
+                conn.text_factory = text_factory
+            self._conn = conn
+
+        with anyio.CancelScope(shield=True):
+            try:
+                await self._call(connect)
+            except BaseException:
+                self._closed = True
+                self._jobs.put(None)
+                raise
+        return self
+
+    def _serve(self) -> None:
+        """The connection's thread: run the queued calls in order until told to stop."""
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fn, args, report = job
+            try:
+                result, error = fn(*args), None
+            except BaseException as exc:  # handed to the caller, whatever it is
+                result, error = None, exc
+            try:
+                report(result, error)
+            except RuntimeError:  # the caller's event loop is closed: nobody waits any more
+                pass
+            del job, fn, args, report, result, error
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open on this connection (``BEGIN`` without its end)."""
+        return self._conn is not None and self._conn.in_transaction
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._closed:
+            raise sqlite3.ProgrammingError(_CLOSED)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return await self._call_trio(fn, args)
+        fut: asyncio.Future[T] = loop.create_future()
+
+        def report(result: Any, exc: BaseException | None) -> None:
+            loop.call_soon_threadsafe(_settle, fut, result, exc)
+
+        self._jobs.put((fn, args, report))
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            # the call still runs: wait (shielded) until the thread has passed it, so the
+            # caller never returns while its statement runs on
+            if not fut.done() or fut.cancelled():
+                with anyio.CancelScope(shield=True):
+                    await self._call(_nothing)
+            raise
+
+    async def _call_trio(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        import outcome
+        import trio
+
+        token = trio.lowlevel.current_trio_token()
+        task = trio.lowlevel.current_task()
+
+        def report(result: Any, exc: BaseException | None) -> None:
+            got = outcome.Value(result) if exc is None else outcome.Error(exc)
+            try:
+                token.run_sync_soon(trio.lowlevel.reschedule, task, got)
+            except trio.RunFinishedError:  # the run ended: nobody waits any more
+                pass
+
+        self._jobs.put((fn, args, report))
+
+        def refuse_abort(_: Any) -> trio.lowlevel.Abort:
+            return trio.lowlevel.Abort.FAILED  # the cancel is delivered after the call
+
+        result: T = await trio.lowlevel.wait_task_rescheduled(refuse_abort)
+        return result
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run one statement, discarding any rows."""
+        await self._call(_execute, self._open(), sql, params)
+
+    async def execute_fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Run one statement and return all its rows."""
+        return await self._call(_fetchall, self._open(), sql, params)
+
+    async def changes(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement and return the number of rows it changed."""
+        return await self._call(_changes, self._open(), sql, params)
+
+    async def executescript(self, script: str) -> None:
+        """Run several statements (``sqlite3``'s ``executescript``)."""
+        await self._call(self._open().executescript, script)
+
+    async def insert_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """``BEGIN IMMEDIATE``, ``sql`` once per row, ``COMMIT``: one transaction, in one
+        call on the thread (rolled back there if any row fails)."""
+        await self._call(_insert_many, self._open(), sql, list(rows))
+
+    def _open(self) -> sqlite3.Connection:
+        if self._conn is None or self._closed:
+            raise sqlite3.ProgrammingError(_CLOSED)
+        return self._conn
+
+    async def close(self) -> None:
+        """Close the connection after the calls queued before, and stop its thread.
+        Shielded, so closing from a cancelled task still closes it. Closing twice is
+        harmless."""
+        if self._closed:
+            return
+        conn = self._conn
+        with anyio.CancelScope(shield=True):
+            try:
+                if conn is not None:
+                    await self._call(conn.close)
+            finally:
+                self._closed = True
+                self._jobs.put(None)
+
+
+def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
+    if fut.done():  # its caller was cancelled
+        return
+    if exc is None:
+        fut.set_result(result)
+    else:
+        fut.set_exception(exc)
+
+
+def _nothing() -> None:
+    return None
+
+
+def _execute(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> None:
+    conn.execute(sql, params).close()
+
+
+def _fetchall(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
+    cur = conn.execute(sql, params)
+    try:
+        return cur.fetchall()
+    finally:
+        cur.close()
+
+
+def _changes(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> int:
+    cur = conn.execute(sql, params)
+    try:
+        return int(cur.rowcount)
+    finally:
+        cur.close()
+
+
+def _insert_many(conn: sqlite3.Connection, sql: str, rows: list[Sequence[Any]]) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(sql, rows)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
