@@ -224,10 +224,11 @@ class Findings:
     def add(self, param: str, value: str, what: str) -> None:
         self.found.setdefault(f"{param}={value}", what)
 
-    def check(self) -> None:
+    def check(self, holes: dict[str, str] | None = None) -> None:
+        """Fail for what is not a known hole, and for a known hole no longer found."""
         known = {
             key: item
-            for key, item in KNOWN_HOLES.items()
+            for key, item in (KNOWN_HOLES if holes is None else holes).items()
             if key.split(":", 1)[0] == self.case and not ENABLE_ALL
         }
         unexplained = {}

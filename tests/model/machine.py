@@ -60,9 +60,10 @@ BROKEN_ON_MAIN: dict[str, str] = {
     # a read (or idempotent write) with Retry, crashed in attempt 2 and again in its re-run,
     # waits for an operator instead of running as the next attempt
     "retry_double_kill": "issue 24 item 6",
-    # the same state reached by a fork: cut after the re-run of a crashed attempt began, the
-    # fork's read waits for an operator (retry_interrupted)
-    "fork_retry": "issue 24 item 6",
+    # ctx.stop() or system.terminate() with asks queued: the queued asks hang or get
+    # ActorQuarantinedError instead of ActorFinishedError, the actor is quarantined
+    "lifecycle_stop_queued": "issue 24 item 8",
+    "lifecycle_terminate_queued": "issue 24 item 8",
 }
 
 #: Every switch, on unless listed in BROKEN_ON_MAIN (or ACTORLOG_MODEL_DISABLE).
@@ -98,7 +99,6 @@ SWITCHES = (
     "retry",
     "retry_crash",
     "retry_double_kill",
-    "fork_retry",
     "lifecycle_stop",
     "lifecycle_stop_queued",
     "lifecycle_terminate",
@@ -206,8 +206,8 @@ class ActorModel:
         self.compacted: set[str] = set()
         #: its log was compacted (it no longer starts at seq 1)
         self.was_compacted = False
-        #: a retried call of it crashed in an attempt (a fork may cut after a re-run began)
-        self.retry_crashed = False
+        #: it made retried tool calls
+        self.has_retries = False
 
     @property
     def busy(self) -> bool:
@@ -514,7 +514,7 @@ class ModelMachine(RuleBasedStateMachine):
         if not on("duplicate_id_race"):
             callers = callers[:1]
         op = Op(self.fresh(), kind)
-        extra = [(b, Op(self.fresh(), "plain")) for b in self.actors.values()]
+        extra = [(b, Op(self.fresh(), "plain")) for b in self.live()]
         extra = [(b, o) for b, o in extra if others and b is not a and not b.busy]
 
         async def go() -> tuple[list[Any], dict[str, Any]]:
@@ -859,9 +859,9 @@ class ModelMachine(RuleBasedStateMachine):
         if not on("fork"):
             return
         a = self.pick_free(i)
-        if a is not None and a.retry_crashed and not on("fork_retry"):
-            return
-        if a is None or a.was_compacted:
+        if a is None or a.was_compacted or a.has_retries:
+            # a fork needs the log from seq 1 (the plan reads the whole history); the plan
+            # does not model retried calls (a fork cut between attempts runs the rest)
             return  # a fork needs the log from seq 1 (the plan reads the whole history)
         if self.store_kind == "sqlite":
             offline = True
@@ -1101,6 +1101,7 @@ class ModelMachine(RuleBasedStateMachine):
         if len(plan) == 4 and plan[-1] == "hang":
             plan = plan[:3]  # a crash in the last attempt: what follows is not the model's
         op = Op(self.fresh(), kind)
+        a.has_retries = True
         WORLD.attempts[op.tag] = list(plan)
         self.run(lambda: self.sys.ref(self.cls, a.actor_id).send(op, message_id=op.tag), "send")
         self.acknowledge(a, op, None)
@@ -1112,7 +1113,6 @@ class ModelMachine(RuleBasedStateMachine):
 
             self.run(hung, f"retry attempt hangs {op.tag} #{n}")
             STATS["retry_crash"] += 1
-            a.retry_crashed = True
             self._restart()
         expected = "failed:RetryableError" if len(plan) == 4 else f"rt:{op.tag}"
         self.acknowledge(a, op, self.ask(a, op, op.tag))
