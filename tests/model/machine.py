@@ -1232,7 +1232,7 @@ class ModelMachine(RuleBasedStateMachine):
     def _delete_and_reuse(self, a: ActorModel) -> None:
         """Delete the terminated actor; the id registers again from seq 1, empty."""
 
-        async def go() -> tuple[int, str]:
+        async def go() -> tuple[list[int], str]:
             await self.sys.delete(a.actor_id, reason="model")
             try:
                 await ops.history(self._reader(), a.actor_id)
@@ -1243,7 +1243,7 @@ class ModelMachine(RuleBasedStateMachine):
             ref = await self.sys.spawn(self.cls, a.actor_id)
             state = await ref.ask(Peek(), message_id=self.fresh("p"))
             h = await ops.history(self._reader(), a.actor_id)
-            return [s.message_seq for s in h.steps], state
+            return [s.message_seq for s in h.steps], str(state)
 
         seqs, state = self.run(go, f"delete {a.actor_id}")
         # registered again from seq 1: its one step (the Peek) is message seq 1, empty state
