@@ -180,6 +180,7 @@ KNOWN_HOLES: dict[str, str] = {
     "message:aliases": "NEW-1, NEW-7",
     "message:cls": "NEW-1",
     "message:name": "NEW-1, NEW-3",
+    "open_store:url": "NEW-1",
     "ops.cancel:actor_id": "NEW-1",
     "ops.cancel:by": "NEW-1, NEW-3, NEW-4",
     "ops.cancel:reason": "NEW-1, NEW-3, NEW-4",
@@ -213,6 +214,12 @@ KNOWN_HOLES: dict[str, str] = {
 
 ENABLE_ALL = os.environ.get("ACTORLOG_FUZZ_ENABLE") == "all"
 
+#: every hostile value for every parameter (``ACTORLOG_FUZZ_ALL=1``, or a soak run); by
+#: default the core ones, which keeps the default run near two minutes on 2 cores
+FULL = bool(os.environ.get("ACTORLOG_FUZZ_ALL") or os.environ.get("ACTORLOG_SOAK"))
+CORE = ["nan", "inf", "huge", "-1", "true", "dt_max", "dt_min_utc", "td_max", "naive"]
+CORE += ["empty", "big", "nul", "surrogate", "deep", "object", "class", "instance", "none"]
+
 
 @dataclass
 class Findings:
@@ -244,7 +251,9 @@ class Findings:
             else:
                 explained.add(hole)
         lines = [f"  {self.case}({k}): {what}" for k, what in sorted(unexplained.items())]
-        fixed = sorted(set(known) - explained)
+        # a hole no longer found is a fix to acknowledge; judged on every value only (the
+        # core values may miss what shows a hole)
+        fixed = sorted(set(known) - explained) if FULL else []
         lines += [f"  {h}: no longer found ({known[h]} fixed?): delete it" for h in fixed]
         assert not lines, f"{len(lines)} finding(s):\n" + "\n".join(lines)
 
@@ -266,7 +275,7 @@ def judge(f: Findings, param: str, kind: str, value: str, outcome: str) -> None:
 
 
 def values() -> list[str]:
-    return list(HOSTILE)
+    return list(HOSTILE) if FULL else CORE
 
 
 # -- constructors and decorators (nothing stored anywhere) --------------------------------------
@@ -413,7 +422,8 @@ def test_store_constructors_refuse_hostile_values(tmp_path: Path) -> None:
             exc = e
         judge(g, "url", "none", v, outcome_of(exc))
     g.check()
-    assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["s.db"]), list(tmp_path.iterdir())
+    stray = [p.name for p in tmp_path.iterdir() if not p.name.startswith("s.db")]
+    assert not stray, f"files where no store was asked for: {stray}"
     assert set(stores_pkg.__all__) == {"MemoryStore", "PostgresStore", "SqliteStore", "open_store"}
 
 

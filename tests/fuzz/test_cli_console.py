@@ -27,11 +27,19 @@ import pytest
 from actorlog._cli import main
 
 from . import _world
-from .test_arguments import Findings
+from .test_arguments import FULL, Findings
 
-#: ``command:argument`` or ``console:POST /path:field`` -> the item of issue 24 (or NEW-n of
-#: test_arguments.NEW_DEFECTS). Each must still be found (strict).
-KNOWN_HOLES: dict[str, str] = {}
+#: ``actorlog COMMAND:argument`` or ``console METHOD /path:field`` -> the item of issue 24
+#: (or NEW-n of test_arguments.NEW_DEFECTS). Each must still be found (strict, with every
+#: value: ACTORLOG_FUZZ_ALL=1).
+KNOWN_HOLES: dict[str, str] = {
+    # a reason with lone surrogates is recorded; then `actorlog history` of that actor
+    # fails with an internal error (UnicodeEncodeError) printing it
+    "actorlog cancel:*": "NEW-4",
+    # a 2,000-level nested --result: internal error (RecursionError) decoding the JSON
+    "actorlog resolve --result:--result": "NEW-1 (the CLI sibling of issue 24 item 20)",
+    "console POST /resolve:value": "issue 24 item 20",
+}
 
 #: hostile strings, by name
 STRINGS: dict[str, str] = {
@@ -53,6 +61,14 @@ STRINGS: dict[str, str] = {
     "option": "--json",
     "spaces": "  ",
 }
+
+#: the strings tried by default (all with ACTORLOG_FUZZ_ALL=1)
+CORE = ["empty", "big", "nul", "surrogate", "nan", "huge", "deep_json"]
+
+
+def strings() -> dict[str, str]:
+    return STRINGS if FULL else {k: STRINGS[k] for k in CORE}
+
 
 #: each command's arguments with a valid value (``{path}``: the store, ``{tmp}``: a
 #: directory for outputs); each is replaced by each hostile string in turn
@@ -157,7 +173,7 @@ def test_cli_refuses_hostile_arguments(
     f = Findings(f"actorlog {command}")
     args = [(n, v.format(path=path, tmp=work)) for n, v in COMMANDS[command]]
     for i, (name, _) in enumerate(args):
-        for value_name, value in STRINGS.items():
+        for value_name, value in strings().items():
             hostile = list(args)
             hostile[i] = (name, value)
             before = _world.dump(path)
@@ -226,7 +242,7 @@ def test_console_refuses_hostile_fields(form: str, template: str, tmp_path: Path
         sign_in(client)
         csrf = csrf_of(client.get("/actor", params={"id": "alpha"}).text)
         for name in fields or {"": ""}:
-            for value_name, value in STRINGS.items():
+            for value_name, value in strings().items():
                 if method == "GET" and value_name == "big":
                     continue  # longer than a URL the HTTP client sends
                 data = {**fields, name: value} if name else dict(fields)
