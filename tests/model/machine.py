@@ -1158,7 +1158,6 @@ class ModelMachine(RuleBasedStateMachine):
         outcomes: dict[str, tuple[str, Any]] = {}
 
         async def go() -> None:
-            before = (await ops.actor_status(self._reader(), a.actor_id)).last_seq
             await ref.send(hold, message_id=hold.tag)
             await event.wait()
             if stop is not None:
@@ -1174,9 +1173,18 @@ class ModelMachine(RuleBasedStateMachine):
                 for op in waiting:
                     tg.start_soon(asker, op)
                 # the asks are durable (logged) before the actor ends: they are queued
-                want = before + 2 + len(waiting) + (stop is not None)
-                while (await ops.actor_status(self._reader(), a.actor_id)).last_seq < want:
-                    await anyio.sleep(0.005)
+                want = {op.tag for op in waiting} | ({stop.tag} if stop else set())
+                with anyio.move_on_after(TIMEOUT / 2):
+                    while True:
+                        h = await ops.history(self._reader(), a.actor_id)
+                        if want <= {s.message_id for s in h.steps}:
+                            break
+                        await anyio.sleep(0.005)
+                logged = {s.message_id: s.status for s in h.steps}
+                assert want <= set(logged), (
+                    f"{a.actor_id}: asks to a busy actor not logged: {want - set(logged)}; "
+                    f"status {self.sys.status(a.actor_id)}, log {logged}"
+                )
                 if how in ("stop", "cancel"):
                     if how == "cancel":
                         assert await self.sys.cancel(a.actor_id, reason="model"), "no step"
