@@ -133,6 +133,8 @@ class ToolCalls:
     open_tools: dict[str, tuple[str, str]]
     #: replaying a step an operator cancelled: its scope (see ``Context.stop``/``_expect``)
     cancel_replay: Any
+    #: effects of this step answered from the log (``actorlog.replay.effects_from_log``)
+    effects_from_log: int
 
     @property
     def actor_id(self) -> str:
@@ -158,8 +160,8 @@ class ToolCalls:
 
     def _logged(self, plain: Any) -> Any:
         """The value (given as ``plain``) of the result or effect just written, decoded from
-        its bytes: the live path hands out exactly what replay will read (DESIGN.md section
-        10, live equals replay), and nothing that aliases the value given to the log. A
+        its bytes: the live path hands out exactly what replay will read (live equals replay,
+        docs/recovery.md), and nothing that aliases the value given to the log. A
         scalar decodes to itself: no decode for it."""
         if _codec.is_scalar(plain):
             return plain
@@ -465,6 +467,7 @@ class ToolCalls:
                             break
                         if isinstance(o.record, DecisionRecord):
                             attempt_event(span, o.record)
+                    self.effects_from_log += 1
                     return self._served(t, last)
             assert isinstance(last, DecisionRecord)  # results always settle
             if last.action == DecisionAction.RETRY:

@@ -176,7 +176,8 @@ class Context(ToolCalls, TimerEffects):
                 raise EncodeError(what, "list", exc.reason) from exc
             await self._guard(cell.journal.flush())
             return await self._run(t, args, kwargs, intent_seq, key, attempt=1)
-        self.effects_from_log += 1
+        # counted in _settle, only when the outcome is served from the log (an in-doubt
+        # call settled by its policy or an operator runs live)
         arguments = t.bind(args, kwargs).arguments
         return await self._settle(t, rec, args, kwargs, arguments, key)
 

@@ -377,7 +377,7 @@ class StoreCorruptError(StoreError):
 
 class StoreLockedError(StoreError):
     """Another runtime (or an offline writer such as ``actorlog resolve``) holds the SQLite
-    file's writer lock: one writer per SQLite file (DESIGN.md section 10)."""
+    file's writer lock: one writer per SQLite file (docs/service.md, docs/operators.md)."""
 
     def __init__(self, path: str, holder: str) -> None:
         self.path = path

@@ -236,8 +236,10 @@ def message(
             question: str
 
     Works on attrs classes, dataclasses and pydantic models (put it above the class
-    decorator). A named message decodes by its name even when no ``receive`` annotation
-    or ``ActorSystem(messages=[...])`` mentions it. See docs/classes.md, "Names that last".
+    decorator). It names an actor's state class the same way (a snapshot records its
+    state class's tag): there is one decorator for both. A named message decodes by its
+    name even when no ``receive`` annotation or ``ActorSystem(messages=[...])`` mentions
+    it. See docs/classes.md, "Names that last".
     """
 
     def wrap(c: T) -> T:

@@ -59,7 +59,8 @@ class ActorSystem(Lifecycle, SystemTimers):
     messages or an interrupted step) whose class is in ``actors``; one whose class is not is
     quarantined until spawned with its class. On exit it lets running steps finish for up to
     ``shutdown_grace`` seconds, then cancels them (an interrupted tool call is then in doubt
-    at the next start) and closes the store.
+    at the next start), closes the store, and flushes the application's OpenTelemetry
+    span and metric processors, if it configured an SDK (``docs/tracing.md``).
 
     Args:
         store: a Store, or a URL string (``sqlite:///agents.db``).
@@ -256,6 +257,9 @@ class ActorSystem(Lifecycle, SystemTimers):
         finally:
             for cell in self._cells.values():
                 cell.dispose()  # cells cancelled before their task ever ran
+            # the application's batching span processor may hold this system's last spans,
+            # and a server (uvicorn) can end the process without running atexit hooks
+            await _telemetry.flush()
         # If the caller's scope was cancelled meanwhile (a fail_after around the system), on
         # asyncio the task group's exit can absorb that cancellation: deliver it, so the
         # caller's fail_after raises TimeoutError instead of returning as if all had ended.

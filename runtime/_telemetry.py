@@ -7,6 +7,8 @@ Names follow the OpenTelemetry semantic-convention style: namespaced, lowercase,
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING, Any, cast
@@ -15,7 +17,7 @@ from . import store as _store
 from ._errors import CorruptEntryError, TornTailError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from contextlib import AbstractContextManager
 
     from opentelemetry import trace
@@ -42,6 +44,9 @@ _modules = sys.modules
 # the API), every span goes through the API as usual.
 _ALWAYS_API = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 _ALWAYS_METRICS = "OTEL_PYTHON_METER_PROVIDER" in os.environ
+
+#: seconds an ``ActorSystem``'s exit waits for the application's exporters (``flush``)
+FLUSH_TIMEOUT = 5.0
 
 
 _trace: Any = None  # the module opentelemetry.trace, once seen loaded
@@ -523,3 +528,51 @@ def ownership_changed(kind: str, actor_id: str, owner: str, token: int | None, r
         attributes[ATTR.REASON] = reason
     with tracer.start_as_current_span(SPAN.OWNERSHIP, attributes=attributes) as span:
         span.add_event(f"actorlog.lease.{kind}", attributes)  # EVENT.LEASE_<KIND>
+
+
+def _flushers() -> list[Callable[..., object]]:
+    """The ``force_flush`` of the global TracerProvider and MeterProvider, where the
+    application set ones that have it (an SDK); none while OpenTelemetry is not loaded (no
+    provider can be set then) or only the API's proxies are there."""
+    found: list[Callable[..., object]] = []
+    for name, getter in (
+        ("opentelemetry.trace", "get_tracer_provider"),
+        ("opentelemetry.metrics", "get_meter_provider"),
+    ):
+        module = _modules.get(name)
+        if module is None:
+            continue
+        fn = getattr(getattr(module, getter)(), "force_flush", None)
+        if callable(fn):
+            found.append(fn)
+    return found
+
+
+async def flush(timeout: float = FLUSH_TIMEOUT) -> None:
+    """Export what the application's span and metric processors still buffer: called when
+    an ``ActorSystem`` exits. A batching processor exports every few seconds and at
+    interpreter exit (``atexit``); a process that does not reach ``atexit`` loses the rest.
+    uvicorn does not: after its graceful shutdown it raises the SIGTERM it caught again,
+    with the default handler, which ends the process at once. So the system's last spans
+    (and those of the steps before them) are exported here, before the server goes.
+
+    Runs each ``force_flush`` in a worker thread (an exporter may block on the network),
+    shielded, for at most ``timeout`` seconds in all; an exporter's error is logged, not
+    raised. Imports nothing: with no SDK set it returns at once.
+    """
+    fns = _flushers()
+    if not fns:
+        return
+    import anyio.to_thread
+
+    with anyio.move_on_after(timeout, shield=True):
+        for fn in fns:
+            try:
+                await anyio.to_thread.run_sync(
+                    functools.partial(fn, timeout_millis=int(timeout * 1000)),
+                    abandon_on_cancel=True,
+                )
+            except Exception:  # an exporter's failure must not fail the system's exit
+                logging.getLogger("actorlog").warning(
+                    "flushing OpenTelemetry spans and metrics failed", exc_info=True
+                )

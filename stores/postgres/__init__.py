@@ -24,7 +24,7 @@ schema"). Highlights:
 Durability is the server's: a commit returns once PostgreSQL reports it durable
 (``synchronous_commit``, by default ``on``).
 
-Ownership across runtimes (leases with fencing tokens, DESIGN.md section 7; schema
+Ownership across runtimes (leases with fencing tokens; schema
 migration 2, ``docs/scaling.md``):
 
 * ``leases(actor_id, owner, expires_at, token)``: a runtime takes an actor's lease if it is

@@ -1,5 +1,6 @@
-"""docs/tutorial.md, run as a reader would: examples/tutorial.py (the page includes that very
-file) is SIGKILLed mid-run with CRASH=1, then run again, then inspected with the CLI."""
+"""docs/tutorial.md, run as a reader would: examples/tutorial.py (the page shows that very
+file, as tests/test_docs_check.py checks) is SIGKILLed mid-run with CRASH=1, then run again,
+then inspected with the CLI."""
 
 from __future__ import annotations
 
