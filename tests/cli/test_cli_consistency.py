@@ -15,6 +15,7 @@ def test_export_html_writes_the_same_timeline_as_history_html(crashed: Path) -> 
     r1 = cli("history", crashed, ACTOR, "--html", a)
     r2 = cli("export", crashed, ACTOR, "--html", b)
     assert r1.code == 0 and r2.code == 0, (r1.err, r2.err)
+
     def timeline(page: Path) -> str:  # the page less its "generated at" time
         return page.read_text().split('<main class="timeline">', 1)[1].split("</main>")[0]
 

@@ -24,9 +24,12 @@ def pg_schema(pg_url: str) -> Iterator[str]:
 
 def test_cancel_from_the_console_reaches_the_owner(pg_url: str, pg_schema: str) -> None:
     url = _pg.schema_url(pg_url, pg_schema)
-    with owning(pg_url, pg_schema) as owner, console(url, allow_writes=True, token=TOKEN) as (
-        client,
-        _,
+    with (
+        owning(pg_url, pg_schema) as owner,
+        console(url, allow_writes=True, token=TOKEN) as (
+            client,
+            _,
+        ),
     ):
         sign_in(client)
         overview = client.get("/").text
@@ -52,13 +55,16 @@ def test_terminate_from_the_console_reaches_the_owner_then_delete(
     pg_url: str, pg_schema: str
 ) -> None:
     url = _pg.schema_url(pg_url, pg_schema)
-    with owning(pg_url, pg_schema) as owner, console(url, allow_writes=True, token=TOKEN) as (
-        client,
-        _,
+    with (
+        owning(pg_url, pg_schema) as owner,
+        console(url, allow_writes=True, token=TOKEN) as (
+            client,
+            _,
+        ),
     ):
         sign_in(client)
         page = client.get("/delete", params={"id": "job-1"}).text
-        assert "Runtime <span class=\"mono\">w1</span> runs it now" in page
+        assert 'Runtime <span class="mono">w1</span> runs it now' in page
         csrf = csrf_of(page)
         running = client.post("/delete", data={"id": "job-1", "csrf": csrf, "confirm": "force"})
         assert running.status_code == 400 and "runs in runtime" in running.text
