@@ -48,7 +48,8 @@ class ActorRef(Generic[A]):
 
         Raises:
             ConfigurationError: ``message_id`` is not a non-empty str that UTF-8 can encode
-                (no lone surrogates), or is too long; nothing was written.
+                (no lone surrogates), holds a NUL character (PostgreSQL text cannot), or is
+                too long; nothing was written.
         """
         _codec.validate_message_id(message_id)
         await self.system._deliver(

@@ -502,6 +502,7 @@ class ActorSystem(Lifecycle, SystemTimers):
     def status(self, actor_id: str) -> str:
         """``starting``, ``running``, ``idle``, ``in_doubt``, ``finished``, ``terminated``,
         ``quarantined``, ``stopped``, or ``unknown`` (not loaded in this system)."""
+        _codec.validate_actor_id(actor_id)  # a typed error for a malformed id
         cell = self._cells.get(actor_id)
         if cell is not None:
             return cell.status
@@ -535,6 +536,7 @@ class ActorSystem(Lifecycle, SystemTimers):
 
     def error(self, actor_id: str) -> BaseException | None:
         """Why an actor is quarantined or stopped (None if it is not)."""
+        _codec.validate_actor_id(actor_id)  # a typed error for a malformed id
         cell = self._cells.get(actor_id)
         if cell is not None:
             return cell.error
@@ -543,6 +545,7 @@ class ActorSystem(Lifecycle, SystemTimers):
     def last_recovery(self, actor_id: str) -> RecoveryReport | None:
         """What the last recovery of this actor did (a ``RecoveryReport``), or None if it
         is not loaded."""
+        _codec.validate_actor_id(actor_id)
         cell = self._cells.get(actor_id)
         return None if cell is None else cell.last_recovery
 
@@ -557,6 +560,7 @@ class ActorSystem(Lifecycle, SystemTimers):
 
     def in_doubt(self, actor_id: str) -> dict[int, tuple[str, str]]:
         """The actor's intents waiting for an operator: ``{intent_seq: (tool, key)}``."""
+        _codec.validate_actor_id(actor_id)  # a typed error for a malformed id
         cell = self._cells.get(actor_id)
         if cell is None:
             return {}
