@@ -38,6 +38,7 @@ from ._term import (
     ago,
     call_text,
     clean,
+    in_doubt_text,
     json_line,
     json_text,
     short,
@@ -133,13 +134,7 @@ async def cmd_actors(args: argparse.Namespace, out: Out) -> int:
             if a.last_snapshot_seq is None
             else (f"{a.last_snapshot_seq} ({ago(a.last_snapshot_at, now)})")
         )
-        doubt = (
-            ", ".join(
-                f"{i.intent_seq} {clean(i.tool)}" + ("" if i.needs_operator else f" ({i.state})")
-                for i in a.in_doubt
-            )
-            or "-"
-        )
+        doubt = in_doubt_text(a)
         rows.append(
             [
                 clean(a.actor_id),

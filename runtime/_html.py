@@ -104,6 +104,12 @@ def _e(text: Any) -> str:
     return html.escape(clean(text), quote=True)
 
 
+def _e_lines(text: str) -> str:
+    """Pretty JSON for a ``<pre>``: its own line breaks kept (JSON escapes every control
+    character inside a string, so a raw newline is the formatter's), the rest as :func:`_e`."""
+    return "\n".join(_e(line) for line in text.split("\n"))
+
+
 def _when(ts: float | None) -> str:
     return "" if ts is None else when(ts)
 
@@ -125,8 +131,18 @@ def _value(value: Any, limit: int = 90) -> str:
     pretty = json_text(value, indent=2)
     return (
         f"<details><summary><code>{_e(_short(value, limit))}</code></summary>"
-        f"<pre>{_e(pretty)}</pre></details>"
+        f"<pre>{_e_lines(pretty)}</pre></details>"
     )
+
+
+def _step_time(st: ops.Step) -> str:
+    """When a step stands in the timeline (where it finished, see ``Step.placed_at``), and
+    when it started if that was earlier (a step a recovery resumed)."""
+    shown = _when(st.placed_at)
+    started = _when(st.started_at)
+    if started == shown:
+        return f'<span class="time">{_e(shown)}</span>'
+    return f'<span title="started {_e(started)}" class="time">{_e(shown)}</span>'
 
 
 def _hint(resolve_hint: str, seq: int) -> str:
@@ -255,7 +271,7 @@ def _step(st: ops.Step, resolve_hint: str, trace_url: str | None = None) -> str:
         f'<section class="item step s-{_e(st.status)}" id="step-{st.message_seq}" '
         f'data-seq="{st.message_seq}" data-status="{_e(st.status)}">'
         f'<div class="head"><span class="seq mono">#{st.message_seq}</span>'
-        f'<span class="time">{_e(_when(st.started_at))}</span>'
+        f"{_step_time(st)}"
         f'<span class="msg">{_e(st.message_type)}</span>'
         f'<span class="mono">{_e(st.message_id or "")}</span>{sender}{_badge(st.status)}</div>'
         f'<div class="body">{_value(st.body, 140)}</div>{table}{end}{hint}</section>'

@@ -308,6 +308,19 @@ def json_line(stream: TextIO, obj: Any) -> None:
     stream.write(json_text(obj, separators=(",", ":")) + "\n")
 
 
+def in_doubt_text(a: ops.ActorStatus) -> str:
+    """An actor's tool calls without an outcome, as ``actorlog actors`` and the console's
+    overview show them: ``19 page_oncall`` (waits for an operator), ``21 send_mail (auto)``
+    (the runtime settles it on recovery), or ``-`` for none."""
+    return (
+        ", ".join(
+            f"{i.intent_seq} {clean(i.tool)}" + ("" if i.needs_operator else f" ({i.state})")
+            for i in a.in_doubt
+        )
+        or "-"
+    )
+
+
 def attempt_failed_text(d: ops.Decision) -> str:
     """A failed attempt of a tool's retry policy (an ``attempt_failed`` decision), in words."""
     err = d.error or {}

@@ -331,9 +331,9 @@ async def _history_stream(store: Store, actor_id: str, since: int) -> AsyncItera
         out: list[HistoryItem] = list(b.damage)
         b.damage.clear()
         for st in done:
-            t = _sort_time(st.started_at)
+            t = _sort_time(st.placed_at)
             if side.first is None:
-                side.first = t
+                side.first = min(t, _sort_time(st.started_at))
             out += side.before(t)
             out.append(st)
         return out

@@ -177,6 +177,12 @@ class Step:
     span_id: str | None = None
 
     @property
+    def placed_at(self) -> float | None:
+        """Where the step sits in a timeline, in log order: when it finished (its last
+        entry; a recovery or decision that resumed it comes before), else when it started."""
+        return self.finished_at if self.finished_at is not None else self.started_at
+
+    @property
     def started_at(self) -> float | None:
         times = [c.at for c in self.calls if c.at is not None]
         times += [e.at for e in self.effects if e.at is not None]
@@ -233,10 +239,11 @@ class History:
     since: int = 0
 
     def timeline(self) -> list[Step | SnapshotView | Event | Finding]:
-        """Everything in one list, in time order (steps by when they started)."""
+        """Everything in one list, in log order (a step where it finished, or started if
+        it has not finished; see :attr:`Step.placed_at`)."""
         keyed: list[tuple[float, int, int, Step | SnapshotView | Event | Finding]] = []
         for s in self.steps:
-            keyed.append((s.started_at or 0.0, s.message_seq, 0, s))
+            keyed.append((s.placed_at or 0.0, s.message_seq, 0, s))
         for snap in self.snapshots:
             keyed.append((snap.created_at, snap.seq, 1, snap))
         for i, e in enumerate(self.events):

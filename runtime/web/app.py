@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -20,7 +21,16 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import ops
-from .._errors import ActorlogError, ActorNotFoundError, ConfigurationError
+from .._errors import (
+    ActorlogError,
+    ActorNotFoundError,
+    AlreadyDecidedError,
+    ConfigurationError,
+    SequenceConflictError,
+    StoreError,
+    StoreLockedError,
+    WALError,
+)
 from .._html import CSS
 from ..ops.listing import SORTS, STATUSES
 from ..store import Store
@@ -28,6 +38,7 @@ from . import lifecycle, live, writes
 from .common import actor_id_param, config_of, int_param, problem, show, store_of
 from .config import ServeConfig
 from .render import step_links, timeline
+from .window import window
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -118,16 +129,20 @@ async def overview(request: Request) -> Response:
 
 
 async def actor_page(request: Request) -> Response:
+    """One page of the actor's timeline: the newest steps, or those before ``before`` (a
+    seq; the "older steps" link), never the whole log."""
     actor_id = actor_id_param(request)
-    h = await ops.history(store_of(request), actor_id)
+    cfg = config_of(request)
+    raw = request.query_params.get("before")
+    before = None if raw is None or raw == "" else int_param(request, "before")
+    w = await window(store_of(request), actor_id, size=cfg.timeline_entries, before=before)
     return show(
         request,
         "actor.html",
-        h=h,
-        a=h.actor,
-        timeline=timeline(h, config_of(request)),
-        steps=step_links(h, config_of(request)),
-        fingerprint=live.fingerprint(h),
+        w=w,
+        a=w.actor,
+        timeline=timeline(w, cfg),
+        steps=step_links(w, cfg),
         notice=request.query_params.get("notice"),
     )
 
@@ -173,10 +188,14 @@ def _guarded(fn: Handler) -> Handler:
             return await fn(request)
         except ActorNotFoundError as exc:
             return problem(request, exc, 404)
-        except ops.ForkRefusedError as exc:
-            return problem(request, exc, 409)
+        except (ops.ForkRefusedError, AlreadyDecidedError) as exc:
+            return problem(request, exc, 409)  # the log is not as the request expected
         except ConfigurationError as exc:
             return problem(request, exc, 400)
+        except (StoreLockedError, SequenceConflictError) as exc:
+            return problem(request, exc, 409)  # someone else writes: retry later
+        except (StoreError, WALError) as exc:
+            return problem(request, exc, 503)  # the store is missing, damaged or down
         except ActorlogError as exc:
             return problem(request, exc, 409)
 
@@ -189,6 +208,7 @@ def create_app(cfg: ServeConfig, *, store: Store | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        app.state.write_lock = anyio.Lock()
         if store is not None:
             app.state.store = store
             yield
@@ -222,4 +242,5 @@ def create_app(cfg: ServeConfig, *, store: Store | None = None) -> Starlette:
         middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=cfg.allowed_hosts))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.config = cfg
+    app.state.live = live.LiveClients()
     return app

@@ -3,11 +3,16 @@ pages and error pages drawn with them."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 
+from .. import ops
 from .._errors import ConfigurationError
 from ..store import Store
 from .config import SESSION_COOKIE, ServeConfig
@@ -17,6 +22,16 @@ from .render import page
 def store_of(request: Request) -> Store:
     store: Store = request.app.state.store
     return store
+
+
+@contextlib.asynccontextmanager
+async def writable(request: Request) -> AsyncIterator[Store]:
+    """The store opened for writing, for one write. The console's writes take turns (one
+    lock per console): two operators at once never meet the console's own SQLite writer
+    lock, and the second sees what the first wrote (``AlreadyDecidedError``, say)."""
+    lock: anyio.Lock = request.app.state.write_lock
+    async with lock, ops.opened(config_of(request).store_url, read_only=False) as store:
+        yield store
 
 
 def config_of(request: Request) -> ServeConfig:
@@ -40,7 +55,12 @@ def show(request: Request, name: str, *, status_code: int = 200, **ctx: Any) -> 
 
 
 def problem(request: Request, exc: BaseException, status_code: int) -> Response:
-    return show(request, "error.html", status_code=status_code, message=str(exc))
+    """An error page naming the error's type (also in the ``x-actorlog-error`` header, for
+    scripts) and what it says."""
+    name = type(exc).__name__
+    response = show(request, "error.html", status_code=status_code, message=f"{name}: {exc}")
+    response.headers["x-actorlog-error"] = name
+    return response
 
 
 def int_param(request: Request, name: str, default: int | None = None) -> int:
@@ -49,10 +69,73 @@ def int_param(request: Request, name: str, default: int | None = None) -> int:
         if default is None:
             raise ConfigurationError(f"missing {name}")
         return default
+    return parse_int(raw, name)
+
+
+#: the numbers a seq, offset or count can be (a store's 64-bit integer)
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+
+
+def parse_int(raw: str, name: str) -> int:
+    """A form or query value as a whole number a store can hold, else ConfigurationError."""
     try:
-        return int(raw)
+        value = int(raw.strip())
     except ValueError:
-        raise ConfigurationError(f"{name} must be a number, not {raw!r}") from None
+        raise ConfigurationError(f"{name} must be a number, not {short(raw)}") from None
+    if not _INT_MIN <= value <= _INT_MAX:
+        raise ConfigurationError(f"{name} is out of range: {short(raw)}")
+    return value
+
+
+def parse_json(raw: str, name: str) -> Any:
+    """A form value as strict JSON (no NaN or Infinity, nested at most ``MAX_DEPTH``
+    deep), else ConfigurationError saying what is wrong."""
+
+    def refuse(constant: str) -> None:
+        raise ConfigurationError(f"{name} must be strict JSON: {constant} is not a JSON value")
+
+    try:
+        value = json.loads(raw, parse_constant=refuse)
+    except RecursionError:
+        raise ConfigurationError(
+            f"{name} is nested too deeply (at most {MAX_DEPTH} levels of arrays and objects)"
+        ) from None
+    except ValueError as exc:
+        if isinstance(exc, ConfigurationError):
+            raise
+        raise ConfigurationError(
+            f'{name} must be JSON ({exc}); for a string, quote it: "PAGE-1"'
+        ) from None
+    if _depth(value) > MAX_DEPTH:
+        raise ConfigurationError(
+            f"{name} is nested too deeply (at most {MAX_DEPTH} levels of arrays and objects)"
+        )
+    return value
+
+
+#: how deep a JSON value from a form may nest
+MAX_DEPTH = 100
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests (iteratively: a deep value cannot exhaust the stack)."""
+    deepest = 0
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        v, d = todo.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        if isinstance(v, list):
+            deepest = max(deepest, d)
+            if d > MAX_DEPTH:
+                return d
+            todo.extend((x, d + 1) for x in v)
+    return deepest
+
+
+def short(raw: str, limit: int = 40) -> str:
+    """A value an operator typed, quoted and shortened for an error message."""
+    return repr(raw if len(raw) <= limit else raw[:limit] + "...")
 
 
 def actor_id_param(request: Request) -> str:

@@ -46,6 +46,11 @@ class ServeConfig:
             console accepts only loopback names, so a web page cannot reach it through DNS
             rebinding.
         page_size: actors per overview page.
+        timeline_entries: log entries per page of an actor's timeline (the newest first;
+            older ones on request) and at most per live update.
+        live_send_timeout: seconds a live page may leave an update unread before the
+            console drops its stream (a client that does not read holds one update, no
+            more).
     """
 
     store_url: str
@@ -56,12 +61,23 @@ class ServeConfig:
     poll_interval: float = 0.5
     allowed_hosts: tuple[str, ...] | None = None
     page_size: int = 50
+    timeline_entries: int = 400
+    live_send_timeout: float = 30.0
     #: per process: signs sessions and CSRF tokens (a restart signs everyone out)
     secret: bytes = attrs.field(factory=lambda: secrets.token_bytes(32), repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.allow_writes and not self.token:
             raise ConfigurationError("writes need a token (--token or ACTORLOG_SERVE_TOKEN)")
+        if not 1 <= self.timeline_entries <= 100_000:
+            raise ConfigurationError(
+                f"timeline_entries must be 1..100000, not {self.timeline_entries!r}"
+            )
+        if not 0 < self.live_send_timeout < float("inf"):
+            raise ConfigurationError(
+                f"live_send_timeout must be a positive number of seconds, not "
+                f"{self.live_send_timeout!r}"
+            )
         if self.trace_url is not None:
             if not self.trace_url.startswith(("http://", "https://")):
                 raise ConfigurationError(

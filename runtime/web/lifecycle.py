@@ -33,7 +33,7 @@ ENDED = ("finished", "terminated")
 async def _writable(request: Request, what: str) -> AsyncIterator[Store]:
     """The store opened for writing, for one write; on SQLite a runtime's lock says so."""
     try:
-        async with ops.opened(_app.config_of(request).store_url, read_only=False) as store:
+        async with _app.writable(request) as store:
             yield store
     except StoreLockedError as exc:
         raise StoreLockedError(
@@ -92,7 +92,9 @@ async def _delete_page(
     request: Request, actor_id: str, *, status_code: int = 200, message: str | None = None
 ) -> Response:
     store = _app.store_of(request)
-    h = await ops.history(store, actor_id)
+    a = await ops.actor_status(store, actor_id)  # counts, not the whole history
+    snapshots = await store.list_snapshots(actor_id)
+    events = await store.read_events(actor_id)
     owner = None
     if store.capabilities.leases:
         held = [le for le in await ops.leases(store) if le.actor_id == actor_id and le.live]
@@ -101,11 +103,11 @@ async def _delete_page(
         request,
         "delete.html",
         status_code=status_code,
-        a=h.actor,
-        ended=h.actor.status in ENDED,
-        entries=h.actor.last_seq - h.actor.first_seq + 1 if h.actor.last_seq else 0,
-        snapshots=len(h.snapshots),
-        events=len(h.events),
+        a=a,
+        ended=a.status in ENDED,
+        entries=a.last_seq - a.first_seq + 1 if a.last_seq else 0,
+        snapshots=len(snapshots),
+        events=len(events),
         owner=owner,
         message=message,
         whoami=_decisions.whoami(),

@@ -11,10 +11,10 @@ import jinja2
 from markupsafe import Markup
 from starlette.responses import HTMLResponse
 
-from .. import ops
 from .._html import render_item, trace_link
-from .._term import ago, call_text, clean, duration, json_text, short, when
+from .._term import ago, call_text, clean, duration, in_doubt_text, json_text, short, when
 from .config import ServeConfig
+from .window import Window, item_key, keyed
 
 HERE = Path(__file__).parent
 
@@ -35,7 +35,7 @@ _env.filters.update(
         "duration": duration,
     }
 )
-_env.globals.update({"call_text": call_text})
+_env.globals.update({"call_text": call_text, "in_doubt_text": in_doubt_text})
 
 
 def page(
@@ -56,17 +56,26 @@ def fragment(name: str, **ctx: Any) -> str:
     return _env.get_template(name).render(**ctx)
 
 
-def timeline(h: ops.History, cfg: ServeConfig) -> Markup:
-    """The actor's timeline, newest last: the HTML export's items, escaped there."""
-    hint = f"actorlog resolve {cfg.source or 'STORE'} {h.actor.actor_id} {{seq}} ..."
-    parts = [render_item(item, hint, trace_url=cfg.trace_url) for item in h.timeline()]
-    return Markup("".join(parts))  # built by _html, which escapes every value
+def items(w: Window, cfg: ServeConfig) -> list[tuple[str, str]]:
+    """A window's timeline items as (key, HTML), oldest first: the HTML export's items,
+    escaped there, each with its ``data-key`` (live updates replace an item by its key)."""
+    hint = f"actorlog resolve {cfg.source or 'STORE'} {w.actor.actor_id} {{seq}} ..."
+    out = []
+    for item in w.items:
+        key = item_key(item)
+        out.append((key, keyed(render_item(item, hint, trace_url=cfg.trace_url), key)))
+    return out
 
 
-def step_links(h: ops.History, cfg: ServeConfig) -> list[dict[str, Any]]:
+def timeline(w: Window, cfg: ServeConfig) -> Markup:
+    """A window's timeline, newest last."""
+    return Markup("".join(h for _, h in items(w, cfg)))  # built by _html, which escapes
+
+
+def step_links(w: Window, cfg: ServeConfig) -> list[dict[str, Any]]:
     """Per finished step: where a fork after it starts, and its trace link (if any)."""
     out = []
-    for st in h.steps:
+    for st in w.steps:
         if st.step_seq is None:
             continue
         out.append(

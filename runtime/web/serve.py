@@ -15,6 +15,14 @@ from .config import TOKEN_ENV, ServeConfig, is_loopback, resolve_token
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 
 
+def _loopback_names(host: str) -> tuple[str, ...]:
+    """The Host names a console bound to loopback ``host`` accepts: the usual loopback
+    names and the address it serves (``--host 127.0.0.2`` prints and serves that one)."""
+    bare = host.strip("[]")
+    extra = [h for h in (host, bare, f"[{bare}]" if ":" in bare else bare) if h]
+    return tuple(dict.fromkeys([*LOOPBACK_HOSTS, *extra]))
+
+
 def _base(host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
     return f"http://{shown}:{port}"
@@ -40,7 +48,7 @@ def build(
         allow_writes=allow_writes,
         token=token,
         trace_url=trace_url,
-        allowed_hosts=LOOPBACK_HOSTS if loopback else None,
+        allowed_hosts=_loopback_names(host) if loopback else None,
     )
     base = _base(host, port)
     print(f"actorlog console for {source} at {base}/", file=err)

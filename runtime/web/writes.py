@@ -17,7 +17,6 @@ command line does; on PostgreSQL the write is a conditional append next to the r
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import urlencode
 
@@ -79,11 +78,7 @@ def _text(form: FormData, name: str) -> str:
 
 
 def _number(form: FormData, name: str) -> int:
-    raw = _text(form, name)
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigurationError(f"{name} must be a number, not {raw!r}") from None
+    return _app.parse_int(_text(form, name), name)
 
 
 def _refused(request: Request, exc: Refused) -> Response:
@@ -137,20 +132,14 @@ async def resolve(request: Request) -> Response:
     action = _text(form, "action")
     kwargs: dict[str, Any] = {}
     if action == "result":
-        try:
-            kwargs["result"] = json.loads(_text(form, "value"))
-        except ValueError as exc:
-            raise ConfigurationError(
-                f'the result must be JSON ({exc}); for a string, quote it: "PAGE-1"'
-            ) from None
+        kwargs["result"] = _app.parse_json(_text(form, "value"), "the result")
     elif action == "retry":
         kwargs["retry"] = True
     elif action == "fail":
         kwargs["fail"] = _text(form, "message") or "failed by an operator from the console"
     else:
         raise ConfigurationError(f"action must be result, retry or fail, not {action!r}")
-    cfg = _app.config_of(request)
-    async with ops.opened(cfg.store_url, read_only=False) as store:
+    async with _app.writable(request) as store:
         d = await ops.resolve(
             store,
             actor_id,
@@ -192,8 +181,7 @@ async def fork(request: Request) -> Response:
         return _refused(request, exc)
     actor_id, new_id = _text(form, "id"), _text(form, "new_id")
     at, seen = _number(form, "at"), _number(form, "seen")
-    cfg = _app.config_of(request)
-    async with ops.opened(cfg.store_url, read_only=False) as store:
+    async with _app.writable(request) as store:
         try:
             r = await ops.fork(store, actor_id, at=at, new_id=new_id, by=_text(form, "by") or None)
         except ops.ForkRefusedError as exc:

@@ -45,13 +45,13 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 
 @contextlib.contextmanager
-def serve(db: Path | str, *args: str) -> Iterator[Served]:
-    """Run ``actorlog serve DB ARGS`` on a free port until the block ends (then Ctrl-C);
-    ``db`` a SQLite file or a store URL."""
+def serve(db: Path | str, *args: str, host: str = "127.0.0.1") -> Iterator[Served]:
+    """Run ``actorlog serve DB ARGS`` on a free port of ``host`` until the block ends (then
+    Ctrl-C); ``db`` a SQLite file or a store URL."""
     port = free_port()
     cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "actorlog._cli"]
     proc = subprocess.Popen(
-        [*cmd, "serve", str(db), "--port", str(port), *args],
+        [*cmd, "serve", str(db), "--port", str(port), "--host", host, *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -60,25 +60,25 @@ def serve(db: Path | str, *args: str) -> Iterator[Served]:
     try:
         assert proc.stderr is not None
         banner: list[str] = []
-        base = f"http://127.0.0.1:{port}"
+        base = f"http://{host}:{port}"
         for line in proc.stderr:
             banner.append(line.rstrip("\n"))
             if line.startswith(("read-only", "  http://")):
                 break
         else:
             raise AssertionError(f"actorlog serve exited {proc.wait()}: {banner}")
-        _wait_listening(port, proc)
+        _wait_listening(host, port, proc)
         yield Served(base, banner, proc)
     finally:
         _stop(proc)
 
 
-def _wait_listening(port: int, proc: subprocess.Popen[str]) -> None:
+def _wait_listening(host: str, port: int, proc: subprocess.Popen[str]) -> None:
     for _ in range(200):
         if proc.poll() is not None:
             raise AssertionError(f"actorlog serve exited {proc.returncode}")
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
+            if s.connect_ex((host, port)) == 0:
                 return
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=0.05)

@@ -195,7 +195,7 @@ def test_writes_need_the_token_and_the_forms_csrf_token(crashed: Path) -> None:
         after = client.get(ok.headers["location"]).text
         assert "recorded decision seq 20 (result) on intent seq 19 by ana" in after
         again = client.post("/resolve", data={**form, "csrf": csrf})
-        assert again.status_code == 400 and "one decision" in again.text
+        assert again.status_code == 409 and "AlreadyDecidedError" in again.text
     a = status(url, "incident-7")
     assert a.status == "running" and a.in_doubt == []  # settled; a runtime finishes it
     resolved = [e for e in events(url, "incident-7") if e.kind == "resolved"]

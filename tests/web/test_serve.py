@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 from actorlog.web.serve import build
@@ -88,15 +89,19 @@ def test_importing_actorlog_does_not_import_the_console() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def _next_update(lines: object) -> dict[str, str]:
+def _next_update(lines: object) -> dict[str, Any]:
     event = None
     for line in lines:  # type: ignore[attr-defined]  # an iterator of str
         if line.startswith("event: "):
             event = line[7:]
         elif line.startswith("data: ") and event == "update":
-            data: dict[str, str] = json.loads(line[6:])
+            data: dict[str, Any] = json.loads(line[6:])
             return data
     raise AssertionError("the stream ended")
+
+
+def _steps(update: dict[str, Any]) -> list[str]:
+    return [i["key"] for i in update["items"] if i["key"].startswith("step-")]
 
 
 def test_the_live_stream_sends_each_new_step_while_a_runtime_writes(tmp_path: Path) -> None:
@@ -106,21 +111,23 @@ def test_the_live_stream_sends_each_new_step_while_a_runtime_writes(tmp_path: Pa
         page = httpx.get(s.base + "/actor", params={"id": "chat-1"}).text
         links = re.findall(r'href="http://localhost:16686/trace/([0-9a-f]{32})"', page)
         assert links, "a step run with tracing links to its trace"
-        fingerprint = re.search(r"seen=([^\"&]+)", page)
-        assert fingerprint is not None
+        after = re.search(r"after=(\d+)", page)
+        assert after is not None and after.group(1) == "4"  # the page shows up to seq 4
         with httpx.stream(
             "GET",
             s.base + "/actor/live",
-            params={"id": "chat-1", "seen": "0:0:0"},  # shows nothing yet: the first update
+            params={"id": "chat-1", "after": "0"},  # shows nothing yet: the first update
             timeout=30,
         ) as r:
             assert r.headers["content-type"].startswith("text/event-stream")
             lines = r.iter_lines()
             first = _next_update(lines)
-            assert first["timeline"].count('class="item step') == 1
+            assert _steps(first) == ["step-1"] and first["after"] == 4
             worker.ask("second <message>")
             second = _next_update(lines)
-        assert second["fingerprint"] != first["fingerprint"]
-        assert second["timeline"].count('class="item step') == 2  # the new step
-        assert "&lt;message&gt;" in second["timeline"] and "<message>" not in second["timeline"]
-        assert second["status"] == "idle"
+        assert second["after"] > first["after"]
+        assert _steps(second) == ["step-5"]  # only what is new
+        html = "".join(i["html"] for i in second["items"])
+        assert "&lt;message&gt;" in html and "<message>" not in html
+        assert 'data-key="step-5"' in html
+        assert second["status"] == "idle" and second["reset"] is False

@@ -14,12 +14,28 @@ function liveActorPage() {
     source.addEventListener("update", (e) => {
       const data = JSON.parse(e.data);
       document.getElementById("head").innerHTML = data.head;
-      document.getElementById("timeline").innerHTML = data.timeline;
-      live.dataset.fingerprint = data.fingerprint;
-      // a reconnect picks up from what is shown
-      src = src.replace(/seen=[^&]*/, "seen=" + encodeURIComponent(data.fingerprint));
-      live.className = "live on";
-      live.textContent = "live: updated " + new Date().toLocaleTimeString();
+      const timeline = document.getElementById("timeline");
+      if (data.reset) timeline.innerHTML = "";  // older news left out: from here on
+      for (const item of data.items) {
+        const t = document.createElement("template");
+        t.innerHTML = item.html;
+        const node = t.content.firstElementChild;
+        if (!node) continue;
+        // the update is the log's tail in order: an item sent again moves to its new place
+        // (a step that finished after a recovery stands after it)
+        const shown = timeline.querySelector('[data-key="' + CSS.escape(item.key) + '"]');
+        if (shown) shown.remove();
+        timeline.appendChild(node);
+      }
+      if (data.reset) document.getElementById("first-shown").textContent = data.since + 1;
+      document.getElementById("last-shown").textContent = data.after;
+      document.getElementById("log-end").textContent = data.after;
+      // a reconnect continues from what is shown
+      src = src.replace(/after=[^&]*/, "after=" + encodeURIComponent(data.after));
+      live.className = data.problem ? "live off" : "live on";
+      live.textContent = data.problem
+        ? "live: " + data.status + ": " + data.problem
+        : "live: updated " + new Date().toLocaleTimeString();
     });
     source.addEventListener("problem", (e) => {
       const data = JSON.parse(e.data);
