@@ -38,7 +38,6 @@ KNOWN_HOLES: dict[str, str] = {
     "actorlog cancel:*": "NEW-4",
     # a 2,000-level nested --result: internal error (RecursionError) decoding the JSON
     "actorlog resolve --result:--result": "NEW-1 (the CLI sibling of issue 24 item 20)",
-    "console POST /resolve:value": "issue 24 item 20",
 }
 
 #: hostile strings, by name
