@@ -208,6 +208,9 @@ class ActorModel:
         self.was_compacted = False
         #: it made retried tool calls
         self.has_retries = False
+        #: tags of steps an operator cancelled (system.cancel): in the state at most once
+        #: (the cancel may land after the tool returned), never asked again
+        self.cancelled: set[str] = set()
 
     @property
     def busy(self) -> bool:
@@ -375,7 +378,7 @@ class ModelMachine(RuleBasedStateMachine):
     def acknowledge(self, a: ActorModel, op: Op, answer: tuple[bool, Any] | None) -> None:
         a.acked[op.tag] = op
         a.uncertain.pop(op.tag, None)
-        if op.kind != "boom":
+        if op.kind != "boom" and op.tag not in a.cancelled:
             a.expected_tags.add(op.tag)
         if answer is None:
             return
@@ -488,7 +491,7 @@ class ModelMachine(RuleBasedStateMachine):
         a = self.pick(i)
         if not a.acked or (a.busy and not as_send):
             return
-        kept = sorted(set(a.acked) - a.compacted)
+        kept = sorted(set(a.acked) - a.compacted - a.cancelled)
         if not kept:
             return  # a retry of a compacted id is a new message (docs/recovery.md)
         tag = kept[which % len(kept)]
@@ -565,7 +568,8 @@ class ModelMachine(RuleBasedStateMachine):
         a = self.pick_free(i)
         if a is None:
             return
-        answered = [t for t in sorted(a.replies) if a.replies[t][0] and t not in a.compacted]
+        answered = [t for t in sorted(a.replies) if a.replies[t][0]]
+        answered = [t for t in answered if t not in a.compacted | a.cancelled]
         if reask and answered and on("cancel_reask"):
             op = a.acked[answered[which % len(answered)]]
             sweep = range(k + 1)
@@ -862,7 +866,7 @@ class ModelMachine(RuleBasedStateMachine):
         if not on("fork"):
             return
         a = self.pick_free(i)
-        if a is None or a.was_compacted or a.has_retries:
+        if a is None or a.was_compacted or a.has_retries or a.cancelled:
             # a fork needs the log from seq 1 (the plan reads the whole history); the plan
             # does not model retried calls (a fork cut between attempts runs the rest)
             return  # a fork needs the log from seq 1 (the plan reads the whole history)
@@ -1203,7 +1207,9 @@ class ModelMachine(RuleBasedStateMachine):
         for op in (hold, *([stop] if stop else []), *waiting):
             self.acknowledge(a, op, None)
         if how == "cancel":
-            a.expected_tags.discard(hold.tag)  # its step was cancelled: recorded failed
+            # its step was cancelled (recorded failed), or the tool's return won the race
+            a.cancelled.add(hold.tag)
+            a.expected_tags.discard(hold.tag)
             for op in waiting:
                 self.acknowledge(a, op, (True, outcomes[op.tag][1]))
                 assert outcomes[op.tag] == ("ok", "ok"), (op.tag, outcomes[op.tag])
@@ -1431,7 +1437,7 @@ class ModelMachine(RuleBasedStateMachine):
         due |= {t for t, sender in a.forwards.items() if not self.actors[sender].busy}
         missing = [t for t in due if tags[t] != 1 + a.extra[t]]
         assert not missing, f"{a.actor_id}: not in the state: {missing} (state {state!r})"
-        unknown = set(tags) - a.expected_tags - set(a.forwards) - set(a.uncertain)
+        unknown = set(tags) - a.expected_tags - set(a.forwards) - set(a.uncertain) - a.cancelled
         assert not unknown, f"{a.actor_id}: unexpected entries {unknown}"
 
     def _check_spawn_options(self) -> None:
