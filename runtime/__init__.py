@@ -105,6 +105,9 @@ from .errors import (
     NonDeterminismError as NonDeterminismError,
 )
 from .errors import (
+    ReadOnlyQueryError as ReadOnlyQueryError,
+)
+from .errors import (
     RecoveryError as RecoveryError,
 )
 from .errors import (

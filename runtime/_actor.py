@@ -28,6 +28,13 @@ class Actor(Generic[S]):
             snapshot_every = 50
             async def receive(self, ctx: Context, msg: Ask) -> str: ...
 
+    Optionally also a read-only ``async def on_query(self, query)``: it answers the query
+    messages of ``ActorRef.query`` on a copy of the state, between steps, logging nothing
+    (docs/queries.md)::
+
+            async def on_query(self, q: LastAnswers) -> list[str]:
+                return self.state.answers[-q.n :]
+
     Class attributes (overridable per spawn with the same keyword arguments):
 
     * ``snapshot_every``: snapshot after this many steps (None: never by count).

@@ -38,14 +38,19 @@ def attempts_so_far(outcomes: list[Outcome]) -> int:
     return n
 
 
-def policy_attempt(outcomes: list[Outcome]) -> bool:
-    """Is the last outcome an ``attempt`` the retry policy started (after an
-    ``attempt_failed``), rather than one an operator authorized?"""
-    return (
-        len(outcomes) >= 2
-        and outcomes[-1].tag == DecisionAction.ATTEMPT
-        and outcomes[-2].tag == DecisionAction.ATTEMPT_FAILED
-    )
+def policy_attempt(outcomes: list[Outcome], policy: str) -> bool:
+    """Is the last outcome an ``attempt`` that the tool's own policies go on from when it
+    was interrupted? Yes after an ``attempt_failed`` (the retry policy started it: in doubt
+    like a first attempt, its in-doubt policy decides), and for a tool whose in-doubt
+    policy settles it without an operator (a read, an idempotent write, ``reconcile=``),
+    whatever started it (the retry policy, an earlier re-run, an operator's retry): a read
+    runs again as the next attempt after any number of interruptions. An operator-authorized
+    attempt of any other write waits for an operator again."""
+    if not outcomes or outcomes[-1].tag != DecisionAction.ATTEMPT:
+        return False
+    if policy != "escalate":
+        return True
+    return len(outcomes) >= 2 and outcomes[-2].tag == DecisionAction.ATTEMPT_FAILED
 
 
 def in_doubt_attempt(outcomes: list[Outcome]) -> int | None:

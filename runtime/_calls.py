@@ -474,13 +474,16 @@ class ToolCalls:
                 # the operator authorized one more attempt; mark it started, then run
                 _telemetry.settled(rec.seq, t.name, t.policy, "operator.retry", _by(last))
                 return await self._authorized_retry(t, rec.seq, args, kwargs, key, attempts)
-            if last.action == DecisionAction.ATTEMPT_FAILED or policy_attempt(rec.outcomes):
-                # between attempts of the retry policy (a back-off, or an attempt that was
-                # running): go on from there
+            if last.action == DecisionAction.ATTEMPT_FAILED or policy_attempt(
+                rec.outcomes, t.policy
+            ):
+                # between attempts of the retry policy (a back-off), or an attempt that was
+                # running and that the tool's in-doubt policy settles: go on from there
                 return await self._run(
                     t, args, kwargs, rec.seq, key, attempt=attempts, resume=rec.outcomes[-1]
                 )
-            # action == "attempt" with no result: the authorized retry was interrupted too
+            # action == "attempt" with no result: the authorized retry of a write that
+            # escalates was interrupted too
             return await self._escalate(t, rec, args, kwargs, key, attempts)
         # in doubt: intent logged, no outcome
         if self.cancel_replay is not None:  # an operator cancelled the step while it was down

@@ -134,6 +134,9 @@ class Cell:
         self.actor: Actor[Any] = cls()
         self.actor.actor_id = actor_id
         self.journal = Journal(self.store, actor_id, 0)
+        #: [F13] this log's incarnation id (recovery reads it back, or starts one)
+        self.incarnation: str | None = None
+        self.step_lock = anyio.Lock()  # held by each step and each query (_query.Queryable)
         self.status = "starting"
         self.error: BaseException | None = None
         self.ready = anyio.Event()
@@ -414,7 +417,8 @@ class Cell:
             else:
                 message_id = _codec.new_message_id()
             trace = _telemetry.inject()
-            payload = _records.message_payload(body, sender=sender, trace=trace)
+            inc = self.incarnation
+            payload = _records.message_payload(body, sender=sender, trace=trace, incarnation=inc)
             if self.passivating or self.done.is_set():
                 raise Moved  # checked with no await before the write: no post is lost
             try:
@@ -427,7 +431,7 @@ class Cell:
             # will (live equals replay; the caller's object is not shared with the handler).
             # It may start before the commit completes: nothing it does escapes before the
             # journal is flushed, and every flush covers this entry.
-            env = Envelope(seq, tag, None, message_id, trace)
+            env = Envelope(seq, tag, None, message_id, trace, incarnation=self.incarnation)
             if isinstance(msg, Undecodable):
                 env.decode_error = msg.error
             else:
@@ -439,10 +443,16 @@ class Cell:
             self._mailbox.put(env)
             if slot is not None:
                 # ``ask`` returns only with the reply, which waits for the step's commit;
-                # that commit (or the first intent's, earlier) covers this message. Queued
-                # behind a running step, whose next commit may be far off (a long tool), it
-                # is committed now: an ask that times out or is abandoned left it logged.
-                if self.step_scope is not None:
+                # that commit (or the first intent's, earlier) covers this message. While a
+                # step waits for an operator nothing commits until a decision, so the
+                # message is made durable now: an offline decision written meanwhile
+                # surfaces as this write's SequenceConflictError instead of a hang.
+                if self.escalations.waiting:
+                    await self._durable(seq)
+                # Queued behind a running step, whose next commit may be far off (a long
+                # tool), it is committed now: an ask that times out or is abandoned left
+                # it logged.
+                elif self.step_scope is not None:
                     self.host.spawn_task(self._commit_queued, seq)
                 return slot
             await self._durable(seq)
@@ -577,7 +587,8 @@ class Cell:
                 continue
             self.status = "running"
             self.last_active = time.monotonic()
-            await _step.handle(self, env)
+            async with self.step_lock:  # queries run between steps, never during one
+                await _step.handle(self, env)
 
     def prune_inflight(self) -> None:
         """Forget the ids of messages both handled and durable (a retry finds those in the

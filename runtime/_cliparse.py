@@ -15,9 +15,9 @@ console's writes, and 'cancel', 'terminate', 'delete'); reading is safe while a 
 using the store. Writes to a SQLite file work only while no runtime runs on it; on PostgreSQL
 they work live.
 
-exit codes: 0 done; 1 verify found damage, or fork or delete refused without --yes/--force;
-2 could not do it
-(bad arguments, store unreadable, actor or entry not found, intent not in doubt).
+exit codes: 0 done; 1 verify found damage, replay-check found a divergence, or fork or delete
+refused without --yes/--force; 2 could not do it (bad arguments, store unreadable, actor or
+entry not found, intent not in doubt, a write refused because the actor's log is damaged).
 """
 
 
@@ -276,7 +276,9 @@ def build_parser(
         "Replay every actor's recorded steps (from a store, read only, or an 'actorlog "
         "export' file) against the handler code importable now, with no tool running, and "
         "report each divergence: actor, step, what the log recorded and what the code asked "
-        "for. For CI, before deploying a change to a handler (docs/upgrading.md).",
+        "for. For CI, before deploying a change to a handler (docs/upgrading.md). Exit 0: "
+        "every history replays; 1: some actor diverges; 2: bad arguments, a class that does "
+        "not import, or a store that cannot be read.",
     )
     sp.add_argument(
         "--actors",
@@ -294,7 +296,8 @@ def build_parser(
         "restart a quarantined actor once its cause is fixed (recorded as an event)",
         "Record that an operator restarts a quarantined actor (e.g. after fixing the "
         "handler's non-determinism). The next runtime to start it recovers it with the "
-        "code it runs; a runtime running now: call system.restart(actor_id) there.",
+        "code it runs; a runtime running now: call system.restart(actor_id) there. Refused "
+        "(exit 2, nothing recorded) if the actor is not quarantined or its log is damaged.",
     )
     sp.add_argument("actor", metavar="ACTOR", help="actor id")
     sp.add_argument("--reason", metavar="TEXT", help="why (recorded in the history)")

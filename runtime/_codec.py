@@ -5,9 +5,12 @@ Everything here is specified in ``docs/FORMAT.md``; the ``[Fn]`` tags cite it.
 
 from __future__ import annotations
 
+import collections.abc
 import json
+import os
 import reprlib
 import struct
+import typing
 import uuid
 import zlib
 from collections.abc import Callable
@@ -80,6 +83,26 @@ _ENCODE_ERRORS: tuple[type[BaseException], ...] = (TypeError, ValueError, Recurs
 _KIND_CODE = {kind: code for code, kind in enumerate(KINDS, start=1)}
 
 
+def _unstructure_pydantic(value: Any) -> Any:
+    """``model_dump(mode="json")``, its sets in the order of [F9a] (pydantic writes them in
+    iteration order): the Python dump says which of its lists were sets."""
+    plain = value.model_dump(mode="json")
+    return _order_sets(value.model_dump(mode="python"), plain)
+
+
+def _order_sets(py: Any, plain: Any) -> Any:
+    """``plain`` (a JSON dump of ``py``) with every list that was a set in ``py`` sorted."""
+    if isinstance(py, (set, frozenset)) and type(plain) is list and len(plain) == len(py):
+        items = SetList(_order_sets(p, j) for p, j in zip(py, plain, strict=True))
+        items.sort(key=set_order_key)
+        return items
+    if isinstance(py, dict) and type(plain) is dict and len(plain) == len(py):
+        return {k: _order_sets(p, j) for p, (k, j) in zip(py.values(), plain.items(), strict=True)}
+    if isinstance(py, (list, tuple)) and type(plain) is list and len(plain) == len(py):
+        return [_order_sets(p, j) for p, j in zip(py, plain, strict=True)]
+    return plain
+
+
 def _structure_pydantic(obj: Any, cls: Any) -> Any:
     return cls.model_validate(obj)
 
@@ -92,13 +115,88 @@ def _make_converter() -> cattrs.Converter:
     made = make_converter()
     # pydantic models travel as their JSON form (``model_dump(mode="json")``) and come back
     # through ``model_validate``: what a handler gets live is what replay decodes
-    made.register_unstructure_hook_func(
-        _is_pydantic_model, lambda value: value.model_dump(mode="json")
-    )
+    made.register_unstructure_hook_func(_is_pydantic_model, _unstructure_pydantic)
     made.register_structure_hook_func(_is_pydantic_model, _structure_pydantic)
+    # [F9a] a set is a list in one canonical order, the same in every process (iteration
+    # order depends on PYTHONHASHSEED): what replay compares must not
+    made.register_unstructure_hook_factory(_is_set_type, lambda t: _set_unstructure(made, t))
     _ENCODE_ERRORS = (TypeError, ValueError, RecursionError, cattrs.BaseValidationError)
     converter = made
     return made
+
+
+class SetList(list[Any]):
+    """The plain form of a set or frozenset: a list (it encodes as a JSON array) in the
+    canonical order of [F9a]. The subclass only marks, for replay's comparison with entries
+    written before that order, that the order of this list carries no meaning."""
+
+    __slots__ = ()
+
+
+def _is_set_type(t: Any) -> bool:
+    origin = typing.get_origin(t) or t
+    if not isinstance(origin, type):
+        return False
+    return origin in (collections.abc.Set, collections.abc.MutableSet) or issubclass(
+        origin, (set, frozenset)
+    )
+
+
+def set_order_key(plain: Any) -> str:
+    """[F9a] The sort key of a set element's plain form: its compact JSON text (code point
+    order is the order of its UTF-8 bytes)."""
+    return _encode(plain)
+
+
+def _set_unstructure(made: cattrs.Converter, t: Any) -> Callable[[Any], SetList]:
+    args = typing.get_args(t)
+    item: Callable[[Any], Any] = made.unstructure
+    if args and args[0] is not Any:
+        item = made.get_unstructure_hook(args[0])
+
+    def unstructure_set(value: Any) -> SetList:
+        items = SetList(item(x) for x in value)
+        if len(items) > 1:
+            items.sort(key=set_order_key)
+        return items
+
+    return unstructure_set
+
+
+def same_plain(got: Any, recorded: Any) -> bool:
+    """Is ``got`` (a plain value as ``unstructure`` makes it) the same as ``recorded`` (a
+    plain value decoded from a log), where a set compares as a set: a log written before
+    [F9a] holds a set in the order its process iterated it (it depends on the hash seed)."""
+    if isinstance(got, SetList):
+        if type(recorded) is not list or len(recorded) != len(got):
+            return False
+        left = list(got)
+        for r in recorded:
+            for i, g in enumerate(left):
+                if same_plain(g, r):
+                    del left[i]
+                    break
+            else:
+                return False
+        return True
+    if isinstance(got, (list, tuple)):
+        return (
+            type(recorded) is list
+            and len(recorded) == len(got)
+            and all(same_plain(g, r) for g, r in zip(got, recorded, strict=True))
+        )
+    if isinstance(got, dict):
+        if type(recorded) is not dict or len(recorded) != len(got):
+            return False
+        # keys as JSON writes them (an int key becomes a str)
+        keys = [json.loads(json.dumps({k: 0})).popitem()[0] for k in got]
+        return set(recorded) == set(keys) and all(
+            same_plain(g, recorded[k]) for k, g in zip(keys, got.values(), strict=True)
+        )
+    try:
+        return bool(json.loads(json.dumps(got)) == recorded)
+    except (TypeError, ValueError):
+        return False
 
 
 def __getattr__(name: str) -> Any:
@@ -520,6 +618,11 @@ def log_start_checksum(actor_id: str, first_seq: int) -> int:
     """[F16] CRC-32 of a compacted log's start record: the first seq still stored."""
     a = actor_id.encode()
     return zlib.crc32(struct.pack(">BBQH", FORMAT_VERSION, 0x80, first_seq, len(a)) + a)
+
+
+def new_incarnation() -> str:
+    """[F13] A fresh incarnation id for a log that starts: 16 random hex digits."""
+    return os.urandom(8).hex()
 
 
 def new_message_id() -> str:

@@ -42,14 +42,29 @@ R = TypeVar("R")
 A = TypeVar("A")
 
 
-def idempotency_key(actor_id: str, step_seq: int, index: int) -> str:
+def idempotency_key(
+    actor_id: str, step_seq: int, index: int, *, incarnation: str | None = None
+) -> str:
     """[F13] The stable idempotency key of call ``index`` of the step handling message
-    ``step_seq``: the same on every replay and restart, unique per call."""
-    return f"{actor_id}:{step_seq}:{index}"
+    ``step_seq``: ``"{actor_id}:{incarnation}:{step_seq}:{index}"``, the same on every
+    replay and restart, unique per call and per incarnation of the actor's log (a new one
+    after ``delete`` and a new actor with the same id, in a fresh database, in a fork).
+    ``incarnation`` is the one recorded in the step's message entry; a message logged
+    before incarnations existed has none, and its calls keep the old key
+    ``"{actor_id}:{step_seq}:{index}"``."""
+    if incarnation is None:
+        return f"{actor_id}:{step_seq}:{index}"
+    return f"{actor_id}:{incarnation}:{step_seq}:{index}"
 
 
 def _normalize(value: Any) -> Any:
     return json.loads(json.dumps(value))
+
+
+def _same(got: Any, recorded: Any) -> bool:
+    """Does the plain value the handler gives now equal the recorded one? A set compares as a
+    set also against a log written before sets had one canonical order ([F9a])."""
+    return _normalize(got) == recorded or _codec.same_plain(got, recorded)
 
 
 def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
@@ -72,9 +87,12 @@ class Context(ToolCalls, TimerEffects):
         recorded: list[Recorded] | None = None,
         *,
         complete: bool = False,
+        incarnation: str | None = None,
     ) -> None:
         self._cell = cell
         self.step_seq = step_seq
+        #: [F13] the incarnation id recorded in this step's message (part of its keys)
+        self.incarnation = incarnation
         self._recorded = recorded or []
         self._complete = complete
         self._index = 0
@@ -154,7 +172,7 @@ class Context(ToolCalls, TimerEffects):
         args_plain = _codec.to_plain(list(args), what, check=check)
         kwargs_plain = _codec.to_plain(dict(kwargs), what, check=check)
         self._index += 1
-        key = idempotency_key(self.actor_id, self.step_seq, index)
+        key = idempotency_key(self.actor_id, self.step_seq, index, incarnation=self.incarnation)
         rec = self._expect(index, EntryKind.INTENT, t.name, args_plain, kwargs_plain)
         if rec is None:
             cell = self._cell
@@ -258,7 +276,7 @@ class Context(ToolCalls, TimerEffects):
         _codec.to_plain(msg, "message")
         index = self._index
         self._index += 1
-        mid = f"{self.actor_id}/{self.step_seq}/{index}"
+        mid = self._effect_id(index)
         value = {
             "target": ref.actor_id,
             "message_type": _codec.type_tag(type(msg)),
@@ -314,6 +332,15 @@ class Context(ToolCalls, TimerEffects):
         return await self._delivery("spawn", host.spawn(cls, actor_id, **options))
 
     # -- internals -------------------------------------------------------------------------
+
+    def _effect_id(self, index: int) -> str:
+        """[F13] The id of effect ``index`` of this step, for a ``ctx.send`` message id and a
+        ``send_later`` timer id: ``"{actor}/{incarnation}/{step seq}/{index}"`` (without the
+        incarnation for a message logged before incarnations existed), so a new actor under
+        a reused id never collides with the ids its predecessor left at the receiver."""
+        if self.incarnation is None:
+            return f"{self.actor_id}/{self.step_seq}/{index}"
+        return f"{self.actor_id}/{self.incarnation}/{self.step_seq}/{index}"
 
     def _recorded_at(self, index: int) -> Recorded | None:
         return self._recorded[index] if index < len(self._recorded) else None
@@ -399,9 +426,9 @@ class Context(ToolCalls, TimerEffects):
             )
         intent = _intent(rec)
         if intent is not None:
-            if _normalize(args) != intent.args or _normalize(kwargs) != intent.kwargs:
+            if not _same(args, intent.args) or not _same(kwargs, intent.kwargs):
                 self._nondeterminism(index, self._describe_rec(rec), _describe(tag, args, kwargs))
-        elif args is not None and _normalize(args) != _effect_value(rec):
+        elif args is not None and not _same(args, _effect_value(rec)):
             recorded = json.dumps(_effect_value(rec))
             self._nondeterminism(index, f"{tag} {recorded}", f"{tag} {json.dumps(args)}")
         return rec
@@ -451,11 +478,15 @@ class Context(ToolCalls, TimerEffects):
         self._open.clear()
         return names
 
-    def check_consumed(self) -> None:
-        """After a replayed handler returns: every recorded effect must have been asked for."""
+    def check_consumed(self, raised: BaseException | None = None) -> None:
+        """After a replayed handler returns (or ``raised`` this): every recorded effect must
+        have been asked for. The error names the exception the handler raised instead."""
         if self.fatal is None and self._index < len(self._recorded):
             rec = self._recorded[self._index]
-            self._nondeterminism(self._index, self._describe_rec(rec), "the end of the step")
+            got = "the end of the step"
+            if raised is not None:
+                got = f"the handler raising {type(raised).__name__}: {raised}"
+            self._nondeterminism(self._index, self._describe_rec(rec), got)
 
 
 def _version_marker(rec: Recorded | None) -> tuple[str, int] | None:

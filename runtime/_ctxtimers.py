@@ -52,6 +52,7 @@ class TimerEffects:
             self, index: int, kind: str, tag: str, args: Any, kwargs: Any = None
         ) -> Recorded | None: ...
         async def _guard(self, aw: Awaitable[R]) -> R: ...
+        def _effect_id(self, index: int) -> str: ...
 
     async def sleep(self, seconds: float | datetime.timedelta, /) -> None:
         """Wait ``seconds`` durably: the wake time is logged before the wait starts. After
@@ -130,7 +131,7 @@ class TimerEffects:
         due = _timers.due_time(delay=delay, at=at, what="ctx.send_later()")
         index = self._index
         self._index += 1
-        timer_id = f"{self.actor_id}/{self.step_seq}/{index}"
+        timer_id = self._effect_id(index)
         rec = self._expect(index, EntryKind.EFFECT, "send_later", None)
         if rec is not None:
             self.effects_from_log += 1

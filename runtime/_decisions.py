@@ -63,9 +63,13 @@ def state(outcomes: Sequence[Outcome], policy: object) -> str | None:
         # between attempts of the tool's retry policy: recovery waits out the back-off and
         # goes on; a write that timed out goes by its in-doubt policy first
         return "in_doubt" if last.in_doubt and policy == "escalate" else "auto"
+    if policy != "escalate":
+        # an attempt was running (of the retry policy, a re-run, an authorized retry): a
+        # read, an idempotent write or a reconcile runs its in-doubt policy again
+        return "auto"
     if len(outcomes) >= 2 and outcomes[-2].tag == DecisionAction.ATTEMPT_FAILED:
         # an attempt of the retry policy was running: in doubt like a first attempt
-        return "in_doubt" if policy == "escalate" else "auto"
+        return "in_doubt"
     return "retry_interrupted"
 
 

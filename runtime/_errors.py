@@ -23,6 +23,7 @@ __all__ = [
     "InDoubtError",
     "LogCompactedError",
     "NonDeterminismError",
+    "ReadOnlyQueryError",
     "RecoveryError",
     "SequenceConflictError",
     "SnapshotError",
@@ -421,3 +422,17 @@ class LeaseLostError(SequenceConflictError):
         self.found = None
         self.token = token
         self.current = current
+
+
+class ReadOnlyQueryError(ActorlogError):
+    """A query (``ActorRef.query``) tried to act or to change the state: queries are
+    read-only. Nothing was logged and the actor's state is unchanged (a query runs on a
+    copy of it)."""
+
+    def __init__(self, where: str, what: str) -> None:
+        self.where = where
+        self.what = what
+        super().__init__(
+            f"the query of {where} {what}; a query may only read the state. Make changes and "
+            "effects in receive(), through a message (ref.ask)"
+        )

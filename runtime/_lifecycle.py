@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMMAND_TAGS",
+    "DELETE_TAG",
     "Endable",
     "Lifecycle",
     "cancel_offline",
@@ -56,12 +57,15 @@ __all__ = [
     "note",
     "pending_cancel",
     "refuse",
+    "refused_step",
     "terminate_offline",
 ]
 
 #: type tags of operator commands sent through a leased store's inbox (never messages)
 CANCEL_TAG = "actorlog.cancel"
 TERMINATE_TAG = "actorlog.terminate"
+#: the actor was deleted: its owner drops its cell and lets go of its lease
+DELETE_TAG = "actorlog.delete"
 COMMAND_TAGS = (CANCEL_TAG, TERMINATE_TAG)
 
 
@@ -83,6 +87,8 @@ class Endable(Protocol):
     #: a cancel request (its detail) for the next resumed step
     cancel_pending: dict[str, Any] | None
     done: anyio.Event
+    #: [F13] the incarnation id of the log
+    incarnation: str | None
 
     def outcome(self, seq: int, step: StepRecord) -> tuple[Any, BaseException | None]: ...
 
@@ -98,6 +104,15 @@ def cancel_step(cell: Endable, *, reason: str, by: str) -> bool:
     return True
 
 
+def end_cell(cell: Endable, *, reason: str, by: str) -> None:
+    """Terminate a loaded cell (a local ``terminate``, or one through the inbox): no more
+    steps, the running one cancelled, and its status says so (``system.status``)."""
+    cell.ended = ("terminated", reason)
+    cancel_step(cell, reason=reason or "terminated", by=by)
+    if cell.status not in ("quarantined", "stopped", "passivated"):
+        cell.status = "terminated"
+
+
 def error_info(exc: BaseException) -> ErrorInfo:
     """How a step records its error: a cancel with the operator's reason as its message."""
     if isinstance(exc, StepCancelledError):
@@ -108,6 +123,23 @@ def error_info(exc: BaseException) -> ErrorInfo:
 def finished_info(how: str, reason: str) -> ErrorInfo:
     """The error a refused message's step records (``_mailbox.step_outcome`` reads it)."""
     return ErrorInfo("ActorFinishedError", f"{how}: {reason}" if reason else how)
+
+
+def refused_step(step: StepRecord, effects: int) -> bool:
+    """A recorded step that refused its message because the actor had ended (``refuse``,
+    ``log_refused``): its handler never ran, so replay must not run it. Told by its form:
+    error ``ActorFinishedError`` whose message is exactly ``finished_info``'s (``finished``
+    or ``terminated``, then ``: reason``; a handler's own ``ActorFinishedError`` reads
+    ``actor '...' is ...``), no span and no effects."""
+    err = step.error
+    if step.ok or err is None or err.type != "ActorFinishedError":
+        return False
+    if step.span is not None or effects:
+        return False
+    return any(
+        err.message == how or err.message.startswith(f"{how}: ")
+        for how in ("finished", "terminated")
+    )
 
 
 def _detail(ev: EventRow) -> dict[str, Any]:
@@ -177,11 +209,12 @@ async def refuse(cell: Endable, env: Any) -> None:
         env.seq,
         _records.step_payload(error=finished_info(how, reason)),
     )
+    # decoded right after the write (the flush empties the journal's buffer)
+    step = cell.journal.last_record()
+    assert isinstance(step, StepRecord)
     cell.handled_seq = env.seq
     if env.seq in cell.waiters:
         await cell.journal.flush()
-        step = cell.journal.last_record()
-        assert isinstance(step, StepRecord)
         value, error = cell.outcome(env.seq, step)
         settle(cell.waiters, env.seq, value, error)
 
@@ -198,7 +231,7 @@ async def log_refused(
         EntryKind.MESSAGE,
         tag,
         0,
-        _records.message_payload(body, sender=sender, trace=None),
+        _records.message_payload(body, sender=sender, trace=None, incarnation=cell.incarnation),
         message_id=message_id,
     )
     how, reason = cell.ended
@@ -233,6 +266,8 @@ class Lifecycle:
             span.set_attribute(ATTR.LIFECYCLE_REQUESTED, True)
             detail = {"by": by, "reason": reason}
             await note(self.store, actor_id, EventKind.CANCEL_REQUESTED, detail)
+            if cell is None:  # owned by another runtime (or by none): through the inbox
+                await _wake_owner(self.store, actor_id, CANCEL_TAG, detail)
             return False
 
     async def terminate(
@@ -249,10 +284,9 @@ class Lifecycle:
             await self.store.record_event(actor_id, EventKind.TERMINATED, json.dumps(detail))
         cell = self._cells.get(actor_id)
         if cell is not None:
-            cell.ended = ("terminated", reason)
-            cancel_step(cell, reason=reason or "terminated", by=by)
-            if cell.status not in ("quarantined", "stopped", "passivated"):
-                cell.status = "terminated"
+            end_cell(cell, reason=reason, by=by)
+        else:  # owned by another runtime (or by none): its owner gets it through the inbox
+            await _wake_owner(self.store, actor_id, TERMINATE_TAG, detail)
 
     async def delete(
         self: _SystemParts, actor_id: str, *, by: str = "", reason: str = "", force: bool = False
@@ -317,6 +351,10 @@ async def _delete_actor(
     }
     with anyio.CancelScope(shield=True):
         done = await audit.delete_actor(actor_id, json.dumps(detail))
+        # after the delete (which empties the actor's inbox): the owner, if a runtime holds
+        # its lease, drops its cell and the lease, so that an id registered again from seq
+        # 1 is never written by the old cell (its refusals would go into the new log)
+        await _wake_owner(store, actor_id, DELETE_TAG, {"by": by, "reason": reason})
     return done
 
 
@@ -360,7 +398,6 @@ def command(cell: Endable, tag: str, body: str) -> None:
         detail = {}
     reason, by = str(detail.get("reason", "")), str(detail.get("by", ""))
     if tag == TERMINATE_TAG:
-        cell.ended = ("terminated", reason)
-        cancel_step(cell, reason=reason or "terminated", by=by)
+        end_cell(cell, reason=reason, by=by)
     elif not cancel_step(cell, reason=reason, by=by):
         cell.cancel_pending = detail

@@ -165,6 +165,8 @@ class Envelope:
     recorded: list[Recorded] | None = None
     decode_error: BaseException | None = None
     parent: OtelContext | None = None
+    #: [F13] the incarnation id recorded in the message entry (None: logged before them)
+    incarnation: str | None = None
 
 
 @attrs.frozen

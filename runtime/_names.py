@@ -11,6 +11,7 @@ the class answered to before: logs and actors recorded under them still read.
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import warnings
 import weakref
@@ -110,12 +111,14 @@ def replay_tag(cls: type, recorded: Any, key: str) -> str:
 
 def learn(known: dict[str, Any], cls: type, *, replace: bool = False) -> None:
     """Enter ``cls`` in a tag -> class table under its tag and its aliases. The tag
-    replaces an earlier entry with ``replace``; aliases never replace a class's own tag."""
+    replaces an earlier entry with ``replace`` (so do aliases held by an earlier class of the
+    same tag); aliases never replace another class's own tag."""
     tag = type_tag(cls)
     if replace or tag not in known:
         known[tag] = cls
     for alias in aliases(cls):
-        known.setdefault(alias, cls)
+        if alias not in known or (replace and type_tag(known[alias]) == tag):
+            known[alias] = cls  # (an alias of an earlier version of this class is replaced)
 
 
 def find_class(tag: str) -> type | None:
@@ -274,11 +277,16 @@ def _warn_unstable(cls: type, tag: str) -> None:
 
 def _fix(cls: type, old: str | None) -> str:
     """The declaration that gives ``cls`` a stable name answering to ``old``."""
-    suggested = cls.__qualname__.rsplit(".", 1)[-1].lower()
-    alias = f', aliases=["{old}"]' if old else ""
+    # the name the class declares (and its aliases) if it has one: the fix adds to them
+    declared = cls.__dict__.get("__actorlog_name__")
+    suggested = declared if isinstance(declared, str) else cls.__name__.lower()
+    olds = [a for a in cls.__dict__.get("__actorlog_aliases__", ()) if isinstance(a, str)]
+    if old and old not in olds and old != suggested:
+        olds.append(old)
+    alias = f", aliases={json.dumps(olds, ensure_ascii=False)}" if olds else ""
     if _is_actor(cls):
-        return f'class {cls.__qualname__}(Actor[...], name="{suggested}"{alias})'
-    return f'@actorlog.message(name="{suggested}"{alias}) above class {cls.__qualname__}'
+        return f'class {cls.__name__}(Actor[...], name="{suggested}"{alias})'
+    return f'@actorlog.message(name="{suggested}"{alias}) above class {cls.__name__}'
 
 
 def _is_actor(cls: type) -> bool:

@@ -464,6 +464,9 @@ class Ownership:
 
     async def _drain(self, actor_id: str, items: list[tuple[str, str, str, str | None]]) -> None:
         for message_id, tag, body, sender in items:
+            if tag == _lifecycle.DELETE_TAG:
+                await self._deleted(actor_id, message_id)
+                return
             cell = self._live(actor_id)
             if cell is None:
                 return
@@ -506,6 +509,25 @@ class Ownership:
                 return  # stays queued: retried next round or by the next owner
             if slot is not None and self._tg is not None:
                 self._tg.start_soon(self._announce_when_done, actor_id, message_id, slot)
+
+    async def _deleted(self, actor_id: str, message_id: str) -> None:
+        """The actor was deleted (``delete_actor``'s inbox command): stop its cell here and
+        release its lease, so nothing of the old actor answers or writes for the id again."""
+        cell = self.system.loaded(actor_id)
+        if cell is not None:
+            cell.close()
+            await cell.done.wait()
+        token = self.tokens.pop(actor_id, None)
+        self._used.pop(actor_id, None)
+        self._renewed.pop(actor_id, None)
+        try:
+            await self.store.inbox_delete(actor_id, message_id)
+            if token is not None:
+                await self.store.release_lease(actor_id, self.owner, token)
+        except Exception:
+            pass  # the lease expires; the command is retried by whoever holds it next
+        if token is not None:
+            self._changed(OwnershipChange("released", actor_id, token, "deleted"))
 
     # -- reply notifications ---------------------------------------------------------------
 

@@ -161,13 +161,25 @@ class MessageRecord:
     #: the sender's W3C trace context (traceparent, tracestate)
     trace: dict[str, str] | None = None
     at: float | None = None
+    #: [F13] the incarnation id of the log this message was written into (None: a message
+    #: logged before incarnations existed; its step keeps the old key format)
+    incarnation: str | None = None
 
     def payload(self) -> dict[str, Any]:
-        return {"body": self.body, "sender": self.sender, "trace": self.trace, "at": self.at}
+        p = {"body": self.body, "sender": self.sender, "trace": self.trace, "at": self.at}
+        if self.incarnation is not None:
+            p["incarnation"] = self.incarnation
+        return p
 
     @classmethod
     def _parse(cls, f: Fields, type_tag: str) -> MessageRecord:
-        return cls(f.value("body"), f.opt_text("sender"), f.opt_strings("trace"), f.opt_float("at"))
+        return cls(
+            f.value("body"),
+            f.opt_text("sender"),
+            f.opt_strings("trace"),
+            f.opt_float("at"),
+            f.opt_text("incarnation"),
+        )
 
 
 @attrs.frozen
@@ -447,13 +459,21 @@ def error_info(exc: BaseException) -> dict[str, str]:
 
 
 def message_payload(
-    body: Any, *, sender: str | None, trace: dict[str, str] | None
+    body: Any,
+    *,
+    sender: str | None,
+    trace: dict[str, str] | None,
+    incarnation: str | None = None,
 ) -> dict[str, Any]:
-    """``message``: the unstructured message, who sent it, the sender's W3C trace context.
+    """``message``: the unstructured message, who sent it, the sender's W3C trace context,
+    and the incarnation id of the log it goes into ([F13]).
 
     The builders write the dict of ``XRecord(...).payload()`` directly (same keys, same
     order: tests/runtime/test_records.py holds them equal): they run for every entry."""
-    return {"body": body, "sender": sender, "trace": trace, "at": time.time()}
+    p = {"body": body, "sender": sender, "trace": trace, "at": time.time()}
+    if incarnation is not None:
+        p["incarnation"] = incarnation
+    return p
 
 
 def intent_payload(

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import anyio
 import attrs
 
-from . import _codec, _logs, _telemetry, _tools
+from . import _codec, _lifecycle, _logs, _telemetry, _tools
 from ._actor import Actor
 from ._attempts import in_doubt_attempt
 from ._calls import StepHost, is_call_error
@@ -32,6 +32,7 @@ from ._errors import (
     StoreClosedError,
     StoreUnavailableError,
 )
+from ._incarnation import log_incarnation
 from ._mailbox import Envelope
 from ._records import (
     DecisionRecord,
@@ -109,6 +110,8 @@ class PendingMessage:
     sender: str | None
     trace: dict[str, str] | None
     recorded: list[Recorded] = attrs.Factory(list)
+    #: [F13] the incarnation id recorded in the message entry
+    incarnation: str | None = None
     #: the step's record if the step completed
     step: StepRecord | None = None
 
@@ -127,6 +130,9 @@ class Plan:
     state: Any = None
     #: Unix time the snapshot used was written, or the actor registered if none was
     snapshot_created_at: float = 0.0
+    #: [F13] the incarnation id recorded in the log's last message (None: an empty log, or
+    #: one whose last message was logged before incarnations existed)
+    incarnation: str | None = None
 
 
 def _verify_snapshot(info: SnapshotInfo, data: bytes, state_tag: str, schema_version: int) -> Any:
@@ -224,6 +230,7 @@ async def plan(
             body=m.body,
             sender=m.sender,
             trace=m.trace,
+            incarnation=m.incarnation,
         )
 
     # Messages logged before the snapshot's seq but not yet handled. The whole seq range
@@ -296,6 +303,8 @@ async def plan(
         raise CorruptEntryError(
             actor_id, expected, "seq chain", f"log ends at seq {expected - 1}, expected {last_seq}"
         )
+    last = max(messages) if messages else 0
+    inc = await log_incarnation(store, actor, last, messages[last].incarnation if last else None)
     ordered = [m for s, m in sorted(messages.items()) if s > handled]
     # Steps complete in message order; a completed step after an incomplete one is damage.
     seen_incomplete = False
@@ -315,6 +324,7 @@ async def plan(
         last_seq=max(last_seq, expected - 1),
         state=state,
         snapshot_created_at=created_at if isinstance(created_at, int | float) else 0.0,
+        incarnation=inc,
     )
 
 
@@ -346,6 +356,8 @@ class Recovering(StepHost, Protocol):
     #: (finished | terminated, reason) once the actor ended (``_lifecycle``)
     ended: tuple[str, str] | None
     ready: anyio.Event
+    #: [F13] the incarnation id of this actor's log, written into every new message
+    incarnation: str | None
 
     async def load_options(self) -> None: ...
 
@@ -389,6 +401,8 @@ async def recover(cell: Recovering) -> None:
                 decode=lambda plain: _codec.structure(plain, state_type),
             )
             cell.journal = Journal(cell.store, cell.actor_id, found.last_seq)
+            # a new log (or one from before incarnations) starts its incarnation here
+            cell.incarnation = found.incarnation or _codec.new_incarnation()
             cell.actor.state = initial if found.state_data is None else found.state
             t_loaded = time.perf_counter()
             cell.handled_seq = found.handled_seq
@@ -492,7 +506,7 @@ def _log_recovered(cell: Recovering, r: RecoveryReport) -> None:
 
 
 def _envelope(cell: Recovering, m: PendingMessage) -> Envelope:
-    env = Envelope(m.seq, m.type_tag, None, m.message_id, m.trace)
+    env = Envelope(m.seq, m.type_tag, None, m.message_id, m.trace, incarnation=m.incarnation)
     try:
         env.message = cell.decode_message(m.type_tag, m.body)
     except ActorlogError as exc:
@@ -501,14 +515,16 @@ def _envelope(cell: Recovering, m: PendingMessage) -> Envelope:
 
 
 async def _replay(cell: Recovering, m: PendingMessage) -> None:
-    try:
-        msg = cell.decode_message(m.type_tag, m.body)
-    except ActorlogError:
-        if m.step is not None and decode_failed(m.step):
-            cell.handled_seq = m.seq  # live, the handler never ran either
-            return
-        raise
-    ctx = Context(cell, m.seq, m.recorded, complete=True)
+    if m.step is not None and _lifecycle.refused_step(m.step, len(m.recorded)):
+        cell.handled_seq = m.seq  # refused because the actor had ended: its handler never ran
+        return
+    if m.step is not None and decode_failed(m.step):
+        # live, the handler never ran (its message did not decode, or the class running
+        # then did not accept it): not now either, even if the code now could
+        cell.handled_seq = m.seq
+        return
+    msg = cell.decode_message(m.type_tag, m.body)
+    ctx = Context(cell, m.seq, m.recorded, complete=True, incarnation=m.incarnation)
     step = m.step
     with tracer.start_as_current_span(
         SPAN.REPLAY_STEP,
@@ -523,6 +539,7 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
             ATTR.FINISHED_LIVE: False,
         },
     ) as span:
+        raised: BaseException | None = None
         try:
             with anyio.CancelScope() as scope, _tools.in_step(cell.where):
                 err = None if step is None else step.error
@@ -532,14 +549,14 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
         except BaseException as exc:
             if not is_call_error(exc):
                 raise
-            # the recorded outcome stands; only effects must match
+            raised = exc  # the recorded outcome stands; only effects must match
         if ctx.stopped is not None:
             if cell.ended is None:  # the history missed it (a crash right after the step)
                 cell.note_event(EventKind.FINISHED, {"seq": m.seq, "reason": ctx.stopped})
             cell.ended = ("finished", ctx.stopped)
         if ctx.fatal is None:
             try:
-                ctx.check_consumed()
+                ctx.check_consumed(raised)
             except ActorlogError:
                 pass
         span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
@@ -550,14 +567,14 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
 
 
 def decode_failed(step: StepRecord) -> bool:
-    """A recorded step whose message could not be decoded: its handler never ran."""
+    """A recorded step whose handler never ran: its message could not be decoded, or the
+    actor's class did not accept its type (``_step``)."""
     err = step.error
-    return (
-        not step.ok
-        and err is not None
-        and err.type == "ConfigurationError"
-        and err.message.startswith(("unknown message type", "cannot decode"))
-    )
+    if step.ok or err is None:
+        return False
+    if err.type == "ConfigurationError":
+        return err.message.startswith(("unknown message type", "cannot decode"))
+    return err.type == "TypeError" and " does not accept messages of type " in err.message
 
 
 async def unfinished(

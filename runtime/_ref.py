@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Generic, Protocol, TypeVar
 
+import attrs
+
 from . import _codec
+from ._errors import ConfigurationError
+from ._tools import refuse_in_query, refuse_query_in_step
 
 __all__ = ["ActorRef", "Messenger"]
 
@@ -27,6 +31,10 @@ class Messenger(Protocol):
     ) -> Any: ...
 
     def status(self, actor_id: str) -> str: ...
+
+    async def _query(
+        self, cls: type[Any], actor_id: str, query: Any, *, timeout: float | None
+    ) -> Any: ...
 
 
 class ActorRef(Generic[A]):
@@ -52,6 +60,7 @@ class ActorRef(Generic[A]):
                 too long; nothing was written.
         """
         _codec.validate_message_id(message_id)
+        refuse_in_query(f"sent a message to actor {self.actor_id!r}")
         await self.system._deliver(
             self.cls, self.actor_id, msg, message_id=message_id, sender=None, want_reply=False
         )
@@ -75,6 +84,7 @@ class ActorRef(Generic[A]):
                 handled; ask again with the same ``message_id`` to get the reply).
         """
         _codec.validate_message_id(message_id)
+        refuse_in_query(f"asked actor {self.actor_id!r}")
         return await self.system._deliver(
             self.cls,
             self.actor_id,
@@ -84,6 +94,40 @@ class ActorRef(Generic[A]):
             want_reply=True,
             timeout=timeout,
         )
+
+    async def query(self, query: Any, /, *, timeout: float | None = None) -> Any:
+        """Read the actor's state without changing it: logs nothing, runs no tool.
+
+        ``query`` is a query message (an attrs instance), answered by the actor class's
+        ``async def on_query(self, query)``, or a function of the state (``lambda state:
+        state.answers[-3:]``, sync or async), called with a copy of it. Either runs between
+        two steps of the actor (never during one: it waits for a running step to end, and
+        goes before messages still waiting), on a copy of its current state; what it
+        returns is returned here. The actor is started (recovered) here if it is not
+        loaded. When another runtime owns the actor (PostgreSQL with leases, or a client-mode
+        system) the query runs here on the actor's last durable state instead (see
+        ``ActorSystem.read_state``): it may lag the owner by steps not yet committed.
+
+        A cancellation point; a cancelled query leaves nothing behind.
+
+        Raises:
+            ReadOnlyQueryError: the query changed its copy of the state, called a tool, or
+                sent or asked through a reference. Nothing was logged; the state is as it
+                was.
+            ConfigurationError: ``query`` is neither a message instance nor callable, or a
+                message and the class declares no ``on_query``.
+            ActorQuarantinedError: the actor's log cannot be trusted.
+            TimeoutError: no answer within ``timeout`` seconds (a running step is slow).
+            Exception: whatever the query itself raised, as it raised it.
+        """
+        if not (attrs.has(type(query)) or callable(query)):
+            raise ConfigurationError(
+                "ref.query() takes a query message (an attrs instance, handled by the actor's "
+                f"on_query) or a function of the state, not {type(query).__qualname__}"
+            )
+        refuse_in_query(f"queried actor {self.actor_id!r}")
+        refuse_query_in_step(self.actor_id)
+        return await self.system._query(self.cls, self.actor_id, query, timeout=timeout)
 
     @property
     def status(self) -> str:

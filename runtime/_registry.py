@@ -27,12 +27,17 @@ class Registry:
         self._learned: set[type] = set()
 
     def register(self, cls: type[Actor[Any]]) -> None:
-        """Allow ``cls`` to run (and be recovered); learn the messages ``receive`` names."""
+        """Allow ``cls`` to run (and be recovered); learn the messages ``receive`` names.
+        Both replace the classes registered before under the same tags (and aliases)."""
         if not (isinstance(cls, type) and issubclass(cls, Actor)):
             raise ConfigurationError(_names.not_an_actor(cls))
         _names.learn(self._actors, cls, replace=True)  # its name and aliases
         for m in accepted_messages(cls) or ():
-            self.learn(m)
+            # the classes this actor accepts replace earlier ones of their tags: after a
+            # hot fix (``importlib.reload``, then ``register``) messages decode into the new
+            # classes, which the new ``receive`` accepts
+            _names.learn(self._messages, m, replace=True)
+            self._learned.add(m)
 
     def actor_class(self, tag: str) -> type[Actor[Any]] | None:
         """The registered actor class logged as ``tag``, or None."""

@@ -10,18 +10,38 @@ it polls with back-off from 5 ms up to ``poll_interval``.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
 
 from . import _codec
-from ._errors import ActorlogError, CorruptEntryError
+from ._errors import ActorlogError, ActorQuarantinedError, CorruptEntryError
 from ._mailbox import step_outcome
 from ._records import EntryKind, StepRecord, decode_entry
-from .store import ReplyStore, Store
+from .store import EventRow, ReplyStore, Store
 
 __all__ = ["RemoteAsks"]
+
+
+def _quarantined(events: list[EventRow]) -> str | None:
+    """Why the actor is quarantined, if its newest quarantine is not followed by a recovery
+    (an operator's repair and restart), else None."""
+    why = None
+    for ev in events:
+        if ev.damage is not None:
+            continue
+        if ev.kind == "quarantined":
+            try:
+                detail = json.loads(ev.detail)
+            except ValueError:
+                detail = {}
+            why = str(detail.get("error", "")) if isinstance(detail, dict) else ""
+            why = why or "see its history (actorlog history)"
+        elif ev.kind == "recovered":
+            why = None
+    return why
 
 
 class _Ask:
@@ -112,6 +132,7 @@ class RemoteAsks:
         store = self.store
         delay = 0.005
         seq: int | None = None
+        checked = anyio.current_time()
         while True:
             if ask.woken.is_set():
                 ask.woken = anyio.Event()  # re-armed before reading: no wake-up is lost
@@ -130,6 +151,14 @@ class RemoteAsks:
                     if error is not None:
                         raise error
                     return value
+            if seq is None and anyio.current_time() - checked >= self.reply_poll_interval:
+                # not logged yet: an owner holding a quarantined actor never takes it in, so
+                # the caller gets the typed error (the message stays queued for after the
+                # operator's repair) instead of waiting for ever
+                checked = anyio.current_time()
+                why = _quarantined(await store.read_events(actor_id))
+                if why is not None:
+                    raise ActorQuarantinedError(actor_id, why)
             if self._stop is None:
                 await anyio.sleep(delay)
                 delay = min(delay * 2, self.poll_interval)

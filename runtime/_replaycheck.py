@@ -17,9 +17,10 @@ import os
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import attrs
 
-from . import _codec, _recovery, _tools
+from . import _codec, _lifecycle, _recovery, _tools
 from ._actor import Actor
 from ._calls import is_call_error
 from ._context import Context
@@ -141,6 +142,9 @@ class _NoMessenger:
     async def _deliver(self, *args: Any, **kwargs: Any) -> Any:
         raise _ReachedLive
 
+    async def _query(self, *args: Any, **kwargs: Any) -> Any:
+        raise _ReachedLive
+
     def status(self, actor_id: str) -> str:
         return "unknown"
 
@@ -238,25 +242,32 @@ async def _replay_actor(
     tag = _codec.type_tag(cls)
     done = 0
     for m in plan.messages:
+        if m.step is not None and _lifecycle.refused_step(m.step, len(m.recorded)):
+            continue  # refused because the actor had ended: its handler never ran
+        if m.step is not None and _recovery.decode_failed(m.step):
+            continue  # live, its handler never ran: recovery skips it too
         try:
             msg = registry.decode_message(m.type_tag, m.body)
         except ActorlogError as exc:
-            if m.step is not None and _recovery.decode_failed(m.step):
-                continue  # live, its handler never ran either
             return done, Divergence(actor_id, tag, m.seq, None, m.type_tag, str(exc), str(exc))
         complete = m.step is not None
-        ctx = Context(host, m.seq, m.recorded, complete=complete)
+        ctx = Context(host, m.seq, m.recorded, complete=complete, incarnation=m.incarnation)
+        raised: BaseException | None = None
         try:
-            with _tools.in_step(where):
+            with anyio.CancelScope() as scope, _tools.in_step(where):
+                err = None if m.step is None else m.step.error
+                if err is not None and err.type == "StepCancelledError":
+                    ctx.cancel_replay = scope  # cancelled live: cut where its log ends
                 await actor.receive(ctx, msg)
         except _ReachedLive:
             pass
         except BaseException as exc:
             if not is_call_error(exc):
                 raise
+            raised = exc
         if ctx.fatal is None and complete:
             try:
-                ctx.check_consumed()
+                ctx.check_consumed(raised)
             except ActorlogError:
                 pass
         fatal = ctx.fatal

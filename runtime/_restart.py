@@ -8,7 +8,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from . import _codec, _decisions, _logs, _traceends
-from ._errors import ActorNotFoundError
+from ._errors import ActorNotFoundError, ConfigurationError, CorruptEntryError, StoreCorruptError
 from ._records import EventKind
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ async def quarantined_class(
     Raises:
         ActorNotFoundError: it is not quarantined in this system, or its class is not
             registered.
+        ConfigurationError: it was quarantined for a damaged log; nothing written.
     """
     _codec.validate_actor_id(actor_id)
     cell = cells.get(actor_id)
@@ -63,6 +64,12 @@ async def quarantined_class(
         raise ActorNotFoundError(
             f"actor {actor_id!r} is not quarantined in this system ({status}): nothing to "
             "restart (system.spawn starts an actor that is not running)"
+        )
+    if isinstance(error, (CorruptEntryError, StoreCorruptError)):
+        raise ConfigurationError(
+            f"actor {actor_id!r} was quarantined for a damaged log ({error}): a restart "
+            "cannot help, refused, nothing written. Run 'actorlog verify' and deal with the "
+            "damage first (docs/operators.md, 'Damage')"
         )
     found = detail(by, reason, error)
     with _traceends.lifecycle_span("restart", actor_id, found["by"], reason):

@@ -20,11 +20,44 @@ __all__ = ["NO_RETRY", "Retry", "check_timeout"]
 def _number(name: str, value: object, *, minimum: float, strict: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigurationError(f"Retry({name}=...) must be a number, not {value!r}")
-    v = float(value)
+    v = _float(value)
     if math.isnan(v) or math.isinf(v) or v < minimum or (strict and v == minimum):
         bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
         raise ConfigurationError(f"Retry({name}={value!r}): it must be finite and {bound}")
     return v
+
+
+def _float(value: int | float) -> float:
+    """``float(value)``; an int too large for a float reads as infinite (then refused)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+_ON = (
+    "Retry(on=...) takes an exception class (on=ConnectionError) or a non-empty tuple of "
+    "exception classes (on=(TimeoutError, ConnectionError)), not {!r}"
+)
+
+
+def _exception_classes(on: object) -> tuple[type[BaseException], ...]:
+    """``on=`` as a tuple of exception classes. Raises ``ConfigurationError``."""
+    if isinstance(on, type):
+        classes: tuple[object, ...] = (on,)
+    elif isinstance(on, BaseException):
+        raise ConfigurationError(
+            _ON.format(on) + f": pass the class, on={type(on).__qualname__}, not an instance"
+        )
+    elif isinstance(on, str | bytes) or not isinstance(on, Iterable):
+        raise ConfigurationError(_ON.format(on))
+    else:
+        classes = tuple(on)
+    if not classes or not all(
+        isinstance(c, type) and issubclass(c, BaseException) for c in classes
+    ):
+        raise ConfigurationError(_ON.format(on))
+    return classes  # type: ignore[return-value]  # checked just above
 
 
 class Retry:
@@ -66,14 +99,7 @@ class Retry:
         if not isinstance(jitter, bool):
             raise ConfigurationError(f"Retry(jitter={jitter!r}) must be True or False")
         self.jitter = jitter
-        classes = (on,) if isinstance(on, type) else tuple(on)
-        if not classes or not all(
-            isinstance(c, type) and issubclass(c, BaseException) for c in classes
-        ):
-            raise ConfigurationError(
-                f"Retry(on={on!r}) must be an exception class or a non-empty tuple of them"
-            )
-        self.on: tuple[type[BaseException], ...] = classes
+        self.on: tuple[type[BaseException], ...] = _exception_classes(on)
 
     def retries(self, exc: BaseException) -> bool:
         """Is ``exc`` one this policy retries?"""
@@ -128,7 +154,7 @@ def check_timeout(timeout: object) -> float | None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         raise ConfigurationError(f"timeout must be a number of seconds or None, not {timeout!r}")
-    t = float(timeout)
+    t = _float(timeout)
     if math.isnan(t) or math.isinf(t) or t <= 0:
         raise ConfigurationError(f"timeout={timeout!r}: it must be a finite number > 0 seconds")
     return t

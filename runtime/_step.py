@@ -6,6 +6,7 @@ The cell's step loop calls :func:`handle` for each envelope; the cell is reached
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Coroutine
@@ -13,13 +14,23 @@ from typing import Any, Protocol
 
 import anyio
 
-from . import _codec, _lifecycle, _records, _retention, _snapshots, _telemetry, _tools, _traceends
+from . import (
+    _codec,
+    _decisions,
+    _lifecycle,
+    _records,
+    _retention,
+    _snapshots,
+    _telemetry,
+    _tools,
+    _traceends,
+)
 from ._calls import is_call_error
 from ._context import Context
 from ._entrykinds import EventKind
-from ._errors import EncodeError, StepCancelledError
+from ._errors import ActorlogError, EncodeError, RecoveryError, StepCancelledError
 from ._mailbox import Envelope, Reply, reply_value, settle
-from ._records import EntryKind, ErrorInfo, StepRecord
+from ._records import EntryKind, ErrorInfo, IntentRecord, StepRecord
 from ._recovery import Recovering
 from ._snapshots import SnapshotPolicy
 from ._telemetry import ATTR, SPAN, tracer
@@ -56,7 +67,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
     """Run one step: the handler in its ``Context`` (live, or finishing an interrupted step
     from its recorded effects), traced; then the step entry, and the reply to its asks once
     that entry is durable; then a snapshot if one is due."""
-    ctx = Context(cell, env.seq, env.recorded, complete=False)
+    ctx = Context(cell, env.seq, env.recorded, complete=False, incarnation=env.incarnation)
     resumed = bool(env.recorded)
     name = SPAN.REPLAY_STEP if resumed else SPAN.STEP
     parent = env.parent if resumed else _telemetry.extract(env.trace)
@@ -73,14 +84,14 @@ async def handle(cell: Stepping, env: Envelope) -> None:
     t0 = time.perf_counter()
     reply: Any = None
     error: BaseException | None = None
+    cannot: BaseException | None = None
     with tracer.start_as_current_span(name, context=parent, attributes=attributes) as span:
         try:
-            if env.decode_error is not None:
-                raise env.decode_error
-            if cell.accepts is not None and not isinstance(env.message, cell.accepts):
-                raise TypeError(
-                    f"{cell.cls.__qualname__} does not accept messages of type {env.type_tag}"
-                )
+            cannot = _cannot_run(cell, env)
+            if cannot is not None:
+                if resumed:
+                    ctx.fatal = _unsettled(cell, env, cannot)
+                raise cannot
             with anyio.CancelScope() as scope, _tools.in_step(cell.where):
                 cell.step_scope = scope  # an operator's cancel (Cell.cancel_step)
                 if resumed and cell.cancel_pending is not None:
@@ -96,6 +107,11 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         except BaseException as exc:
             if not is_call_error(exc):
                 raise  # a cancellation the runtime asked for, KeyboardInterrupt, ...
+            if resumed and cannot is None and not isinstance(exc, StepCancelledError):
+                # the handler raised before asking for every recorded effect: recording the
+                # step failed would leave a recorded call unsettled; it is non-determinism
+                with contextlib.suppress(ActorlogError):
+                    ctx.check_consumed(exc)
             if ctx.fatal is not None:
                 _telemetry.set_error(span, str(ctx.fatal))
                 raise ctx.fatal from None
@@ -189,6 +205,42 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         settle(cell.waiters, env.seq, value, herr)
     if due is not None:
         await cell.snapshot(step_seq, trigger=due)
+
+
+def _cannot_run(cell: Stepping, env: Envelope) -> BaseException | None:
+    """Why the handler cannot take this message (it did not decode, or ``receive`` does
+    not accept its class), or None."""
+    if env.decode_error is not None:
+        return env.decode_error
+    if cell.accepts is not None and not isinstance(env.message, cell.accepts):
+        # (the text ``_recovery.decode_failed`` knows: replay skips such a step)
+        return TypeError(f"{cell.cls.__qualname__} does not accept messages of type {env.type_tag}")
+    return None
+
+
+def _unsettled(cell: Stepping, env: Envelope, cannot: BaseException) -> BaseException | None:
+    """An interrupted step whose handler cannot run now: if it left a call unsettled (an
+    intent without an outcome, or a ``send`` that may not have been delivered), its outcome
+    must not be recorded (a completed step never holds an unsettled intent, and only its
+    handler can settle the call): the error that quarantines the actor, nothing written.
+    None if every recorded effect is settled (the step is recorded failed)."""
+    open_: list[str] = []
+    for rec in env.recorded or ():
+        if isinstance(rec.record, IntentRecord) and _decisions.settling(rec.outcomes) is None:
+            open_.append(f"intent seq {rec.seq} (tool {rec.type_tag!r})")
+    last = env.recorded[-1] if env.recorded else None
+    if last is not None and last.kind == EntryKind.EFFECT and last.type_tag == "send":
+        open_.append(f"the send at seq {last.seq}")
+    if not open_:
+        return None
+    return RecoveryError(
+        cell.actor_id,
+        env.seq,
+        f"its step was interrupted with {', '.join(open_)} unsettled, and the code running "
+        f"now cannot run its handler ({type(cannot).__name__}: {cannot}); only the handler "
+        "can settle that call, so the step is left unrecorded. Run code that handles this "
+        "message (the version that started the step), then restart the actor",
+    )
 
 
 async def snapshot(cell: Stepping, seq: int | None, trigger: str) -> None:

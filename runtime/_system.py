@@ -34,6 +34,7 @@ from ._mailbox import Moved, Reply
 from ._options import SpawnOptions
 from ._ownership import Ownership
 from ._passivation import KeyedLock, Passivator
+from ._query import Queries
 from ._recovery import RecoveryReport
 from ._ref import ActorRef
 from ._registry import Registry
@@ -47,7 +48,7 @@ A = TypeVar("A", bound=Actor[Any])
 _MISSING: Any = object()
 
 
-class ActorSystem(Lifecycle, SystemTimers):
+class ActorSystem(Lifecycle, SystemTimers, Queries):
     """Runs actors over one store.
 
     ::
@@ -554,7 +555,8 @@ class ActorSystem(Lifecycle, SystemTimers):
     ) -> ActorRef[Any]:
         """Start a quarantined actor again, its cause fixed (docs/upgrading.md): recorded (a
         ``restarted`` event), it recovers with the current code (``ActorQuarantinedError`` if
-        it still fails). ``ActorNotFoundError`` if it is not quarantined here."""
+        it still fails). ``ActorNotFoundError`` if it is not quarantined here;
+        ``ConfigurationError`` (nothing recorded) if it was quarantined for a damaged log."""
         q = (self.store, self.registry, self._cells, self._quarantined, actor_id, by, reason)
         return await self.spawn(await _restart.quarantined_class(*q), actor_id)
 

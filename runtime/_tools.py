@@ -12,7 +12,7 @@ from typing import Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 import attrs
 
-from ._errors import ConfigurationError, ToolCalledDirectlyError
+from ._errors import ConfigurationError, ReadOnlyQueryError, ToolCalledDirectlyError
 from ._retry import NO_RETRY, Retry, check_timeout
 
 __all__ = ["Happened", "NotHappened", "Tool", "in_step", "running_tool", "tool"]
@@ -42,6 +42,30 @@ class NotHappened:
 _STEP: contextvars.ContextVar[str | None] = contextvars.ContextVar("actorlog_step", default=None)
 #: the same, for the runtime's hot paths: ``token = STEP.set(where)`` ... ``STEP.reset(token)``
 STEP = _STEP
+#: the actor a read-only query runs for (``_query``), or None
+QUERY: contextvars.ContextVar[str | None] = contextvars.ContextVar("actorlog_query", default=None)
+
+
+def refuse_in_query(what: str) -> None:
+    """Raise ``ReadOnlyQueryError`` if called from inside a query (an effect it attempts)."""
+    where = QUERY.get()
+    if where is not None:
+        raise ReadOnlyQueryError(where, what)
+
+
+def refuse_query_in_step(actor_id: str) -> None:
+    """A handler may not query: the answer is not logged, so its replay could differ.
+
+    Raises:
+        ConfigurationError: called inside a handler's step.
+    """
+    where = _STEP.get()
+    if where is not None:
+        raise ConfigurationError(
+            f"ref.query() of actor {actor_id!r} was called inside the handler of {where}; its "
+            "answer would not be logged, so a replay could see another one. Ask the actor "
+            "through a logged effect instead (ctx.send, or a tool)"
+        )
 
 
 class _StepMark:
@@ -114,6 +138,8 @@ class Tool(Generic[P, R]):
             )
         if effect not in ("read", "write"):
             raise ConfigurationError(f"effect must be 'read' or 'write', not {effect!r}")
+        if not isinstance(idempotent, bool):
+            raise ConfigurationError(f"idempotent must be True or False, not {idempotent!r}")
         if reconcile is not None and not callable(reconcile):
             raise ConfigurationError("reconcile must be an async callable (key, arguments)")
         if name is None:
@@ -226,6 +252,7 @@ class Tool(Generic[P, R]):
         where = _STEP.get()
         if where is not None:
             raise ToolCalledDirectlyError(self.name, where)
+        refuse_in_query(f"called tool {self.name!r}")
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:

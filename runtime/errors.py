@@ -19,6 +19,7 @@
       ToolTimeoutError              a tool attempt ran past its timeout (also a TimeoutError)
       NonDeterminismError           replay asked for a different effect than the log recorded
       InDoubtError                  the asked step waits for an operator's decision on a call
+      ReadOnlyQueryError            a query (ref.query) tried to change the state or to act
       WALError
         CorruptEntryError           an entry fails its checksum, seq chain or decode check
         TornTailError               a torn last write in a store whose writes can tear
@@ -56,6 +57,7 @@ from ._errors import (
     LeaseLostError,
     LogCompactedError,
     NonDeterminismError,
+    ReadOnlyQueryError,
     RecoveryError,
     SequenceConflictError,
     SnapshotError,
@@ -91,6 +93,7 @@ __all__ = [
     "InDoubtError",
     "LogCompactedError",
     "NonDeterminismError",
+    "ReadOnlyQueryError",
     "RecoveryError",
     "SequenceConflictError",
     "SnapshotError",

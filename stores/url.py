@@ -17,7 +17,48 @@ _NO_ASYNCPG = (
 )
 
 
-_FLAGS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
+#: every parameter of a sqlite:// URL and the values it takes (docs/stores.md)
+_SQLITE_PARAMS: dict[str, tuple[str, ...]] = {
+    "durability": ("fsync", "survive-process-crash"),
+    "commit_on_loop": ("1", "0"),
+}
+
+
+def _params(url: str, query: str) -> dict[str, str]:
+    """The query's parameters; a repeated one is refused (which would count?)."""
+    from urllib.parse import parse_qsl
+
+    pairs = parse_qsl(query, keep_blank_values=True)
+    found: dict[str, str] = {}
+    repeated = []
+    for name, value in pairs:
+        if name in found and name not in repeated:
+            repeated.append(name)
+        found[name] = value
+    if repeated:
+        raise StoreURLError(
+            url, f"parameter given more than once: {', '.join(map(repr, repeated))} (give it once)"
+        )
+    return found
+
+
+def _sqlite_params(url: str, query: str) -> dict[str, str]:
+    found = _params(url, query)
+    takes = " and ".join(f"{k}={'|'.join(v)}" for k, v in _SQLITE_PARAMS.items())
+    unknown = [k for k in found if k not in _SQLITE_PARAMS]
+    if unknown:
+        raise StoreURLError(
+            url, f"unknown parameter {', '.join(map(repr, unknown))}: a sqlite:// URL takes {takes}"
+        )
+    durability = found.get("durability", "fsync")
+    if durability not in _SQLITE_PARAMS["durability"]:
+        raise StoreURLError(
+            url, f"unknown durability {durability!r}: durability=fsync|survive-process-crash"
+        )
+    on_loop = found.get("commit_on_loop", "0")
+    if on_loop not in _SQLITE_PARAMS["commit_on_loop"]:
+        raise StoreURLError(url, f"commit_on_loop must be 1 or 0, not {on_loop!r}")
+    return {"durability": durability, "commit_on_loop": on_loop}
 
 
 def open_store(url: str, *, read_only: bool = False) -> Store:
@@ -25,22 +66,28 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
 
     ``sqlite:///agents.db`` is relative to the working directory, ``sqlite:////var/agents.db``
     absolute. ``?durability=survive-process-crash`` selects SQLite's faster mode,
-    ``?commit_on_loop=1`` commits lone appends on the event loop's thread (docs/tuning.md).
+    ``?commit_on_loop=1`` commits lone appends on the event loop's thread (docs/tuning.md);
+    no other parameter, and no other value (``fsync``, ``0``: the defaults). A
+    ``postgresql://`` URL takes ``?schema=NAME`` and asyncpg's parameters (``sslmode``, ...);
+    any other is a server setting (``search_path``, ...), checked by the server.
 
     Raises:
-        StoreURLError: the URL does not parse or names an unknown scheme, or its driver is
-            not installed (a ``postgresql://`` URL without asyncpg).
+        StoreURLError: the URL does not parse, names an unknown scheme, has an unknown,
+            repeated or misvalued parameter, or its driver is not installed (a
+            ``postgresql://`` URL without asyncpg).
     """
     if not isinstance(url, str) or not url:
         raise StoreURLError(str(url), "the URL is empty")
     try:
-        from urllib.parse import parse_qs, urlsplit  # only when a URL is opened
+        from urllib.parse import urlsplit  # only when a URL is opened
 
         parts = urlsplit(url)
     except ValueError as exc:
         raise StoreURLError(url, str(exc)) from exc
     scheme = parts.scheme.lower()
     if scheme == "memory":
+        if parts.query:
+            raise StoreURLError(url, f"a memory:// URL takes no parameters, not {parts.query!r}")
         from .memory import MemoryStore
 
         return MemoryStore()
@@ -54,24 +101,27 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
         path = parts.path[1:] if parts.path.startswith("/") else parts.path
         if not path:
             raise StoreURLError(url, "no database path")
-        query = parse_qs(parts.query)
-        durability = query.get("durability", ["fsync"])[0]
-        if durability not in ("fsync", "survive-process-crash"):
-            raise StoreURLError(url, f"unknown durability {durability!r}")
-        on_loop = query.get("commit_on_loop", ["0"])[0].lower()
-        if on_loop not in _FLAGS:
-            raise StoreURLError(url, f"commit_on_loop must be 1 or 0, not {on_loop!r}")
+        params = _sqlite_params(url, parts.query)
         from .sqlite import SqliteStore
 
         return SqliteStore(
             path,
-            durability=durability,  # type: ignore[arg-type]  # checked above
+            durability=params["durability"],  # type: ignore[arg-type]  # checked above
             read_only=read_only,
-            commit_on_loop=_FLAGS[on_loop],
+            commit_on_loop=params["commit_on_loop"] == "1",
         )
     if scheme in ("postgresql", "postgres"):
         if not parts.hostname and not parts.path.strip("/"):
             raise StoreURLError(url, "no host or database")
+        found = _params(url, parts.query)
+        misplaced = [k for k in found if k in _SQLITE_PARAMS or not k]
+        if misplaced:
+            raise StoreURLError(
+                url,
+                f"unknown parameter {', '.join(map(repr, misplaced))}: a postgresql:// URL "
+                "takes schema=NAME and the driver's (asyncpg) connection parameters; any "
+                "other is a server setting, which the server checks when the store opens",
+            )
         try:
             from .postgres import PostgresStore
         except ModuleNotFoundError as exc:

@@ -82,6 +82,8 @@ class _Builder:
         self.damage: list[Finding] = []
         self.damaged: set[int] = set()
         self.last_at: float | None = None
+        #: message seq -> the incarnation id its entry records ([F13], for fork keys)
+        self.incarnations: dict[int, str | None] = {}
 
     def add(self, row: EntryRow) -> list[Step]:
         """Fold one entry in; return the steps it finished (handed over and forgotten)."""
@@ -93,6 +95,7 @@ class _Builder:
             return []
         self.finish_keys(step)
         del self.steps[row.ref]
+        self.incarnations.pop(row.ref, None)
         for c in step.calls:
             self.calls.pop(c.intent_seq, None)
         return [step]
@@ -116,6 +119,7 @@ class _Builder:
         if at is not None:
             self.last_at = at
         if isinstance(rec, MessageRecord):
+            self.incarnations[row.seq] = rec.incarnation
             self.steps[row.seq] = Step(
                 message_seq=row.seq,
                 message_id=row.message_id,
@@ -218,6 +222,7 @@ class _Builder:
                 call.index,
                 call.key,
                 call.result_seq,
+                self.incarnations.get(step.message_seq),
             )
             if key != call.key:
                 call.key, call.recorded_key = key, call.key

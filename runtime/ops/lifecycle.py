@@ -25,6 +25,7 @@ from .. import _codec, _decisions, _lifecycle
 from .._errors import ConfigurationError
 from ..store import AuditStore, Store
 from .reads import _actor_row, _status, leases
+from .verify import refuse_damaged
 
 __all__ = ["DeleteRefusedError", "Deleted", "cancel", "delete", "deleted", "terminate"]
 
@@ -73,9 +74,11 @@ async def cancel(store: Store, actor_id: str, *, by: str | None = None, reason: 
     cancel or a new request replaces it.
 
     Raises:
+        ConfigurationError: the actor's log is damaged (``verify``); nothing written.
         ActorNotFoundError: no such actor (or it was deleted).
     """
     await _exists(store, actor_id)
+    await refuse_damaged(store, actor_id, "cancel")
     await _lifecycle.cancel_offline(store, actor_id, by=by or _decisions.whoami(), reason=reason)
 
 
@@ -88,11 +91,13 @@ async def terminate(
     until :func:`delete`. Terminating an actor that already ended changes nothing.
 
     Raises:
+        ConfigurationError: the actor's log is damaged (``verify``); nothing written.
         ActorNotFoundError: no such actor (or it was deleted).
     """
     await _exists(store, actor_id)
     if _lifecycle.ended(await store.read_events(actor_id)) is not None:
         return
+    await refuse_damaged(store, actor_id, "terminate", hint="; 'delete --force' removes it")
     await _lifecycle.terminate_offline(store, actor_id, by=by or _decisions.whoami(), reason=reason)
 
 
@@ -108,11 +113,13 @@ async def delete(
     """Delete the actor's log, snapshots and history, leaving a store-level audit row
     (:func:`deleted` lists them). A finished or terminated actor needs ``yes``; one that has
     not ended needs ``force`` (its unfinished work is lost). Refused while a runtime holds
-    the actor's lease and it has not ended (terminate it first).
+    the actor's lease and it has not ended (terminate it first). An actor whose log is
+    damaged (``verify``) needs ``force``.
 
     Raises:
         DeleteRefusedError: the confirmation it needs was not given; nothing deleted.
-        ConfigurationError: the actor runs in a runtime now, or the store cannot delete.
+        ConfigurationError: the actor runs in a runtime now, its log is damaged and
+            ``force`` was not given, or the store cannot delete.
         ActorNotFoundError: no such actor (or it was deleted).
     """
     _codec.validate_actor_id(actor_id)
@@ -121,6 +128,8 @@ async def delete(
             f"{type(store).__name__} cannot delete actors (it lacks delete_actor/read_audit)"
         )
     row = await _exists(store, actor_id)
+    if not force:
+        await refuse_damaged(store, actor_id, "delete", hint="; --force deletes it anyway")
     status = (await _status(store, row)).status
     ended = status in ("finished", "terminated")
     if not ended:

@@ -43,7 +43,8 @@ class InDoubtIntent:
     ``state``: ``in_doubt`` (escalated: waits for an operator), ``auto`` (its policy lets the
     runtime settle it on recovery: re-run, re-run with the same key, or reconcile),
     ``retry_authorized`` (an operator authorized a retry that has not started) or
-    ``retry_interrupted`` (an authorized retry started and has no result: waits again).
+    ``retry_interrupted`` (an authorized retry of a write that escalates started and has no
+    result: waits again; a read's or an idempotent write's interrupted attempt is ``auto``).
     """
 
     intent_seq: int
@@ -132,7 +133,7 @@ class Call:
     settled_by: str | None = None
     decisions: list[Decision] = attrs.Factory(list)
     #: the key in the intent entry when the call ran with another: a fork settling a copied
-    #: intent runs it with a key derived from its own id (``key``)
+    #: intent runs it with a key derived from its own id and incarnation (``key``)
     recorded_key: str | None = None
 
 

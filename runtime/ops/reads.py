@@ -153,16 +153,18 @@ def _run_key(
     index: int,
     key: str,
     outcome_seq: int | None,
+    incarnation: str | None,
 ) -> str:
     """The idempotency key a call ran (or will run) with. The runtime derives it from the
-    running actor's id, so a fork that settles a copied intent (one at or before the fork
-    point, without an outcome in the copy) runs it with the fork's key, not the recorded one."""
+    running actor's id and the incarnation its step's message records ([F13]), so a fork
+    that settles a copied intent (one at or before the fork point, without an outcome in
+    the copy) runs it with the fork's key, not the recorded one."""
     if (
         fork_at is not None
         and intent_seq <= fork_at
         and (outcome_seq is None or outcome_seq > fork_at)
     ):
-        return idempotency_key(actor_id, step_seq, index)
+        return idempotency_key(actor_id, step_seq, index, incarnation=incarnation)
     return key
 
 
@@ -267,7 +269,14 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
                         effect=intent.effect,
                         policy=intent.policy,
                         key=_run_key(
-                            row.actor_id, fork_at, rec.seq, m.seq, intent.index, intent.key, None
+                            row.actor_id,
+                            fork_at,
+                            rec.seq,
+                            m.seq,
+                            intent.index,
+                            intent.key,
+                            None,
+                            m.incarnation,
                         ),
                         args=list(intent.args),
                         kwargs=dict(intent.kwargs),

@@ -9,6 +9,7 @@ from .._errors import ConfigurationError
 from .._records import EventKind
 from ..store import Store
 from .reads import _actor_row, _events, _failure, _status
+from .verify import refuse_damaged
 
 __all__ = ["restart"]
 
@@ -22,8 +23,8 @@ async def restart(store: Store, actor_id: str, *, by: str | None = None, reason:
     ``ActorSystem.restart`` there. Returns the error it was quarantined with.
 
     Raises:
-        ConfigurationError: it is not quarantined, or its log is damaged (a restart cannot
-            help: ``actorlog verify``).
+        ConfigurationError: it is not quarantined, or its log is damaged (an entry or its
+            summary row, as ``verify`` finds it: a restart cannot help).
         ActorNotFoundError: no such actor.
     """
     row = await _actor_row(store, actor_id)
@@ -38,6 +39,7 @@ async def restart(store: Store, actor_id: str, *, by: str | None = None, reason:
             f"actor {actor_id!r} cannot recover from its log: {status.problem}. A restart "
             "would not help: run 'actorlog verify' and deal with the damage first"
         )
+    await refuse_damaged(store, actor_id, "restart")
     problem = status.problem or failure[1]
     detail = _restart.detail(by, reason, problem)
     with _traceends.lifecycle_span("restart", actor_id, detail["by"], reason):

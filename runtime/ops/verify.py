@@ -9,6 +9,7 @@ from collections.abc import Callable
 from .. import _codec
 from .._errors import (
     ActorNotFoundError,
+    ConfigurationError,
     CorruptEntryError,
 )
 from .._records import EntryKind
@@ -73,6 +74,28 @@ async def verify(
                 continue
             await _verify_actor(view, a, consistent, report, tick)
     return report
+
+
+async def refuse_damaged(store: Store, actor_id: str, doing: str, *, hint: str = "") -> None:
+    """Refuse an operator write (``doing``: ``restart``, ``cancel``, ...) to an actor whose
+    log is damaged: an entry (checksum, seq chain, reference, ...) or its summary row, as
+    :func:`verify` finds it (a damaged snapshot is not: recovery falls back past it).
+
+    Raises:
+        ConfigurationError: the damage, named (seq, check); nothing was written.
+        ActorNotFoundError: no such actor.
+    """
+    found = [f for f in (await verify(store, actor_id)).findings if f.where != "snapshot"]
+    if not found:
+        return
+    first = found[0]
+    where = f"seq {first.seq}" if first.where == "entry" else first.where
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    raise ConfigurationError(
+        f"actor {actor_id!r} has a damaged log: {where} failed the {first.check} check: "
+        f"{first.detail}{more}. {doing} refused, nothing written: run 'actorlog verify' and "
+        f"deal with the damage first (docs/operators.md, 'Damage'){hint}"
+    )
 
 
 async def _verify_actor(

@@ -41,6 +41,7 @@ from .reads import (
     _snapshot_problem,
     _status,
 )
+from .verify import refuse_damaged
 
 
 async def resolve(
@@ -65,7 +66,8 @@ async def resolve(
     restart that runtime.
 
     Raises:
-        ConfigurationError: not exactly one of the three, or the intent is not in doubt.
+        ConfigurationError: not exactly one of the three, the intent is not in doubt, or
+            the actor's log is damaged (``verify``).
         ActorNotFoundError: no such actor.
         SequenceConflictError: a runtime appended to the actor meanwhile; nothing written.
     """
@@ -79,6 +81,7 @@ async def resolve(
             f"actor {actor_id!r} cannot recover, so a decision would not help: "
             f"{status.problem}. Run 'actorlog verify' and deal with the damage first"
         )
+    await refuse_damaged(store, actor_id, "resolve")  # damage recovery does not read
     listed = ", ".join(f"{i.intent_seq} ({i.tool}, {i.state})" for i in status.in_doubt)
     head = (
         f"actor {actor_id!r} has no unsettled intent at seq {intent_seq} "
@@ -221,7 +224,8 @@ async def fork(
     snapshot at or before ``at`` is copied too, so recovery replays only the tail. Running
     the fork (``system.spawn(cls, new_id)``) finishes any step that was in progress at ``at``
     and handles the messages logged by then; tool calls it makes get idempotency keys derived
-    from the new id.
+    from the new id and a new incarnation id (its copied messages record one, FORMAT.md
+    [F13]).
 
     Raises:
         ForkRefusedError: there are external effects after ``at`` (see :func:`fork_effects`)
@@ -260,8 +264,20 @@ async def fork(
     effects, warnings = await fork_effects(store, actor_id, at)
     if (effects or warnings) and not yes:
         raise ForkRefusedError(actor_id, at, effects, warnings)
+    # [F13] the fork is a new incarnation: its copied messages record a fresh incarnation
+    # id, so the calls it runs (a copied in-doubt one, new steps) get keys that neither the
+    # source nor an earlier fork under the same id ever used
+    incarnation = _codec.new_incarnation()
     copies = [
-        _codec.make_row(new_id, r.seq, r.kind, r.type_tag, r.ref, r.message_id, r.payload)
+        _codec.make_row(
+            new_id,
+            r.seq,
+            r.kind,
+            r.type_tag,
+            r.ref,
+            r.message_id,
+            _with_incarnation(r.payload, incarnation) if r.kind == EntryKind.MESSAGE else r.payload,
+        )
         for r in rows
     ]
     reg = await store.register_actor(new_id, src.actor_type)
@@ -306,3 +322,11 @@ async def fork(
         effects=effects,
         warnings=warnings,
     )
+
+
+def _with_incarnation(payload: bytes, incarnation: str) -> bytes:
+    """A verified message payload with its incarnation id replaced (FORMAT.md [F13])."""
+    obj = _codec.decode_json(payload)
+    assert isinstance(obj, dict)  # decode_entry checked it
+    obj["incarnation"] = incarnation
+    return _codec.encode_plain(obj, "message")

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import pty
+import re
 import sqlite3
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from actorlog import _codec
 
+from .._keys import Key
 from ._support import (
     ACTOR,
     SCRIPT,
@@ -190,7 +192,7 @@ def test_actors_lists_the_in_doubt_intent(crashed: Path) -> None:
     assert doubt["intent_seq"] == 19
     assert doubt["tool"] == "page_oncall"
     assert doubt["policy"] == "escalate"
-    assert doubt["key"] == f"{ACTOR}:15:2"
+    assert doubt["key"] == Key(ACTOR, 15, 2)
     assert doubt["needs_operator"] is True
 
 
@@ -205,10 +207,10 @@ def test_history_table(crashed: Path) -> None:
         "message q-3",
         "snapshot seq 14",
         "IN DOUBT (policy escalate",
-        f"key {ACTOR}:15:2",
         f"actorlog resolve {crashed} {ACTOR} 19",
     ):
         assert text in out, text
+    assert re.search(rf"key {ACTOR}:[0-9a-f]{{16}}:15:2", out)
     assert out.index("message q-1") < out.index("message q-2") < out.index("message q-3")
 
 
@@ -223,7 +225,7 @@ def test_history_json_lines_are_complete(crashed: Path) -> None:
     assert first["body"] == {"question": "why is checkout slow?", "page": False}
     assert [c["tool"] for c in first["calls"]] == ["search_runbooks", "send_email"]
     email = first["calls"][1]
-    assert email["key"] == f"{ACTOR}:1:2"
+    assert email["key"] == Key(ACTOR, 1, 2)
     assert email["status"] == "ok" and email["result_seq"] == 6
     assert isinstance(email["duration"], float)
     assert first["reply"].startswith("runbook says")
@@ -249,7 +251,7 @@ def test_show_one_entry(crashed: Path) -> None:
     assert r.code == 0
     assert r.out.startswith(f"{ACTOR} seq 19: intent page_oncall")
     assert "ok" in r.out.splitlines()[3]  # the checksum line
-    assert '"key": "incident-7:15:2"' in r.out
+    assert re.search(r'"key": "incident-7:[0-9a-f]{16}:15:2"', r.out)
     v = cli("show", crashed, ACTOR, "19", "--json").json_lines()[0]
     assert v["valid"] is True and v["checksum"] == v["computed_checksum"]
     assert v["payload"]["args"][0] == "db-team"

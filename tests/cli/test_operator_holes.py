@@ -30,6 +30,7 @@ from actorlog import (
 from actorlog.store import Store
 from actorlog.stores import MemoryStore, SqliteStore
 
+from .._keys import Key, incarnation_of
 from ._agents import Auditor, Biller, Job, Log, crash_mid_call, ran
 from ._support import cli
 
@@ -489,10 +490,12 @@ async def test_fork_history_shows_the_key_the_fork_ran_a_copied_call_with() -> N
     await store.open()
     (a,) = await ops.list_actors(store)
     (doubt,) = a.in_doubt
-    assert doubt.key == "r-1:1:0"
+    assert doubt.key == Key("r-1", 1, 0)
     await ops.fork(store, "r-1", at=doubt.intent_seq, new_id="r-2", yes=True)
     (fork_doubt,) = (await ops.actor_status(store, "r-2")).in_doubt
-    assert fork_doubt.key == "r-2:1:0"  # what the fork's runtime will run it with
+    # what the fork's runtime will run it with: the fork's id, and its own incarnation
+    assert fork_doubt.key == Key("r-2", 1, 0)
+    assert incarnation_of(fork_doubt.key) != incarnation_of(doubt.key)
     keys_used.clear()
     keys_used.append("x")  # "hang" hangs only the first run
     async with ActorSystem(store, actors=[Refunder]) as system:
@@ -502,11 +505,11 @@ async def test_fork_history_shows_the_key_the_fork_ran_a_copied_call_with() -> N
                 await anyio.sleep(0.01)
         del fork
     # (the system also recovers r-1, which re-runs its own call with its own key)
-    assert [k for k in keys_used if k.startswith("r-2")] == ["r-2:1:0"]
+    assert [k for k in keys_used if k.startswith("r-2")] == [fork_doubt.key]
     await store.open()
     call = (await ops.history(store, "r-2")).steps[0].calls[0]
-    assert call.key == "r-2:1:0"
-    assert call.recorded_key == "r-1:1:0"
+    assert call.key == fork_doubt.key
+    assert call.recorded_key == doubt.key
 
 
 # -- 18.21: history --since reads what it shows, and only that --------------------------------

@@ -42,6 +42,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from tests._keys import Key
+
 
 @pytest.fixture
 def anyio_backend() -> str:
@@ -321,7 +323,7 @@ async def test_a_sync_tool_gets_its_idempotency_key() -> None:
     async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
         result = await durable.run(system, "c-8", "charge", message_id="s")
     assert result.output == "answer: charged"
-    assert keys == ["c-8:1:1"]
+    assert keys == [Key("c-8", 1, 1)]
 
 
 @pytest.mark.anyio
@@ -342,4 +344,4 @@ async def test_a_tool_declares_its_effect_in_its_metadata() -> None:
         durable.effect_of("other", {"actorlog": "write-twice"})
     async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
         result = await durable.run(system, "c-9", "refund", message_id="r")
-    assert result.output == "answer: refunded" and keys == ["c-9:1:1"]
+    assert result.output == "answer: refunded" and keys == [Key("c-9", 1, 1)]

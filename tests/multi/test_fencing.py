@@ -21,6 +21,7 @@ import pytest
 from actorlog import ActorSystem
 from actorlog.stores import PostgresStore
 
+from .._keys import Key
 from . import agents
 from .agents import Remote
 from .fence_service import FenceService
@@ -91,7 +92,7 @@ async def test_no_stale_call_reaches_the_outside_world_after_a_takeover(
             # Paused inside the tool: its request arrives, with the old token, and is refused.
             assert [(r.token, r.accepted) for r in zombie_calls] == [(new_token - 1, False)]
         assert [(r.owner, r.key, r.token) for r in service.accepted()] == [
-            ("new", "r:1:0", new_token)
+            ("new", Key("r", 1, 0), new_token)
         ]
         proc.stdin.write("\n")
         proc.stdin.flush()

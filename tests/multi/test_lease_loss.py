@@ -25,6 +25,7 @@ from actorlog import (
 from actorlog.store import EntryRow
 from actorlog.stores import MemoryStore, PostgresStore
 
+from .._keys import Key
 from .agents import Account, Deposit
 
 pytestmark = pytest.mark.anyio
@@ -237,7 +238,7 @@ async def test_tools_and_handlers_see_the_fencing_token(pg_url: str, pg_schema: 
             await other.release_lease("f", "b", t)
         ref = await a.spawn(Fenced, "f")
         assert await ref.ask(Hold("x")) == 4
-        assert CALLS == [("f:1:0", 4)]
+        assert [(Key("f", 1, 0), 4)] == CALLS
     async with ActorSystem(MemoryStore(), actors=[Fenced]) as m:
         assert await (await m.spawn(Fenced, "f")).ask(Hold("x")) == 0  # no leases: 0
 

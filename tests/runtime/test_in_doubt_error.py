@@ -14,6 +14,7 @@ from actorlog._logs import shown_store
 
 from tests.conftest import StoreFactory
 
+from .._keys import Key
 from .agents import CALLS, Ask, Blocker
 
 pytestmark = pytest.mark.anyio
@@ -47,7 +48,7 @@ async def test_an_ask_of_an_escalated_step_gets_in_doubt_error_then_the_reply(
         err = info.value
         (seq,) = system.in_doubt("b")
         assert (err.actor_id, err.intent_seq, err.step_seq) == ("b", seq, 1)
-        assert err.tool.endswith("send_email") and err.idempotency_key == "b:1:1"
+        assert err.tool.endswith("send_email") and err.idempotency_key == Key("b", 1, 1)
         text = str(err)
         assert f"system.resolve('b', {seq}, result=... | retry=True | fail='why')" in text
         assert f"actorlog resolve {shown_store(system.store)} b {seq} --result JSON" in text

@@ -117,8 +117,29 @@ async def test_without_the_alias_the_old_actor_is_refused_with_the_fix_quoted(
             await system.spawn(Renamed, "k")
     text = str(err.value)
     assert "exists with class legacy.app.Keeper, not renamed-keeper" in text
-    assert 'aliases=["legacy.app.Keeper"]' in text
+    # the class's declared name, not one made from its Python name (issue 24, item 16)
+    assert 'class Renamed(Actor[...], name="renamed-keeper", aliases=["legacy.app.Keeper"])' in text
     assert "another actor id" in text
+
+
+async def test_the_fix_quoted_keeps_the_declared_name_and_aliases(
+    make_store: StoreFactory,
+) -> None:
+    class Scholar(Actor[Notes], name="researcher", aliases=["older.Researcher"]):
+        async def receive(self, ctx: Context, msg: Note) -> None:
+            pass
+
+    async with ActorSystem(make_store(), actors=[OldKeeper]) as system:
+        await (await system.spawn(OldKeeper, "k")).ask(OldNote("first"))
+    async with ActorSystem(make_store(), actors=[Scholar], recover_on_start=False) as system:
+        with pytest.raises(ConfigurationError) as err:
+            await system.spawn(Scholar, "k")
+    text = str(err.value)
+    assert 'name="scholar"' not in text
+    assert (
+        'class Scholar(Actor[...], name="researcher", '
+        'aliases=["older.Researcher", "legacy.app.Keeper"])'
+    ) in text
 
 
 async def test_the_main_module_mismatch_error_says_to_declare_an_alias(

@@ -9,6 +9,7 @@ tool's in-doubt policy before another attempt.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,8 @@ from actorlog import (
 )
 from actorlog._records import DecisionRecord, Record, ResultRecord, decode_entry
 from actorlog.store import Store
+
+from tests._keys import Key
 
 pytestmark = pytest.mark.anyio
 
@@ -202,6 +205,63 @@ def test_bad_policies_fail_at_the_decorator_or_call(make: Callable[[], Any]) -> 
         make()
 
 
+async def _typed(x: int) -> int:
+    return x
+
+
+def _retry(*args: Any, **kw: Any) -> Retry:
+    return Retry(*args, **kw)
+
+
+def _tool(**kw: Any) -> Any:
+    return tool(**kw)(_typed)
+
+
+def _with_options(**kw: Any) -> Any:
+    return plain_read.with_options(**kw)
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        # issue 24 item 7: an instance for a class was a bare TypeError ("not iterable")
+        (lambda: _retry(on=ValueError("x")), "pass the class, on=ValueError, not an instance"),
+        (lambda: _retry(on=None), "takes an exception class"),
+        (lambda: _retry(on=5), "takes an exception class"),
+        (lambda: _retry(on=[ValueError("x")]), "takes an exception class"),
+        (lambda: _retry(on=int), "takes an exception class"),
+        (lambda: _retry(attempts=0), "an int >= 1"),
+        (lambda: _retry(attempts=None), "an int >= 1"),
+        (lambda: _retry(initial=-0.5), "finite and >= 0"),
+        (lambda: _retry(initial=float("inf")), "finite and >= 0"),
+        (lambda: _retry(initial=10**400), "finite and >= 0"),  # was an OverflowError
+        (lambda: _retry(factor=float("nan")), "finite and >= 1"),
+        (lambda: _retry(factor=10**400), "finite and >= 1"),
+        (lambda: _retry(max_delay=float("inf")), "finite and >= 0"),
+        (lambda: _retry(max_delay=float("nan")), "finite and >= 0"),
+        (lambda: _retry(initial="1"), "must be a number"),
+        (lambda: _retry(jitter=None), "True or False"),
+        (lambda: _tool(timeout=10**400), "finite number > 0"),  # was an OverflowError
+        (lambda: _tool(timeout=float("nan")), "finite number > 0"),
+        (lambda: _tool(timeout=-1), "finite number > 0"),
+        (lambda: _tool(retry=Retry), "must be an actorlog.Retry"),
+        (lambda: _tool(effect="delete"), "'read' or 'write'"),
+        (lambda: _tool(idempotent="yes"), "True or False"),
+        (lambda: _tool(name=5), "non-empty str"),
+        (lambda: _tool(reconcile=5), "async callable"),
+        (lambda: plain_read.with_options(timeout=10**400), "finite number > 0"),
+        (lambda: _with_options(retry=3), "must be an actorlog.Retry"),
+    ],
+)
+def test_every_bad_retry_or_tool_argument_is_a_configuration_error_saying_what_it_takes(
+    make: Callable[[], Any], says: str
+) -> None:
+    """Issue 24 item 7: never a bare ``TypeError``/``OverflowError``; the message says what the
+    argument takes."""
+    with pytest.raises(ConfigurationError, match=re.escape(says)):
+        make()
+
+
 def test_with_options_keeps_the_tool_and_changes_only_the_options() -> None:
     t = charge.with_options(retry=None, timeout=None)
     assert (t.name, t.effect, t.policy) == (charge.name, charge.effect, charge.policy)
@@ -285,7 +345,7 @@ async def test_an_error_the_policy_does_not_name_fails_at_once(make_store: Store
 async def test_the_idempotency_key_is_the_same_across_attempts(make_store: StoreFactory) -> None:
     FAIL["charge"] = 2
     assert await _ask(make_store, "a4", Use("charge")) == "charge ok on run 3"
-    assert RUNS["charge"] == ["a4:1:0"] * 3
+    assert RUNS["charge"] == [Key("a4", 1, 0)] * 3 and len(set(RUNS["charge"])) == 1
 
 
 async def test_per_call_options_override_the_tool(make_store: StoreFactory) -> None:
@@ -324,7 +384,7 @@ async def test_an_idempotent_write_that_timed_out_reruns_with_the_same_key(
     assert await _ask(make_store, "t3", Use("charge")) == "charge ok on run 2"
     failed = [r for _, tag, r in await _log(make_store(), "t3") if tag == "attempt_failed"]
     assert isinstance(failed[0], DecisionRecord) and failed[0].in_doubt
-    assert RUNS["charge"] == ["t3:1:0"] * 2
+    assert RUNS["charge"] == [Key("t3", 1, 0)] * 2 and len(set(RUNS["charge"])) == 1
 
 
 @pytest.mark.parametrize("decide", ["retry", "result", "fail"])

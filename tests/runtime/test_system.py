@@ -28,6 +28,7 @@ from actorlog import (
 from actorlog.store import Store
 from actorlog.stores import MemoryStore
 
+from .._keys import Key
 from .agents import CALLS, Add, Ask, Blocker, Notes, Other, Researcher, failing, search, slow_read
 
 pytestmark = pytest.mark.anyio
@@ -232,7 +233,7 @@ async def test_in_doubt_idempotent_write_reruns_with_the_same_key(make_store: St
         ref = await system.spawn(Blocker, "b")
         assert await ref.ask(Ask("x"), message_id="m1") == "charged 7"
     keys = [k for n, k in CALLS.log if n == "charge"]
-    assert keys == [idempotency_key("b", 1, 1)] * 2
+    assert keys == [Key("b", 1, 1)] * 2 and keys[0] == keys[1]
 
 
 async def test_in_doubt_plain_write_escalates_until_an_operator_supplies_the_result(
@@ -245,7 +246,7 @@ async def test_in_doubt_plain_write_escalates_until_an_operator_supplies_the_res
             pending = await system.wait_in_doubt("b")
         assert system.status("b") == "in_doubt"
         ((intent_seq, (tool_name, key)),) = pending.items()
-        assert tool_name.endswith("send_email") and key == "b:1:1"
+        assert tool_name.endswith("send_email") and key == Key("b", 1, 1)
         await system.resolve("b", intent_seq, result="sent by hand", reason="checked outbox")
         assert await ref.ask(Ask("x"), message_id="m1") == "sent by hand"
     assert CALLS.count("send_email") == 1  # never repeated
@@ -610,6 +611,10 @@ async def test_spawning_an_existing_id_with_another_class_fails(make_store: Stor
 
 
 async def test_idempotency_key_is_stable_and_documented() -> None:
+    """[F13] the documented formats: with the log's incarnation id, and without (old logs)."""
+    assert idempotency_key("run-42", 7, 2, incarnation="0f1e2d3c4b5a6978") == (
+        "run-42:0f1e2d3c4b5a6978:7:2"
+    )
     assert idempotency_key("run-42", 7, 2) == "run-42:7:2"
 
 

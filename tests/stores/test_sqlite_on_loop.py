@@ -141,12 +141,53 @@ def test_store_urls_carry_the_sqlite_options(tmp_path: Path) -> None:
     both = open_store(base + "?commit_on_loop=1&durability=survive-process-crash")
     assert isinstance(both, SqliteStore)
     assert (both.commit_on_loop, both.durability) == (True, "survive-process-crash")
-    off = open_store(base + "?commit_on_loop=false")
+    off = open_store(base + "?commit_on_loop=0&durability=fsync")
     assert isinstance(off, SqliteStore) and off.commit_on_loop is False
     with pytest.raises(StoreURLError, match="commit_on_loop must be 1 or 0"):
         open_store(base + "?commit_on_loop=maybe")
     with pytest.raises(StoreURLError, match="unknown durability"):
         open_store(base + "?durability=sometimes")
+
+
+@pytest.mark.parametrize(
+    ("query", "error"),
+    [
+        ("comit_on_loop=1", "unknown parameter 'comit_on_loop': a sqlite:// URL takes"),
+        ("commit_on_loop=1&commit_on_loop=0", "given more than once: 'commit_on_loop'"),
+        ("durability=fsync&durability=fsync", "given more than once: 'durability'"),
+        ("commit_on_loop=yes", "commit_on_loop must be 1 or 0, not 'yes'"),
+        ("commit_on_loop=true", "commit_on_loop must be 1 or 0, not 'true'"),
+        ("commit_on_loop=2", "commit_on_loop must be 1 or 0, not '2'"),
+        ("commit_on_loop=", "commit_on_loop must be 1 or 0, not ''"),
+        ("durability=FSYNC", "unknown durability 'FSYNC'"),
+        ("durability=fsync&x=1&y=2", "unknown parameter 'x', 'y'"),
+    ],
+)
+def test_a_store_url_refuses_unknown_repeated_and_undocumented_parameters(
+    tmp_path: Path, query: str, error: str
+) -> None:
+    """Issue 24, item 16: exactly the documented parameters and values, each once; the
+    error names the parameter, and nothing is created."""
+    with pytest.raises(StoreURLError) as info:
+        open_store(f"sqlite:///{tmp_path}/a.db?{query}")
+    assert error in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("url", "error"),
+    [
+        ("postgresql://h/db?schema=a&schema=a", "given more than once: 'schema'"),
+        ("postgresql://h/db?sslmode=disable&sslmode=require", "given more than once: 'sslmode'"),
+        ("postgresql://h/db?commit_on_loop=1", "unknown parameter 'commit_on_loop'"),
+        ("postgresql://h/db?durability=fsync", "unknown parameter 'durability'"),
+        ("memory://?commit_on_loop=1", "a memory:// URL takes no parameters"),
+    ],
+)
+def test_other_store_urls_refuse_repeated_and_misplaced_parameters(url: str, error: str) -> None:
+    with pytest.raises(StoreURLError) as info:
+        open_store(url)
+    assert error in str(info.value)
 
 
 @pytest.mark.parametrize(("durability", "level"), [("fsync", 2), ("survive-process-crash", 1)])

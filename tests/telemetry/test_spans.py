@@ -21,7 +21,6 @@ from actorlog import (
     CorruptEntryError,
     LogCompactedError,
     RecoveryError,
-    idempotency_key,
 )
 from actorlog._telemetry import ATTR, EVENT, SPAN, record_failure
 from actorlog.store import EntryRow, Store
@@ -31,6 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
+from .._keys import Key
 from .conftest import attrs_of, named, one
 from .telemetry_agents import CALLS, Ask, Forward, Relay, Researcher
 
@@ -99,7 +99,7 @@ async def test_step_and_tool_call_spans_carry_their_attributes(
         ATTR.TOOL: "search",
         ATTR.TOOL_EFFECT: "read",
         ATTR.TOOL_POLICY: "rerun",
-        ATTR.IDEMPOTENCY_KEY: idempotency_key("r", 1, 0),
+        ATTR.IDEMPOTENCY_KEY: Key("r", 1, 0),
         ATTR.ATTEMPT: 1,
         ATTR.INTENT_SEQ: 2,
         ATTR.SERVED_FROM_LOG: False,
@@ -107,9 +107,9 @@ async def test_step_and_tool_call_spans_carry_their_attributes(
     assert write[ATTR.TOOL] == "charge"
     assert write[ATTR.TOOL_EFFECT] == "write"
     assert write[ATTR.TOOL_POLICY] == "rerun-same-key"
-    assert write[ATTR.IDEMPOTENCY_KEY] == idempotency_key("r", 1, 1)
+    assert write[ATTR.IDEMPOTENCY_KEY] == Key("r", 1, 1)
     assert write[ATTR.ATTEMPT] == 1
-    assert CALLS.log[1] == ("charge", idempotency_key("r", 1, 1))
+    assert CALLS.log[1] == ("charge", Key("r", 1, 1))
 
 
 async def test_handler_error_marks_the_step_span_error(
@@ -248,7 +248,7 @@ async def test_recover_span_with_one_linked_replay_step_per_recovered_step(
     assert [attrs_of(s)[ATTR.EFFECTS_FROM_LOG] for s in replayed] == [1, 2, 1]
     charge = [attrs_of(c) for c in _children(finished, replayed[1])][1]
     assert charge[ATTR.TOOL] == "charge"
-    assert charge[ATTR.IDEMPOTENCY_KEY] == idempotency_key("r", attrs_of(replayed[1])[ATTR.SEQ], 1)
+    assert charge[ATTR.IDEMPOTENCY_KEY] == Key("r", attrs_of(replayed[1])[ATTR.SEQ], 1)
 
 
 async def test_recover_reports_the_snapshot_used_and_each_rejected_one_with_its_reason(
@@ -377,7 +377,7 @@ def _in_doubt_recovery(
         ATTR.TOOL: tool,
         ATTR.TOOL_EFFECT: effect,
         ATTR.TOOL_POLICY: policy,
-        ATTR.IDEMPOTENCY_KEY: idempotency_key("r", 1, 1),
+        ATTR.IDEMPOTENCY_KEY: Key("r", 1, 1),
         ATTR.ATTEMPT: 1,  # the first run left no outcome
     }
     (step,) = _children(finished, recover)
@@ -438,7 +438,7 @@ async def test_in_doubt_intent_settled_by_its_policy(
         assert rerun[ATTR.SERVED_FROM_LOG] is False
         assert rerun[ATTR.ATTEMPT] == 2
         assert rerun[ATTR.INTENT_SEQ] == 4
-        assert rerun[ATTR.IDEMPOTENCY_KEY] == idempotency_key("r", 1, 1)
+        assert rerun[ATTR.IDEMPOTENCY_KEY] == Key("r", 1, 1)
     else:
         assert len(calls) == 1  # reconcile said it happened: the tool was not run again
 
@@ -451,7 +451,7 @@ async def test_in_doubt_plain_write_escalates_and_the_operator_decision_is_trace
     async with ActorSystem(memory_store(), actors=[Researcher]) as system:
         with anyio.fail_after(5):
             waiting = await system.wait_in_doubt("r")
-        assert waiting == {4: ("send_email", idempotency_key("r", 1, 1))}
+        assert waiting == {4: ("send_email", Key("r", 1, 1))}
         recover = one(spans.get_finished_spans(), SPAN.RECOVER)  # ended; the step waits
         assert attrs_of(recover)[ATTR.IN_DOUBT] == 1
         await system.resolve("r", 4, result="sent by hand", by="ops", reason="saw it in the outbox")

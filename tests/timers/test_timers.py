@@ -11,6 +11,7 @@ import pytest
 from actorlog import ActorSystem, ConfigurationError, HandlerError
 from actorlog.store import Store
 
+from .._keys import EffectId
 from .agents import Get, Later, Nap, Note, Recorder, Sender, Sleeper
 
 pytestmark = pytest.mark.anyio
@@ -77,7 +78,7 @@ async def test_sleep_rejects_bad_arguments(make_store: StoreFactory) -> None:
 async def test_ctx_send_later_delivers_once_and_is_recorded(make_store: StoreFactory) -> None:
     async with ActorSystem(make_store(), actors=[Sender, Recorder]) as system:
         timer_id = await system.ref(Sender, "snd").ask(Later("rec", "hello", 0.1))
-        assert timer_id == "snd/1/1"  # after the spawn effect
+        assert timer_id == EffectId("snd", 1, 1)  # after the spawn effect
         rec = system.ref(Recorder, "rec")
         await wait_until(lambda: system._timers.fired >= 1)
         assert await rec.ask(Get()) == ["hello"]

@@ -4,6 +4,7 @@ sleeps and timers in ``actorlog history``."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import anyio
@@ -12,6 +13,7 @@ from actorlog import ActorSystem, ops
 from actorlog._cli import main
 from actorlog.stores import SqliteStore
 
+from .._keys import EffectId
 from .agents import Later, Nap, Note, Recorder, Sender, Sleeper
 
 
@@ -24,7 +26,7 @@ async def _setup(db: Path) -> None:
         )
     async with ops.opened(f"sqlite:///{db}") as store:
         assert [t.timer_id for t in await ops.timers(store, "rec")] == [
-            "snd/1/1",
+            EffectId("snd", 1, 1),
             "schedule:daily-report",
         ]
 
@@ -36,7 +38,7 @@ def test_timers_command_history_and_ops(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["timers", str(db), "--color", "never"]) == 0
     text = capsys.readouterr().out
     assert "schedule:daily-report" in text and "cron 0 9 * * *, missed=skip" in text
-    assert "snd/1/1" in text and "pending" in text
+    assert re.search(r"snd/[0-9a-f]{16}/1/1", text) and "pending" in text
     assert main(["timers", str(db), "--json", "--actor", "rec"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [(x["kind"], x["state"]) for x in lines] == [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+import anyio
 import attrs
 from actorlog import Actor, Context, Retry, tool
 
@@ -54,3 +55,56 @@ class Retrier(Actor[Done]):
         got = await ctx.call(flaky, msg.what)
         self.state.results.append(got)
         return got
+
+
+#: the back-off of the planned tools (seconds): long enough to kill a process during it
+PLAN_DELAY = 2.0
+
+
+def _planned(what: str, idempotency_key: str) -> str:
+    """Run number n does what the n-th word of ``ACTORLOG_RETRY_PLAN`` says: ``fail`` (a
+    ``ConnectionError``), ``hang`` (until the process is killed) or ``ok``."""
+    n = _note_run(idempotency_key)
+    plan = os.environ["ACTORLOG_RETRY_PLAN"].split(",")
+    todo = plan[n - 1] if n <= len(plan) else "ok"
+    if todo == "fail":
+        raise ConnectionError(f"{what}: run {n} failed")
+    if todo == "hang":
+        return "hang"
+    return f"{what} ok on run {n}"
+
+
+_PLAN_RETRY = Retry(attempts=5, initial=PLAN_DELAY, factor=1.0, jitter=False)
+
+
+@tool(effect="read", retry=_PLAN_RETRY, name="retry_crash.planned_read")
+async def planned_read(what: str) -> str:
+    got = _planned(what, "no-key")
+    if got == "hang":
+        await anyio.sleep_forever()
+    return got
+
+
+@tool(effect="write", idempotent=True, retry=_PLAN_RETRY, name="retry_crash.planned_write")
+async def planned_write(what: str, *, idempotency_key: str) -> str:
+    got = _planned(what, idempotency_key)
+    if got == "hang":
+        await anyio.sleep_forever()
+    return got
+
+
+class PlannedReader(Actor[Done], name="retry_crash.reader"):
+    async def receive(self, ctx: Context, msg: Go) -> str:
+        got = await ctx.call(planned_read, msg.what)
+        self.state.results.append(got)
+        return got
+
+
+class PlannedWriter(Actor[Done], name="retry_crash.writer"):
+    async def receive(self, ctx: Context, msg: Go) -> str:
+        got = await ctx.call(planned_write, msg.what)
+        self.state.results.append(got)
+        return got
+
+
+PLANNED = {"read": PlannedReader, "write": PlannedWriter}

@@ -21,7 +21,8 @@ from actorlog.stores.url import open_store
 
 from tests import _pg
 
-from .retry_agents import DELAY, Go, Retrier
+from .._keys import Key
+from .retry_agents import DELAY, PLAN_DELAY, PLANNED, Go, Retrier
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,11 +49,11 @@ async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
     await _pg.drop_schemas(url, schema)
 
 
-async def _decisions(url: str) -> list[DecisionRecord | ResultRecord]:
+async def _decisions(url: str, actor_id: str = "retrier") -> list[DecisionRecord | ResultRecord]:
     store = open_store(url, read_only=True)
     try:
         await store.open()
-        rows = await store.read("retrier", kinds=["decision", "result"])
+        rows = await store.read(actor_id, kinds=["decision", "result"])
     except StoreError:  # the worker has not created the store yet
         return []
     finally:
@@ -65,10 +66,12 @@ async def _decisions(url: str) -> list[DecisionRecord | ResultRecord]:
     return out
 
 
-def _start_worker(url: str, env: dict[str, str], output: Path) -> subprocess.Popen[bytes]:
+def _start_worker(
+    url: str, env: dict[str, str], output: Path, which: str = ""
+) -> subprocess.Popen[bytes]:
     with output.open("wb") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "tests.torture.retry_worker", url],
+            [sys.executable, "-m", "tests.torture.retry_worker", url, which],
             env=env,
             cwd=ROOT,
             stdout=out,
@@ -112,7 +115,10 @@ async def test_sigkill_during_backoff_resumes_the_wait_and_the_count(
     lines = runs.read_text().splitlines()
     # attempt 1 ran once (before the kill), attempt 2 once (after): nothing repeated, and
     # both with the same idempotency key
-    assert [line.split()[:2] for line in lines] == [["1", "retrier:1:0"], ["2", "retrier:1:0"]]
+    assert [line.split()[:2] for line in lines] == [
+        ["1", Key("retrier", 1, 0)],
+        ["2", lines[0].split()[1]],
+    ]
     after = await _decisions(store_url)
     assert [getattr(r, "action", "result") for r in after] == [
         "attempt_failed",
@@ -126,3 +132,85 @@ async def test_sigkill_during_backoff_resumes_the_wait_and_the_count(
     # logged time (not from the restart: that would be a fresh wait of DELAY seconds)
     assert marker.at >= failed.at + DELAY - 0.01
     assert marker.at < restarted + DELAY, (marker.at - restarted, "the wait started again")
+
+
+def _actions(recs: list[DecisionRecord | ResultRecord]) -> list[str]:
+    return [getattr(r, "action", "result") for r in recs]
+
+
+@pytest.mark.parametrize("effect", ["read", "write"])
+async def test_sigkill_at_every_attempt_boundary_runs_the_next_attempt(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, effect: str
+) -> None:
+    """Issue 24 item 6: a read (or an idempotent write) with ``Retry(attempts=5)``: attempt 1
+    fails, the worker is killed during its back-off (after attempt 1's record, before attempt
+    2's), then during attempt 2, then during attempt 3 (the re-run of 2), then during the
+    back-off after attempt 4 failed. Each restart goes on with the next attempt number, never
+    waits for an operator, and attempt 5 settles the call."""
+    from actorlog import ops
+
+    actor_id = f"planned-{effect}"
+    runs = tmp_path / "runs.txt"
+    plan = "fail,hang,hang,fail,ok"
+    monkeypatch.setenv("ACTORLOG_RETRY_RUNS", str(runs))
+    monkeypatch.setenv("ACTORLOG_RETRY_PLAN", plan)
+    env = dict(
+        os.environ, ACTORLOG_RETRY_RUNS=str(runs), ACTORLOG_RETRY_PLAN=plan, PYTHONPATH=str(ROOT)
+    )
+
+    def run_count() -> int:
+        return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+    async def kill_when(ready: str, expect: list[str], n_runs: int) -> None:
+        output = tmp_path / f"worker-{ready}.out"
+        worker = _start_worker(store_url, env, output, effect)
+        try:
+            with anyio.fail_after(60):
+                while not (
+                    _actions(await _decisions(store_url, actor_id)) == expect
+                    and run_count() == n_runs
+                ):
+                    assert worker.poll() is None, output.read_text()
+                    await anyio.sleep(0.05)
+            worker.send_signal(signal.SIGKILL)
+            assert worker.wait(timeout=30) == -signal.SIGKILL
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+        assert _actions(await _decisions(store_url, actor_id)) == expect, ready
+        assert run_count() == n_runs, ready
+        store = open_store(store_url, read_only=True)
+        try:
+            await store.open()
+            status = await ops.actor_status(store, actor_id)
+        finally:
+            await store.close()
+        # never an operator's business: the runtime goes on by itself
+        assert [i.state for i in status.in_doubt] == ["auto"], (ready, status.in_doubt)
+
+    # attempt 1 failed; killed during the back-off (before attempt 2's marker)
+    await kill_when("backoff-1", ["attempt_failed"], 1)
+    # killed during attempt 2 (its marker is durable, the tool hangs)
+    await kill_when("during-2", ["attempt_failed", "attempt"], 2)
+    # killed during attempt 3, the re-run of the interrupted attempt 2
+    await kill_when("during-3", ["attempt_failed", "attempt", "attempt"], 3)
+    # attempt 4 (the re-run of 3) fails; killed during its back-off
+    during_4 = ["attempt_failed", "attempt", "attempt", "attempt", "attempt_failed"]
+    await kill_when("backoff-4", during_4, 4)
+    cls = PLANNED[effect]
+    async with ActorSystem(open_store(store_url), actors=[cls]) as system:
+        ref = await system.spawn(cls, actor_id)
+        with anyio.fail_after(60):
+            got = await ref.ask(Go("report"), message_id="go-1")
+    assert got == "report ok on run 5"
+    after = await _decisions(store_url, actor_id)
+    assert _actions(after) == [*during_4, "attempt", "result"]
+    failed = [r for r in after if isinstance(r, DecisionRecord) and r.action == "attempt_failed"]
+    assert [f.attempt for f in failed] == [1, 4]
+    assert all(f.delay == PLAN_DELAY for f in failed)
+    result = after[-1]
+    assert isinstance(result, ResultRecord) and result.ok and result.attempt == 5
+    keys = {line.split()[1] for line in runs.read_text().splitlines()}
+    assert len(keys) == 1  # one idempotency key for every attempt ("no-key" for the read)
+    assert run_count() == 5

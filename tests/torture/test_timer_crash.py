@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._keys import EffectId
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -48,7 +50,7 @@ def test_kill_during_sleep_and_before_timers_and_schedule_fire(
     assert got["effects"] == ["sleep"]  # its wait was not logged again
     assert sorted(got["notes"]) == ["from-step", "from-system"]
     timer_ids = [i for i in got["ids"] if i.startswith("timer:")]
-    assert "timer:sender/1/1" in timer_ids  # the step's timer, under its derived id
+    assert EffectId("sender", 1, 1, prefix="timer:") in timer_ids  # under its derived id
     assert len(timer_ids) == len(set(timer_ids)) == 2
     assert got["states"] == ["fired", "fired"]
     ticks = got["ticks"]  # the schedule, across the kill: each firing logged once

@@ -77,3 +77,30 @@ class ResearcherUngated(Actor[Notes]):
         found += " + " + await ctx.call(lookup, msg.q)
         self.state.answers.append(found)
         return found
+
+
+#: the keys ``charge`` ran with, in order; ``charge`` of a question in ``KILL_IN_CHARGE``
+#: kills its process (SIGKILL) while it runs: the intent is logged, no result
+KEYS: list[str] = []
+KILL_IN_CHARGE: set[str] = set()
+
+
+@tool(effect="write", idempotent=True, name="upgrade.charge")
+async def charge(q: str, *, idempotency_key: str) -> str:
+    KEYS.append(idempotency_key)
+    if q in KILL_IN_CHARGE:
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+    return f"charged {q}"
+
+
+class Payer(Actor[Notes], name="upgrade.payer"):
+    """Recorded ``fixtures/payer_before_incarnations.jsonl`` (``make_keys_fixture.py``) with
+    the code from before incarnation ids (FORMAT.md [F13]): its keys have none."""
+
+    async def receive(self, ctx: Context, msg: Question) -> str:
+        done = await ctx.call(charge, msg.q)
+        self.state.answers.append(done)
+        return done
