@@ -56,15 +56,7 @@ T = TypeVar("T")
 #: Rules (and rule variants, and checks) that find a defect on current main, with the item of
 #: issue 11 or 18 each waits for (issue 15 for InDoubtError; NEW: found by this test, with a
 #: regression test of its own). Delete a line when its fix is merged: the rule is then on.
-BROKEN_ON_MAIN: dict[str, str] = {
-    # a read (or idempotent write) with Retry, crashed in attempt 2 and again in its re-run,
-    # waits for an operator instead of running as the next attempt
-    "retry_double_kill": "issue 24 item 6",
-    # ctx.stop() or system.terminate() with asks queued: the queued asks hang or get
-    # ActorQuarantinedError instead of ActorFinishedError, the actor is quarantined
-    "lifecycle_stop_queued": "issue 24 item 8",
-    "lifecycle_terminate_queued": "issue 24 item 8",
-}
+BROKEN_ON_MAIN: dict[str, str] = {}
 
 #: Every switch, on unless listed in BROKEN_ON_MAIN (or ACTORLOG_MODEL_DISABLE).
 SWITCHES = (
