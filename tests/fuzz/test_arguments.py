@@ -94,6 +94,7 @@ KNOWN_HOLES: dict[str, str] = {
     "ActorSystem.delete:by": "NEW-1, NEW-3, NEW-4",
     "ActorSystem.delete:reason": "NEW-1, NEW-3, NEW-4",
     "ActorSystem.ownership:actor_id": "NEW-2, NEW-3",
+    "ActorSystem.read_state:cls": "NEW-1",
     "ActorSystem.ref:cls": "NEW-1",
     "ActorSystem.register:cls": "NEW-1",
     "ActorSystem.resolve:actor_id": "NEW-2",
@@ -550,6 +551,13 @@ async def _wait_in_doubt(env: Env, param: str, value: Any) -> None:
             await env.system.wait_in_doubt("alpha", poll=value)
 
 
+async def _read_state(env: Env, param: str, value: Any) -> None:
+    if param == "cls":
+        await env.system.read_state(value, "alpha")
+    else:
+        await env.system.read_state(Fuzzer, value)
+
+
 async def _register(env: Env, param: str, value: Any) -> None:
     env.system.register(value)
 
@@ -634,6 +642,7 @@ LIVE_CASES: dict[str, tuple[LiveCall, dict[str, str]]] = {
     "ActorSystem.last_recovery": (_bind(_sync_reads, "last_recovery"), {"actor_id": "id"}),
     "ActorSystem.wait_in_doubt": (_wait_in_doubt, {"actor_id": "id", "poll": "float"}),
     "ActorSystem.register": (_register, {"cls": "none"}),
+    "ActorSystem.read_state": (_read_state, {"cls": "none", "actor_id": "id"}),
 }
 
 
