@@ -56,7 +56,12 @@ T = TypeVar("T")
 #: Rules (and rule variants, and checks) that find a defect on current main, with the item of
 #: issue 11 or 18 each waits for (issue 15 for InDoubtError; NEW: found by this test, with a
 #: regression test of its own). Delete a line when its fix is merged: the rule is then on.
-BROKEN_ON_MAIN: dict[str, str] = {}
+BROKEN_ON_MAIN: dict[str, str] = {
+    # with item 6's fix merged: a retried read crashed in attempts 1 and 2, then failing in
+    # 3 and 4, ran a 5th attempt and succeeded (Retry(attempts=4)): after two kills the
+    # attempt count is one short (docs/retries.md: the re-run is the next attempt number)
+    "retry_double_kill": "issue 24 item 6 (its merged fix miscounts attempts)",
+}
 
 #: Every switch, on unless listed in BROKEN_ON_MAIN (or ACTORLOG_MODEL_DISABLE).
 SWITCHES = (
@@ -1436,8 +1441,8 @@ class ModelMachine(RuleBasedStateMachine):
         """An actor spawned with snapshot_every=1 snapshots every step, also after it
         passivated or restarted: its recoveries replay at most the step in progress."""
         for a in self.actors.values():
-            if a.snapshot_every != 1:
-                continue
+            if a.snapshot_every != 1 or a.ended is not None:
+                continue  # an ended actor is not recovered (its spawn is refused)
             rec = self.sys.last_recovery(a.actor_id)
             if rec is not None and rec != a.first_recovery:
                 assert rec["steps_replayed"] <= 1, f"{a.actor_id} lost snapshot_every: {rec}"
