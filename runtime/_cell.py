@@ -7,6 +7,7 @@ A cell reaches the runtime around it only through :class:`CellHost` (implemented
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import time
 from typing import TYPE_CHECKING, Any, Protocol
@@ -469,12 +470,23 @@ class Cell:
                 # surfaces as this write's SequenceConflictError instead of a hang.
                 if self.escalations.waiting:
                     await self._durable(seq)
+                # Queued behind a running step, whose next commit may be far off (a long
+                # tool), it is committed now: an ask that times out or is abandoned left
+                # it logged.
+                elif self.step_scope is not None:
+                    self.host.spawn_task(self._commit_queued, seq)
                 return slot
             await self._durable(seq)
             return None
         finally:
             self.holds -= 1
             self.last_active = time.monotonic()
+
+    async def _commit_queued(self, seq: int) -> None:
+        """Commit a message queued behind a running step (see ``post``). A failed commit is
+        the step's to meet and report: this one only asks for it earlier."""
+        with contextlib.suppress(ActorlogError):
+            await self._durable(seq)
 
     async def _durable(self, seq: int) -> None:
         """Wait until the entry ``seq`` of this log is committed.

@@ -195,6 +195,7 @@ async def cmd_history(args: argparse.Namespace, out: Out) -> int:
         if args.html:
             from ._html import write_history
 
+            _output_path(args.html, "--html")
             await write_history(items, args.html, source=shown_url(args.store), since=args.since)
             print(f"wrote {clean(args.html)}", file=sys.stderr)
             return EXIT_OK
@@ -414,21 +415,37 @@ async def cmd_export(args: argparse.Namespace, out: Out) -> int:
         args.since, args.json = 0, False
         return await cmd_history(args, out)
     stream: TextIO = out.stream
+    to_file = bool(args.output) and args.output != "-"
+    if to_file:
+        _output_path(args.output, "-o")
     f = None
-    if args.output and args.output != "-":
-        f = open(args.output, "w", encoding="utf-8")  # noqa: ASYNC230,SIM115  # local file, closed below
-        stream = f
     try:
         async with (
             ops.opened(_store_url(args.store)) as store,
             contextlib.aclosing(ops.export(store, args.actor, raw=args.raw)) as items,
         ):
+            # the store opened and the actor's first entry read before the file is created:
+            # a failed export leaves no empty file behind
+            first = await anext(items, None)
+            if to_file:
+                f = open(args.output, "w", encoding="utf-8")  # noqa: ASYNC230,SIM115  # local file, closed below
+                stream = f
+            if first is not None:
+                json_line(stream, first)
             async for item in items:
                 json_line(stream, item)
     finally:
         if f is not None:
             f.close()
     return EXIT_OK
+
+
+def _output_path(arg: str, option: str) -> str:
+    """A file name to write (``-o``, ``--html``), refused as a usage error if no file
+    can have it (instead of the ``ValueError`` open() raises)."""
+    if "\x00" in arg:
+        raise UsageError(f"{option} {clean(arg)}: a file name cannot contain a NUL character")
+    return arg
 
 
 class UsageError(Exception):

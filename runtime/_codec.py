@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections.abc
 import json
 import os
+import reprlib
 import struct
 import typing
 import uuid
@@ -294,11 +295,21 @@ def _converter() -> cattrs.Converter:
         return _make_converter()
 
 
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 3, 80, 80
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` bounded for an error message: a 2,000-level nested list or a 100 kB
+    string shows as a short prefix (a plain ``repr`` of the first raises RecursionError)."""
+    return _SHOWN.repr(value)
+
+
 def validate_actor_id(actor_id: object) -> str:
     """Return ``actor_id`` if it is a valid id, else raise ``ConfigurationError``."""
     if not isinstance(actor_id, str):
         raise ConfigurationError(
-            f"actor id must be a str, got {type(actor_id).__qualname__} {actor_id!r}: an id "
+            f"actor id must be a str, got {type(actor_id).__qualname__} {shown(actor_id)}: an id "
             f"is a stable name such as 'run-42' (for a number, pass f\"run-{{n}}\")"
         )
     if not actor_id:
@@ -313,12 +324,12 @@ def validate_actor_id(actor_id: object) -> str:
         )
     if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in actor_id):
         raise ConfigurationError(
-            f"actor id {actor_id!r} contains control characters (newlines, tabs, ...): "
+            f"actor id {shown(actor_id)} contains control characters (newlines, tabs, ...): "
             "use printable text"
         )
     if not _is_utf8(actor_id):
         raise ConfigurationError(
-            f"actor id {actor_id!r} contains lone surrogates (text decoded with "
+            f"actor id {shown(actor_id)} contains lone surrogates (text decoded with "
             "'surrogateescape'?); ids are stored as UTF-8: decode them properly first"
         )
     return actor_id
@@ -333,8 +344,11 @@ def validate_message_id(message_id: object) -> str | None:
         raise ConfigurationError("message_id must be a non-empty str")
     if not _is_utf8(message_id):
         raise ConfigurationError(
-            f"message_id {message_id!r} contains lone surrogates; it is stored as UTF-8"
+            f"message_id {shown(message_id)} contains lone surrogates; it is stored as UTF-8"
         )
+    if "\x00" in message_id:
+        # PostgreSQL text cannot hold NUL: refused on every store, so a log moves freely
+        raise ConfigurationError(f"message_id {shown(message_id)} contains a NUL character")
     if len(message_id.encode()) >= _NO_MESSAGE_ID:
         raise ConfigurationError(f"message_id is too long (limit {_NO_MESSAGE_ID - 1} bytes)")
     return message_id

@@ -56,7 +56,8 @@ class ActorRef(Generic[A]):
 
         Raises:
             ConfigurationError: ``message_id`` is not a non-empty str that UTF-8 can encode
-                (no lone surrogates), or is too long; nothing was written.
+                (no lone surrogates), holds a NUL character (PostgreSQL text cannot), or is
+                too long; nothing was written.
             MessageIdReusedError: ``message_id`` already names another message of this
                 actor (logged, in flight, or queued in a PostgreSQL inbox); nothing was
                 written.

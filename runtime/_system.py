@@ -503,6 +503,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
     def status(self, actor_id: str) -> str:
         """``starting``, ``running``, ``idle``, ``in_doubt``, ``finished``, ``terminated``,
         ``quarantined``, ``stopped``, or ``unknown`` (not loaded in this system)."""
+        _codec.validate_actor_id(actor_id)  # a typed error for a malformed id
         cell = self._cells.get(actor_id)
         if cell is not None:
             return cell.status
@@ -536,6 +537,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
 
     def error(self, actor_id: str) -> BaseException | None:
         """Why an actor is quarantined or stopped (None if it is not)."""
+        _codec.validate_actor_id(actor_id)  # a typed error for a malformed id
         cell = self._cells.get(actor_id)
         if cell is not None:
             return cell.error
@@ -544,6 +546,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
     def last_recovery(self, actor_id: str) -> RecoveryReport | None:
         """What the last recovery of this actor did (a ``RecoveryReport``), or None if it
         is not loaded."""
+        _codec.validate_actor_id(actor_id)
         cell = self._cells.get(actor_id)
         return None if cell is None else cell.last_recovery
 
@@ -559,6 +562,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
 
     def in_doubt(self, actor_id: str) -> dict[int, tuple[str, str]]:
         """The actor's intents waiting for an operator: ``{intent_seq: (tool, key)}``."""
+        _codec.validate_actor_id(actor_id)  # a typed error for a malformed id
         cell = self._cells.get(actor_id)
         if cell is None:
             return {}

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import Any
 
 import anyio
 import attrs
-from actorlog import Actor, Context, Tool, ToolCallError, tool
+from actorlog import Actor, Context, Retry, Tool, ToolCallError, tool
 
 #: a message over the 8 MiB per-entry limit once encoded
 OVERSIZE = 9 * 1024 * 1024
@@ -41,6 +42,13 @@ class World:
         self.runs: list[tuple[str, str]] = []  # (tool, tag) of every execution
         #: (tag, idempotency key) of every execution of an idempotent write
         self.keys: list[tuple[str, str]] = []
+        #: what each execution of a retried tool does, per tag, in order: "fail", "hang"
+        #: (until the system restarts) or "ok" (the default once the plan is used up)
+        self.attempts: dict[str, list[str]] = {}
+        #: how many executions of a retried tool hung, per tag
+        self.hung: Counter[str] = Counter()
+        #: tags whose hanging call may return (it polls: set from any thread)
+        self.released: set[str] = set()
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]  # reuse the initializer to reset state
@@ -50,10 +58,47 @@ class World:
             self.armed.discard(tag)
             event = self.hanging.setdefault(tag, anyio.Event())
             event.set()
+            while tag not in self.released:
+                await anyio.sleep(0.005)
+
+    async def attempt(self, tag: str) -> None:
+        """One execution of a retried tool: fail, hang or return as planned."""
+        plan = self.attempts.setdefault(tag, [])
+        what = plan.pop(0) if plan else "ok"
+        if what == "fail":
+            raise RetryableError(f"attempt failed {tag}")
+        if what == "hang":
+            self.hung[tag] += 1
             await anyio.sleep_forever()
 
 
 WORLD = World()
+
+
+class RetryableError(Exception):
+    """What a retried tool's planned failure raises."""
+
+
+#: no delay between attempts: the model is about what is logged, not about time
+RETRY = Retry(attempts=4, initial=0.0, jitter=False, on=RetryableError)
+
+
+@tool(effect="read", retry=RETRY)
+async def t_retry_read(tag: str) -> str:
+    WORLD.runs.append(("retry_read", tag))
+    await WORLD.attempt(tag)
+    return f"rt:{tag}"
+
+
+@tool(effect="write", idempotent=True, retry=RETRY)
+async def t_retry_idem(tag: str, *, idempotency_key: str) -> str:
+    WORLD.runs.append(("retry_idem", tag))
+    WORLD.keys.append((tag, idempotency_key))
+    await WORLD.attempt(tag)
+    return f"rt:{tag}"
+
+
+RETRY_TOOLS: dict[str, Tool[..., str]] = {"retry_read": t_retry_read, "retry_idem": t_retry_idem}
 
 
 @tool(effect="read")
@@ -146,45 +191,72 @@ HANG_TOOLS: dict[str, Tool[..., str]] = {
 }
 
 
-class Agent(Actor[AgentState]):
-    snapshot_every = None
+def make_agent(version: int) -> type[Actor[AgentState]]:
+    """The model's actor class, version ``version``: what an ``importlib.reload`` of a
+    module with a fixed class gives (a new class object with the same module, qualified
+    name and stable name). Versions behave the same but for the ``which`` message."""
 
-    async def receive(self, ctx: Context, msg: Op | Peek) -> Any:
-        if isinstance(msg, Peek):
-            return "|".join(self.state.log)
-        kind = msg.kind
-        out: str
-        if kind == "plain":
-            out = "ok"
-        elif kind == "boom":
-            raise ValueError(f"boom {msg.tag}")
-        elif kind == "read":
-            out = await ctx.call(t_read, msg.tag)
-        elif kind == "write":
-            out = await ctx.call(t_write, msg.tag)
-        elif kind in ("raise_read", "raise_escalate"):
-            fn = t_raise_read if kind == "raise_read" else t_raise_escalate
-            try:
-                await ctx.call(fn, msg.tag, msg.arg)
-                out = "no error"
-            except ToolCallError as exc:
-                out = f"err:{exc.error_type}"
-        elif kind == "value":
-            out = repr(await ctx.call(t_value, msg.tag, msg.arg))
-        elif kind == "send":
-            ref = await ctx.spawn(Agent, msg.arg)
-            await ctx.send(ref, Op(f"{msg.tag}>", "plain"))
-            out = "sent"
-        elif kind in HANG_TOOLS:
-            try:
-                out = await ctx.call(HANG_TOOLS[kind], msg.tag)
-            except ToolCallError as exc:
-                out = f"failed:{exc.message}"
-        elif kind == "alias":
-            # the reply is the state's own list: a caller must not be able to change state
-            self.state.log.append(f"{msg.tag}=alias")
-            return self.state.log
-        else:
-            raise AssertionError(kind)
-        self.state.log.append(f"{msg.tag}={out}")
-        return out
+    class Agent(Actor[AgentState], name="model.agent"):
+        __qualname__ = "Agent"
+        snapshot_every = None
+
+        async def receive(self, ctx: Context, msg: Op | Peek) -> Any:
+            return await _receive(self, ctx, msg, version)
+
+    return Agent
+
+
+#: version 1, the class the model starts with
+Agent = make_agent(1)
+
+
+async def _receive(actor: Actor[AgentState], ctx: Context, msg: Op | Peek, version: int) -> Any:
+    state = actor.state
+    if isinstance(msg, Peek):
+        return "|".join(state.log)
+    kind = msg.kind
+    out: str
+    if kind == "plain":
+        out = "ok"
+    elif kind == "boom":
+        raise ValueError(f"boom {msg.tag}")
+    elif kind == "read":
+        out = await ctx.call(t_read, msg.tag)
+    elif kind == "write":
+        out = await ctx.call(t_write, msg.tag)
+    elif kind in ("raise_read", "raise_escalate"):
+        fn = t_raise_read if kind == "raise_read" else t_raise_escalate
+        try:
+            await ctx.call(fn, msg.tag, msg.arg)
+            out = "no error"
+        except ToolCallError as exc:
+            out = f"err:{exc.error_type}"
+    elif kind == "value":
+        out = repr(await ctx.call(t_value, msg.tag, msg.arg))
+    elif kind == "send":
+        ref = await ctx.spawn(type(actor), msg.arg)
+        await ctx.send(ref, Op(f"{msg.tag}>", "plain"))
+        out = "sent"
+    elif kind in HANG_TOOLS:
+        try:
+            out = await ctx.call(HANG_TOOLS[kind], msg.tag)
+        except ToolCallError as exc:
+            out = f"failed:{exc.message}"
+    elif kind in RETRY_TOOLS:
+        try:
+            out = await ctx.call(RETRY_TOOLS[kind], msg.tag)
+        except ToolCallError as exc:
+            out = f"failed:{exc.error_type}"
+    elif kind == "stop":
+        ctx.stop(f"asked by {msg.tag}")
+        out = "stopping"
+    elif kind == "which":
+        return f"v{version}"  # no state change: which class version handles messages
+    elif kind == "alias":
+        # the reply is the state's own list: a caller must not be able to change state
+        state.log.append(f"{msg.tag}=alias")
+        return state.log
+    else:
+        raise AssertionError(kind)
+    state.log.append(f"{msg.tag}={out}")
+    return out

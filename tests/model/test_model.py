@@ -70,3 +70,24 @@ def test_model_on_sqlite_file_on_trio(tmp_path: Path) -> None:
         base_dir = str(tmp_path)
 
     run_state_machine_as_test(OnSqliteTrio, settings=_settings(_examples(8), 25))
+
+
+@pytest.mark.timeout(600 * SOAK)
+def test_model_issue24_on_memory_store() -> None:
+    """With the rules of issue 24: retries, lifecycle, compaction, class upgrades."""
+
+    class Extended(ModelMachine):
+        store_kind = "memory"
+        extended = True
+
+    run_state_machine_as_test(Extended, settings=_settings(_examples(25), 25))
+
+
+@pytest.mark.timeout(600 * SOAK)
+def test_model_issue24_on_sqlite_file(tmp_path: Path) -> None:
+    class ExtendedSqlite(ModelMachine):
+        store_kind = "sqlite"
+        base_dir = str(tmp_path)
+        extended = True
+
+    run_state_machine_as_test(ExtendedSqlite, settings=_settings(_examples(6), 20))
