@@ -310,6 +310,8 @@ class Cell:
         self.status = status
         self.error = exc
         err = self.failure()
+        if status == "quarantined":
+            self.journal.seal(err)  # nothing more reaches its log (DESIGN.md section 5)
         for seq in list(self.waiters):
             settle(self.waiters, seq, None, err)
         self.escalations.wake_all()
@@ -378,7 +380,13 @@ class Cell:
         return self.host.registry.decode_message(tag, body)
 
     def queue(self, env: Envelope) -> None:
-        """Queue a recovered message for its step."""
+        """Queue a recovered message for its step. An interrupted step whose handler cannot
+        run now (``_step.unrunnable``) raises here, so recovery quarantines the actor before
+        it is ready: no message posted meanwhile is logged."""
+        if env.recorded:
+            cannot = _step.unrunnable(self, env)
+            if cannot is not None:
+                raise cannot
         self._mailbox.put(env)
 
     # -- messages in -----------------------------------------------------------------------
@@ -618,8 +626,17 @@ class Cell:
                 continue
             self.status = "running"
             self.last_active = time.monotonic()
-            async with self.step_lock:  # queries run between steps, never during one
+            # Queries run between steps, never during one. Taken without a checkpoint when
+            # free (the usual case): a step starts in the same turn as it is dequeued, as it
+            # did before queries existed, so a post cannot slip in between.
+            try:
+                self.step_lock.acquire_nowait()
+            except anyio.WouldBlock:
+                await self.step_lock.acquire()
+            try:
                 await _step.handle(self, env)
+            finally:
+                self.step_lock.release()
 
     def prune_inflight(self) -> None:
         """Forget the ids of messages both handled and durable (a retry finds those in the
