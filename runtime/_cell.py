@@ -222,6 +222,8 @@ class Cell:
             try:
                 await self._loop()
             except ActorlogError as exc:
+                if self._shut_down(exc):
+                    return  # stopped, not quarantined: the step resumes at the next start
                 error, status = self._stopping(exc)
                 self.quarantine(error, status=status)
             except Exception as exc:
@@ -238,6 +240,13 @@ class Cell:
             self.ready.set()
             self.done.set()
             self._mailbox.close()
+
+    def _shut_down(self, exc: BaseException) -> bool:
+        """The system closing stopped the step (a ``ctx.send``/``ctx.spawn``/timer effect
+        reached while it shuts down: "the ActorSystem is not running"). A clean shutdown
+        never quarantines: the step is left unrecorded, as a cancelled one is, and resumes
+        in the next runtime (its effect logged, so it is done once)."""
+        return self.closing and isinstance(exc, ActorStoppedError) and self.journal.broken is None
 
     def _stopping(self, exc: BaseException) -> tuple[BaseException, str]:
         """Why the actor ends, and as what. A rejected append (a conflict, or a lease lost
