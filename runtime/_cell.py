@@ -320,7 +320,7 @@ class Cell:
         self.error = exc
         err = self.failure()
         if status == "quarantined":
-            self.journal.seal(err)  # nothing more reaches its log (DESIGN.md section 5)
+            self.journal.seal(err)  # nothing more reaches its log
         for seq in list(self.waiters):
             settle(self.waiters, seq, None, err)
         self.escalations.wake_all()
