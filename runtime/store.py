@@ -285,7 +285,8 @@ class AuditStore(Protocol):
 
     async def delete_actor(self, actor_id: str, detail: str) -> AuditRow:
         """In one transaction: remove the actor's entries, snapshots, events, summary row
-        (and, with leases, its lease and inbox), and append a ``deleted`` audit row with
+        (and, with leases, its lease and inbox), cancel its timers (with the timer index:
+        pending and claimed ``firing`` ones), and append a ``deleted`` audit row with
         ``detail`` (a JSON object); return that row. Deleting an actor that is not there
         still writes the row. The id may be registered again later, from seq 1."""
         ...
