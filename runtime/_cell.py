@@ -223,6 +223,8 @@ class Cell:
             try:
                 await self._loop()
             except ActorlogError as exc:
+                if self._shut_down(exc):
+                    return  # stopped, not quarantined: the step resumes at the next start
                 error, status = self._stopping(exc)
                 self.quarantine(error, status=status)
             except Exception as exc:
@@ -239,6 +241,13 @@ class Cell:
             self.ready.set()
             self.done.set()
             self._mailbox.close()
+
+    def _shut_down(self, exc: BaseException) -> bool:
+        """The system closing stopped the step (a ``ctx.send``/``ctx.spawn``/timer effect
+        reached while it shuts down: "the ActorSystem is not running"). A clean shutdown
+        never quarantines: the step is left unrecorded, as a cancelled one is, and resumes
+        in the next runtime (its effect logged, so it is done once)."""
+        return self.closing and isinstance(exc, ActorStoppedError) and self.journal.broken is None
 
     def _stopping(self, exc: BaseException) -> tuple[BaseException, str]:
         """Why the actor ends, and as what. A rejected append (a conflict, or a lease lost
@@ -311,6 +320,8 @@ class Cell:
         self.status = status
         self.error = exc
         err = self.failure()
+        if status == "quarantined":
+            self.journal.seal(err)  # nothing more reaches its log
         for seq in list(self.waiters):
             settle(self.waiters, seq, None, err)
         self.escalations.wake_all()
@@ -379,7 +390,13 @@ class Cell:
         return self.host.registry.decode_message(tag, body)
 
     def queue(self, env: Envelope) -> None:
-        """Queue a recovered message for its step."""
+        """Queue a recovered message for its step. An interrupted step whose handler cannot
+        run now (``_step.unrunnable``) raises here, so recovery quarantines the actor before
+        it is ready: no message posted meanwhile is logged."""
+        if env.recorded:
+            cannot = _step.unrunnable(self, env)
+            if cannot is not None:
+                raise cannot
         self._mailbox.put(env)
 
     # -- messages in -----------------------------------------------------------------------
@@ -630,8 +647,17 @@ class Cell:
                 continue
             self.status = "running"
             self.last_active = time.monotonic()
-            async with self.step_lock:  # queries run between steps, never during one
+            # Queries run between steps, never during one. Taken without a checkpoint when
+            # free (the usual case): a step starts in the same turn as it is dequeued, as it
+            # did before queries existed, so a post cannot slip in between.
+            try:
+                self.step_lock.acquire_nowait()
+            except anyio.WouldBlock:
+                await self.step_lock.acquire()
+            try:
                 await _step.handle(self, env)
+            finally:
+                self.step_lock.release()
 
     def prune_inflight(self) -> None:
         """Forget the ids of messages both handled and durable (a retry finds those in the

@@ -7,8 +7,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ._kit import StoreHarness, needs, require
-from .store import Store, TimerRow
+import pytest
+
+from ._kit import StoreHarness, needs, registered, require
+from .store import AuditStore, Store, TimerRow
 
 
 def timer(timer_id: str, due: float, *, actor_id: str = "actor-1", **kw: Any) -> TimerRow:
@@ -162,6 +164,30 @@ class TimerContract:
         assert not await s.fire_timer("sch", 10.0, 70.0)
         assert (await s.get_timer("sch")).state == "cancelled"
         assert await s.due_timers(100.0) == []
+
+    @needs("timers", "audit")
+    async def test_delete_actor_cancels_its_pending_and_claimed_timers(
+        self, harness: StoreHarness, store: Store
+    ) -> None:
+        """A deleted actor's timers never fire: its pending ones and its claimed ones (a
+        ``firing`` row left by a crash during delivery, which a restart would claim and
+        deliver again) are cancelled with it; another actor's claimed timer stays."""
+        s = _timers(harness, store)
+        if not isinstance(store, AuditStore):
+            pytest.skip("the store has no delete_actor/read_audit: list 'audit' in lacks")
+        await registered(store, "actor-1", "actor-2")
+        await s.put_timer(timer("a", 10.0))
+        await s.put_timer(timer("b", 10.0))
+        await s.put_timer(timer("sch", 10.0, recurrence='{"every": 60}'))
+        await s.put_timer(timer("c", 10.0, actor_id="actor-2"))
+        for claimed in ("b", "sch", "c"):
+            assert await s.claim_timer(claimed, 10.0)
+        await store.delete_actor("actor-1", '{"by":"kit"}')
+        states = {t.timer_id: t.state for t in await s.list_timers()}
+        assert states == {"a": "cancelled", "b": "cancelled", "sch": "cancelled", "c": "firing"}
+        assert [t.timer_id for t in await s.due_timers(100.0)] == ["c"]
+        assert not await s.claim_timer("b", 10.0)
+        assert not await s.fire_timer("sch", 10.0, 70.0)
 
     @needs("timers")
     async def test_claimed_timers_stay_due_and_a_schedule_returns_to_pending(

@@ -35,7 +35,7 @@ from ._recovery import Recovering
 from ._snapshots import SnapshotPolicy
 from ._telemetry import ATTR, SPAN, tracer
 
-__all__ = ["Stepping", "handle"]
+__all__ = ["Stepping", "handle", "unrunnable"]
 
 
 class Stepping(Recovering, _lifecycle.Endable, Protocol):
@@ -205,6 +205,14 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         settle(cell.waiters, env.seq, value, herr)
     if due is not None:
         await cell.snapshot(step_seq, trigger=due)
+
+
+def unrunnable(cell: Stepping, env: Envelope) -> BaseException | None:
+    """The error that quarantines the actor if ``env`` (an interrupted step, recovered)
+    cannot run now and left a call unsettled (see ``_unsettled``), else None. Recovery asks
+    it before the actor is ready, so no message is logged for an actor it quarantines."""
+    cannot = _cannot_run(cell, env)
+    return None if cannot is None else _unsettled(cell, env, cannot)
 
 
 def _cannot_run(cell: Stepping, env: Envelope) -> BaseException | None:

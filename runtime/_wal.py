@@ -71,6 +71,16 @@ class Journal:
         path: a message's body, a result's or effect's value, a step's reply)."""
         return _records.logged(self._buffer[-1], field)
 
+    def seal(self, exc: BaseException) -> None:
+        """The actor is quarantined: drop what is written but not yet committing, and
+        refuse every later write and flush with ``exc``. A quarantined actor writes nothing
+        (a message posted just before the quarantine is refused to its caller, so it must
+        not be committed later, e.g. by the system's final flush). Rows a flush already
+        took are committing and stay (their callers learn their outcome from it)."""
+        if self.broken is None:
+            self.broken = exc
+        self._buffer = []
+
     async def flush(self) -> None:
         """Make every written entry durable. A cancellation point; if cancelled, the
         entries may or may not be durable (the journal stays consistent either way)."""

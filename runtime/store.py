@@ -285,9 +285,9 @@ class AuditStore(Protocol):
 
     async def delete_actor(self, actor_id: str, detail: str) -> AuditRow:
         """In one transaction: remove the actor's entries, snapshots, events, summary row
-        (and, with leases, its lease and inbox), and append a ``deleted`` audit row with
-        ``detail`` (a JSON object); return that row. Deleting an actor that is not there
-        still writes the row. The id may be registered again later, from seq 1."""
+        (with leases, its lease and inbox), cancel its pending and claimed (``firing``)
+        timers, append a ``deleted`` audit row with ``detail`` (JSON); return that row.
+        Deleting an absent actor still writes the row. The id may be registered again."""
         ...
 
     async def read_audit(self, actor_id: str | None = None) -> list[AuditRow]:

@@ -20,7 +20,13 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from actorlog.store import CorruptEntryError, EntryRow, SequenceConflictError, StoreError
+from actorlog.store import (
+    CorruptEntryError,
+    EntryRow,
+    SequenceConflictError,
+    StoreCorruptError,
+    StoreError,
+)
 
 from ._groupcommit import Request
 from ._sql import ENTRY_COLS, entry_values
@@ -43,6 +49,7 @@ class SqliteCommits:
     #: a plain sqlite3 connection for commits on the loop's thread (``commit_on_loop``)
     _loop_conn: sqlite3.Connection | None = None
     batch_sizes: list[int]
+    path: str
 
     if TYPE_CHECKING:
 
@@ -105,10 +112,10 @@ class SqliteCommits:
                     f"INSERT INTO entries ({ENTRY_COLS}) VALUES (?,?,?,?,?,?,?,?)",
                     [entry_values(r) for r in rows],
                 )
-        except sqlite3.IntegrityError:
+        except sqlite3.IntegrityError as exc:
             if len(chunk) == 1:
                 actor_id, expected, _ = chunk[0].item
-                chunk[0].error = await self._conflict(actor_id, expected)
+                chunk[0].error = await self._conflict(actor_id, expected, exc, chunk[0].item[2])
                 return
             # Someone in the batch lost a race; find out who by committing one by one.
             for req in chunk:
@@ -123,16 +130,27 @@ class SqliteCommits:
             for req in chunk:
                 req.error = err
 
-    async def _conflict(self, actor_id: str, expected: int) -> StoreError | CorruptEntryError:
+    async def _conflict(
+        self,
+        actor_id: str,
+        expected: int,
+        exc: sqlite3.IntegrityError,
+        rows: Sequence[EntryRow],
+    ) -> StoreError | CorruptEntryError:
         """The error for a rejected append: a conflict, unless the actor's summary row
         (``actors.last_seq``, which the append trigger checks) disagrees with the log itself,
-        which is damage (one runtime per file: nobody else writes)."""
+        which is damage (one runtime per file: nobody else writes); or unless the log ends
+        where the append expects it to: then no seq was taken, and what refused the rows is
+        a damaged index (the unique message-id index holding an id no row has, say), which
+        is ``StoreCorruptError`` naming the file, unless the rows do not continue the log or
+        repeat a message id the log's rows (read past that index) or the rows themselves
+        hold: that is the conflict the contract names."""
         found = await self._last_seq(actor_id)
         try:
-            rows = await self._writer().execute_fetchall(
+            got = await self._writer().execute_fetchall(
                 "SELECT max(seq) FROM entries WHERE actor_id = ?", (actor_id,)
             )
-            real = rows[0][0] if rows else None
+            real = got[0][0] if got else None
         except (sqlite3.Error, ValueError):
             real = None
         if found is not None and type(real) in (int, type(None)) and found != (real or 0):
@@ -143,7 +161,43 @@ class SqliteCommits:
                 f"the actor's summary (actors.last_seq) says {found} but the log ends at seq "
                 f"{real or 0}; nothing was written",
             )
+        if (
+            found == expected
+            and type(real) in (int, type(None))
+            and (real or 0) == expected
+            and not await self._explains(actor_id, expected, rows)
+        ):
+            err = StoreCorruptError(
+                self.path,
+                f"SQLite refused an append to actor {actor_id!r} after seq {expected}, where "
+                f"its log ends, with {exc}: an index disagrees with the rows (run actorlog "
+                "verify, which runs SQLite's integrity check)",
+            )
+            err.__cause__ = exc
+            return err
         return SequenceConflictError(actor_id, expected, found)
+
+    async def _explains(self, actor_id: str, expected: int, rows: Sequence[EntryRow]) -> bool:
+        """Whether ``rows`` themselves explain their refusal at the log's end: their seqs do
+        not continue it, or a message id repeats (within them, or one a row of the log has,
+        read through the primary key's index, never through the message-id index)."""
+        if [r.seq for r in rows] != list(range(expected + 1, expected + 1 + len(rows))):
+            return True
+        ids = [r.message_id for r in rows if r.message_id is not None]
+        if len(set(ids)) != len(ids):
+            return True
+        for message_id in ids:
+            try:
+                found = await self._writer().execute_fetchall(
+                    "SELECT 1 FROM entries INDEXED BY sqlite_autoindex_entries_1 "
+                    "WHERE actor_id = ? AND message_id = ? LIMIT 1",
+                    (actor_id, message_id),
+                )
+            except sqlite3.Error:
+                return True  # cannot tell: keep the conflict
+            if list(found):
+                return True
+        return False
 
     async def _last_seq(self, actor_id: str) -> int | None:
         try:

@@ -146,6 +146,12 @@ CREATE TRIGGER IF NOT EXISTS store_audit_timers AFTER INSERT ON store_audit
 WHEN NEW.kind = 'deleted' BEGIN
     UPDATE timers SET state = 'cancelled' WHERE actor_id = NEW.actor_id AND state = 'pending';
 END;
+-- and its claimed ones (a crash during their delivery left them 'firing'): a trigger of its
+-- own, so a file written before it gains it on open (CREATE ... IF NOT EXISTS)
+CREATE TRIGGER IF NOT EXISTS store_audit_timers_firing AFTER INSERT ON store_audit
+WHEN NEW.kind = 'deleted' BEGIN
+    UPDATE timers SET state = 'cancelled' WHERE actor_id = NEW.actor_id AND state = 'firing';
+END;
 """
 
 

@@ -255,8 +255,10 @@ class MemoryStore:
     async def delete_actor(self, actor_id: str, detail: str) -> AuditRow:
         self._check()
         self.actors.pop(actor_id, None)
-        for timer_id, t in list(self.timers.items()):  # its pending timers go with it
-            if t.actor_id == actor_id and t.state == "pending":
+        for timer_id, t in list(self.timers.items()):
+            # its timers go with it: pending ones, and claimed ones (a crash during their
+            # delivery left them ``firing``; a restart would deliver them again)
+            if t.actor_id == actor_id and t.state in ("pending", "firing"):
                 self.timers[timer_id] = t._replace(state="cancelled")
         row = AuditRow(len(self.audit) + 1, time.time(), "deleted", actor_id, detail)
         self.audit.append(row)

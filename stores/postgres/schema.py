@@ -227,12 +227,26 @@ _SCHEMA_V7 = """
 CREATE INDEX IF NOT EXISTS timers_firing ON timers (due) WHERE state = 'firing';
 """
 
+# Version 8: deleting an actor cancels its claimed ('firing') timers too, not only its pending
+# ones (a firing row left by a crash would be delivered again after a restart).
+_SCHEMA_V8 = """
+CREATE OR REPLACE FUNCTION actorlog_store_audit_timers() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE {schema}.timers SET state = 'cancelled'
+    WHERE actor_id = NEW.actor_id AND state IN ('pending', 'firing');
+    RETURN NEW;
+END
+$$;
+"""
+
 #: Schema migrations: ``MIGRATIONS[v]`` takes a store from schema version ``v - 1`` to
 #: ``v``. They run in the schema they create tables in; ``{actors}`` and ``{leases}`` stand
 #: for its tables. Version 1 is log format 1; version 2 adds leases, fencing and the inbox;
 #: version 3 narrows the ref index to step rows; version 4 adds log starts (compaction);
 #: version 5 the store audit table (deleting actors); version 6 the timer index; version 7
-#: the index of claimed (``firing``) timers.
+#: the index of claimed (``firing``) timers; version 8 cancels a deleted actor's claimed
+#: timers too.
 # Deleting actors (``delete_actor``): a store-level audit table; inserting a ``deleted``
 # row removes the actor's rows in the same statement (so, in one transaction).
 _SCHEMA_V5 = """
@@ -269,6 +283,7 @@ MIGRATIONS: dict[int, str] = {
     5: _SCHEMA_V5,
     6: _SCHEMA_V6,
     7: _SCHEMA_V7,
+    8: _SCHEMA_V8,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

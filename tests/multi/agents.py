@@ -58,12 +58,17 @@ class Nap:
 #: sleep (0 outside the zombie process: a re-run after a take-over returns at once).
 ON_NAP: list[Callable[[], None]] = []
 NAPPING: list[float] = [0.0]
+#: if it holds an event, ``nap`` waits for it first (a test holds the steps until it has
+#: seen what it waits for)
+NAP_GATE: list[anyio.Event] = []
 
 
 @tool(effect="read")
 async def nap(seconds: float) -> str:
     for hook in ON_NAP:
         hook()
+    for gate in NAP_GATE:
+        await gate.wait()
     await anyio.sleep(seconds * NAPPING[0])
     return "rested"
 

@@ -146,7 +146,11 @@ async def test_sender_waiting_behind_a_failed_commit_gets_the_store_error(
             tg.start_soon(send, "a")
             await gate.reached.wait()
             tg.start_soon(send, "b")
-            await anyio.sleep(0.01)
+            # b's message is written (in flight) and b waits for the commit under way (a's,
+            # held by the gate): gated on that, not on a sleep (b first looks its id up in
+            # the store, which on PostgreSQL can take longer than any fixed sleep)
+            cell = system._cells["r"]
+            await wait_until(lambda: "b" in cell.inflight_ids or "b" in results)
             gate.open()
     assert isinstance(results["a"], StoreUnavailableError), results
     assert isinstance(results["b"], StoreUnavailableError), results

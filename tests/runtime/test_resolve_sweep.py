@@ -81,7 +81,7 @@ async def test_cancel_resolve_at_every_await_then_retry(make_store: StoreFactory
             except AlreadyDecidedError as exc:
                 assert exc.action == "result", exc  # the cancelled call decided it
             with anyio.fail_after(10):
-                assert await ref.ask(Ask("x"), message_id="m1") == "sent by hand"
+                assert await ref.ask(Ask("email:1"), message_id="m1") == "sent by hand"
                 while system.status(actor_id) != "idle":
                     await anyio.sleep(0.005)
             assert not system.in_doubt(actor_id)
@@ -91,7 +91,7 @@ async def test_cancel_resolve_at_every_await_then_retry(make_store: StoreFactory
             assert [r.type_tag for r in decisions] == ["result"], decisions
         async with ActorSystem(make_store(), actors=[Blocker]) as system:
             ref = await system.spawn(Blocker, actor_id)
-            assert await ref.ask(Ask("x"), message_id="m1") == "sent by hand"
+            assert await ref.ask(Ask("email:1"), message_id="m1") == "sent by hand"
             assert not system.in_doubt(actor_id)
         assert CALLS.count("send_email") == 1  # the tool ran only before the crash
         CALLS.reset()

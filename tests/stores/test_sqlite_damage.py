@@ -389,3 +389,57 @@ async def test_an_actor_whose_summary_row_is_damaged_is_quarantined_at_start(
         assert isinstance(err, CorruptEntryError) and err.actor_id == "victim", err
         assert "handled_seq" in str(err)
         assert system.status("bystander") != "quarantined"
+
+
+def stale_message_id_index(path: Path, actor_id: str, old: str, new: str) -> None:
+    """Rename a message id in ``entries`` behind the back of its unique index: the index
+    still holds ``old`` (damage SQLite's own integrity check reports, the rows do not show)."""
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("PRAGMA writable_schema=ON")
+        (index,) = db.execute(
+            "SELECT type, name, tbl_name, rootpage, sql FROM sqlite_master "
+            "WHERE name = 'entries_message_id'"
+        ).fetchall()
+        db.execute("DELETE FROM sqlite_master WHERE name = 'entries_message_id'")
+    finally:
+        db.close()
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute(
+            "UPDATE entries SET message_id = ? WHERE actor_id = ? AND message_id = ?",
+            (new, actor_id, old),
+        )
+    finally:
+        db.close()
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("PRAGMA writable_schema=ON")
+        db.execute("INSERT INTO sqlite_master VALUES (?, ?, ?, ?, ?)", index)
+    finally:
+        db.close()
+
+
+async def test_an_append_refused_by_a_damaged_message_id_index_is_store_corruption(
+    tmp_path: Path,
+) -> None:
+    """The index refuses a message id no row holds: the append fails although the log ends
+    where the caller expects. That is no conflict ("expected last seq 6, found 6"): it is
+    ``StoreCorruptError`` naming the file; nothing is written."""
+    path = tmp_path / "agents.db"
+    await build(path)
+    stale_message_id_index(path, "victim", "victim-1", "renamed-1")
+    store = SqliteStore(path)
+    await store.open()
+    try:
+        before = await store.read("victim")
+        from actorlog._codec import make_row
+
+        row = make_row("victim", before[-1].seq + 1, "message", "t", 0, "victim-1", b"{}")
+        with pytest.raises(StoreCorruptError) as info:
+            await store.append("victim", before[-1].seq, [row])
+        assert info.value.path == str(path) and "message_id" in str(info.value)
+        assert "another runtime" not in str(info.value)
+        assert await store.read("victim") == before
+    finally:
+        await store.close()

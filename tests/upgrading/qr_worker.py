@@ -8,6 +8,7 @@
   and asks ``Q("three")``; prints ``ok REPLY`` or ``refused TYPE MESSAGE``, then the status.
 * ``v2-sends-r``: v2 with ``R`` imported is asked ``R("five")`` (not accepted): prints
   ``refused TYPE ...`` (or ``ok``).
+* ``v2-send``: like ``v2``, but sends ``Q("three")`` (prints ``ok None`` or ``refused``).
 * ``v1``: v1 starts and asks ``Q("four")``; prints the outcome and the status.
 * ``v1-raises``: the same with a v1 whose ``R`` handler raises before its write.
 """
@@ -44,7 +45,11 @@ async def main(mode: str, db: str, marks: str) -> None:
         try:
             with anyio.fail_after(30):
                 ref = await system.spawn(actor, "a")
-                print("ok", await ref.ask(msg), flush=True)
+                if mode == "v2-send":
+                    await ref.send(msg)
+                    print("ok None", flush=True)
+                else:
+                    print("ok", await ref.ask(msg), flush=True)
         except Exception as exc:
             print("refused", type(exc).__name__, str(exc).replace("\n", " "), flush=True)
         print("status", system.status("a"), flush=True)

@@ -93,6 +93,18 @@ def test_a_step_v2_cannot_run_stays_unsettled_and_v1_finishes_it_once(
     assert writes(marks) == [f"{key} two", f"{key} two"]
 
 
+def test_a_send_to_the_actor_v2_quarantines_logs_nothing(tmp_path: Path) -> None:
+    """The sibling of the ask: a ``send`` posted while v2 starts the actor (the quarantine
+    is found by recovery, before any message is accepted) is refused, nothing logged."""
+    db, marks = tmp_path / "qr.db", tmp_path / "marks.txt"
+    kill_inside_the_write(db, marks)
+    log = entries(db)
+    out = run("v2-send", db, marks)
+    assert out[0].startswith("refused ActorQuarantinedError"), out
+    assert out[1] == "status quarantined", out
+    assert entries(db) == log
+
+
 def test_a_message_v2_refused_is_not_handled_by_v1_on_replay(tmp_path: Path) -> None:
     """v2 refuses a new ``R`` (recorded failed: its handler never ran); v1 back replays
     that step as it went (skipped, no write, no ``NonDeterminismError``)."""
