@@ -101,13 +101,16 @@ async def _ask_all(db: str) -> None:
             print(json.dumps({"message_id": mid, "reply": reply}), flush=True)
 
 
-async def _resume(db: str, actor_id: str, message_id: str, question: str) -> None:
+async def _resume(
+    db: str, actor_id: str, message_id: str, question: str, page: bool = False
+) -> None:
     async with ActorSystem(SqliteStore(db), actors=[OnCall], shutdown_grace=1.0) as system:
         ref = await system.spawn(OnCall, actor_id)
         out: dict[str, Any] = {}
         with anyio.fail_after(20):
             try:
-                out["reply"] = await ref.ask(Ask(question), message_id=message_id)
+                # the message sent under that id (another one would be MessageIdReusedError)
+                out["reply"] = await ref.ask(Ask(question, page), message_id=message_id)
             except HandlerError as exc:
                 out["error"] = {"type": exc.error_type, "message": exc.message}
         cell = system._cells[actor_id]  # the state, to check what the step did
@@ -125,7 +128,8 @@ def main(argv: list[str]) -> None:
     elif mode == "clean":
         anyio.run(_ask_all, db, backend="asyncio")
     elif mode == "resume":
-        anyio.run(_resume, db, ACTOR_ID, "q-3", QUESTIONS[2][1], backend="asyncio")
+        _, question, page = QUESTIONS[2]
+        anyio.run(_resume, db, ACTOR_ID, "q-3", question, page, backend="asyncio")
     elif mode == "resume-fork":
         fork_id = argv[2]
         _calls_path = argv[3] if len(argv) > 3 else ""

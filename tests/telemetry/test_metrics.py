@@ -109,5 +109,5 @@ async def test_in_doubt_gauge_counts_intents_waiting_for_an_operator(
         assert _gauge(metric_reader, "actorlog.intents.in_doubt") == 1
         await system.resolve("r", seq, result="done", by="ops")
         with anyio.fail_after(5):
-            await system.ref(Researcher, "r").ask(Ask("?"), message_id="m1")
+            await system.ref(Researcher, "r").ask(Ask("email:x"), message_id="m1")
         assert _gauge(metric_reader, "actorlog.intents.in_doubt") == 0

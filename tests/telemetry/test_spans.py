@@ -57,10 +57,16 @@ async def _ask_n(make_store: StoreFactory, questions: list[str], **spawn: int | 
             await ref.ask(Ask(q), message_id=f"q{i}")
 
 
+#: The question sent as "m1" by the last ``_crash_mid_tool``: asking "m1" again must send the
+#: same message (another one under that id is ``MessageIdReusedError``).
+CRASHED = [""]
+
+
 async def _crash_mid_tool(make_store: StoreFactory, tool_name: str, question: str) -> None:
     """Run one step until it hangs inside ``tool_name``, then stop without grace: the tool's
     intent is logged and its result never is (what SIGKILL mid-tool leaves behind)."""
     CALLS.hang = {tool_name}
+    CRASHED[0] = question
     async with ActorSystem(make_store(), actors=[Researcher], shutdown_grace=0) as system:
         ref = await system.spawn(Researcher, "r")
         await ref.send(Ask(question), message_id="m1")
@@ -401,7 +407,7 @@ def _in_doubt_recovery(
 async def _finish(make_store: StoreFactory) -> str:
     async with ActorSystem(make_store(), actors=[Researcher]) as system:
         with anyio.fail_after(5):
-            return str(await system.ref(Researcher, "r").ask(Ask("?"), message_id="m1"))
+            return str(await system.ref(Researcher, "r").ask(Ask(CRASHED[0]), message_id="m1"))
 
 
 @pytest.mark.parametrize(
@@ -456,7 +462,7 @@ async def test_in_doubt_plain_write_escalates_and_the_operator_decision_is_trace
         assert attrs_of(recover)[ATTR.IN_DOUBT] == 1
         await system.resolve("r", 4, result="sent by hand", by="ops", reason="saw it in the outbox")
         with anyio.fail_after(5):
-            reply = await system.ref(Researcher, "r").ask(Ask("?"), message_id="m1")
+            reply = await system.ref(Researcher, "r").ask(Ask(CRASHED[0]), message_id="m1")
         assert reply == "found:email:ops|sent by hand"
     finished = spans.get_finished_spans()
     _, _, settled = _in_doubt_recovery(finished, "send_email", "escalate", "write")
@@ -483,7 +489,7 @@ async def test_in_doubt_operator_retry_and_fail_are_traced(
             await system.resolve("r", 4, fail="never sent", by="ops")
         with anyio.fail_after(5):
             try:
-                await system.ref(Researcher, "r").ask(Ask("?"), message_id="m1")
+                await system.ref(Researcher, "r").ask(Ask(CRASHED[0]), message_id="m1")
             except Exception as exc:
                 assert how == "fail" and "never sent" in str(exc)
     finished = spans.get_finished_spans()
