@@ -243,8 +243,10 @@ async def test_an_id_written_while_the_filter_loads_is_not_taken_for_new(
             for i in range(3):  # "during" becomes handled, durable and forgotten
                 await ask(f"after-{i}", 0)
             gate.open()
-        # the first ask does not wait for the load (issue 24 item 23): handled first
-        assert (replies["first"], replies["during"]) == (1, 101)
+        # the first ask does not wait for the load (issue 24 item 23); its own index lookup
+        # and the one of "during" race (trio may finish the second first): either order,
+        # each handled once
+        assert sorted((replies["first"], replies["during"])) in ([1, 101], [100, 101])
         assert await ref.ask(Add(100), message_id="during") == 101  # not handled again
         assert await ref.ask(Add(0), message_id="probe") == 101
 
