@@ -32,15 +32,14 @@ from ._errors import (
     ActorlogError,
     ActorQuarantinedError,
     ActorStoppedError,
-    CorruptEntryError,
     EncodeError,
     LeaseLostError,
     RecoveryError,
     SequenceConflictError,
-    StoreCorruptError,
     StoreUnavailableError,
 )
 from ._escalation import Escalations
+from ._logged import LoggedMessages
 from ._mailbox import (
     PASSIVATE,
     STOP,
@@ -50,15 +49,11 @@ from ._mailbox import (
     Reply,
     Undecodable,
     settle,
-    step_outcome,
 )
 from ._records import (
     DecisionRecord,
     EntryKind,
-    StepRecord,
-    decode_entry,
 )
-from ._seenids import load_seen_ids
 from ._snapshots import SnapshotPolicy
 from ._wal import Journal
 
@@ -120,7 +115,7 @@ class CellHost(Protocol):
         ...
 
 
-class Cell:
+class Cell(LoggedMessages):
     def __init__(
         self, host: CellHost, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy
     ) -> None:
@@ -532,93 +527,6 @@ class Cell:
             err.__cause__ = broken
             return err
         return exc
-
-    async def _find_message(self, message_id: str) -> tuple[int, tuple[str, Any]] | None:
-        """The seq of the message logged with ``message_id`` and that message (type tag,
-        plain body), or None.
-
-        Looks in flight first, then in the filter of the log's ids (``_seenids``: a fresh
-        id is answered without a read), then in the store. The filter is loaded in the
-        background, started by the first message with an id: that message, and those until
-        the load completes, are answered by the store's index (one lookup each), so the
-        first ask after a start costs the same for a log of 250 steps as of 25,000 (issue 24
-        item 23). An id forgotten from
-        ``inflight_ids`` while the store was being asked (its message became handled and
-        durable meanwhile) may be missing from that answer, which was read before the
-        commit: ask again.
-        """
-        seen = self.journal.seen
-        if seen.state == "unloaded" and not self._loading_ids:
-            self._loading_ids = True
-            self.host.spawn_task(self._load_seen_ids)
-        while True:
-            seq = self.inflight_ids.get(message_id)
-            if seq is not None:
-                return seq, self.inflight_messages[message_id]
-            if seen.surely_new(message_id):
-                return None
-            pruned = self._pruned
-            row = await self.store.find_message(self.actor_id, message_id)
-            if row is not None:
-                _codec.verify_row(row, self.actor_id, row.seq)
-                if row.message_id != message_id:  # an intact entry, found by a damaged index
-                    raise StoreCorruptError(
-                        self.store.url,
-                        f"its message-id index finds {message_id!r} at seq {row.seq} of "
-                        f"actor {self.actor_id!r}, whose message id is {row.message_id!r}",
-                    )
-                return row.seq, _reuse.logged_message(row)
-            seq = self.inflight_ids.get(message_id)
-            if seq is not None:
-                return seq, self.inflight_messages[message_id]
-            if self._pruned == pruned:
-                return None
-
-    async def _load_seen_ids(self) -> None:
-        """Load the log's message ids into the filter (a background task; a failed load
-        leaves it ``unloaded``, and the next message with an id starts another)."""
-        try:
-            await load_seen_ids(self.journal.seen, self.store, self.actor_id)
-        finally:
-            self._loading_ids = False
-
-    async def reply_for(self, seq: int) -> Reply:
-        """The reply slot of an already-logged message: resolved from its recorded step if it
-        was handled, else when its step completes here.
-
-        A handled message's reply is read back from the log (after the commit that carries
-        its step): nothing is registered, so a caller cancelled meanwhile leaves nothing
-        behind, and a cell that passivates meanwhile does not matter.
-        """
-        if self.handled_seq < seq <= self.journal.last_seq:
-            self.check_usable()
-            if self.done.is_set():
-                raise Moved  # stopped under the caller: the retry meets the error
-            slot = Reply(self.waiters, seq)
-            if seq in self.escalations.escalated:  # its step waits for an operator
-                settle(self.waiters, seq, None, self.escalations.escalated[seq])
-            return slot
-        failure: ActorlogError | None = None
-        try:
-            await self.journal.flush()  # its step may still be buffered (no-op if not)
-        except ActorlogError as exc:
-            failure = self._commit_failure(exc)
-        for row in await self.store.find_ref(self.actor_id, EntryKind.STEP, seq):
-            _codec.verify_row(row, self.actor_id, row.seq)
-            slot = Reply()
-            step = decode_entry(row)
-            if not isinstance(step, StepRecord):
-                raise CorruptEntryError(self.actor_id, row.seq, "decode", "not a step")
-            slot.set(*self.outcome(seq, step))
-            return slot
-        if failure is not None:
-            raise failure
-        raise CorruptEntryError(
-            self.actor_id, seq, "reference", "a handled message has no step in the log"
-        )
-
-    def outcome(self, seq: int, step: StepRecord) -> tuple[Any, BaseException | None]:
-        return step_outcome(self.actor_id, seq, step, self.reply_type)
 
     # -- the step loop ---------------------------------------------------------------------
 

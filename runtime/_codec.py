@@ -7,16 +7,23 @@ from __future__ import annotations
 
 import collections.abc
 import json
-import os
-import reprlib
 import struct
 import typing
-import uuid
 import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ConfigurationError, CorruptEntryError, EncodeError
+
+# Ids and the bounded repr of error messages live in ``_ids``; re-exported here, where
+# most of the runtime calls them (``_codec.validate_actor_id``).
+from ._ids import MAX_ACTOR_ID_CHARS as MAX_ACTOR_ID_CHARS
+from ._ids import NO_MESSAGE_ID, is_utf8
+from ._ids import new_incarnation as new_incarnation
+from ._ids import new_message_id as new_message_id
+from ._ids import shown as shown
+from ._ids import validate_actor_id as validate_actor_id
+from ._ids import validate_message_id as validate_message_id
 from ._names import is_pydantic_model as _is_pydantic_model
 from ._names import message_kind, type_tag
 from .store import FORMAT_VERSION, KINDS, EntryRow, SnapshotInfo
@@ -44,10 +51,7 @@ __all__ = [
 #: [F10] Largest encoded payload of one log entry. Larger messages, arguments or results are
 #: rejected at the call with ``EncodeError``; store big blobs elsewhere and log a reference.
 MAX_PAYLOAD_BYTES = 8 * 1024 * 1024
-#: [F11] Actor ids: 1..200 characters, no control characters.
-MAX_ACTOR_ID_CHARS = 200
 _MAX_TAG_BYTES = 1024
-_NO_MESSAGE_ID = 0xFFFF
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
@@ -295,73 +299,6 @@ def _converter() -> cattrs.Converter:
         return _make_converter()
 
 
-_SHOWN = reprlib.Repr()
-_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 3, 80, 80
-
-
-def shown(value: object) -> str:
-    """``repr(value)`` bounded for an error message: a 2,000-level nested list or a 100 kB
-    string shows as a short prefix (a plain ``repr`` of the first raises RecursionError)."""
-    return _SHOWN.repr(value)
-
-
-def validate_actor_id(actor_id: object) -> str:
-    """Return ``actor_id`` if it is a valid id, else raise ``ConfigurationError``."""
-    if not isinstance(actor_id, str):
-        raise ConfigurationError(
-            f"actor id must be a str, got {type(actor_id).__qualname__} {shown(actor_id)}: an id "
-            f"is a stable name such as 'run-42' (for a number, pass f\"run-{{n}}\")"
-        )
-    if not actor_id:
-        raise ConfigurationError(
-            "actor id must not be empty: an id is a stable name such as 'run-42', the same "
-            "on every spawn (it is how a restarted actor is found again)"
-        )
-    if len(actor_id) > MAX_ACTOR_ID_CHARS:
-        raise ConfigurationError(
-            f"actor id is {len(actor_id)} characters; the limit is {MAX_ACTOR_ID_CHARS} "
-            "(for a long natural key, use a digest of it, e.g. hashlib.sha256(key).hexdigest())"
-        )
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in actor_id):
-        raise ConfigurationError(
-            f"actor id {shown(actor_id)} contains control characters (newlines, tabs, ...): "
-            "use printable text"
-        )
-    if not _is_utf8(actor_id):
-        raise ConfigurationError(
-            f"actor id {shown(actor_id)} contains lone surrogates (text decoded with "
-            "'surrogateescape'?); ids are stored as UTF-8: decode them properly first"
-        )
-    return actor_id
-
-
-def validate_message_id(message_id: object) -> str | None:
-    """Return ``message_id`` if it is ``None`` or a valid message id, else raise
-    ``ConfigurationError`` (nothing has been written)."""
-    if message_id is None:
-        return None
-    if not isinstance(message_id, str) or not message_id:
-        raise ConfigurationError("message_id must be a non-empty str")
-    if not _is_utf8(message_id):
-        raise ConfigurationError(
-            f"message_id {shown(message_id)} contains lone surrogates; it is stored as UTF-8"
-        )
-    if "\x00" in message_id:
-        # PostgreSQL text cannot hold NUL: refused on every store, so a log moves freely
-        raise ConfigurationError(f"message_id {shown(message_id)} contains a NUL character")
-    if len(message_id.encode()) >= _NO_MESSAGE_ID:
-        raise ConfigurationError(f"message_id is too long (limit {_NO_MESSAGE_ID - 1} bytes)")
-    return message_id
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> bytes:
     """[F9] Unstructure ``value`` with cattrs and encode it as compact UTF-8 JSON.
 
@@ -464,7 +401,7 @@ def check_attrs_instance(value: object, what: str) -> None:
 _HEAD = struct.Struct(">BBQQH")  # version, kind code, seq, ref, actor id length
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
-_NO_MESSAGE_ID_BYTES = _U16.pack(_NO_MESSAGE_ID)
+_NO_MESSAGE_ID_BYTES = _U16.pack(NO_MESSAGE_ID)
 
 
 def _frame_parts(
@@ -527,7 +464,7 @@ def make_row(
 ) -> EntryRow:
     """Build a checksummed row. Raises ``ConfigurationError`` for a field no entry can hold."""
     if type_tag not in _GOOD_TAGS:
-        if not _is_utf8(type_tag):
+        if not is_utf8(type_tag):
             raise ConfigurationError(f"type tag {type_tag!r} contains lone surrogates")
         if len(type_tag.encode()) > _MAX_TAG_BYTES:
             raise ConfigurationError(
@@ -618,13 +555,3 @@ def log_start_checksum(actor_id: str, first_seq: int) -> int:
     """[F16] CRC-32 of a compacted log's start record: the first seq still stored."""
     a = actor_id.encode()
     return zlib.crc32(struct.pack(">BBQH", FORMAT_VERSION, 0x80, first_seq, len(a)) + a)
-
-
-def new_incarnation() -> str:
-    """[F13] A fresh incarnation id for a log that starts: 16 random hex digits."""
-    return os.urandom(8).hex()
-
-
-def new_message_id() -> str:
-    """A fresh message id for a message sent without one."""
-    return uuid.uuid4().hex

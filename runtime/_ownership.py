@@ -50,7 +50,6 @@ from ._actor import Actor, reply_type
 from ._errors import (
     ActorlogError,
     ConfigurationError,
-    HandlerError,
     LeaseLostError,
     MessageIdReusedError,
     SequenceConflictError,
@@ -58,14 +57,13 @@ from ._errors import (
 from ._leases import LEASE_MARGIN, ChangeFeed, ChangeKind, Lease, OwnershipChange
 from ._mailbox import Undecodable
 from ._records import EntryKind
-from ._remote import RemoteAsks
+from ._remote import RemoteAsks, ReplyAnnouncer
 from .store import LeaseStore, ReplyStore, Store
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from ._cell import Cell
-    from ._mailbox import Reply
     from ._registry import Registry
 
 __all__ = ["Ownership", "OwnershipHost"]
@@ -146,9 +144,8 @@ class Ownership:
                 4 * poll_interval if reply_poll_interval is None else reply_poll_interval
             ),
         )
-        #: durable steps of inbox messages not yet announced, and the announcer's wake-up
-        self._announce: list[tuple[str, str]] = []
-        self._announce_wake = anyio.Event()
+        #: announces the replies of inbox messages once their steps are durable
+        self.announcer = ReplyAnnouncer(self._replies)
         self._tg: TaskGroup | None = None
         self.tokens: dict[str, int] = {}
         self._wake = anyio.Event()
@@ -171,7 +168,7 @@ class Ownership:
         except ActorlogError:
             self._stop_listening = None  # polling still delivers
         if self._replies is not None:
-            tg.start_soon(self._announce_loop, name=f"actorlog:replies:{self.owner}")
+            tg.start_soon(self.announcer.loop, name=f"actorlog:replies:{self.owner}")
         tg.start_soon(self._renew_loop, name=f"actorlog:leases:{self.owner}")
         tg.start_soon(self._inbox_loop, name=f"actorlog:inbox:{self.owner}")
         tg.start_soon(self._takeover_loop, name=f"actorlog:takeover:{self.owner}")
@@ -181,7 +178,7 @@ class Ownership:
         with anyio.CancelScope(shield=True):
             self._tg = None
             with anyio.move_on_after(self.ttl / 3):
-                await self._send_announcements()  # replies of the last steps
+                await self.announcer.send()  # replies of the last steps
             await self.remote.stop()
             if self._stop_listening is not None:
                 await self._stop_listening()
@@ -253,7 +250,7 @@ class Ownership:
             for seq, message_id in pending:
                 slot = await cell.reply_for(seq)
                 if self._tg is not None:
-                    self._tg.start_soon(self._announce_when_done, actor_id, message_id, slot)
+                    self._tg.start_soon(self.announcer.when_done, actor_id, message_id, slot)
         except Exception:
             return  # the asks find their replies by polling
 
@@ -507,8 +504,7 @@ class Ownership:
                 if cell.ended is not None:  # answered from the log: ActorFinishedError
                     await _lifecycle.log_refused(cell, tag, plain, message_id, sender)
                     await self.store.inbox_delete(actor_id, message_id)
-                    self._announce.append((actor_id, message_id))  # the refused step
-                    self._announce_wake.set()
+                    self.announcer.queue(actor_id, message_id)  # the refused step
                     continue
                 try:
                     msg: Any = self.system.registry.decode_message(tag, plain)
@@ -541,7 +537,7 @@ class Ownership:
             except Exception:
                 return  # stays queued: retried next round or by the next owner
             if slot is not None and self._tg is not None:
-                self._tg.start_soon(self._announce_when_done, actor_id, message_id, slot)
+                self._tg.start_soon(self.announcer.when_done, actor_id, message_id, slot)
 
     async def _deleted(self, actor_id: str, message_id: str) -> None:
         """The actor was deleted (``delete_actor``'s inbox command): stop its cell here and
@@ -561,34 +557,6 @@ class Ownership:
             pass  # the lease expires; the command is retried by whoever holds it next
         if token is not None:
             self._changed(OwnershipChange("released", actor_id, token, "deleted"))
-
-    # -- reply notifications ---------------------------------------------------------------
-
-    async def _announce_when_done(self, actor_id: str, message_id: str, slot: Reply) -> None:
-        """Queue the announcement of a remote message's reply once its step is durable."""
-        try:
-            await slot.wait()
-        except HandlerError:
-            pass  # a recorded error is a reply too
-        except Exception:
-            return  # stopped before its step: whoever handles it later has no announcement
-        self._announce.append((actor_id, message_id))
-        self._announce_wake.set()
-
-    async def _announce_loop(self) -> None:
-        """Send queued announcements, batched: those queued while one is sent go together."""
-        while True:
-            await self._announce_wake.wait()
-            self._announce_wake = anyio.Event()
-            await self._send_announcements()
-
-    async def _send_announcements(self) -> None:
-        batch, self._announce = self._announce, []
-        if batch and self._replies is not None:
-            try:
-                await self._replies.notify_replies(batch)
-            except Exception:
-                pass  # the asks find the replies by polling
 
     # -- take-over -------------------------------------------------------------------------
 

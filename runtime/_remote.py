@@ -5,6 +5,10 @@ waits here. It reads the step of the message from the log: at once, whenever a r
 notification wakes it (``store.listen_replies``; PostgreSQL ``LISTEN actorlog_reply``), and
 every ``reply_poll_interval`` as a fallback (notifications can be lost); without a listener
 it polls with back-off from 5 ms up to ``poll_interval``.
+
+The owner's side is :class:`ReplyAnnouncer`: once the step of a message from the inbox is
+durable, it announces it (``store.notify_replies``, batched; PostgreSQL ``NOTIFY
+actorlog_reply``).
 """
 
 from __future__ import annotations
@@ -17,12 +21,12 @@ from typing import Any
 import anyio
 
 from . import _codec, _reuse
-from ._errors import ActorlogError, ActorQuarantinedError, CorruptEntryError
-from ._mailbox import step_outcome
+from ._errors import ActorlogError, ActorQuarantinedError, CorruptEntryError, HandlerError
+from ._mailbox import Reply, step_outcome
 from ._records import EntryKind, StepRecord, decode_entry
 from .store import EventRow, ReplyStore, Store
 
-__all__ = ["RemoteAsks"]
+__all__ = ["RemoteAsks", "ReplyAnnouncer"]
 
 
 def _quarantined(events: list[EventRow]) -> str | None:
@@ -178,3 +182,45 @@ class RemoteAsks:
                 continue
             with anyio.move_on_after(self.reply_poll_interval):
                 await ask.woken.wait()
+
+
+class ReplyAnnouncer:
+    """An owner's reply notifications: the replies of inbox messages, announced in batches
+    once their steps are durable, so that the asking runtime's :class:`RemoteAsks` wakes."""
+
+    def __init__(self, replies: ReplyStore | None) -> None:
+        self._replies = replies
+        #: durable steps of inbox messages not yet announced, and the announcer's wake-up
+        self._queued: list[tuple[str, str]] = []
+        self._wake = anyio.Event()
+
+    def queue(self, actor_id: str, message_id: str) -> None:
+        """Announce the reply of ``message_id`` (its step is durable) with the next batch."""
+        self._queued.append((actor_id, message_id))
+        self._wake.set()
+
+    async def when_done(self, actor_id: str, message_id: str, slot: Reply) -> None:
+        """Queue the announcement of a remote message's reply once its step is durable."""
+        try:
+            await slot.wait()
+        except HandlerError:
+            pass  # a recorded error is a reply too
+        except Exception:
+            return  # stopped before its step: whoever handles it later has no announcement
+        self.queue(actor_id, message_id)
+
+    async def loop(self) -> None:
+        """Send queued announcements, batched: those queued while one is sent go together."""
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            await self.send()
+
+    async def send(self) -> None:
+        """Send the announcements queued so far (failures are left to the asks' polling)."""
+        batch, self._queued = self._queued, []
+        if batch and self._replies is not None:
+            try:
+                await self._replies.notify_replies(batch)
+            except Exception:
+                pass  # the asks find the replies by polling

@@ -1,6 +1,8 @@
 """Restarting a quarantined actor once its cause is fixed (``ActorSystem.restart``,
 ``actorlog restart``): the restart is recorded as a ``restarted`` event in the actor's
-history, then the actor recovers with the code that runs now (docs/upgrading.md)."""
+history, then the actor recovers with the code that runs now (docs/upgrading.md).
+
+Also which finished cells ``spawn`` starts again without a restart (:func:`restartable`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,14 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from . import _codec, _decisions, _logs, _traceends
-from ._errors import ActorNotFoundError, ConfigurationError, CorruptEntryError, StoreCorruptError
+from ._errors import (
+    ActorNotFoundError,
+    ConfigurationError,
+    CorruptEntryError,
+    LeaseLostError,
+    StoreCorruptError,
+    StoreUnavailableError,
+)
 from ._records import EventKind
 
 if TYPE_CHECKING:
@@ -17,7 +26,7 @@ if TYPE_CHECKING:
     from ._registry import Registry
     from .store import Store
 
-__all__ = ["detail", "quarantined_class"]
+__all__ = ["detail", "quarantined_class", "restartable"]
 
 
 def detail(by: str | None, reason: str, error: object) -> dict[str, Any]:
@@ -81,3 +90,18 @@ async def quarantined_class(
         "actor %s restarted by %s (was quarantined: %s)", actor_id, found["by"], error
     )
     return cls
+
+
+def restartable(cell: Cell) -> bool:
+    """A finished cell that spawning starts again: it stopped cleanly, or a store failure
+    (possibly transient: disk full, lock timeout, I/O error) stopped it, or it lost its
+    lease to another runtime (spawning takes the lease again if it is free, else reaches the
+    actor where it runs). Recovery reads the truth back from the store; a damaged log or a
+    conflict stays stopped."""
+    if not cell.done.is_set():
+        return False
+    return (
+        cell.error is None
+        or isinstance(cell.error, (StoreUnavailableError, LeaseLostError))
+        or isinstance(cell.journal.broken, StoreUnavailableError)
+    )

@@ -24,8 +24,6 @@ from ._errors import (
     ActorQuarantinedError,
     ActorStoppedError,
     ConfigurationError,
-    LeaseLostError,
-    StoreUnavailableError,
 )
 from ._host import Host
 from ._leases import Lease, OwnershipChange
@@ -373,7 +371,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
             await cell.done.wait()
         async with self._spawn_locks.hold(actor_id):
             cell = self._cells.get(actor_id)
-            if cell is None or _restartable(cell):
+            if cell is None or _restart.restartable(cell):
                 # A state type the codec cannot encode fails here, before anything is written
                 # (not at the first snapshot, which would fail quietly).
                 _codec.to_plain(cls().initial_state(), "initial state")
@@ -411,7 +409,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
             if cell is not None and cell.passivating:
                 await cell.done.wait()  # writing its last snapshot; then start it again
                 continue
-            if cell is None or _restartable(cell):
+            if cell is None or _restart.restartable(cell):
                 started = await self._spawn_cell(
                     cls, actor_id, self._options.policy_for(cls, actor_id)
                 )
@@ -610,18 +608,3 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
 def _client_name() -> str:
     """A unique owner name for a client (it holds no lease; the name labels its asks)."""
     return f"client-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-
-def _restartable(cell: Cell) -> bool:
-    """A finished cell that spawning starts again: it stopped cleanly, or a store failure
-    (possibly transient: disk full, lock timeout, I/O error) stopped it, or it lost its
-    lease to another runtime (spawning takes the lease again if it is free, else reaches the
-    actor where it runs). Recovery reads the truth back from the store; a damaged log or a
-    conflict stays stopped."""
-    if not cell.done.is_set():
-        return False
-    return (
-        cell.error is None
-        or isinstance(cell.error, (StoreUnavailableError, LeaseLostError))
-        or isinstance(cell.journal.broken, StoreUnavailableError)
-    )
