@@ -500,7 +500,7 @@ class ToolCalls:
         policy = t.policy
         if policy in ("rerun", "rerun-same-key"):
             _telemetry.settled(rec.seq, t.name, policy, policy)
-            return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)
+            return await self._rerun(t, args, kwargs, rec.seq, key, attempts)
         if policy == "reconcile":
             answer = await self._ask_reconcile(t, args, kwargs, rec.seq, key)
             if isinstance(answer, Happened):
@@ -508,8 +508,26 @@ class ToolCalls:
                 return self._reconciled(t, rec.seq, answer, attempts)
             if isinstance(answer, NotHappened):
                 _telemetry.settled(rec.seq, t.name, policy, "reconcile.not_happened")
-                return await self._run(t, args, kwargs, rec.seq, key, attempt=attempts + 1)
+                return await self._rerun(t, args, kwargs, rec.seq, key, attempts)
         return await self._escalate(t, rec, args, kwargs, key, attempts)
+
+    async def _rerun(
+        self,
+        t: Tool[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        intent_seq: int,
+        key: str,
+        attempts: int,
+    ) -> Any:
+        """Re-run attempt ``attempts`` (interrupted, its in-doubt policy said go on) as the
+        next attempt, marked started first like every attempt after the first: killed in its
+        turn, the count goes on from it (a call never runs more attempts than its policy
+        allows because of a crash; docs/retries.md)."""
+        await self._start_attempt(
+            intent_seq, attempts + 1, f"re-run of interrupted attempt {attempts}"
+        )
+        return await self._run(t, args, kwargs, intent_seq, key, attempt=attempts + 1)
 
     async def _ask_reconcile(
         self,

@@ -56,12 +56,7 @@ T = TypeVar("T")
 #: Rules (and rule variants, and checks) that find a defect on current main, with the item of
 #: issue 11 or 18 each waits for (issue 15 for InDoubtError; NEW: found by this test, with a
 #: regression test of its own). Delete a line when its fix is merged: the rule is then on.
-BROKEN_ON_MAIN: dict[str, str] = {
-    # with item 6's fix merged: a retried read crashed in attempts 1 and 2, then failing in
-    # 3 and 4, ran a 5th attempt and succeeded (Retry(attempts=4)): after two kills the
-    # attempt count is one short (docs/retries.md: the re-run is the next attempt number)
-    "retry_double_kill": "issue 24 item 6 (its merged fix miscounts attempts)",
-}
+BROKEN_ON_MAIN: dict[str, str] = {}
 
 #: Every switch, on unless listed in BROKEN_ON_MAIN (or ACTORLOG_MODEL_DISABLE).
 SWITCHES = (

@@ -214,3 +214,65 @@ async def test_sigkill_at_every_attempt_boundary_runs_the_next_attempt(
     keys = {line.split()[1] for line in runs.read_text().splitlines()}
     assert len(keys) == 1  # one idempotency key for every attempt ("no-key" for the read)
     assert run_count() == 5
+
+
+@pytest.mark.parametrize("effect", ["read", "write"])
+async def test_sigkill_in_the_first_two_attempts_never_runs_more_than_attempts(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, effect: str
+) -> None:
+    """Issue 24 item 6, found again by the model (``retry_double_kill``): ``Retry(attempts=5)``,
+    the worker is killed during attempt 1 (no outcome yet), then during its re-run (attempt
+    2); attempts 3, 4 and 5 fail. The re-run of the interrupted first attempt is marked
+    started like any attempt, so the second kill does not re-number it: the call fails after
+    five runs in all (a sixth run would succeed: the plan says ``ok`` after its end)."""
+    from actorlog import ActorlogError
+
+    actor_id = f"planned-{effect}"
+    runs = tmp_path / "runs.txt"
+    plan = "hang,hang,fail,fail,fail"
+    monkeypatch.setenv("ACTORLOG_RETRY_RUNS", str(runs))
+    monkeypatch.setenv("ACTORLOG_RETRY_PLAN", plan)
+    env = dict(
+        os.environ, ACTORLOG_RETRY_RUNS=str(runs), ACTORLOG_RETRY_PLAN=plan, PYTHONPATH=str(ROOT)
+    )
+
+    def run_count() -> int:
+        return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+    for n_runs in (1, 2):  # killed during attempt 1, then during its re-run
+        output = tmp_path / f"worker-{n_runs}.out"
+        worker = _start_worker(store_url, env, output, effect)
+        try:
+            with anyio.fail_after(60):
+                while run_count() < n_runs:
+                    assert worker.poll() is None, output.read_text()
+                    await anyio.sleep(0.05)
+            worker.send_signal(signal.SIGKILL)
+            assert worker.wait(timeout=30) == -signal.SIGKILL
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+        assert run_count() == n_runs
+    # the re-run of attempt 1 was marked started before it ran
+    assert _actions(await _decisions(store_url, actor_id)) == ["attempt"]
+    cls = PLANNED[effect]
+    async with ActorSystem(open_store(store_url), actors=[cls]) as system:
+        ref = await system.spawn(cls, actor_id)
+        with anyio.fail_after(60), pytest.raises(ActorlogError, match="run 5 failed"):
+            await ref.ask(Go("report"), message_id="go-1")
+    assert run_count() == 5
+    after = await _decisions(store_url, actor_id)
+    assert _actions(after) == [
+        "attempt",
+        "attempt",
+        "attempt_failed",
+        "attempt",
+        "attempt_failed",
+        "attempt",
+        "result",
+    ]
+    failed = [r for r in after if isinstance(r, DecisionRecord) and r.action == "attempt_failed"]
+    assert [f.attempt for f in failed] == [3, 4]
+    result = after[-1]
+    assert isinstance(result, ResultRecord) and not result.ok and result.attempt == 5
