@@ -67,9 +67,9 @@ NEW_DEFECTS: dict[str, str] = {
     "NEW-4": "reason=/by= of terminate/delete/cancel (system and ops) and ops.compact(by=) are "
     "not checked: non-text values raise a bare TypeError from json ('not JSON serializable'), "
     "others (numbers, None, lists) are recorded as they are",
-    "NEW-5": "a value that is not an ActorRef for ref= (send_later, schedule, ctx.send, "
-    "ctx.send_later), or not an Actor class for cls= (spawn, ctx.spawn): a bare "
-    "AttributeError/TypeError instead of a ConfigurationError",
+    "NEW-5": "a value that is not an Actor class for cls= (spawn, ctx.spawn): a bare "
+    "AttributeError/TypeError instead of a ConfigurationError (ref= of send_later, schedule, "
+    "ctx.send, ctx.send_later: fixed by the timers work)",
     "NEW-6": "seqs and counts (ops.history/iter_history since=, show seq=, fork/fork_effects "
     "at=, resolve intent_seq=, list_actors_page offset=/limit=/status_limit=) are not "
     "checked: a bare TypeError for text or a datetime; floats, nan, inf and bools accepted",
@@ -101,14 +101,7 @@ KNOWN_HOLES: dict[str, str] = {
     "ActorSystem.resolve:fail": "NEW-1",
     "ActorSystem.resolve:intent_seq": "NEW-6",
     "ActorSystem.schedule:cron": "NEW-1",
-    "ActorSystem.schedule:every": "NEW-1, issue 24 item 5",
     "ActorSystem.schedule:missed": "NEW-1",
-    "ActorSystem.schedule:name": "NEW-1, NEW-3",
-    "ActorSystem.schedule:ref": "NEW-5",
-    "ActorSystem.schedule:start": "NEW-1, issue 24 item 5",
-    "ActorSystem.send_later:at": "NEW-1, issue 24 item 5",
-    "ActorSystem.send_later:delay": "NEW-1, issue 24 item 5",
-    "ActorSystem.send_later:ref": "NEW-5",
     "ActorSystem.spawn:cls": "NEW-5",
     "ActorSystem.spawn:recovery_budget": "NEW-1",
     "ActorSystem.spawn:retention": "NEW-1",
@@ -131,14 +124,6 @@ KNOWN_HOLES: dict[str, str] = {
     "ActorSystem:store": "NEW-7",
     "Context.call:tool": "NEW-1",
     "Context.patched:change_id": "NEW-1, NEW-3",
-    "Context.send:ref": "NEW-5",
-    "Context.send_later:*": "issue 24 item 4",
-    "Context.send_later:at": "NEW-1, issue 24 item 5",
-    "Context.send_later:delay": "NEW-1, issue 24 item 5",
-    "Context.send_later:ref": "NEW-5",
-    "Context.sleep:*": "issue 24 item 4",
-    "Context.sleep:seconds": "NEW-1, issue 24 item 5",
-    "Context.sleep_until:when": "NEW-1, issue 24 item 5",
     "Context.spawn:cls": "NEW-5",
     "Context.spawn:recovery_budget": "NEW-1",
     "Context.spawn:retention": "NEW-1",
