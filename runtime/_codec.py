@@ -45,6 +45,8 @@ __all__ = [
     "type_tag",
     "validate_actor_id",
     "validate_message_id",
+    "validate_optional_text",
+    "validate_text",
     "verify_row",
 ]
 
@@ -297,6 +299,30 @@ def _converter() -> cattrs.Converter:
         return converter
     except NameError:  # not made yet
         return _make_converter()
+
+
+def validate_text(value: object, what: str) -> str:
+    """Return ``value`` if it is free text that every store records as it is (a reason, who
+    did it, a failure message): a ``str``, empty allowed, with no NUL character (PostgreSQL
+    text cannot hold one) and no lone surrogates (it is stored as UTF-8, and a history that
+    shows it must be printable); else raise ``ConfigurationError`` (nothing written)."""
+    if not isinstance(value, str):
+        raise ConfigurationError(
+            f"{what} must be a str, got {type(value).__qualname__} {shown(value)}"
+        )
+    if "\x00" in value:
+        raise ConfigurationError(f"{what} {shown(value)} contains a NUL character")
+    if not is_utf8(value):
+        raise ConfigurationError(
+            f"{what} {shown(value)} contains lone surrogates (text decoded with "
+            "'surrogateescape'?); it is stored as UTF-8: decode it properly first"
+        )
+    return value
+
+
+def validate_optional_text(value: object, what: str) -> str | None:
+    """``validate_text``, ``None`` allowed (``by=None``: the default, the operator's name)."""
+    return None if value is None else validate_text(value, what)
 
 
 def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> bytes:

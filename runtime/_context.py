@@ -131,7 +131,8 @@ class Context(ToolCalls, TimerEffects):
         raise ``ActorFinishedError``), is not recovered at start, and its ``spawn`` raises
         ``ActorFinishedError``. Its log stays for audit until ``system.delete``. The
         step itself completes normally (its reply reaches its ``ask``)."""
-        value = self._effect("finish", lambda: {"reason": str(reason)})
+        _codec.validate_text(reason, "reason")
+        value = self._effect("finish", lambda: {"reason": reason})
         self.stopped = str(value.get("reason", "")) if isinstance(value, dict) else ""
 
     @overload

@@ -171,6 +171,9 @@ def operator_record(
         ConfigurationError: not exactly one of the three.
         EncodeError: ``result`` cannot be encoded. Nothing is written either way.
     """
+    _codec.validate_optional_text(by, "by")
+    _codec.validate_text(reason, "reason")
+    _codec.validate_optional_text(fail, "fail")
     if sum([result is not MISSING, bool(retry), fail is not None]) != 1:
         raise ConfigurationError("pass exactly one of result=..., retry=True, fail='why'")
     who = by or whoami()

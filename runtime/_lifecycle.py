@@ -259,6 +259,8 @@ class Lifecycle:
         step was running here (the request is then recorded, and a runtime that resumes
         an interrupted step of this actor cancels it)."""
         _codec.validate_actor_id(actor_id)
+        _codec.validate_text(by, "by")
+        _codec.validate_text(reason, "reason")
         with _traceends.lifecycle_span("cancel", actor_id, by, reason) as span:
             cell = self._cells.get(actor_id)
             if cell is not None and cancel_step(cell, reason=reason, by=by):
@@ -277,6 +279,8 @@ class Lifecycle:
         every message gets ``ActorFinishedError`` (queued ones with a recorded step). The
         log stays for audit. Recorded as a ``terminated`` event before anything else."""
         _codec.validate_actor_id(actor_id)
+        _codec.validate_text(by, "by")
+        _codec.validate_text(reason, "reason")
         with _traceends.lifecycle_span("terminate", actor_id, by, reason):
             if await self.store.get_actor(actor_id) is None:
                 raise ActorNotFoundError(f"actor {actor_id!r} is not in the store")
@@ -295,6 +299,8 @@ class Lifecycle:
         store-level audit row. Refused while it is loaded here and not ended, and (unless
         ``force``) for an actor that has not finished or been terminated."""
         _codec.validate_actor_id(actor_id)
+        _codec.validate_text(by, "by")
+        _codec.validate_text(reason, "reason")
         cell = self._cells.get(actor_id)
         if cell is not None and cell.ended is None and not cell.done.is_set():
             raise ConfigurationError(

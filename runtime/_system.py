@@ -555,6 +555,8 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         ``restarted`` event), it recovers with the current code (``ActorQuarantinedError`` if
         it still fails). ``ActorNotFoundError`` if it is not quarantined here;
         ``ConfigurationError`` (nothing recorded) if it was quarantined for a damaged log."""
+        _codec.validate_optional_text(by, "by")
+        _codec.validate_text(reason, "reason")
         q = (self.store, self.registry, self._cells, self._quarantined, actor_id, by, reason)
         return await self.spawn(await _restart.quarantined_class(*q), actor_id)
 

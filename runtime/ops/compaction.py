@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import attrs
 
-from .. import _decisions, _retention
+from .. import _codec, _decisions, _retention
 from .._entrykinds import EventKind
 from .._errors import ActorNotFoundError, ConfigurationError
 from ..store import CompactingStore, Store
@@ -52,6 +52,7 @@ async def compact(
         ConfigurationError: a bad ``retention``, or a store that cannot compact.
         ActorNotFoundError: ``actor_id`` does not exist.
     """
+    _codec.validate_optional_text(by, "by")
     rule = None if retention is None else _retention.parse(retention)
     if not isinstance(store, CompactingStore):
         raise ConfigurationError(f"the store {store.url} cannot compact logs")

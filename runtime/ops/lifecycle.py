@@ -77,6 +77,8 @@ async def cancel(store: Store, actor_id: str, *, by: str | None = None, reason: 
         ConfigurationError: the actor's log is damaged (``verify``); nothing written.
         ActorNotFoundError: no such actor (or it was deleted).
     """
+    _codec.validate_optional_text(by, "by")
+    _codec.validate_text(reason, "reason")
     await _exists(store, actor_id)
     await refuse_damaged(store, actor_id, "cancel")
     await _lifecycle.cancel_offline(store, actor_id, by=by or _decisions.whoami(), reason=reason)
@@ -94,6 +96,8 @@ async def terminate(
         ConfigurationError: the actor's log is damaged (``verify``); nothing written.
         ActorNotFoundError: no such actor (or it was deleted).
     """
+    _codec.validate_optional_text(by, "by")
+    _codec.validate_text(reason, "reason")
     await _exists(store, actor_id)
     if _lifecycle.ended(await store.read_events(actor_id)) is not None:
         return
@@ -123,6 +127,8 @@ async def delete(
         ActorNotFoundError: no such actor (or it was deleted).
     """
     _codec.validate_actor_id(actor_id)
+    _codec.validate_optional_text(by, "by")
+    _codec.validate_text(reason, "reason")
     if not isinstance(store, AuditStore):
         raise ConfigurationError(
             f"{type(store).__name__} cannot delete actors (it lacks delete_actor/read_audit)"

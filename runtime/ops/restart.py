@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .. import _restart, _traceends
+from .. import _codec, _restart, _traceends
 from .._errors import ConfigurationError
 from .._records import EventKind
 from ..store import Store
@@ -27,6 +27,8 @@ async def restart(store: Store, actor_id: str, *, by: str | None = None, reason:
             summary row, as ``verify`` finds it: a restart cannot help).
         ActorNotFoundError: no such actor.
     """
+    _codec.validate_optional_text(by, "by")
+    _codec.validate_text(reason, "reason")
     row = await _actor_row(store, actor_id)
     status = await _status(store, row)
     if status.status != "quarantined":

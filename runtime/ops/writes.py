@@ -235,6 +235,7 @@ async def fork(
         SequenceConflictError: someone wrote ``new_id`` meanwhile.
     """
     _codec.validate_actor_id(new_id)
+    _codec.validate_optional_text(by, "by")
     if new_id == actor_id:
         raise ConfigurationError("the fork needs a new actor id")
     src = await _actor_row(store, actor_id)

@@ -33,9 +33,6 @@ from .test_arguments import FULL, Findings
 #: (or NEW-n of test_arguments.NEW_DEFECTS). Each must still be found (strict, with every
 #: value: ACTORLOG_FUZZ_ALL=1).
 KNOWN_HOLES: dict[str, str] = {
-    # a reason with lone surrogates is recorded; then `actorlog history` of that actor
-    # fails with an internal error (UnicodeEncodeError) printing it
-    "actorlog cancel:*": "NEW-4",
     # a 2,000-level nested --result: internal error (RecursionError) decoding the JSON
     "actorlog resolve --result:--result": "NEW-1 (the CLI sibling of issue 24 item 20)",
 }
