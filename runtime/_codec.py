@@ -13,15 +13,22 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ._checks import (
+    is_utf8,
+    validate_name,
+    validate_optional_text,
+    validate_seconds,
+    validate_text,
+)
+from ._checks import shown as shown
 from ._errors import ConfigurationError, CorruptEntryError, EncodeError
 
-# Ids and the bounded repr of error messages live in ``_ids``; re-exported here, where
-# most of the runtime calls them (``_codec.validate_actor_id``).
+# Ids live in ``_ids`` and the bounded repr of error messages in ``_checks``; re-exported
+# here, where most of the runtime calls them (``_codec.validate_actor_id``).
 from ._ids import MAX_ACTOR_ID_CHARS as MAX_ACTOR_ID_CHARS
-from ._ids import NO_MESSAGE_ID, is_utf8
+from ._ids import NO_MESSAGE_ID
 from ._ids import new_incarnation as new_incarnation
 from ._ids import new_message_id as new_message_id
-from ._ids import shown as shown
 from ._ids import validate_actor_id as validate_actor_id
 from ._ids import validate_message_id as validate_message_id
 from ._names import is_pydantic_model as _is_pydantic_model
@@ -43,9 +50,12 @@ __all__ = [
     "log_start_checksum",
     "snapshot_digest",
     "type_tag",
+    "shown",
     "validate_actor_id",
     "validate_message_id",
+    "validate_name",
     "validate_optional_text",
+    "validate_seconds",
     "validate_text",
     "verify_row",
 ]
@@ -299,30 +309,6 @@ def _converter() -> cattrs.Converter:
         return converter
     except NameError:  # not made yet
         return _make_converter()
-
-
-def validate_text(value: object, what: str) -> str:
-    """Return ``value`` if it is free text that every store records as it is (a reason, who
-    did it, a failure message): a ``str``, empty allowed, with no NUL character (PostgreSQL
-    text cannot hold one) and no lone surrogates (it is stored as UTF-8, and a history that
-    shows it must be printable); else raise ``ConfigurationError`` (nothing written)."""
-    if not isinstance(value, str):
-        raise ConfigurationError(
-            f"{what} must be a str, got {type(value).__qualname__} {shown(value)}"
-        )
-    if "\x00" in value:
-        raise ConfigurationError(f"{what} {shown(value)} contains a NUL character")
-    if not is_utf8(value):
-        raise ConfigurationError(
-            f"{what} {shown(value)} contains lone surrogates (text decoded with "
-            "'surrogateescape'?); it is stored as UTF-8: decode it properly first"
-        )
-    return value
-
-
-def validate_optional_text(value: object, what: str) -> str | None:
-    """``validate_text``, ``None`` allowed (``by=None``: the default, the operator's name)."""
-    return None if value is None else validate_text(value, what)
 
 
 def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> bytes:

@@ -1,24 +1,22 @@
 """Ids: checking actor ids and message ids, and making fresh ones (FORMAT.md [F11], [F13]).
 
-Also :func:`shown`, the bounded ``repr`` their error messages (and ``_codec``'s) use.
+Their error messages show values with ``_checks.shown`` (the bounded ``repr``).
 ``_codec`` re-exports these names, where most of the runtime calls them.
 """
 
 from __future__ import annotations
 
 import os
-import reprlib
 import uuid
 
+from ._checks import is_utf8, shown
 from ._errors import ConfigurationError
 
 __all__ = [
     "MAX_ACTOR_ID_CHARS",
     "NO_MESSAGE_ID",
-    "is_utf8",
     "new_incarnation",
     "new_message_id",
-    "shown",
     "validate_actor_id",
     "validate_message_id",
 ]
@@ -27,15 +25,6 @@ __all__ = [
 MAX_ACTOR_ID_CHARS = 200
 #: The message-id length in the checksum frame that marks "no message id" ([F4]).
 NO_MESSAGE_ID = 0xFFFF
-
-_SHOWN = reprlib.Repr()
-_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 3, 80, 80
-
-
-def shown(value: object) -> str:
-    """``repr(value)`` bounded for an error message: a 2,000-level nested list or a 100 kB
-    string shows as a short prefix (a plain ``repr`` of the first raises RecursionError)."""
-    return _SHOWN.repr(value)
 
 
 def validate_actor_id(actor_id: object) -> str:
@@ -85,15 +74,6 @@ def validate_message_id(message_id: object) -> str | None:
     if len(message_id.encode()) >= NO_MESSAGE_ID:
         raise ConfigurationError(f"message_id is too long (limit {NO_MESSAGE_ID - 1} bytes)")
     return message_id
-
-
-def is_utf8(text: str) -> bool:
-    """Whether ``text`` encodes as UTF-8 (no lone surrogates)."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def new_incarnation() -> str:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from typing import Any
 
-from . import _retention
+from . import _codec, _retention
 from ._actor import Actor
 from ._errors import ActorlogError, ConfigurationError
 from ._records import EventKind
@@ -113,6 +114,28 @@ class SpawnOptions:
         return True
 
 
+def classes(value: object, what: str) -> tuple[type, ...]:
+    """``actors=`` / ``messages=`` of ``ActorSystem``: an iterable of classes (None: none).
+
+    Raises:
+        ConfigurationError: naming the argument and what it holds.
+    """
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise ConfigurationError(
+            f"{what} must be a list of classes, not {type(value).__qualname__} "
+            f"{_codec.shown(value)}"
+        )
+    got = tuple(value)
+    for cls in got:
+        if not isinstance(cls, type):
+            raise ConfigurationError(
+                f"{what} must hold classes, not {type(cls).__qualname__} {_codec.shown(cls)}"
+            )
+    return got
+
+
 def check_system(
     *,
     max_actors: object,
@@ -130,7 +153,9 @@ def check_system(
     if max_actors is not None and (
         not isinstance(max_actors, int) or isinstance(max_actors, bool) or max_actors < 1
     ):
-        raise ConfigurationError(f"max_actors must be a positive int, not {max_actors!r}")
+        raise ConfigurationError(
+            f"max_actors must be a positive int, not {_codec.shown(max_actors)}"
+        )
     for name, seconds in (
         ("passivate_after", 1.0 if passivate_after is None else passivate_after),
         ("lease_ttl", lease_ttl),
@@ -141,11 +166,11 @@ def check_system(
             isinstance(seconds, (int, float)) and 0 < seconds < float("inf")
         ):
             raise ConfigurationError(
-                f"{name} must be a positive number of seconds, not {seconds!r}"
+                f"{name} must be a positive number of seconds, not {_codec.shown(seconds)}"
             )
     if isinstance(shutdown_grace, bool) or not (
         isinstance(shutdown_grace, (int, float)) and 0 <= shutdown_grace < float("inf")
     ):
         raise ConfigurationError(
-            f"shutdown_grace must be a number of seconds >= 0, not {shutdown_grace!r}"
+            f"shutdown_grace must be a number of seconds >= 0, not {_codec.shown(shutdown_grace)}"
         )

@@ -91,6 +91,8 @@ class ActorRef(Generic[A]):
                 handled; ask again with the same ``message_id`` to get the reply).
         """
         _codec.validate_message_id(message_id)
+        if timeout is not None:
+            _codec.validate_seconds(timeout, "timeout")
         refuse_in_query(f"asked actor {self.actor_id!r}")
         return await self.system._deliver(
             self.cls,
@@ -132,6 +134,8 @@ class ActorRef(Generic[A]):
                 "ref.query() takes a query message (an attrs instance, handled by the actor's "
                 f"on_query) or a function of the state, not {type(query).__qualname__}"
             )
+        if timeout is not None:
+            _codec.validate_seconds(timeout, "timeout")
         refuse_in_query(f"queried actor {self.actor_id!r}")
         refuse_query_in_step(self.actor_id)
         return await self.system._query(self.cls, self.actor_id, query, timeout=timeout)

@@ -116,13 +116,20 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
             from actorlog.stores import open_store
 
             self.store: Store = open_store(store)
-        else:
+        elif isinstance(store, Store):
             self.store = store
+        else:
+            raise ConfigurationError(
+                f"store must be a Store or a store URL, not {type(store).__qualname__} "
+                f"{_codec.shown(store)}"
+            )
+        if owner is not None:
+            _codec.validate_name(owner, "owner")
         #: the actor and message classes this system knows, by their log tags
         self.registry = Registry()
-        for cls in actors:
+        for cls in _options.classes(actors, "actors"):
             self.register(cls)
-        for m in messages:
+        for m in _options.classes(messages, "messages"):
             self.registry.learn(m)
         self.shutdown_grace = shutdown_grace
         self.recover_on_start = recover_on_start
@@ -571,7 +578,9 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
     async def wait_in_doubt(
         self, actor_id: str, *, poll: float = 0.01
     ) -> dict[int, tuple[str, str]]:
-        """Wait until the actor has at least one in-doubt intent; return them."""
+        """Wait until the actor has at least one in-doubt intent; return them (``poll``:
+        seconds between looks, > 0)."""
+        _codec.validate_seconds(poll, "poll", positive=True)
         while True:
             found = self.in_doubt(actor_id)
             if found:

@@ -53,6 +53,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 import attrs
 
 from . import _rows
+from ._checks import shown, validate_seconds
 
 # The errors a store raises and the rows it keeps, re-exported so that stores import only
 # this module.
@@ -132,7 +133,9 @@ __all__ = [
     "report_commit",
     "set_commit_observer",
     "snapshot_data",
+    "shown",
     "snapshot_info",
+    "validate_seconds",
 ]
 
 #: The on-disk format version stores write into their metadata (FORMAT.md [F1]). A store

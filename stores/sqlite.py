@@ -54,8 +54,10 @@ from actorlog.store import (
     actor_row,
     entry_row,
     event_row,
+    shown,
     snapshot_data,
     snapshot_info,
+    validate_seconds,
 )
 
 from . import _writelock
@@ -146,7 +148,14 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
                 f"commit_on_loop must be True or False, not {commit_on_loop!r}"
             )
         self.commit_on_loop = commit_on_loop
+        if not isinstance(path, str | os.PathLike) or not isinstance(os.fspath(path), str):
+            raise ConfigurationError(
+                f"SqliteStore's path must be a str or os.PathLike of str, not "
+                f"{type(path).__qualname__} {shown(path)}"
+            )
         self.path = os.fspath(path)
+        if "\x00" in self.path:
+            raise ConfigurationError(f"SqliteStore's path {shown(path)} holds a NUL")
         if self.path in ("", ":memory:"):
             raise ConfigurationError(
                 f"SqliteStore needs a file path, not {self.path!r}: its writer and reader "
@@ -156,7 +165,10 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             )
         self.durability: Durability = durability
         self.read_only = read_only
-        self.busy_timeout = busy_timeout
+        # a PRAGMA busy_timeout in milliseconds (a C int): up to about 24 days
+        self.busy_timeout = validate_seconds(busy_timeout, "busy_timeout", maximum=2_000_000.0)
+        if self.busy_timeout < 0:
+            raise ConfigurationError(f"busy_timeout must be >= 0 seconds, not {busy_timeout!r}")
         self._w: Connection | None = None
         self._r: Connection | None = None
         # gather: appenders woken together share a batch (measured: +5-10% steps/s at 10
