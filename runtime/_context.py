@@ -313,10 +313,7 @@ class Context(ToolCalls, TimerEffects):
     async def spawn(self, cls: type[A], actor_id: str, /, **options: Any) -> ActorRef[A]:
         """Spawn (or resume) another actor, recorded."""
         _codec.validate_actor_id(actor_id)
-        if not isinstance(cls, type):
-            raise ConfigurationError(
-                f"ctx.spawn() takes an Actor subclass and an id, not {type(cls).__name__}"
-            )
+        _names.check_actor_class(cls)
         index = self._index
         # every check before the effect index moves
         value = {"actor_type": _codec.type_tag(cls), "actor_id": actor_id}

@@ -20,6 +20,7 @@ from typing import Any, TypeVar, overload
 
 import attrs
 
+from ._checks import shown
 from ._errors import ConfigurationError, UnstableNameWarning
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "message",
     "message_kind",
     "new_state",
+    "check_actor_class",
     "not_an_actor",
     "replay_tag",
     "tags",
@@ -342,9 +344,16 @@ def unknown_message(tag: str) -> str:
     )
 
 
+def check_actor_class(cls: object) -> None:
+    """Raise ``ConfigurationError`` unless ``cls`` is an ``Actor`` subclass (``cls=`` of
+    spawn, ref, register, read_state, ctx.spawn), before anything is stored."""
+    if not (isinstance(cls, type) and _is_actor(cls)):
+        raise ConfigurationError(not_an_actor(cls))
+
+
 def not_an_actor(obj: object) -> str:
     """The text of "X is not an Actor subclass", with what was likely meant."""
-    text = f"{obj!r} is not an Actor subclass"
+    text = f"{shown(obj)} is not an Actor subclass"
     if not isinstance(obj, type) and _is_actor(type(obj)):
         return f"{text}: pass the class itself ({type(obj).__qualname__}), not an instance"
     return (

@@ -29,8 +29,7 @@ class Registry:
     def register(self, cls: type[Actor[Any]]) -> None:
         """Allow ``cls`` to run (and be recovered); learn the messages ``receive`` names.
         Both replace the classes registered before under the same tags (and aliases)."""
-        if not (isinstance(cls, type) and issubclass(cls, Actor)):
-            raise ConfigurationError(_names.not_an_actor(cls))
+        _names.check_actor_class(cls)
         _names.learn(self._actors, cls, replace=True)  # its name and aliases
         for m in accepted_messages(cls) or ():
             # the classes this actor accepts replace earlier ones of their tags: after a

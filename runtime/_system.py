@@ -342,6 +342,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         """
         self._check_open()
         _codec.validate_actor_id(actor_id)
+        _names.check_actor_class(cls)
         values = (snapshot_every, snapshot_every_seconds, snapshot_keep, recovery_budget, retention)
         options = _options.given(values, _MISSING)
         merged = {**self._options.given.get(actor_id, {}), **options}

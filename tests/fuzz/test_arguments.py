@@ -68,8 +68,8 @@ NEW_DEFECTS: dict[str, str] = {
     "not checked: non-text values raise a bare TypeError from json ('not JSON serializable'), "
     "others (numbers, None, lists) are recorded as they are (fixed: _codec.validate_text)",
     "NEW-5": "a value that is not an Actor class for cls= (spawn, ctx.spawn): a bare "
-    "AttributeError/TypeError instead of a ConfigurationError (ref= of send_later, schedule, "
-    "ctx.send, ctx.send_later: fixed by the timers work)",
+    "AttributeError/TypeError instead of a ConfigurationError (fixed: _names.check_actor_class; "
+    "ref= of send_later, schedule, ctx.send, ctx.send_later: fixed by the timers work)",
     "NEW-6": "seqs and counts (ops.history/iter_history since=, show seq=, fork/fork_effects "
     "at=, resolve intent_seq=, list_actors_page offset=/limit=/status_limit=) are not "
     "checked: a bare TypeError for text or a datetime; floats, nan, inf and bools accepted",
@@ -89,14 +89,10 @@ KNOWN_HOLES: dict[str, str] = {
     "Actor subclass:name": "NEW-1, NEW-3",
     "ActorSystem.cancel_timer:timer_id": "NEW-1, NEW-2, NEW-3",
     "ActorSystem.ownership:actor_id": "NEW-2, NEW-3",
-    "ActorSystem.read_state:cls": "NEW-1",
-    "ActorSystem.ref:cls": "NEW-1",
-    "ActorSystem.register:cls": "NEW-1",
     "ActorSystem.resolve:actor_id": "NEW-2",
     "ActorSystem.resolve:intent_seq": "NEW-6",
     "ActorSystem.schedule:cron": "NEW-1",
     "ActorSystem.schedule:missed": "NEW-1",
-    "ActorSystem.spawn:cls": "NEW-5",
     "ActorSystem.spawn:recovery_budget": "NEW-1",
     "ActorSystem.spawn:retention": "NEW-1",
     "ActorSystem.spawn:snapshot_every": "NEW-1",
@@ -105,7 +101,6 @@ KNOWN_HOLES: dict[str, str] = {
     "ActorSystem.unschedule:name": "NEW-1, NEW-2, NEW-3",
     "Context.call:tool": "NEW-1",
     "Context.patched:change_id": "NEW-1, NEW-3",
-    "Context.spawn:cls": "NEW-5",
     "Context.spawn:recovery_budget": "NEW-1",
     "Context.spawn:retention": "NEW-1",
     "Context.spawn:snapshot_every": "NEW-1",
