@@ -12,6 +12,7 @@ from ._errors import ConfigurationError
 __all__ = [
     "is_utf8",
     "shown",
+    "validate_int",
     "validate_name",
     "validate_optional_text",
     "validate_seconds",
@@ -80,6 +81,16 @@ def validate_name(value: object, what: str) -> str:
     if not validate_text(value, what).strip():
         raise ConfigurationError(f"{what} must not be empty, got {shown(value)}")
     return value  # type: ignore[return-value]
+
+
+def validate_int(value: object, what: str) -> int:
+    """Return ``value`` if it is an int (not a bool: a seq, a count, an index); else raise
+    ``ConfigurationError`` naming ``what``."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigurationError(
+            f"{what} must be an int, not {type(value).__qualname__} {shown(value)}"
+        )
+    return value
 
 
 def validate_optional_text(value: object, what: str) -> str | None:

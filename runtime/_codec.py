@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._checks import (
     is_utf8,
+    validate_int,
     validate_name,
     validate_optional_text,
     validate_seconds,
@@ -52,6 +53,7 @@ __all__ = [
     "type_tag",
     "shown",
     "validate_actor_id",
+    "validate_int",
     "validate_message_id",
     "validate_name",
     "validate_optional_text",

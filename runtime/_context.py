@@ -51,10 +51,13 @@ def idempotency_key(
     after ``delete`` and a new actor with the same id, in a fresh database, in a fork).
     ``incarnation`` is the one recorded in the step's message entry; a message logged
     before incarnations existed has none, and its calls keep the old key
-    ``"{actor_id}:{step_seq}:{index}"``."""
+    ``"{actor_id}:{step_seq}:{index}"``. ``ConfigurationError`` for a malformed argument."""
+    _codec.validate_actor_id(actor_id)
+    _codec.validate_int(step_seq, "step_seq")
+    _codec.validate_int(index, "index")
     if incarnation is None:
         return f"{actor_id}:{step_seq}:{index}"
-    return f"{actor_id}:{incarnation}:{step_seq}:{index}"
+    return f"{actor_id}:{_codec.validate_text(incarnation, 'incarnation')}:{step_seq}:{index}"
 
 
 def _normalize(value: Any) -> Any:

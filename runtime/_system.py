@@ -522,6 +522,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         the store has it (owner None or ``expires_in <= 0``: free). None if the actor never
         had a lease, or this system does not use leases (no ``owner=``/``client=True``, or a
         store without ``capabilities.leases``)."""
+        _codec.validate_actor_id(actor_id)
         if self._ownership is None:
             return None
         return await self._ownership.lease(actor_id)
@@ -608,6 +609,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         (run it again, once) or ``fail="why"`` (the call did not happen; ``ctx.call`` raises
         ``ToolCallError`` in the handler).
         """
+        _codec.validate_actor_id(actor_id)
         decision = _decisions.operator_record(
             result=result, retry=retry, fail=fail, by=by, reason=reason
         )

@@ -4,12 +4,10 @@
 from __future__ import annotations
 
 import datetime
-import reprlib
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _codec, _timers
 from ._ctxtimers import check_ref
-from ._errors import ConfigurationError
 from ._timers import Timers
 from .store import TimerRow
 
@@ -85,8 +83,7 @@ class SystemTimers:
         undeliverable, its state says why: never delivered) or ``"unknown"`` (no such timer,
         or its record was purged). A schedule is removed with :meth:`unschedule`."""
         self._check_open()
-        if not isinstance(timer_id, str):
-            raise ConfigurationError(f"timer_id must be a str, not {timer_id!r}")
+        _codec.validate_name(timer_id, "timer_id")
         was = await self._timers.index.cancel_timer(timer_id)
         if was is None:
             return "unknown"
@@ -123,10 +120,7 @@ class SystemTimers:
                 ``cron`` extra, or a store without timers; nothing stored.
         """
         self._check_open()
-        if not isinstance(name, str) or not name:
-            raise ConfigurationError(
-                f"a schedule name must be a non-empty str, not {reprlib.repr(name)}"
-            )
+        _codec.validate_name(name, "schedule name")
         check_ref(ref, "schedule()")
         now = _timers.now()
         begin = now if start is None else _timers.timestamp(start, "schedule(): start=")
@@ -150,6 +144,7 @@ class SystemTimers:
     async def unschedule(self, name: str) -> bool:
         """Stop the schedule ``name``: True if it was scheduled, False if unknown."""
         self._check_open()
+        _codec.validate_name(name, "schedule name")
         was = await self._timers.index.cancel_timer(_timers.schedule_id(name))
         return was in ("pending", "firing")
 

@@ -171,6 +171,8 @@ async def delete(
 async def deleted(store: Store, actor_id: str | None = None) -> list[Deleted]:
     """The actors deleted from the store (of one id, or all), oldest first; empty for a
     store without the optional audit API."""
+    if actor_id is not None:
+        _codec.validate_actor_id(actor_id)
     if not isinstance(store, AuditStore):
         return []
     return [

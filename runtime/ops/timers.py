@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
+from .. import _codec
 from ..store import Store, TimerRow, TimerStore
 
 __all__ = ["timer_view", "timers"]
@@ -16,6 +17,8 @@ async def timers(store: Store, actor_id: str | None = None) -> list[TimerRow]:
     a store without ``capabilities.timers``."""
     if not store.capabilities.timers:
         return []
+    if actor_id is not None:
+        _codec.validate_actor_id(actor_id)
     return list(await cast("TimerStore", store).list_timers(actor_id))
 
 

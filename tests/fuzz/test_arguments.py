@@ -60,7 +60,8 @@ NEW_DEFECTS: dict[str, str] = {
     "NEW-2": "ids of the wrong type: ActorSystem.ownership, unschedule, ops.timers/deleted "
     "accept any value (an int, a datetime: empty results); cancel_timer accepts '' and NUL; "
     "idempotency_key accepts any type (fixed here: ActorSystem.status/error/in_doubt/"
-    "last_recovery/wait_in_doubt took any value or failed with a bare TypeError)",
+    "last_recovery/wait_in_doubt took any value or failed with a bare TypeError; then the "
+    "rest: ownership, resolve, unschedule, cancel_timer, ops.timers/deleted, idempotency_key)",
     "NEW-3": "NUL bytes accepted in stable names (tool, message, actor), schedule names, "
     "ctx.version/patched change ids, reasons and owner names: PostgreSQL text cannot hold "
     "NUL, so a value SQLite takes fails there (actor ids refuse it; message ids now too)",
@@ -87,9 +88,6 @@ NEW_DEFECTS: dict[str, str] = {
 KNOWN_HOLES: dict[str, str] = {
     "Actor subclass:aliases": "NEW-1, NEW-7",
     "Actor subclass:name": "NEW-1, NEW-3",
-    "ActorSystem.cancel_timer:timer_id": "NEW-1, NEW-2, NEW-3",
-    "ActorSystem.ownership:actor_id": "NEW-2, NEW-3",
-    "ActorSystem.resolve:actor_id": "NEW-2",
     "ActorSystem.resolve:intent_seq": "NEW-6",
     "ActorSystem.schedule:cron": "NEW-1",
     "ActorSystem.schedule:missed": "NEW-1",
@@ -98,7 +96,6 @@ KNOWN_HOLES: dict[str, str] = {
     "ActorSystem.spawn:snapshot_every": "NEW-1",
     "ActorSystem.spawn:snapshot_every_seconds": "NEW-1",
     "ActorSystem.spawn:snapshot_keep": "NEW-1",
-    "ActorSystem.unschedule:name": "NEW-1, NEW-2, NEW-3",
     "Context.call:tool": "NEW-1",
     "Context.patched:change_id": "NEW-1, NEW-3",
     "Context.spawn:recovery_budget": "NEW-1",
@@ -119,15 +116,11 @@ KNOWN_HOLES: dict[str, str] = {
     "SqliteStore:durability": "NEW-1",
     "Tool.with_options:retry": "NEW-1",
     "Tool.with_options:timeout": "NEW-1",
-    "idempotency_key:actor_id": "NEW-1, NEW-2, NEW-3",
-    "idempotency_key:index": "NEW-1, NEW-3, NEW-7",
-    "idempotency_key:step_seq": "NEW-1, NEW-3, NEW-7",
     "message:aliases": "NEW-1, NEW-7",
     "message:cls": "NEW-1",
     "message:name": "NEW-1, NEW-3",
     "open_store:url": "NEW-1",
     "ops.compact:retention": "NEW-1",
-    "ops.deleted:actor_id": "NEW-2, NEW-3",
     "ops.fork:at": "NEW-6",
     "ops.fork_effects:at": "NEW-3, NEW-6",
     "ops.history:since": "NEW-6",
@@ -142,7 +135,6 @@ KNOWN_HOLES: dict[str, str] = {
     "ops.list_actors_page:status_limit": "NEW-6",
     "ops.resolve:intent_seq": "NEW-1, NEW-6",
     "ops.show:seq": "NEW-6",
-    "ops.timers:actor_id": "NEW-2, NEW-3",
     "ops.verify:progress": "NEW-7",
     "tool:effect": "NEW-1",
     "tool:idempotent": "NEW-1",
