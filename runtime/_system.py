@@ -610,6 +610,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         ``ToolCallError`` in the handler).
         """
         _codec.validate_actor_id(actor_id)
+        _codec.validate_int(intent_seq, "intent_seq")
         decision = _decisions.operator_record(
             result=result, retry=retry, fail=fail, by=by, reason=reason
         )

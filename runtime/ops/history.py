@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
+from .. import _codec
 from .._records import (
     DecisionAction,
     DecisionRecord,
@@ -285,6 +286,7 @@ async def iter_history(
     Raises:
         ActorNotFoundError: no such actor (before anything is yielded).
     """
+    _codec.validate_int(since, "since")
     async with _reading(store) as (view, _):
         async for item in _history_stream(view, actor_id, since):
             yield item

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .. import _codec
 from .._errors import ConfigurationError
 from ..store import ActorRow, Store
 from .models import ActorPage, ActorStatus, InDoubtIntent
@@ -86,6 +87,8 @@ async def list_actors_page(
     Raises:
         ConfigurationError: an unknown sort or status, or a bad offset or limit.
     """
+    for name, n in (("offset", offset), ("limit", limit), ("status_limit", status_limit)):
+        _codec.validate_int(n, name)
     if sort not in SORTS:
         raise ConfigurationError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
     if status is not None and status not in STATUSES:

@@ -393,6 +393,7 @@ async def show(store: Store, actor_id: str, seq: int) -> EntryView:
     Raises:
         ActorNotFoundError: no such actor, or no entry at ``seq``.
     """
+    _codec.validate_int(seq, "seq")
     async with _reading(store) as (view, _):
         return await _show(view, actor_id, seq)
 

@@ -71,6 +71,7 @@ async def resolve(
         ActorNotFoundError: no such actor.
         SequenceConflictError: a runtime appended to the actor meanwhile; nothing written.
     """
+    _codec.validate_int(intent_seq, "intent_seq")
     decision = _decisions.operator_record(
         result=result, retry=retry, fail=fail, by=by, reason=reason
     )
@@ -138,6 +139,7 @@ async def fork_effects(
     or still in doubt) and messages sent to other actors after ``at``. Not listed: reads,
     calls an operator ruled did not happen.
     """
+    _codec.validate_int(at, "at")
     await _actor_row(store, actor_id)
     intents: dict[int, tuple[EntryRow, IntentRecord]] = {}
     effects: dict[int, ExternalEffect] = {}
@@ -234,6 +236,7 @@ async def fork(
         CorruptEntryError: an entry in 1..``at`` is damaged.
         SequenceConflictError: someone wrote ``new_id`` meanwhile.
     """
+    _codec.validate_int(at, "at")
     _codec.validate_actor_id(new_id)
     _codec.validate_optional_text(by, "by")
     if new_id == actor_id:

@@ -73,7 +73,8 @@ NEW_DEFECTS: dict[str, str] = {
     "ref= of send_later, schedule, ctx.send, ctx.send_later: fixed by the timers work)",
     "NEW-6": "seqs and counts (ops.history/iter_history since=, show seq=, fork/fork_effects "
     "at=, resolve intent_seq=, list_actors_page offset=/limit=/status_limit=) are not "
-    "checked: a bare TypeError for text or a datetime; floats, nan, inf and bools accepted",
+    "checked: a bare TypeError for text or a datetime; floats, nan, inf and bools accepted "
+    "(fixed: _codec.validate_int)",
     "NEW-7": "options not checked: ActorSystem(actors=, messages=) a bare TypeError or "
     "AttributeError for a non-iterable or non-class; owner= any type; aliases= (actor, "
     "message) a bare TypeError; SqliteStore(busy_timeout=) OverflowError/TypeError/ValueError, "
@@ -88,7 +89,6 @@ NEW_DEFECTS: dict[str, str] = {
 KNOWN_HOLES: dict[str, str] = {
     "Actor subclass:aliases": "NEW-1, NEW-7",
     "Actor subclass:name": "NEW-1, NEW-3",
-    "ActorSystem.resolve:intent_seq": "NEW-6",
     "ActorSystem.schedule:cron": "NEW-1",
     "ActorSystem.schedule:missed": "NEW-1",
     "ActorSystem.spawn:recovery_budget": "NEW-1",
@@ -121,20 +121,11 @@ KNOWN_HOLES: dict[str, str] = {
     "message:name": "NEW-1, NEW-3",
     "open_store:url": "NEW-1",
     "ops.compact:retention": "NEW-1",
-    "ops.fork:at": "NEW-6",
-    "ops.fork_effects:at": "NEW-3, NEW-6",
-    "ops.history:since": "NEW-6",
-    "ops.iter_history:since": "NEW-6",
     "ops.list_actors_page:actor_type": "NEW-3, NEW-7",
     "ops.list_actors_page:descending": "NEW-7",
-    "ops.list_actors_page:limit": "NEW-6",
-    "ops.list_actors_page:offset": "NEW-6",
     "ops.list_actors_page:search": "NEW-3, NEW-7",
     "ops.list_actors_page:sort": "NEW-7",
     "ops.list_actors_page:status": "NEW-1",
-    "ops.list_actors_page:status_limit": "NEW-6",
-    "ops.resolve:intent_seq": "NEW-1, NEW-6",
-    "ops.show:seq": "NEW-6",
     "ops.verify:progress": "NEW-7",
     "tool:effect": "NEW-1",
     "tool:idempotent": "NEW-1",
