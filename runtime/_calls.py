@@ -7,8 +7,6 @@ is reached through :class:`StepHost`.
 
 from __future__ import annotations
 
-import asyncio
-import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -17,6 +15,7 @@ import anyio
 
 from . import _codec, _decisions, _records, _telemetry, _tools
 from ._attempts import Settled, attempt_event, attempts_so_far, policy_attempt
+from ._cancelling import is_call_error
 from ._errors import ActorlogError, EncodeError, ToolCallError, ToolTimeoutError
 from ._records import (
     DecisionAction,
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
     from ._wal import Journal
     from .store import TimerRow
 
-__all__ = ["StepHost", "ToolCalls", "cancel_requested", "is_call_error"]
+__all__ = ["StepHost", "ToolCalls"]
 
 R = TypeVar("R")
 
@@ -89,39 +88,6 @@ class StepHost(Protocol):
     async def spawn(self, cls: type[Any], actor_id: str, **options: Any) -> ActorRef[Any]: ...
 
     def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]: ...
-
-
-def cancel_requested() -> bool:
-    """True if a cancel scope around the current task (the runtime's, or the handler's own
-    timeout) has been cancelled, or (asyncio) someone cancelled the task itself."""
-    deadline = anyio.current_effective_deadline()
-    if deadline == -math.inf or deadline <= anyio.current_time():
-        return True
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:  # not running on asyncio
-        return False
-    return task is not None and task.cancelling() > 0
-
-
-def is_call_error(exc: BaseException) -> bool:
-    """Is ``exc``, raised by a tool or a handler, that call's own error (to be recorded)?
-
-    Every ``Exception`` is. So is a ``BaseException`` nobody asked for: ``GeneratorExit``,
-    or a cancellation exception (``asyncio.CancelledError``, ``trio.Cancelled``) while no
-    scope around the call is cancelled (a tool awaiting a future another task cancelled).
-    A cancellation that was asked for, ``KeyboardInterrupt`` and ``SystemExit`` are not:
-    they propagate. Call it in the ``except`` clause, before any checkpoint.
-    """
-    if isinstance(exc, Exception):
-        return True
-    if isinstance(exc, BaseExceptionGroup):
-        return all(is_call_error(e) for e in exc.exceptions)
-    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-        return False
-    if isinstance(exc, anyio.get_cancelled_exc_class()):
-        return not cancel_requested()
-    return True
 
 
 class ToolCalls:

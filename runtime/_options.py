@@ -114,6 +114,24 @@ class SpawnOptions:
         return True
 
 
+def store_of(store: object) -> Store:
+    """``store=`` of ``ActorSystem``: a ``Store``, or a store URL opened here.
+
+    Raises:
+        ConfigurationError: neither (the value shown bounded).
+    """
+    if isinstance(store, str):
+        from actorlog.stores import open_store
+
+        return open_store(store)
+    if isinstance(store, Store):
+        return store
+    raise ConfigurationError(
+        f"store must be a Store or a store URL, not {type(store).__qualname__} "
+        f"{_codec.shown(store)}"
+    )
+
+
 def classes(value: object, what: str) -> tuple[type, ...]:
     """``actors=`` / ``messages=`` of ``ActorSystem``: an iterable of classes (None: none).
 

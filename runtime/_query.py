@@ -192,7 +192,7 @@ async def durable_state(
     # imported here: ``import actorlog`` (which imports this module for ``ActorRef``) stays
     # light (tests/runtime/test_lazy_imports.py); _replaycheck has the read-only host
     from . import _names, _recovery, _replaycheck
-    from ._calls import is_call_error
+    from ._cancelling import is_call_error
     from ._context import Context
 
     row = await store.get_actor(actor_id)

@@ -21,7 +21,8 @@ import attrs
 from . import _codec, _lifecycle, _logs, _telemetry, _tools
 from ._actor import Actor
 from ._attempts import in_doubt_attempt
-from ._calls import StepHost, is_call_error
+from ._calls import StepHost
+from ._cancelling import is_call_error
 from ._context import Context
 from ._errors import (
     ActorlogError,

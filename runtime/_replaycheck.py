@@ -22,7 +22,7 @@ import attrs
 
 from . import _codec, _lifecycle, _recovery, _tools
 from ._actor import Actor
-from ._calls import is_call_error
+from ._cancelling import is_call_error
 from ._context import Context
 from ._errors import ActorlogError, ConfigurationError, NonDeterminismError
 from ._records import DecisionRecord, EventKind

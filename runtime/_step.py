@@ -25,7 +25,7 @@ from . import (
     _tools,
     _traceends,
 )
-from ._calls import is_call_error
+from ._cancelling import is_call_error
 from ._context import Context
 from ._entrykinds import EventKind
 from ._errors import ActorlogError, EncodeError, RecoveryError, StepCancelledError

@@ -112,17 +112,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         reply_poll_interval: float | None = None,
         client: bool = False,
     ) -> None:
-        if isinstance(store, str):
-            from actorlog.stores import open_store
-
-            self.store: Store = open_store(store)
-        elif isinstance(store, Store):
-            self.store = store
-        else:
-            raise ConfigurationError(
-                f"store must be a Store or a store URL, not {type(store).__qualname__} "
-                f"{_codec.shown(store)}"
-            )
+        self.store: Store = _options.store_of(store)
         if owner is not None:
             _codec.validate_name(owner, "owner")
         #: the actor and message classes this system knows, by their log tags
