@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import _codec, _retention
@@ -132,8 +132,12 @@ def store_of(store: object) -> Store:
     )
 
 
-def classes(value: object, what: str) -> tuple[type, ...]:
-    """``actors=`` / ``messages=`` of ``ActorSystem``: an iterable of classes (None: none).
+def classes(
+    value: object, what: str, *, each: Callable[[object], None] | None = None
+) -> tuple[type, ...]:
+    """``actors=`` / ``messages=`` of ``ActorSystem``: an iterable of classes (None: none),
+    each checked by ``each`` if given (``actors``: ``_names.check_actor_class``, which says
+    "pass the class itself" for an instance), else as a class.
 
     Raises:
         ConfigurationError: naming the argument and what it holds.
@@ -147,7 +151,9 @@ def classes(value: object, what: str) -> tuple[type, ...]:
         )
     got = tuple(value)
     for cls in got:
-        if not isinstance(cls, type):
+        if each is not None:
+            each(cls)
+        elif not isinstance(cls, type):
             raise ConfigurationError(
                 f"{what} must hold classes, not {type(cls).__qualname__} {_codec.shown(cls)}"
             )

@@ -117,7 +117,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
             _codec.validate_name(owner, "owner")
         #: the actor and message classes this system knows, by their log tags
         self.registry = Registry()
-        for cls in _options.classes(actors, "actors"):
+        for cls in _options.classes(actors, "actors", each=_names.check_actor_class):
             self.register(cls)
         for m in _options.classes(messages, "messages"):
             self.registry.learn(m)
