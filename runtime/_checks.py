@@ -4,20 +4,28 @@ kind of value has one validator, and every error message shows the value bounded
 
 from __future__ import annotations
 
+import json
 import math
 import reprlib
+from typing import Any
 
 from ._errors import ConfigurationError
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "is_utf8",
+    "parse_json",
     "shown",
     "validate_int",
     "validate_name",
     "validate_optional_text",
     "validate_seconds",
+    "validate_stable_name",
     "validate_text",
 ]
+
+#: [F8] A stable name (a class's tag, a tool's name) is at most this many bytes of UTF-8.
+MAX_NAME_BYTES = 1024
 
 _SHOWN = reprlib.Repr()
 _SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 3, 80, 80
@@ -93,6 +101,77 @@ def validate_int(value: object, what: str) -> int:
     return value
 
 
+def has_control(text: str) -> bool:
+    """Does ``text`` hold a control character (C0, DEL or C1: NUL, newline, tab, ...)?"""
+    return any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in text)
+
+
+def validate_stable_name(value: object, what: str) -> str:
+    """Return ``value`` if it can be a stable name the log records (FORMAT.md [F8]: a
+    class's declared name or alias, a tool's name): non-blank printable text (no control
+    characters: PostgreSQL text cannot hold NUL, and a name is shown on terminals and
+    pages), valid UTF-8, at most ``MAX_NAME_BYTES``; else raise ``ConfigurationError``."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(f"{what} must be a non-empty str, not {shown(value)}")
+    if has_control(value):
+        raise ConfigurationError(
+            f"{what} {shown(value)} contains control characters (NUL, newlines, tabs, ...): "
+            "a stable name is printable text"
+        )
+    if not is_utf8(value):
+        raise ConfigurationError(f"{what} {shown(value)} contains lone surrogates")
+    size = len(value.encode())
+    if size > MAX_NAME_BYTES:
+        raise ConfigurationError(f"{what} is {size} bytes; the limit is {MAX_NAME_BYTES}")
+    return value
+
+
 def validate_optional_text(value: object, what: str) -> str | None:
     """``validate_text``, ``None`` allowed (``by=None``: the default, the operator's name)."""
     return None if value is None else validate_text(value, what)
+
+
+#: how deep a JSON value an operator types (a ``--result``, a console form) may nest
+MAX_JSON_DEPTH = 100
+
+
+def parse_json(raw: str, what: str, *, quoted: str = '"PAGE-1"') -> Any:
+    """``raw`` (text an operator typed) as strict JSON: no NaN or Infinity, nested at most
+    ``MAX_JSON_DEPTH`` deep; else raise ``ConfigurationError`` naming ``what`` and saying
+    what is wrong (``quoted``: how a string is written where ``raw`` came from)."""
+
+    def refuse(constant: str) -> None:
+        raise ConfigurationError(f"{what} must be strict JSON: {constant} is not a JSON value")
+
+    deep = ConfigurationError(
+        f"{what} is nested too deeply (at most {MAX_JSON_DEPTH} levels of arrays and objects)"
+    )
+    try:
+        value = json.loads(raw, parse_constant=refuse)
+    except RecursionError:  # deeper than the parser's stack
+        raise deep from None
+    except ValueError as exc:
+        if isinstance(exc, ConfigurationError):
+            raise
+        raise ConfigurationError(
+            f"{what} must be JSON ({exc}); for a string, quote it: {quoted}"
+        ) from None
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise deep
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests (iteratively: a deep value cannot exhaust the stack)."""
+    deepest = 0
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        v, d = todo.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        if isinstance(v, list):
+            deepest = max(deepest, d)
+            if d > MAX_JSON_DEPTH:
+                return d
+            todo.extend((x, d + 1) for x in v)
+    return deepest

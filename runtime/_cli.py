@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import time
@@ -25,12 +24,13 @@ import anyio
 import attrs
 
 from . import ops
+from ._checks import parse_json
 from ._clicheck import ClassSpecError, cmd_replay_check, cmd_restart
 from ._clihistory import HistoryPrinter
 from ._clilifecycle import cmd_cancel, cmd_delete, cmd_deleted, cmd_terminate
 from ._cliparse import build_parser
 from ._clitimers import print_timers
-from ._errors import ActorlogError
+from ._errors import ActorlogError, ConfigurationError
 from ._term import (
     Out,
     Progress,
@@ -298,11 +298,9 @@ async def cmd_resolve(args: argparse.Namespace, out: Out) -> int:
     kwargs: dict[str, Any] = {}
     if args.result is not None:
         try:
-            kwargs["result"] = json.loads(args.result)
-        except ValueError as exc:
-            raise UsageError(
-                f"--result must be JSON ({exc}); for a string, quote it: --result '\"PAGE-1\"'"
-            ) from None
+            kwargs["result"] = parse_json(args.result, "--result", quoted="--result '\"PAGE-1\"'")
+        except ConfigurationError as exc:
+            raise UsageError(str(exc)) from None
     elif args.retry:
         kwargs["retry"] = True
     else:

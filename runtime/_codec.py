@@ -19,6 +19,7 @@ from ._checks import (
     validate_name,
     validate_optional_text,
     validate_seconds,
+    validate_stable_name,
     validate_text,
 )
 from ._checks import shown as shown
@@ -58,6 +59,7 @@ __all__ = [
     "validate_name",
     "validate_optional_text",
     "validate_seconds",
+    "validate_stable_name",
     "validate_text",
     "verify_row",
 ]

@@ -233,14 +233,11 @@ class Context(ToolCalls, TimerEffects):
             NonDeterminismError: the step recorded a version above ``max`` or below
                 ``default`` (code rolled back, or support for that version removed).
         """
-        if not isinstance(change_id, str) or not change_id:
-            raise ConfigurationError(
-                f"ctx.version: change_id must be a non-empty str, not {change_id!r}"
-            )
+        _codec.validate_stable_name(change_id, "ctx.version: change_id")
         if type(default) is not int or type(max) is not int or default > max:
             raise ConfigurationError(
                 f"ctx.version({change_id!r}): default and max must be ints with default <= max "
-                f"(got default={default!r}, max={max!r})"
+                f"(got default={_codec.shown(default)}, max={_codec.shown(max)})"
             )
         index = self._index
         rec = self._recorded_at(index)

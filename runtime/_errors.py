@@ -177,7 +177,9 @@ class StoreURLError(ConfigurationError):
             " (expected sqlite:///relative.db, sqlite:////absolute.db, memory:// "
             "or postgresql://user@host:port/db)"
         )
-        super().__init__(f"cannot open store URL {url!r}: {reason}{forms if expected else ''}")
+        from ._checks import shown  # a leaf that raises these errors: imported when used
+
+        super().__init__(f"cannot open store URL {shown(url)}: {reason}{forms if expected else ''}")
 
 
 class ActorNotFoundError(ActorlogError, LookupError):

@@ -20,7 +20,7 @@ from typing import Any, TypeVar, overload
 
 import attrs
 
-from ._checks import shown
+from ._checks import shown, validate_stable_name
 from ._errors import ConfigurationError, UnstableNameWarning
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
 
 T = TypeVar("T", bound=type)
 
-_MAX_TAG_BYTES = 1024
 _MAIN = "__main__."
 #: declared names -> the class that declared them (messages decoded by name alone)
 _DECLARED: weakref.WeakValueDictionary[str, type] = weakref.WeakValueDictionary()
@@ -164,32 +163,21 @@ def _work_out_kind(cls: type) -> str | None:
     return None
 
 
-def _check_name(name: object, what: str) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigurationError(f"{what} must be a non-empty str, not {name!r}")
-    try:
-        size = len(name.encode())
-    except UnicodeEncodeError:
-        raise ConfigurationError(f"{what} {name!r} contains lone surrogates") from None
-    if size > _MAX_TAG_BYTES:
-        raise ConfigurationError(f"{what} is {size} bytes; the limit is {_MAX_TAG_BYTES}")
-    return name
-
-
 def declare(cls: type, name: str | None, aliases: Iterable[str] | None) -> None:
     """Give ``cls`` a stable name and aliases (``name=`` / ``aliases=`` of an ``Actor``
     subclass or of ``@actorlog.message``). Raises ``ConfigurationError`` for a name that
     cannot be a tag, a ``__main__.`` name, or a name another class already declared."""
-    if isinstance(aliases, str):
+    if isinstance(aliases, str | bytes) or not isinstance(aliases, Iterable | None):
         raise ConfigurationError(
-            f"{cls.__qualname__}: aliases must be a list of names, not the str {aliases!r}"
+            f"{cls.__qualname__}: aliases must be a list of names, not "
+            f"{type(aliases).__qualname__} {shown(aliases)}"
         )
-    old = tuple(_check_name(a, "an alias") for a in aliases or ())
+    old = tuple(validate_stable_name(a, "an alias") for a in aliases or ())
     if name is not None:
-        _check_name(name, "a class name")
+        validate_stable_name(name, "a class name")
         if name.startswith(_MAIN):
             raise ConfigurationError(
-                f"{cls.__qualname__}: name {name!r} starts with '__main__.', which is what "
+                f"{cls.__qualname__}: name {shown(name)} starts with '__main__.', which is what "
                 "a stable name avoids; choose a name like 'researcher' (keep the old tag in "
                 "aliases=[...])"
             )
@@ -199,7 +187,7 @@ def declare(cls: type, name: str | None, aliases: Iterable[str] | None) -> None:
         other = _DECLARED.get(tag)
         if other is not None and _qualified(other) != _qualified(cls):
             raise ConfigurationError(
-                f"{cls.__qualname__}: the name {tag!r} is already declared by "
+                f"{cls.__qualname__}: the name {shown(tag)} is already declared by "
                 f"{_qualified(other)}; each name (and alias) belongs to one class"
             )
     if name is not None:
@@ -249,7 +237,7 @@ def message(
 
     def wrap(c: T) -> T:
         if not isinstance(c, type):
-            raise ConfigurationError(f"@actorlog.message decorates a class, not {c!r}")
+            raise ConfigurationError(f"@actorlog.message decorates a class, not {shown(c)}")
         if message_kind(c) is None:
             raise ConfigurationError(
                 f"@actorlog.message: {c.__qualname__} is not an attrs class, a dataclass or "

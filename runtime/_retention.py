@@ -68,7 +68,7 @@ def parse(value: object) -> Retention:
         return float(seconds)
     raise ConfigurationError(
         "retention must be 'all', 'since-snapshot' or a positive time window "
-        f"(a timedelta or seconds), not {value!r}"
+        f"(a timedelta or seconds), not {_codec.shown(value)}"
     )
 
 

@@ -12,6 +12,7 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
+from ._checks import shown
 from ._errors import ConfigurationError
 
 __all__ = ["NO_RETRY", "Retry", "check_timeout"]
@@ -19,11 +20,11 @@ __all__ = ["NO_RETRY", "Retry", "check_timeout"]
 
 def _number(name: str, value: object, *, minimum: float, strict: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigurationError(f"Retry({name}=...) must be a number, not {value!r}")
+        raise ConfigurationError(f"Retry({name}=...) must be a number, not {shown(value)}")
     v = _float(value)
     if math.isnan(v) or math.isinf(v) or v < minimum or (strict and v == minimum):
         bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
-        raise ConfigurationError(f"Retry({name}={value!r}): it must be finite and {bound}")
+        raise ConfigurationError(f"Retry({name}={shown(value)}): it must be finite and {bound}")
     return v
 
 
@@ -37,7 +38,7 @@ def _float(value: int | float) -> float:
 
 _ON = (
     "Retry(on=...) takes an exception class (on=ConnectionError) or a non-empty tuple of "
-    "exception classes (on=(TimeoutError, ConnectionError)), not {!r}"
+    "exception classes (on=(TimeoutError, ConnectionError)), not {}"
 )
 
 
@@ -47,16 +48,16 @@ def _exception_classes(on: object) -> tuple[type[BaseException], ...]:
         classes: tuple[object, ...] = (on,)
     elif isinstance(on, BaseException):
         raise ConfigurationError(
-            _ON.format(on) + f": pass the class, on={type(on).__qualname__}, not an instance"
+            _ON.format(shown(on)) + f": pass the class, on={type(on).__qualname__}, not an instance"
         )
     elif isinstance(on, str | bytes) or not isinstance(on, Iterable):
-        raise ConfigurationError(_ON.format(on))
+        raise ConfigurationError(_ON.format(shown(on)))
     else:
         classes = tuple(on)
     if not classes or not all(
         isinstance(c, type) and issubclass(c, BaseException) for c in classes
     ):
-        raise ConfigurationError(_ON.format(on))
+        raise ConfigurationError(_ON.format(shown(on)))
     return classes  # type: ignore[return-value]  # checked just above
 
 
@@ -90,14 +91,14 @@ class Retry:
     ) -> None:
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
             raise ConfigurationError(
-                f"Retry(attempts={attempts!r}): the number of attempts in all, an int >= 1"
+                f"Retry(attempts={shown(attempts)}): the number of attempts in all, an int >= 1"
             )
         self.attempts = attempts
         self.initial = _number("initial", initial, minimum=0.0)
         self.factor = _number("factor", factor, minimum=1.0)
         self.max_delay = None if max_delay is None else _number("max_delay", max_delay, minimum=0)
         if not isinstance(jitter, bool):
-            raise ConfigurationError(f"Retry(jitter={jitter!r}) must be True or False")
+            raise ConfigurationError(f"Retry(jitter={shown(jitter)}) must be True or False")
         self.jitter = jitter
         self.on: tuple[type[BaseException], ...] = _exception_classes(on)
 
@@ -153,8 +154,12 @@ def check_timeout(timeout: object) -> float | None:
     if timeout is None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise ConfigurationError(f"timeout must be a number of seconds or None, not {timeout!r}")
+        raise ConfigurationError(
+            f"timeout must be a number of seconds or None, not {shown(timeout)}"
+        )
     t = _float(timeout)
     if math.isnan(t) or math.isinf(t) or t <= 0:
-        raise ConfigurationError(f"timeout={timeout!r}: it must be a finite number > 0 seconds")
+        raise ConfigurationError(
+            f"timeout={shown(timeout)}: it must be a finite number > 0 seconds"
+        )
     return t

@@ -75,16 +75,17 @@ class SnapshotPolicy:
         ):
             if value is not None and not _positive_finite(value):
                 raise ConfigurationError(
-                    f"{name} must be a positive, finite number of seconds or None, not {value!r}"
+                    f"{name} must be a positive, finite number of seconds or None, not "
+                    f"{_codec.shown(value)}"
                 )
         if self.every is not None and not (_is_int(self.every) and self.every >= 1):
             raise ConfigurationError(
-                f"snapshot_every must be a positive int or None, not {self.every!r}"
+                f"snapshot_every must be a positive int or None, not {_codec.shown(self.every)}"
             )
         if not (_is_int(self.keep) and self.keep >= 2):
             raise ConfigurationError(
                 f"snapshot_keep must be an int >= 2 (so there is always an older snapshot "
-                f"to fall back to), not {self.keep!r}"
+                f"to fall back to), not {_codec.shown(self.keep)}"
             )
 
     def due(

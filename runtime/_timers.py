@@ -22,7 +22,6 @@ import datetime
 import json
 import logging
 import math
-import reprlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -129,7 +128,7 @@ def seconds(value: object, what: str, *, minimum: float = 0.0) -> float:
     ):
         raise ConfigurationError(
             f"{what} takes seconds (a finite number, or a timedelta) from {minimum:g} up to "
-            f"{MAX_DELAY:.0f} (100 years), not {reprlib.repr(value)}"
+            f"{MAX_DELAY:.0f} (100 years), not {_codec.shown(value)}"
         )
     return float(value)
 
@@ -140,7 +139,7 @@ def timestamp(value: object, what: str) -> float:
     if not isinstance(value, datetime.datetime) or value.utcoffset() is None:
         raise ConfigurationError(
             f"{what} must be a timezone-aware datetime (e.g. "
-            f"datetime.now(timezone.utc) + timedelta(minutes=5)), not {reprlib.repr(value)}"
+            f"datetime.now(timezone.utc) + timedelta(minutes=5)), not {_codec.shown(value)}"
         )
     try:
         ok = EARLIEST <= value < LATEST
@@ -148,7 +147,8 @@ def timestamp(value: object, what: str) -> float:
         ok = False
     if not ok:
         raise ConfigurationError(
-            f"{what} must lie from {EARLIEST.isoformat()} to {LATEST.isoformat()}, not {value!r}"
+            f"{what} must lie from {EARLIEST.isoformat()} to {LATEST.isoformat()}, "
+            f"not {_codec.shown(value)}"
         )
     return value.timestamp()
 
@@ -189,7 +189,7 @@ def _cron(expr: str, after: float) -> float:
     try:
         return float(next(iter(CronSim(expr, start))).timestamp())
     except CronSimError as exc:
-        raise ConfigurationError(f"bad cron expression {expr!r}: {exc}") from None
+        raise ConfigurationError(f"bad cron expression {_codec.shown(expr)}: {exc}") from None
 
 
 def next_firing(recurrence: dict[str, Any], after: float) -> float:
@@ -239,12 +239,16 @@ def recurrence_of(
     if (every is None) == (cron is None):
         raise ConfigurationError("schedule() takes exactly one of every= or cron=")
     if not isinstance(missed, str) or missed not in ("skip", "catch_up_once"):
-        raise ConfigurationError(f"missed= must be 'skip' or 'catch_up_once', not {missed!r}")
+        raise ConfigurationError(
+            f"missed= must be 'skip' or 'catch_up_once', not {_codec.shown(missed)}"
+        )
     if every is not None:
         step = seconds(every, "every=", minimum=MIN_EVERY)
         return {"every": step, "start": start, "missed": missed}
     if not isinstance(cron, str):
-        raise ConfigurationError(f"cron= must be a cron expression string, not {cron!r}")
+        raise ConfigurationError(
+            f"cron= must be a cron expression string, not {_codec.shown(cron)}"
+        )
     _cron(cron, start)  # checks the expression (and that the parser is installed)
     return {"cron": cron, "missed": missed}
 

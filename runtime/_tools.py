@@ -12,6 +12,7 @@ from typing import Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 import attrs
 
+from ._checks import shown, validate_stable_name
 from ._errors import ConfigurationError, ReadOnlyQueryError, ToolCalledDirectlyError
 from ._retry import NO_RETRY, Retry, check_timeout
 
@@ -129,17 +130,19 @@ class Tool(Generic[P, R]):
         timeout: float | None = None,
     ) -> None:
         if retry is not None and not isinstance(retry, Retry):
-            raise ConfigurationError(f"retry must be an actorlog.Retry(...) or None, not {retry!r}")
+            raise ConfigurationError(
+                f"retry must be an actorlog.Retry(...) or None, not {shown(retry)}"
+            )
         self.retry: Retry = retry or NO_RETRY
         self.timeout = check_timeout(timeout)
         if not inspect.iscoroutinefunction(fn):
             raise ConfigurationError(
-                f"@tool needs an async function; {getattr(fn, '__qualname__', fn)!r} is not"
+                f"@tool needs an async function; {shown(getattr(fn, '__qualname__', fn))} is not"
             )
         if effect not in ("read", "write"):
-            raise ConfigurationError(f"effect must be 'read' or 'write', not {effect!r}")
+            raise ConfigurationError(f"effect must be 'read' or 'write', not {shown(effect)}")
         if not isinstance(idempotent, bool):
-            raise ConfigurationError(f"idempotent must be True or False, not {idempotent!r}")
+            raise ConfigurationError(f"idempotent must be True or False, not {shown(idempotent)}")
         if reconcile is not None and not callable(reconcile):
             raise ConfigurationError("reconcile must be an async callable (key, arguments)")
         if name is None:
@@ -147,18 +150,11 @@ class Tool(Generic[P, R]):
             qualname = getattr(fn, "__qualname__", None)
             if not isinstance(module, str) or not isinstance(qualname, str):
                 raise ConfigurationError(
-                    f"cannot name tool {fn!r} (it has no __module__/__qualname__): "
+                    f"cannot name tool {shown(fn)} (it has no __module__/__qualname__): "
                     "declare it with @tool(name=...)"
                 )
             name = f"{module}.{qualname}"
-        if not isinstance(name, str) or not name:
-            raise ConfigurationError(f"a tool name must be a non-empty str, not {name!r}")
-        try:
-            size = len(name.encode())
-        except UnicodeEncodeError:
-            raise ConfigurationError(f"tool name {name!r} contains lone surrogates") from None
-        if size > 1024:
-            raise ConfigurationError(f"tool name is {size} bytes; the limit is 1024")
+        validate_stable_name(name, "a tool name")
         self.fn = fn
         self.name = name
         self.effect: Effect = effect
@@ -196,7 +192,7 @@ class Tool(Generic[P, R]):
         if retry is not ...:
             if retry is not None and not isinstance(retry, Retry):
                 raise ConfigurationError(
-                    f"retry must be an actorlog.Retry(...) or None, not {retry!r}"
+                    f"retry must be an actorlog.Retry(...) or None, not {shown(retry)}"
                 )
             copy.retry = retry or NO_RETRY
         if timeout is not ...:
@@ -320,7 +316,9 @@ def tool(
     an attempt that runs longer (docs/retries.md).
     """
     if retry is not None and not isinstance(retry, Retry):
-        raise ConfigurationError(f"retry must be an actorlog.Retry(...) or None, not {retry!r}")
+        raise ConfigurationError(
+            f"retry must be an actorlog.Retry(...) or None, not {shown(retry)}"
+        )
     check_timeout(timeout)
 
     def wrap(f: Callable[P, Awaitable[R]]) -> Tool[P, R]:

@@ -141,11 +141,11 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
     ) -> None:
         if durability not in ("fsync", "survive-process-crash"):
             raise ConfigurationError(
-                f"durability must be 'fsync' or 'survive-process-crash', not {durability!r}"
+                f"durability must be 'fsync' or 'survive-process-crash', not {shown(durability)}"
             )
         if not isinstance(commit_on_loop, bool):
             raise ConfigurationError(
-                f"commit_on_loop must be True or False, not {commit_on_loop!r}"
+                f"commit_on_loop must be True or False, not {shown(commit_on_loop)}"
             )
         self.commit_on_loop = commit_on_loop
         if not isinstance(path, str | os.PathLike) or not isinstance(os.fspath(path), str):
@@ -158,7 +158,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             raise ConfigurationError(f"SqliteStore's path {shown(path)} holds a NUL")
         if self.path in ("", ":memory:"):
             raise ConfigurationError(
-                f"SqliteStore needs a file path, not {self.path!r}: its writer and reader "
+                f"SqliteStore needs a file path, not {shown(self.path)}: its writer and reader "
                 "connections must open the same database (an in-memory or temporary SQLite "
                 "database is private to one connection). Use MemoryStore for a store in "
                 "memory, or a file in a temporary directory."
@@ -168,7 +168,9 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         # a PRAGMA busy_timeout in milliseconds (a C int): up to about 24 days
         self.busy_timeout = validate_seconds(busy_timeout, "busy_timeout", maximum=2_000_000.0)
         if self.busy_timeout < 0:
-            raise ConfigurationError(f"busy_timeout must be >= 0 seconds, not {busy_timeout!r}")
+            raise ConfigurationError(
+                f"busy_timeout must be >= 0 seconds, not {shown(busy_timeout)}"
+            )
         self._w: Connection | None = None
         self._r: Connection | None = None
         # gather: appenders woken together share a batch (measured: +5-10% steps/s at 10

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actorlog.store import StoreURLError
+from actorlog.store import StoreURLError, shown
 
 if TYPE_CHECKING:
     from actorlog.store import Store
@@ -53,11 +53,11 @@ def _sqlite_params(url: str, query: str) -> dict[str, str]:
     durability = found.get("durability", "fsync")
     if durability not in _SQLITE_PARAMS["durability"]:
         raise StoreURLError(
-            url, f"unknown durability {durability!r}: durability=fsync|survive-process-crash"
+            url, f"unknown durability {shown(durability)}: durability=fsync|survive-process-crash"
         )
     on_loop = found.get("commit_on_loop", "0")
     if on_loop not in _SQLITE_PARAMS["commit_on_loop"]:
-        raise StoreURLError(url, f"commit_on_loop must be 1 or 0, not {on_loop!r}")
+        raise StoreURLError(url, f"commit_on_loop must be 1 or 0, not {shown(on_loop)}")
     return {"durability": durability, "commit_on_loop": on_loop}
 
 
@@ -76,8 +76,10 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
             repeated or misvalued parameter, or its driver is not installed (a
             ``postgresql://`` URL without asyncpg).
     """
-    if not isinstance(url, str) or not url:
-        raise StoreURLError(str(url), "the URL is empty")
+    if not isinstance(url, str):
+        raise StoreURLError(shown(url), f"a store URL is a str, not {type(url).__qualname__}")
+    if not url:
+        raise StoreURLError(url, "the URL is empty")
     try:
         from urllib.parse import urlsplit  # only when a URL is opened
 
@@ -87,7 +89,9 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
     scheme = parts.scheme.lower()
     if scheme == "memory":
         if parts.query:
-            raise StoreURLError(url, f"a memory:// URL takes no parameters, not {parts.query!r}")
+            raise StoreURLError(
+                url, f"a memory:// URL takes no parameters, not {shown(parts.query)}"
+            )
         from .memory import MemoryStore
 
         return MemoryStore()
@@ -95,7 +99,7 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
         if parts.netloc:
             raise StoreURLError(
                 url,
-                f"unexpected host {parts.netloc!r}: a SQLite URL has three slashes "
+                f"unexpected host {shown(parts.netloc)}: a SQLite URL has three slashes "
                 f"(did you mean sqlite:///{parts.netloc}{parts.path}?)",
             )
         path = parts.path[1:] if parts.path.startswith("/") else parts.path
@@ -131,4 +135,4 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
         return PostgresStore(url, read_only=read_only)
     if not scheme:
         raise StoreURLError(url, f"no scheme (for a SQLite file: sqlite:///{url})")
-    raise StoreURLError(url, f"unknown scheme {parts.scheme!r}")
+    raise StoreURLError(url, f"unknown scheme {shown(parts.scheme)}")

@@ -85,14 +85,22 @@ async def list_actors_page(
             are at most this many (each needs its log read).
 
     Raises:
-        ConfigurationError: an unknown sort or status, or a bad offset or limit.
+        ConfigurationError: an unknown sort or status, a bad offset or limit, a filter that
+            is not text (or holds NUL or lone surrogates).
     """
     for name, n in (("offset", offset), ("limit", limit), ("status_limit", status_limit)):
         _codec.validate_int(n, name)
-    if sort not in SORTS:
-        raise ConfigurationError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+    for name, text in (("status", status), ("actor_type", actor_type), ("search", search)):
+        _codec.validate_optional_text(text, name)
+    if not isinstance(sort, str) or sort not in SORTS:
+        raise ConfigurationError(
+            f"sort must be one of {', '.join(SORTS)}, not {_codec.shown(sort)}"
+        )
     if status is not None and status not in STATUSES:
-        raise ConfigurationError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
+        raise ConfigurationError(
+            f"status must be one of {', '.join(STATUSES)}, not {_codec.shown(status)}"
+        )
+    descending = bool(descending)  # a flag: any value, by its truth
     if offset < 0 or not 1 <= limit <= 1000:
         raise ConfigurationError(f"offset must be >= 0 and limit 1..1000 (got {offset}, {limit})")
     rows = await store.list_actors()

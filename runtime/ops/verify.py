@@ -51,7 +51,13 @@ async def verify(
     Raises:
         ActorNotFoundError: ``actor_id`` does not exist.
         StoreUnavailableError: the store could not be read.
+        ConfigurationError: ``progress`` is not callable (checked before anything is read).
     """
+    if progress is not None and not callable(progress):
+        raise ConfigurationError(
+            f"progress must be a callable (actor_id, done, total) or None, not "
+            f"{_codec.shown(progress)}"
+        )
     if actor_id is None:
         actors = await store.list_actors()  # lenient: a damaged summary row is a finding
     else:

@@ -4,7 +4,6 @@ pages and error pages drawn with them."""
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import ops
+from .._checks import parse_json as parse_json
 from .._errors import ConfigurationError
 from ..store import Store
 from .config import SESSION_COOKIE, ServeConfig
@@ -85,52 +85,6 @@ def parse_int(raw: str, name: str) -> int:
     if not _INT_MIN <= value <= _INT_MAX:
         raise ConfigurationError(f"{name} is out of range: {short(raw)}")
     return value
-
-
-def parse_json(raw: str, name: str) -> Any:
-    """A form value as strict JSON (no NaN or Infinity, nested at most ``MAX_DEPTH``
-    deep), else ConfigurationError saying what is wrong."""
-
-    def refuse(constant: str) -> None:
-        raise ConfigurationError(f"{name} must be strict JSON: {constant} is not a JSON value")
-
-    try:
-        value = json.loads(raw, parse_constant=refuse)
-    except RecursionError:
-        raise ConfigurationError(
-            f"{name} is nested too deeply (at most {MAX_DEPTH} levels of arrays and objects)"
-        ) from None
-    except ValueError as exc:
-        if isinstance(exc, ConfigurationError):
-            raise
-        raise ConfigurationError(
-            f'{name} must be JSON ({exc}); for a string, quote it: "PAGE-1"'
-        ) from None
-    if _depth(value) > MAX_DEPTH:
-        raise ConfigurationError(
-            f"{name} is nested too deeply (at most {MAX_DEPTH} levels of arrays and objects)"
-        )
-    return value
-
-
-#: how deep a JSON value from a form may nest
-MAX_DEPTH = 100
-
-
-def _depth(value: Any) -> int:
-    """How deep ``value`` nests (iteratively: a deep value cannot exhaust the stack)."""
-    deepest = 0
-    todo: list[tuple[Any, int]] = [(value, 1)]
-    while todo:
-        v, d = todo.pop()
-        if isinstance(v, dict):
-            v = list(v.values())
-        if isinstance(v, list):
-            deepest = max(deepest, d)
-            if d > MAX_DEPTH:
-                return d
-            todo.extend((x, d + 1) for x in v)
-    return deepest
 
 
 def short(raw: str, limit: int = 40) -> str:

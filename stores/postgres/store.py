@@ -31,6 +31,7 @@ from actorlog.store import (
     actor_row,
     entry_row,
     event_row,
+    shown,
     snapshot_data,
     snapshot_info,
 )
@@ -121,14 +122,19 @@ class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit, TimerMethods
         max_size: int = 10,
         command_timeout: float | None = 60.0,
     ) -> None:
-        if not isinstance(url_or_dsn, str) or not url_or_dsn:
-            raise StoreURLError(str(url_or_dsn), "the URL is empty")
+        if not isinstance(url_or_dsn, str):
+            raise StoreURLError(
+                shown(url_or_dsn), f"a store URL is a str, not {type(url_or_dsn).__qualname__}"
+            )
+        if not url_or_dsn:
+            raise StoreURLError(url_or_dsn, "the URL is empty")
         url_or_dsn, schema = schema_from_url(url_or_dsn, schema)
         if schema is not None and (not schema or "\x00" in schema):
-            raise ConfigurationError(f"invalid PostgreSQL schema name {schema!r}")
+            raise ConfigurationError(f"invalid PostgreSQL schema name {shown(schema)}")
         if schema is not None and len(schema.encode("utf-8", "replace")) > MAX_IDENTIFIER_BYTES:
             raise ConfigurationError(
-                f"PostgreSQL schema name {schema!r} is {len(schema.encode('utf-8', 'replace'))} "
+                f"PostgreSQL schema name {shown(schema)} is "
+                f"{len(schema.encode('utf-8', 'replace'))} "
                 f"bytes long; PostgreSQL cuts identifiers to {MAX_IDENTIFIER_BYTES} bytes, so "
                 "two such names could share one store. Use a shorter name."
             )

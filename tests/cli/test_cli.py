@@ -422,6 +422,23 @@ def test_resolve_refuses_what_is_not_in_doubt(crashed: Path) -> None:
     assert "already has a decision: retry (authorized" in r.err
 
 
+@pytest.mark.parametrize(
+    "deep", ["[" * 2000 + "]" * 2000, '{"k":' * 2000 + "1" + "}" * 2000, "[" * 101 + "]" * 101]
+)
+def test_resolve_refuses_a_result_nested_too_deeply(crashed: Path, deep: str) -> None:
+    """A --result nested deeper than 100 levels (2,000 was a RecursionError inside the
+    JSON parser): a one-line usage error, nothing recorded; the same limit as the console."""
+    before = entries(crashed)
+    r = cli("resolve", crashed, ACTOR, "19", "--result", deep)
+    assert r.code == 2, r.err
+    _no_traceback(r.err)
+    assert "--result is nested too deeply (at most 100 levels" in r.err
+    assert entries(crashed) == before
+    r = cli("resolve", crashed, ACTOR, "19", "--result", "NaN")  # strict JSON, as the console
+    assert r.code == 2 and "--result must be strict JSON: NaN" in r.err, r.err
+    assert entries(crashed) == before
+
+
 # -- fork --------------------------------------------------------------------------------
 
 
