@@ -3,6 +3,7 @@ row and snapshot digest."""
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 
@@ -51,13 +52,11 @@ async def verify(
     Raises:
         ActorNotFoundError: ``actor_id`` does not exist.
         StoreUnavailableError: the store could not be read.
-        ConfigurationError: ``progress`` is not callable (checked before anything is read).
+        ConfigurationError: ``progress`` is not a callable that takes
+            ``(actor_id, done, total)`` (checked before anything is read).
     """
-    if progress is not None and not callable(progress):
-        raise ConfigurationError(
-            f"progress must be a callable (actor_id, done, total) or None, not "
-            f"{_codec.shown(progress)}"
-        )
+    if progress is not None:
+        _check_progress(progress)
     if actor_id is None:
         actors = await store.list_actors()  # lenient: a damaged summary row is a finding
     else:
@@ -299,3 +298,21 @@ async def _log_start(store: Store, a: ActorRow, report: VerifyReport) -> int:
 def _is_time(value: object) -> bool:
     """A stored Unix time that damage has not made NaN or infinite."""
     return isinstance(value, int | float) and math.isfinite(value)
+
+
+def _check_progress(progress: object) -> None:
+    """``progress=`` must be callable with ``(actor_id, done, total)``."""
+    wrong = True
+    if callable(progress):
+        wrong = False
+        try:
+            inspect.signature(progress).bind("actor", 0, 0)
+        except TypeError:
+            wrong = True
+        except ValueError:  # no signature to read (a builtin): called as it is
+            pass
+    if wrong:
+        raise ConfigurationError(
+            "progress must be a callable taking (actor_id, done, total) or None, not "
+            f"{_codec.shown(progress)}"
+        )

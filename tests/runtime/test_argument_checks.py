@@ -131,7 +131,10 @@ async def test_verify_refuses_a_progress_that_is_not_callable() -> None:
     store = MemoryStore()
     await store.open()
     try:
-        with pytest.raises(ConfigurationError, match="progress must be a callable"):
-            await ops.verify(store, progress=3)  # type: ignore[arg-type]  # on purpose
+        for bad in (3, Plain, lambda aid: None):
+            with pytest.raises(ConfigurationError, match="progress must be a callable"):
+                await ops.verify(store, progress=bad)  # type: ignore[arg-type]  # on purpose
+        seen: list[object] = []
+        await ops.verify(store, progress=lambda *a: seen.append(a))  # any callable that fits
     finally:
         await store.close()
