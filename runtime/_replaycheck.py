@@ -341,6 +341,10 @@ def _read_export(path: str) -> Iterator[_Source]:
             try:
                 item = json.loads(line)
                 kind = item["type"]
+            except RecursionError:  # nested deeper than the JSON parser's stack
+                raise ConfigurationError(
+                    f"{path}:{n}: not an 'actorlog export' line (nested too deeply)"
+                ) from None
             except (ValueError, KeyError, TypeError) as exc:
                 raise ConfigurationError(
                     f"{path}:{n}: not an 'actorlog export' line ({exc})"

@@ -232,11 +232,21 @@ async def test_replay_skips_actors_whose_class_is_not_given() -> None:
     assert report.skipped == [("r1", "class upgrade.researcher not given in actors=[...]")]
 
 
-async def test_a_file_that_is_not_an_export_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"hello": 1}',
+        '{"k":' * 2000 + "1" + "}" * 2000,
+        '{"type": ' + "[" * 2000 + "]" * 2000 + "}",
+    ],
+)
+async def test_a_file_that_is_not_an_export_is_refused(tmp_path: Path, line: str) -> None:
+    """Also a line nested 2,000 levels deep (a RecursionError from the JSON parser)."""
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"hello": 1}\n')
-    with pytest.raises(ConfigurationError, match="not an 'actorlog export' line"):
+    bad.write_text(line + "\n")
+    with pytest.raises(ConfigurationError, match="not an 'actorlog export' line") as err:
         await replay(str(bad), actors=[ResearcherV2])
+    assert len(str(err.value)) < 600
 
 
 def test_replay_check_command_exits_1_on_divergence(capsys: pytest.CaptureFixture[str]) -> None:
