@@ -177,9 +177,8 @@ class StoreURLError(ConfigurationError):
             " (expected sqlite:///relative.db, sqlite:////absolute.db, memory:// "
             "or postgresql://user@host:port/db)"
         )
-        from ._checks import shown  # a leaf that raises these errors: imported when used
-
-        super().__init__(f"cannot open store URL {shown(url)}: {reason}{forms if expected else ''}")
+        shown = repr(url if len(url) <= 200 else url[:200] + "...")  # a 100 kB URL: bounded
+        super().__init__(f"cannot open store URL {shown}: {reason}{forms if expected else ''}")
 
 
 class ActorNotFoundError(ActorlogError, LookupError):
