@@ -276,13 +276,8 @@ async def plan(
                 # [F18] contiguous from 0 within each task of the step
                 made = task_effects.get((row.ref, p.task), 0)
                 if p.index != made:
-                    task = f" of task {p.task}" if p.task else ""
-                    raise CorruptEntryError(
-                        actor_id,
-                        row.seq,
-                        "reference",
-                        f"effect index {p.index}{task} out of order (expected {made})",
-                    )
+                    why = f"effect index {p.index} of task {p.task!r} out of order ({made})"
+                    raise CorruptEntryError(actor_id, row.seq, "reference", why)
                 task_effects[(row.ref, p.task)] = made + 1
                 msg.recorded.append(rec)
                 if p.KIND == EntryKind.INTENT:
@@ -295,7 +290,7 @@ async def plan(
                     raise CorruptEntryError(
                         actor_id, row.seq, "reference", f"refers to unknown intent seq {row.ref}"
                     )
-                rec_i.outcomes.append(Outcome(p, row.type_tag))
+                rec_i.outcomes.append(Outcome(p, row.type_tag, row.seq))
             elif isinstance(p, StepRecord):
                 msg = messages.get(row.ref)
                 if msg is None:

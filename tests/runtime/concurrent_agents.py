@@ -75,3 +75,57 @@ class FanOut(Actor[Results]):
 
 def expected(tasks: int = 4) -> list[str]:
     return sorted(f"w-b{i}-w-a{i}" for i in range(tasks))
+
+
+@tool(effect="read", name="conc.slow")
+async def slow(name: str, delay: float) -> str:
+    await anyio.sleep(delay)
+    return name
+
+
+@attrs.define
+class Go:
+    kind: str
+
+
+class Races(Actor[Results]):
+    """Handlers whose path depends on which concurrent call finished first."""
+
+    snapshot_every = None
+
+    async def receive(self, ctx: Context, msg: Go) -> list[str]:
+        order: list[str] = []
+        if msg.kind == "order":  # the order results arrived in
+            async with anyio.create_task_group() as tg:
+                for name, delay in (("a", 0.15), ("b", 0.01), ("c", 0.08)):
+                    tg.start_soon(self._into, ctx, order, name, delay)
+        elif msg.kind == "first":  # the first finisher cancels the others
+            async with anyio.create_task_group() as tg:
+
+                async def run(name: str, delay: float) -> None:
+                    order.append(await ctx.call(slow, name, delay))
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(run, "slow", 5.0)
+                tg.start_soon(run, "fast", 0.01)
+            order.append(await ctx.call(slow, "after", 0.0))
+        elif msg.kind == "deadline":  # a deadline around a call, then another call
+            with anyio.move_on_after(0.05):
+                order.append(await ctx.call(slow, "late", 5.0))
+            order.append(await ctx.call(slow, "next", 0.0))
+        elif msg.kind == "nested":  # groups in groups
+            async with anyio.create_task_group() as tg:
+                for outer in range(2):
+                    tg.start_soon(self._group, ctx, order, outer)
+        order.append(str(ctx.uuid()))
+        self.state.got.extend(order)
+        return order
+
+    async def _into(self, ctx: Context, order: list[str], name: str, delay: float) -> None:
+        order.append(await ctx.call(slow, name, delay))
+
+    async def _group(self, ctx: Context, order: list[str], outer: int) -> None:
+        first = await ctx.call(slow, f"o{outer}", 0.02 * (2 - outer))
+        async with anyio.create_task_group() as tg:
+            for inner in range(2):
+                tg.start_soon(self._into, ctx, order, f"{first}-i{inner}", 0.01 * (2 - inner))

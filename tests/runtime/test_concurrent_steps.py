@@ -19,7 +19,7 @@ import pytest
 from actorlog import ActorSystem
 
 from tests.conftest import StoreFactory
-from tests.runtime.concurrent_agents import LEDGER, Fan, FanOut, expected
+from tests.runtime.concurrent_agents import LEDGER, Fan, FanOut, Go, Races, expected
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,3 +88,32 @@ def _results(db: Path) -> set[str]:
     finally:
         conn.close()
     return {str(json.loads(payload)["args"][0]) for (payload,) in rows}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["order", "first", "deadline", "nested"])
+async def test_races_take_the_live_path_on_replay(make_store: StoreFactory, kind: str) -> None:
+    """Whatever finished first live finishes first on replay: outcomes are handed back in
+    the order they were logged (a loser of a race and a call cut by a deadline are logged
+    as cancelled when they are cancelled, and on replay wait for the same cancel)."""
+    async with ActorSystem(make_store(), actors=[Races]) as system:
+        ref = await system.spawn(Races, "r")
+        live = await ref.ask(Go(kind), message_id="m")
+    store = make_store()
+    async with ActorSystem(store, actors=[Races]) as system:
+        ref = await system.spawn(Races, "r")  # replays the step from the log
+        replayed = await ref.query(lambda s: list(s.got))
+        rows = await store.read("r", after_seq=0)
+    assert replayed == live
+    if kind == "order":
+        assert live[:3] == ["b", "c", "a"]
+    if kind in ("first", "deadline"):
+        cancelled = [r for r in rows if r.kind == "result" and b'"cancelled"' in r.payload]
+        assert len(cancelled) == 1
+        # settled when it was cancelled: before the intent of the call made after it
+        after = next(
+            r
+            for r in rows
+            if r.kind == "intent" and (b"after" in r.payload or b"next" in r.payload)
+        )
+        assert cancelled[0].seq < after.seq
