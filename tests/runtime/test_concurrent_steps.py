@@ -21,8 +21,8 @@ from actorlog import ActorQuarantinedError, ActorSystem, NonDeterminismError
 
 from tests.conftest import StoreFactory
 from tests.runtime.concurrent_agents import (
-    LEDGER,
     FICKLE,
+    LEDGER,
     AsyncioShapes,
     Fan,
     FanOut,
