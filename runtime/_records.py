@@ -196,9 +196,12 @@ class IntentRecord:
     #: [F13] the idempotency key the call ran with
     key: str = ""
     at: float | None = None
+    #: [F18] the task of the step that made the call (dot-joined spawn path, e.g. ``"1.0"``);
+    #: None: the handler's own task (the field is absent)
+    task: str | None = None
 
     def payload(self) -> dict[str, Any]:
-        return {
+        p = {
             "index": self.index,
             "effect": self.effect,
             "policy": self.policy,
@@ -207,6 +210,9 @@ class IntentRecord:
             "key": self.key,
             "at": self.at,
         }
+        if self.task is not None:
+            p["task"] = self.task
+        return p
 
     @classmethod
     def _parse(cls, f: Fields, type_tag: str) -> IntentRecord:
@@ -218,6 +224,7 @@ class IntentRecord:
             kwargs=f.mapping("kwargs"),
             key=f.text("key", ""),
             at=f.opt_float("at"),
+            task=f.opt_text("task"),
         )
 
 
@@ -272,13 +279,23 @@ class EffectRecord:
     index: int
     value: Any = None
     at: float | None = None
+    #: [F18] the task that made it (see ``IntentRecord.task``); None: the handler's own
+    task: str | None = None
 
     def payload(self) -> dict[str, Any]:
-        return {"index": self.index, "value": self.value, "at": self.at}
+        p = {"index": self.index, "value": self.value, "at": self.at}
+        if self.task is not None:
+            p["task"] = self.task
+        return p
 
     @classmethod
     def _parse(cls, f: Fields, type_tag: str) -> EffectRecord:
-        return cls(index=f.integer("index", REQUIRED), value=f.value("value"), at=f.opt_float("at"))
+        return cls(
+            index=f.integer("index", REQUIRED),
+            value=f.value("value"),
+            at=f.opt_float("at"),
+            task=f.opt_text("task"),
+        )
 
 
 @attrs.frozen

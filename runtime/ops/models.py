@@ -135,6 +135,17 @@ class Call:
     #: the key in the intent entry when the call ran with another: a fork settling a copied
     #: intent runs it with a key derived from its own id and incarnation (``key``)
     recorded_key: str | None = None
+    #: the task of the step that made the call: its spawn path, dot-joined (``"0"``, the
+    #: handler's first task; ``"1.2"``, the third task that its second task started); None:
+    #: the handler's own task (shown as "handler")
+    task: str | None = None
+    #: when the call's outcome was logged (the result, or the operator's ``result``/``fail``
+    #: decision); None while it has none. ``at`` is when it started (its intent).
+    ended_at: float | None = None
+    #: the intent seqs of the other calls of the same step that ran at the same time as this
+    #: one: each started before the other's outcome was logged (by log order, not by clock;
+    #: a call with no outcome yet runs on). Empty: it ran alone.
+    parallel_with: list[int] = attrs.Factory(list)
 
 
 @attrs.define
@@ -146,6 +157,8 @@ class Effect:
     name: str
     value: Any
     at: float | None
+    #: the task of the step that made it (see ``Call.task``); None: the handler's own
+    task: str | None = None
 
 
 @attrs.define
@@ -176,6 +189,13 @@ class Step:
     trace_id: str | None = None
     #: the step span's id (16 hex digits), once the step is logged with one
     span_id: str | None = None
+
+    @property
+    def concurrent(self) -> bool:
+        """True when tasks of the step made effects, or two of its calls overlapped."""
+        return any(c.task is not None or c.parallel_with for c in self.calls) or any(
+            e.task is not None for e in self.effects
+        )
 
     @property
     def placed_at(self) -> float | None:
