@@ -12,10 +12,11 @@ class of its kind, type-checking the fields the runtime relies on::
     kind        record (fields; a missing field takes the default after ``=``)
     ==========  =======================================================================
     message     MessageRecord(body=None, sender=None, trace=None, at=None)
-    intent      IntentRecord(index, effect="", policy="", args=[], kwargs={}, key="", at)
+    intent      IntentRecord(index, effect="", policy="", args=[], kwargs={}, key="", at,
+                task="")
     result      ResultRecord(ok, value=None, error=None, attempt=1, duration=None,
                 settled_by="run", at)
-    effect      EffectRecord(index, value=None, at)
+    effect      EffectRecord(index, value=None, at, task="")
     step        StepRecord(ok, reply=None, error=None, span=None, duration=None, at)
     decision    DecisionRecord(action=<type tag>, value=None, error=None, by="", reason="",
                 at, attempt=0, delay=0.0, in_doubt=False)
@@ -187,7 +188,7 @@ class IntentRecord:
     """``intent`` (type_tag = tool name, ref = the step's message seq)."""
 
     KIND: ClassVar[EntryKind] = EntryKind.INTENT
-    #: position among the step's effects (intents and effects share one counter from 0)
+    #: position among the effects of its task (intents and effects share one counter from 0)
     index: int
     effect: str = ""  # read | write
     policy: str = ""  # rerun | rerun-same-key | reconcile | escalate
@@ -196,13 +197,13 @@ class IntentRecord:
     #: [F13] the idempotency key the call ran with
     key: str = ""
     at: float | None = None
-    #: [F18] the task of the step that made the call (dot-joined spawn path, e.g. ``"1.0"``);
-    #: None: the handler's own task (the field is absent)
-    task: str | None = None
+    #: [F18] the step task that made it ("" for the handler's own task; absent then)
+    task: str = ""
 
     def payload(self) -> dict[str, Any]:
-        p = {
+        return {
             "index": self.index,
+            **({"task": self.task} if self.task else {}),
             "effect": self.effect,
             "policy": self.policy,
             "args": self.args,
@@ -210,9 +211,6 @@ class IntentRecord:
             "key": self.key,
             "at": self.at,
         }
-        if self.task is not None:
-            p["task"] = self.task
-        return p
 
     @classmethod
     def _parse(cls, f: Fields, type_tag: str) -> IntentRecord:
@@ -224,7 +222,7 @@ class IntentRecord:
             kwargs=f.mapping("kwargs"),
             key=f.text("key", ""),
             at=f.opt_float("at"),
-            task=f.opt_text("task"),
+            task=_task(f),
         )
 
 
@@ -279,14 +277,13 @@ class EffectRecord:
     index: int
     value: Any = None
     at: float | None = None
-    #: [F18] the task that made it (see ``IntentRecord.task``); None: the handler's own
-    task: str | None = None
+    #: [F18] the step task that made it ("" for the handler's own task; absent then)
+    task: str = ""
 
     def payload(self) -> dict[str, Any]:
-        p = {"index": self.index, "value": self.value, "at": self.at}
-        if self.task is not None:
-            p["task"] = self.task
-        return p
+        if self.task:
+            return {"index": self.index, "task": self.task, "value": self.value, "at": self.at}
+        return {"index": self.index, "value": self.value, "at": self.at}
 
     @classmethod
     def _parse(cls, f: Fields, type_tag: str) -> EffectRecord:
@@ -294,8 +291,16 @@ class EffectRecord:
             index=f.integer("index", REQUIRED),
             value=f.value("value"),
             at=f.opt_float("at"),
-            task=f.opt_text("task"),
+            task=_task(f),
         )
+
+
+def _task(f: Fields) -> str:
+    """[F18] ``task``: absent (the root task) or a dot-joined path of numbers."""
+    task = f.text("task", "")
+    if task and not all(part.isascii() and part.isdigit() for part in task.split(".")):
+        raise FieldError(f"task must be a dot-joined path of numbers, not {task[:40]!r}")
+    return task
 
 
 @attrs.frozen
@@ -496,13 +501,27 @@ def message_payload(
 def intent_payload(
     *,
     index: int,
+    task: str = "",
     effect: str,
     policy: str,
     args: list[Any],
     kwargs: dict[str, Any],
     key: str,
 ) -> dict[str, Any]:
-    """``intent`` (type_tag = tool name, ref = step's message seq)."""
+    """``intent`` (type_tag = tool name, ref = step's message seq); ``task`` ([F18]) only
+    for an effect of a task the handler spawned: a step without concurrency writes the
+    bytes it always did."""
+    if task:
+        return {
+            "index": index,
+            "task": task,
+            "effect": effect,
+            "policy": policy,
+            "args": args,
+            "kwargs": kwargs,
+            "key": key,
+            "at": time.time(),
+        }
     return {
         "index": index,
         "effect": effect,
@@ -541,8 +560,11 @@ def result_payload(
     return p
 
 
-def effect_payload(*, index: int, value: Any) -> dict[str, Any]:
-    """``effect`` (type_tag = now|random|uuid|send|spawn, ref = step's message seq)."""
+def effect_payload(*, index: int, value: Any, task: str = "") -> dict[str, Any]:
+    """``effect`` (type_tag = now|random|uuid|send|spawn, ref = step's message seq);
+    ``task`` ([F18]) only for an effect of a task the handler spawned."""
+    if task:
+        return {"index": index, "task": task, "value": value, "at": time.time()}
     return {"index": index, "value": value, "at": time.time()}
 
 

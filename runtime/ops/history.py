@@ -152,13 +152,13 @@ class _Builder:
                     key=rec.key,
                     at=at,
                     status="in_doubt" if rec.policy == "escalate" else "auto",
-                    task=rec.task,
+                    task=rec.task or None,
                 )
                 step.calls.append(call)
                 self.calls[row.seq] = call
             elif isinstance(rec, EffectRecord):
                 step.effects.append(
-                    Effect(row.seq, rec.index, row.type_tag, rec.value, at, task=rec.task)
+                    Effect(row.seq, rec.index, row.type_tag, rec.value, at, task=rec.task or None)
                 )
             else:
                 step.step_seq = row.seq

@@ -390,7 +390,7 @@ def to_json(obj: Any) -> Any:
 
 _DERIVED: dict[type, tuple[str, ...]] = {
     InDoubtIntent: ("needs_operator",),
-    Step: ("started_at",),
+    Step: ("started_at", "concurrent"),
     VerifyReport: ("ok",),
 }
 

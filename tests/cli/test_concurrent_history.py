@@ -1,0 +1,152 @@
+"""``actorlog history``, its HTML export and the ``ops`` API show which task of a step made
+each call, when each call ran, and which calls overlapped (issue 25, "The proof"), in the
+same words (``actorlog._term.concurrency_text``). The log is written entry by entry
+(tests/cli/_fanout.py); tests/runtime/test_concurrent_surface.py has the same from a real
+concurrent handler."""
+
+from __future__ import annotations
+
+import html.parser
+from pathlib import Path
+
+import pytest
+from actorlog import ops
+from actorlog.stores import SqliteStore
+
+from tests.cli._fanout import ACTOR, write_fanout_log
+from tests.cli._support import cli
+
+pytestmark = pytest.mark.anyio
+
+UTC = {"TZ": "UTC"}
+
+#: the words every surface shows under each call of the concurrent steps, by intent seq
+WORDS = {
+    2: "handler; ran 03:04:05.010 to 03:04:05.020",
+    4: "task 0; ran 03:04:05.030 to 03:04:05.135; parallel with #5",
+    5: "task 1; ran 03:04:05.031 to 03:04:05.130; parallel with #4",
+    9: "task 0; ran 03:04:05.140 to 03:04:05.250",
+    13: "task 0; started 03:04:06.010, no outcome yet; parallel with #14",
+    14: "task 1.0; started 03:04:06.011, no outcome yet; parallel with #13",
+}
+
+
+@pytest.fixture
+def fanout(tmp_path: Path) -> Path:
+    db = tmp_path / "fan.db"
+    write_fanout_log(db)
+    return db
+
+
+async def test_ops_history_returns_the_task_the_times_and_the_overlaps(fanout: Path) -> None:
+    store = SqliteStore(fanout)
+    await store.open()
+    try:
+        h = await ops.history(store, ACTOR)
+    finally:
+        await store.close()
+    first, second = h.steps
+    assert first.concurrent and second.concurrent
+    got = {c.intent_seq: (c.task, c.parallel_with, c.ended_at is not None) for c in first.calls}
+    assert got == {
+        2: (None, [], True),
+        4: ("0", [5], True),
+        5: ("1", [4], True),
+        9: ("0", [], True),
+    }
+    assert [(e.seq, e.name, e.task) for e in first.effects] == [(6, "now", "1")]
+    calls = {c.intent_seq: c for c in first.calls}
+    assert calls[4].at is not None and calls[4].ended_at is not None
+    assert calls[4].ended_at - calls[4].at == pytest.approx(0.105)
+    assert [(c.task, c.parallel_with, c.ended_at) for c in second.calls] == [
+        ("0", [14], None),
+        ("1.0", [13], None),
+    ]
+
+
+def test_history_prints_the_task_and_the_overlaps_under_each_call(fanout: Path) -> None:
+    r = cli("history", fanout, ACTOR, env=UTC)
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    for seq, words in WORDS.items():
+        at = next(i for i, x in enumerate(lines) if x.lstrip().startswith(f"{seq} "))
+        assert lines[at + 1].strip() == words, r.out
+    assert any(x.strip().endswith("(task 1)") and x.strip().startswith("6 ") for x in lines)
+
+
+def test_history_json_carries_the_typed_fields(fanout: Path) -> None:
+    r = cli("history", fanout, ACTOR, "--json", env=UTC)
+    assert r.code == 0, r.err
+    steps = [x for x in r.json_lines() if x.get("type") == "step"]
+    calls = {c["intent_seq"]: c for st in steps for c in st["calls"]}
+    assert {n: (c["task"], c["parallel_with"]) for n, c in calls.items()} == {
+        2: (None, []),
+        4: ("0", [5]),
+        5: ("1", [4]),
+        9: ("0", []),
+        13: ("0", [14]),
+        14: ("1.0", [13]),
+    }
+    assert calls[5]["ended_at"] == pytest.approx(calls[5]["at"] + 0.099)
+    assert [st["concurrent"] for st in steps] == [True, True]
+
+
+class _Calls(html.parser.HTMLParser):
+    """The call rows of a page: intent seq -> (data-task, data-parallel-with, words)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[int, list[str]] = {}
+        self.concurrent: list[str] = []
+        self._seq: int | None = None
+        self._in_words = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "section" and a.get("data-concurrent") == "true":
+            self.concurrent.append(a.get("data-seq") or "")
+        if tag == "tr" and "call" in classes:
+            self._seq = int(a["data-intent-seq"] or 0)
+            self.rows[self._seq] = [a.get("data-task") or "", a.get("data-parallel-with") or ""]
+        if tag == "div" and "conc" in classes and self._seq is not None:
+            self._in_words = True
+            self.rows[self._seq].append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "div":
+            self._in_words = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_words and self._seq is not None:
+            self.rows[self._seq][-1] += data
+
+
+def test_html_export_shows_the_same_words(fanout: Path, tmp_path: Path) -> None:
+    page = tmp_path / "fan.html"
+    r = cli("history", fanout, ACTOR, "--html", page, env=UTC)
+    assert r.code == 0, r.err
+    p = _Calls()
+    p.feed(page.read_text())
+    assert p.concurrent == ["1", "12"]
+    assert p.rows == {
+        2: ["", "", WORDS[2]],
+        4: ["0", "5", WORDS[4]],
+        5: ["1", "4", WORDS[5]],
+        9: ["0", "", WORDS[9]],
+        13: ["0", "14", WORDS[13]],
+        14: ["1.0", "13", WORDS[14]],
+    }
+
+
+def test_a_step_without_concurrency_prints_as_before(crashed: Path, tmp_path: Path) -> None:
+    """The crashed on-call store: every call awaited before the next, no task field. No
+    concurrency line, no task column: the output of a sequential actor is unchanged."""
+    r = cli("history", crashed, "incident-7")
+    assert r.code == 0, r.err
+    assert "handler;" not in r.out and "parallel with" not in r.out and "task " not in r.out
+    page = tmp_path / "seq.html"
+    assert cli("history", crashed, "incident-7", "--html", page).code == 0
+    p = _Calls()
+    p.feed(page.read_text())
+    assert p.concurrent == [] and p.rows and all(v == ["", ""] for v in p.rows.values())
