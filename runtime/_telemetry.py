@@ -258,6 +258,9 @@ class ATTR:
     TIMEOUT = "actorlog.tool.timeout"
     ATTEMPT_IN_DOUBT = "actorlog.tool.attempt_in_doubt"
     SERVED_FROM_LOG = "actorlog.tool.served_from_log"
+    #: [F18] the task of the step that made the call (dot-joined spawn path, ``"1.0"``);
+    #: ``""``: the handler's own task
+    TASK = "actorlog.step.task"
     INTENT_SEQ = "actorlog.intent.seq"
     SETTLEMENT = "actorlog.intent.settlement"
     DECIDED_BY = "actorlog.decision.by"

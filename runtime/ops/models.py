@@ -113,6 +113,13 @@ class Call:
     (``in_doubt``, ``auto``, ``retry_authorized``, ``retry_interrupted``). The log cannot
     tell a call in doubt from one a live runtime is executing right now: "in doubt" means no
     outcome is recorded, and a runtime recovering the actor now would have to settle it.
+
+    A call made by a task the step's handler started (FORMAT.md [F18]) has its ``task``
+    path (``"0"``, ``"1.2"``); the handler's own calls have None. ``at`` is when it started
+    (its intent was logged), ``ended_at`` when its outcome was (None while it has none), and
+    ``parallel_with`` the intent seqs of the calls of the same step that ran at the same time
+    (each started before the other's outcome was logged: log order, not clocks). ``index``
+    counts the effects of its task.
     """
 
     intent_seq: int
@@ -150,7 +157,8 @@ class Call:
 
 @attrs.define
 class Effect:
-    """A journaled non-tool effect: ``now``, ``random``, ``uuid``, ``send``, ``spawn``."""
+    """A journaled non-tool effect: ``now``, ``random``, ``uuid``, ``send``, ``spawn``;
+    ``task``: the task of the step that made it, as ``Call.task``."""
 
     seq: int
     index: int
@@ -166,7 +174,8 @@ class Step:
     """The handling of one message.
 
     ``status``: ``ok``, ``error`` (the handler raised), ``in_doubt`` (waits for an operator),
-    ``running`` (started, not finished) or ``pending`` (not started).
+    ``running`` (started, not finished) or ``pending`` (not started). ``concurrent``: tasks
+    it started made effects, or two of its calls overlapped (``Call.parallel_with``).
     """
 
     message_seq: int
