@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from actorlog import _codec
+import attrs
+from actorlog import Actor, Context, _codec, tool
 from actorlog._records import (
     EffectRecord,
     IntentRecord,
@@ -84,3 +85,49 @@ def write_fanout_log(db: Path) -> None:
             await store.close()
 
     anyio.run(write, backend="asyncio")
+
+
+# -- a real fan-out: the issue's example, four tasks x two dependent calls -----------------
+
+_BARRIER: list[Any] = [0, anyio.Event()]
+
+
+def reset_barrier() -> None:
+    _BARRIER[:] = [0, anyio.Event()]
+
+
+@tool(effect="read", name="write_a")
+async def write_a(i: int) -> str:
+    """Returns once all four first calls run (a barrier): they overlap by construction."""
+    _BARRIER[0] += 1
+    if _BARRIER[0] == 4:
+        _BARRIER[1].set()
+    await _BARRIER[1].wait()
+    return f"w-a{i}"
+
+
+@tool(effect="read", name="write_b")
+async def write_b(text: str) -> str:
+    return f"done {text}"
+
+
+@attrs.define
+class Nothing:
+    pass
+
+
+@attrs.define
+class Go:
+    name: str
+
+
+class Fanned(Actor[Nothing]):
+    async def receive(self, ctx: Context, msg: Go) -> str:
+        async def one(i: int) -> None:
+            a = await ctx.call(write_a, i)
+            await ctx.call(write_b, f"b{i}-" + a)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(4):
+                tg.start_soon(one, i)
+        return "ok"

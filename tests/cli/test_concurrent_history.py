@@ -9,11 +9,12 @@ from __future__ import annotations
 import html.parser
 from pathlib import Path
 
+import anyio
 import pytest
-from actorlog import ops
+from actorlog import ActorSystem, ops
 from actorlog.stores import SqliteStore
 
-from tests.cli._fanout import ACTOR, write_fanout_log
+from tests.cli._fanout import ACTOR, Fanned, Go, reset_barrier, write_fanout_log
 from tests.cli._support import cli
 
 pytestmark = pytest.mark.anyio
@@ -150,3 +151,37 @@ def test_a_step_without_concurrency_prints_as_before(crashed: Path, tmp_path: Pa
     p = _Calls()
     p.feed(page.read_text())
     assert p.concurrent == [] and p.rows and all(v == ["", ""] for v in p.rows.values())
+
+
+async def test_a_real_fan_out_shows_its_tasks_and_overlaps(tmp_path: Path) -> None:
+    """The issue's example run for real on a SQLite file: four tasks of a task group, each
+    making two dependent calls; the first call of each task waits until all four run (a
+    barrier), so they overlap by construction. Every surface names the tasks and the
+    overlaps."""
+    reset_barrier()
+    db = tmp_path / "real.db"
+    async with ActorSystem(SqliteStore(db), actors=[Fanned]) as system:
+        ref = await system.spawn(Fanned, "real-1")
+        with anyio.fail_after(10):
+            assert await ref.ask(Go("go"), message_id="m1") == "ok"
+    store = SqliteStore(db)
+    await store.open()
+    try:
+        h = await ops.history(store, "real-1")
+    finally:
+        await store.close()
+    (step,) = h.steps
+    assert step.status == "ok" and step.concurrent
+    first = [c for c in step.calls if c.tool == "write_a"]
+    second = [c for c in step.calls if c.tool == "write_b"]
+    assert sorted(str(c.task) for c in first) == ["0", "1", "2", "3"]
+    by_task = {c.task: c for c in second}
+    for c in first:  # every first call overlapped the other three
+        others = {o.intent_seq for o in first if o is not c}
+        assert others <= set(c.parallel_with)
+        assert by_task[c.task].args == [f"b{c.task}-w-a{c.task}"]  # its task's own follow-up
+    r = cli("history", db, "real-1")
+    assert r.code == 0, r.err
+    for c in first:
+        assert f"task {c.task}; ran " in r.out
+    assert "parallel with #" in r.out
