@@ -454,6 +454,7 @@ async def recover(cell: Recovering) -> None:
                                     ATTR.TOOL_POLICY: intent.policy,
                                     ATTR.IDEMPOTENCY_KEY: intent.key,
                                     ATTR.ATTEMPT: attempt,
+                                    ATTR.TASK: intent.task,
                                 },
                             )
                 cell.queue(env)

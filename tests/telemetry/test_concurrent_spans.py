@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import anyio
 import pytest
 from actorlog import ActorSystem
-from actorlog._telemetry import ATTR, SPAN
+from actorlog._telemetry import ATTR, EVENT, SPAN
 from actorlog.store import Store
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -89,6 +89,9 @@ async def test_a_resumed_fan_out_runs_its_calls_in_parallel_again(
             assert await ref.ask(Fan("a"), message_id="m1") == "met 0, met 1, met 2"
     assert sorted(MEET.ran) == list(range(WIDTH))  # each in-doubt read re-ran once
     finished = spans.get_finished_spans()
+    (recover,) = [s for s in named(finished, SPAN.RECOVER) if attrs_of(s)[ATTR.IN_DOUBT]]
+    doubts = [dict(e.attributes or {}) for e in recover.events if e.name == EVENT.IN_DOUBT]
+    assert sorted(str(d[ATTR.TASK]) for d in doubts) == [str(i) for i in range(WIDTH)]
     (resumed,) = [
         s for s in named(finished, SPAN.REPLAY_STEP) if attrs_of(s)[ATTR.FINISHED_LIVE] is True
     ]
