@@ -1,7 +1,8 @@
 """The spans of parallel tool calls (issue 25): the ``actorlog.tool_call`` spans of calls that
-tasks of one step made at the same time overlap in time under that one step span, live,
-when the step is resumed after a crash, and when a finished step is replayed from the log;
-each carries the task that made it (``actorlog.step.task``). Real SDK, in-memory exporter;
+tasks of one step made at the same time overlap in time under that one step span, live and
+when the step is resumed after a crash; a finished step replayed from the log serves its
+calls and links to the original step span, whose calls overlapped. Each call span carries
+the task that made it (``actorlog.step.task``). Real SDK, in-memory exporter;
 tests/telemetry/test_phoenix_e2e.py sends the resumed fan-out to a real OTLP backend."""
 
 from __future__ import annotations
@@ -98,15 +99,18 @@ async def test_a_resumed_fan_out_runs_its_calls_in_parallel_again(
     assert_parallel_under(finished, resumed)
 
 
-async def test_a_replayed_fan_out_serves_overlapping_spans(
+async def test_a_replayed_fan_out_links_to_its_overlapping_original(
     memory_store: StoreFactory, spans: InMemorySpanExporter
 ) -> None:
-    """A finished fan-out step replayed on recovery (no snapshot): its calls are served
-    from the log, each span from the call to its outcome's turn, so they overlap as live."""
+    """A finished fan-out step replayed on recovery (no snapshot): its calls are served from
+    the log (no tool runs, each span as long as serving took), each span names its task, and
+    the replay step links to the original step span, whose calls overlap."""
     async with ActorSystem(memory_store(), actors=[FanOut]) as system:
         ref = await system.spawn(FanOut, "fan", snapshot_every=None)
         with anyio.fail_after(10):
             await ref.ask(Fan("a"), message_id="m1")
+    live = spans.get_finished_spans()
+    (original,) = named(live, SPAN.STEP)
     spans.clear()
     MEET.reset()
     async with ActorSystem(memory_store(), actors=[FanOut]) as system:
@@ -117,5 +121,9 @@ async def test_a_replayed_fan_out_serves_overlapping_spans(
     finished = spans.get_finished_spans()
     (replayed,) = named(finished, SPAN.REPLAY_STEP)
     assert attrs_of(replayed)[ATTR.FINISHED_LIVE] is False
-    assert all(attrs_of(c)[ATTR.SERVED_FROM_LOG] for c in _children(finished, replayed))
-    assert_parallel_under(finished, replayed)
+    served = _children(finished, replayed)
+    assert all(attrs_of(c)[ATTR.SERVED_FROM_LOG] for c in served)
+    assert sorted(attrs_of(c)[ATTR.TASK] for c in served) == [str(i) for i in range(WIDTH)]
+    assert original.context is not None
+    assert [link.context.span_id for link in replayed.links] == [original.context.span_id]
+    assert_parallel_under(live, original)
