@@ -227,6 +227,7 @@ class _Builder:
                 call.key,
                 call.result_seq,
                 self.incarnations.get(step.message_seq),
+                call.task or "",
             )
             if key != call.key:
                 call.key, call.recorded_key = key, call.key

@@ -57,6 +57,8 @@ class InDoubtIntent:
     kwargs: dict[str, Any]
     at: float | None
     state: str
+    #: the task of the step that made the call (see ``Call.task``); None: the handler's own
+    task: str | None = None
 
     @property
     def needs_operator(self) -> bool:

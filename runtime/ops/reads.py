@@ -154,6 +154,7 @@ def _run_key(
     key: str,
     outcome_seq: int | None,
     incarnation: str | None,
+    task: str = "",
 ) -> str:
     """The idempotency key a call ran (or will run) with. The runtime derives it from the
     running actor's id and the incarnation its step's message records ([F13]), so a fork
@@ -164,7 +165,7 @@ def _run_key(
         and intent_seq <= fork_at
         and (outcome_seq is None or outcome_seq > fork_at)
     ):
-        return idempotency_key(actor_id, step_seq, index, incarnation=incarnation)
+        return idempotency_key(actor_id, step_seq, index, incarnation=incarnation, task=task)
     return key
 
 
@@ -277,11 +278,13 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
                             intent.key,
                             None,
                             m.incarnation,
+                            intent.task,
                         ),
                         args=list(intent.args),
                         kwargs=dict(intent.kwargs),
                         at=intent.at,
                         state=state,
+                        task=intent.task or None,
                     )
                 )
         failure = _failure(events)

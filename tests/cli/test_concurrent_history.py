@@ -185,3 +185,31 @@ async def test_a_real_fan_out_shows_its_tasks_and_overlaps(tmp_path: Path) -> No
     for c in first:
         assert f"task {c.task}; ran " in r.out
     assert "parallel with #" in r.out
+
+
+async def test_a_fork_shows_the_keys_its_tasks_calls_run_with(fanout: Path) -> None:
+    """A fork settles the copied in-doubt calls with keys of its own id and incarnation;
+    ``history`` and ``actor_status`` show those keys, and a task's call keeps its task in
+    the key (two tasks' first calls must not share one key)."""
+    from actorlog._context import idempotency_key
+
+    store = SqliteStore(fanout)
+    await store.open()
+    try:
+        await ops.fork(store, ACTOR, at=14, new_id="fan-2", yes=True)
+        h = await ops.history(store, "fan-2")
+        status = await ops.actor_status(store, "fan-2")
+    finally:
+        await store.close()
+    step = h.steps[1]
+    incarnation = h.steps[1].calls[0].key.split(":")[1]
+    want = {
+        c.intent_seq: idempotency_key("fan-2", 12, 0, incarnation=incarnation, task=str(c.task))
+        for c in step.calls
+    }
+    assert {c.intent_seq: c.key for c in step.calls} == want
+    assert len(set(want.values())) == 2
+    assert {i.intent_seq: (i.key, i.task) for i in status.in_doubt} == {
+        13: (want[13], "0"),
+        14: (want[14], "1.0"),
+    }
