@@ -46,6 +46,8 @@ async def test_ops_history_returns_the_task_the_times_and_the_overlaps(fanout: P
         h = await ops.history(store, ACTOR)
     finally:
         await store.close()
+    assert h.actor.status == "running"  # an in-doubt read: the runtime settles it
+    assert [(i.intent_seq, i.task) for i in h.actor.in_doubt] == [(13, "0"), (14, "1.0")]
     first, second = h.steps
     assert first.concurrent and second.concurrent
     got = {c.intent_seq: (c.task, c.parallel_with, c.ended_at is not None) for c in first.calls}
