@@ -19,7 +19,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import _codec, _names, _records, _tasks, _telemetry
-from ._calls import StepHost, ToolCalls
+from ._calls import StepHost, ToolCalls, abandoned_error
+from ._ctxtasks import StepTasks, by_task
 from ._ctxtimers import TimerEffects, check_ref
 from ._errors import (
     ActorlogError,
@@ -29,7 +30,14 @@ from ._errors import (
     StepCancelledError,
     ToolCallError,
 )
-from ._records import EffectRecord, EntryKind, ErrorInfo, IntentRecord, Recorded
+from ._records import (
+    EffectRecord,
+    EntryKind,
+    ErrorInfo,
+    IntentRecord,
+    Recorded,
+)
+from ._sequencer import Sequencer
 from ._tasks import Node
 from ._tools import Tool, as_tool, unwrap_partial
 
@@ -56,7 +64,16 @@ def idempotency_key(
     before incarnations existed has none, and its calls keep the old key
     ``"{actor_id}:{step_seq}:{index}"``. [F18] A call made by a task the handler spawned
     (``task``, e.g. ``"1.0"``) ends in ``"{task}.{index}"`` instead of ``"{index}"``: the
-    last component is always the call's number within its task, so keys stay unique."""
+    last component is always the call's number within its task, so keys stay unique.
+
+    Raises:
+        ConfigurationError: ``task`` is not a task path ("" or numbers joined by ".").
+    """
+    if type(task) is not str or (task and not _is_path(task)):
+        raise ConfigurationError(
+            "idempotency_key(): task must be a task path such as '1.0' ('' for the "
+            f"handler's own task), not {_short(task)}"
+        )
     if task:
         index_part = f"{task}.{index}"
         if incarnation is None:
@@ -65,6 +82,16 @@ def idempotency_key(
     if incarnation is None:
         return f"{actor_id}:{step_seq}:{index}"
     return f"{actor_id}:{incarnation}:{step_seq}:{index}"
+
+
+def _is_path(task: str) -> bool:
+    return all(part.isascii() and part.isdigit() for part in task.split("."))
+
+
+def _short(value: object) -> str:
+    if not isinstance(value, str):
+        return f"a {type(value).__name__}"
+    return repr(value) if len(value) <= 60 else repr(value[:60]) + "..."
 
 
 def _normalize(value: Any) -> Any:
@@ -87,7 +114,7 @@ def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
     return f"{tag}({a})"
 
 
-class Context(ToolCalls, TimerEffects):
+class Context(StepTasks, ToolCalls, TimerEffects):
     """The handler's door to the world. One per step; do not keep it after ``receive``."""
 
     def __init__(
@@ -105,7 +132,7 @@ class Context(ToolCalls, TimerEffects):
         self.incarnation = incarnation
         self._recorded = recorded or []
         #: [F18] the recorded effects of each task of the step ("" is the handler's own)
-        self._tasks = _by_task(self._recorded)
+        self._tasks = by_task(self._recorded)
         self._complete = complete
         #: the handler's own task; the tasks it spawns are its descendants (``_tasks``)
         self.root = Node(self)
@@ -114,6 +141,10 @@ class Context(ToolCalls, TimerEffects):
         #: the handler returned: effects from its tasks are refused
         self.ended = False
         self._thread = threading.get_ident()
+        #: replaying effects of several tasks: hands their outcomes back in log order
+        self._seq: Sequencer | None = None
+        if len(self._tasks) > 1:
+            self._seq = Sequencer.of(self._recorded, self._stuck)
         #: an error that must stop the actor even if the handler swallows it
         self.fatal: BaseException | None = None
         self.effects_from_log = 0
@@ -145,41 +176,6 @@ class Context(ToolCalls, TimerEffects):
         if node is None or node.owner is not self:
             node = self.root
         return node.index < len(self._tasks.get(node.task, ())) or self._complete
-
-    def handler_task(self) -> _tasks.Running:
-        """Around the handler's ``receive``: it runs as the step's root task, the tasks it
-        spawns are counted, and the step ends (its effects are refused) when it returns."""
-        return _tasks.Running(self.root)
-
-    def _task(self, what: str) -> Node:
-        """The task of this step asking for effect ``what`` (``ctx.call`` ...), or a
-        ``ConfigurationError`` saying why it cannot be durable (fail fast, at the call)."""
-        node = _tasks.current()
-        if (
-            node is not None
-            and node.owner is self
-            and not self.ended
-            and threading.get_ident() == self._thread
-        ):
-            return node
-        if threading.get_ident() != self._thread:
-            where = "from another thread"
-        elif self.ended:
-            where = "after the step's handler returned (from a task that outlived it)"
-        elif node is not None:
-            where = "with the Context of another step"
-        else:
-            where = (
-                "from a task actorlog did not see start, or from inside a running tool (a "
-                "task spawned by the runtime or by a tool is not part of the step)"
-            )
-        raise ConfigurationError(
-            f"{what} was called {where}: it cannot be made durable, because a replay could "
-            "not tell which task of the step made it. Call ctx only from the handler and "
-            "from tasks it starts while it runs (task groups, nurseries, asyncio.gather, "
-            "asyncio.TaskGroup, asyncio.wait), in the event loop's thread, before receive "
-            "returns; pass results back to the handler instead"
-        )
 
     def stop(self, reason: str = "") -> None:
         """Finish this actor when this step ends: a ``finish`` effect is logged with the
@@ -236,6 +232,8 @@ class Context(ToolCalls, TimerEffects):
             self.actor_id, self.step_seq, index, incarnation=self.incarnation, task=node.task
         )
         rec = self._expect(node, index, EntryKind.INTENT, t.name, args_plain, kwargs_plain)
+        if self._seq is not None:
+            await self._ordered(node, rec)
         if rec is None:
             cell = self._cell
             try:
@@ -372,6 +370,8 @@ class Context(ToolCalls, TimerEffects):
             if self._complete or node.index < len(self._tasks.get(node.task, ())):
                 return  # delivered: the task went on (or the step completed) after it
         else:
+            if self._seq is not None:
+                await self._seq.drained(node)
             self._cell.journal.write(
                 EntryKind.EFFECT,
                 "send",
@@ -403,6 +403,8 @@ class Context(ToolCalls, TimerEffects):
                 if self._complete:
                     return host.ref(cls, actor_id)
             else:
+                if self._seq is not None:
+                    await self._seq.drained(node)
                 self._cell.journal.write(
                     EntryKind.EFFECT,
                     "spawn",
@@ -498,6 +500,8 @@ class Context(ToolCalls, TimerEffects):
         """The effect recorded as number ``index`` of ``node``'s task if it matches; None
         if that task is past its recorded effects."""
         rec = self._recorded_at(node, index)
+        if rec is not None and self._seq is not None:
+            self._seq.asked(rec.seq)
         if rec is None:
             if self._complete and self.cancel_replay is not None:
                 # an operator cancelled this step live at this point: cancel it here too
@@ -554,11 +558,7 @@ class Context(ToolCalls, TimerEffects):
         Returns the names of the calls settled."""
         names = []
         for intent_seq, name in sorted(self._open.items()):
-            error = ErrorInfo(
-                "Cancelled",
-                "the handler's own cancel scope cancelled this call before "
-                "it returned, and the step went on; it may or may not have taken effect",
-            )
+            error = abandoned_error()
             self._cell.journal.write(
                 EntryKind.RESULT,
                 name,
@@ -571,39 +571,6 @@ class Context(ToolCalls, TimerEffects):
             names.append(name)
         self._open.clear()
         return names
-
-    def check_consumed(self, raised: BaseException | None = None) -> None:
-        """After a replayed handler returns (or ``raised`` this): every recorded effect must
-        have been asked for. The error names the exception the handler raised instead."""
-        if self.fatal is not None:
-            return
-        left: list[tuple[int, Node, Recorded]] = []
-        for task, recorded in self._tasks.items():
-            node = self.nodes.get(task) or Node(self, _path(task))
-            if node.index < len(recorded):
-                left.append((recorded[node.index].seq, node, recorded[node.index]))
-        if left:
-            _, node, rec = min(left, key=lambda x: x[0])  # the first one the log holds
-            got = "the end of the step" if not node.task else f"the end of task {node.task}"
-            if raised is not None:
-                got = f"the handler raising {type(raised).__name__}: {raised}"
-            self._nondeterminism(node, node.index, self._describe_rec(rec), got)
-
-
-def _by_task(recorded: list[Recorded]) -> dict[str, list[Recorded]]:
-    """[F18] The recorded effects of each task, each list in the task's own order."""
-    tasks: dict[str, list[Recorded]] = {"": []}
-    for rec in recorded:
-        task = rec.record.task
-        if task:
-            tasks.setdefault(task, []).append(rec)
-        else:
-            tasks[""].append(rec)
-    return tasks
-
-
-def _path(task: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in task.split(".")) if task else ()
 
 
 def _version_marker(rec: Recorded | None) -> tuple[str, int] | None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from ._calls import StepHost
     from ._records import Recorded
+    from ._sequencer import Sequencer
     from ._tasks import Node
     from .store import TimerRow
 
@@ -53,6 +54,8 @@ class TimerEffects:
         async def _guard(self, aw: Awaitable[R]) -> R: ...
         def _effect_id(self, node: Node, index: int) -> str: ...
         def _task(self, what: str) -> Node: ...
+
+        _seq: Sequencer | None
 
     async def sleep(self, seconds: float | datetime.timedelta, /) -> None:
         """Wait ``seconds`` durably: the wake time is logged before the wait starts. After
@@ -88,9 +91,15 @@ class TimerEffects:
         if rec is not None:
             self.effects_from_log += 1
             if self._complete or node.index < len(self._tasks.get(node.task, ())):
+                if self._seq is not None and self._seq.ordered(rec.seq):
+                    await self._seq.turn(rec.seq, node)  # its wake-up, in its place
                 return  # the task went on after this sleep: it is over
+            if self._seq is not None:
+                await self._seq.drained(node)
             until = _until(rec)
         else:
+            if self._seq is not None:
+                await self._seq.drained(node)
             until = float(until_of())
             self._cell.journal.write(
                 EntryKind.EFFECT,
@@ -153,6 +162,8 @@ class TimerEffects:
                 return timer_id  # put before the task went on
         row = row._replace(timer_id=timer_id, message_id=f"timer:{timer_id}", due=due)
         if rec is None:
+            if self._seq is not None:
+                await self._seq.drained(node)
             value = {
                 "target": ref.actor_id,
                 "message_type": row.type_tag,

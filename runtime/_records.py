@@ -222,7 +222,7 @@ class IntentRecord:
             kwargs=f.mapping("kwargs"),
             key=f.text("key", ""),
             at=f.opt_float("at"),
-            task=_task(f),
+            task=f.task_path(),
         )
 
 
@@ -281,9 +281,8 @@ class EffectRecord:
     task: str = ""
 
     def payload(self) -> dict[str, Any]:
-        if self.task:
-            return {"index": self.index, "task": self.task, "value": self.value, "at": self.at}
-        return {"index": self.index, "value": self.value, "at": self.at}
+        p: dict[str, Any] = {"index": self.index, "task": self.task} if self.task else {}
+        return {"index": self.index, **p, "value": self.value, "at": self.at}
 
     @classmethod
     def _parse(cls, f: Fields, type_tag: str) -> EffectRecord:
@@ -291,16 +290,8 @@ class EffectRecord:
             index=f.integer("index", REQUIRED),
             value=f.value("value"),
             at=f.opt_float("at"),
-            task=_task(f),
+            task=f.task_path(),
         )
-
-
-def _task(f: Fields) -> str:
-    """[F18] ``task``: absent (the root task) or a dot-joined path of numbers."""
-    task = f.text("task", "")
-    if task and not all(part.isascii() and part.isdigit() for part in task.split(".")):
-        raise FieldError(f"task must be a dot-joined path of numbers, not {task[:40]!r}")
-    return task
 
 
 @attrs.frozen
@@ -449,6 +440,8 @@ class Outcome:
 
     record: ResultRecord | DecisionRecord
     tag: str
+    #: the entry's seq (0 when not read from a log): the order outcomes were logged in
+    seq: int = 0
 
     @property
     def kind(self) -> EntryKind:
@@ -509,21 +502,10 @@ def intent_payload(
     key: str,
 ) -> dict[str, Any]:
     """``intent`` (type_tag = tool name, ref = step's message seq); ``task`` ([F18]) only
-    for an effect of a task the handler spawned: a step without concurrency writes the
-    bytes it always did."""
-    if task:
-        return {
-            "index": index,
-            "task": task,
-            "effect": effect,
-            "policy": policy,
-            "args": args,
-            "kwargs": kwargs,
-            "key": key,
-            "at": time.time(),
-        }
+    for an effect of a task the handler spawned."""
+    p: dict[str, Any] = {"index": index, "task": task} if task else {"index": index}
     return {
-        "index": index,
+        **p,
         "effect": effect,
         "policy": policy,
         "args": args,
@@ -561,11 +543,9 @@ def result_payload(
 
 
 def effect_payload(*, index: int, value: Any, task: str = "") -> dict[str, Any]:
-    """``effect`` (type_tag = now|random|uuid|send|spawn, ref = step's message seq);
-    ``task`` ([F18]) only for an effect of a task the handler spawned."""
-    if task:
-        return {"index": index, "task": task, "value": value, "at": time.time()}
-    return {"index": index, "value": value, "at": time.time()}
+    """``effect`` (type_tag = now|random|uuid|send|spawn, ref = step's message seq)."""
+    p: dict[str, Any] = {"index": index, "task": task} if task else {"index": index}
+    return {**p, "value": value, "at": time.time()}
 
 
 def step_payload(

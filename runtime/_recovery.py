@@ -20,7 +20,7 @@ import attrs
 
 from . import _codec, _lifecycle, _logs, _telemetry, _tools
 from ._actor import Actor
-from ._attempts import in_doubt_attempt
+from ._attempts import in_doubt_attempt, in_doubt_event
 from ._calls import StepHost, is_call_error
 from ._context import Context
 from ._errors import (
@@ -276,13 +276,8 @@ async def plan(
                 # [F18] contiguous from 0 within each task of the step
                 made = task_effects.get((row.ref, p.task), 0)
                 if p.index != made:
-                    task = f" of task {p.task}" if p.task else ""
-                    raise CorruptEntryError(
-                        actor_id,
-                        row.seq,
-                        "reference",
-                        f"effect index {p.index}{task} out of order (expected {made})",
-                    )
+                    why = f"effect index {p.index} of task {p.task!r} out of order ({made})"
+                    raise CorruptEntryError(actor_id, row.seq, "reference", why)
                 task_effects[(row.ref, p.task)] = made + 1
                 msg.recorded.append(rec)
                 if p.KIND == EntryKind.INTENT:
@@ -295,7 +290,7 @@ async def plan(
                     raise CorruptEntryError(
                         actor_id, row.seq, "reference", f"refers to unknown intent seq {row.ref}"
                     )
-                rec_i.outcomes.append(Outcome(p, row.type_tag))
+                rec_i.outcomes.append(Outcome(p, row.type_tag, row.seq))
             elif isinstance(p, StepRecord):
                 msg = messages.get(row.ref)
                 if msg is None:
@@ -444,19 +439,7 @@ async def recover(cell: Recovering) -> None:
                         attempt = in_doubt_attempt(rec.outcomes)
                         if attempt is not None:
                             in_doubt += 1
-                            span.add_event(
-                                EVENT.IN_DOUBT,
-                                {
-                                    ATTR.SEQ: m.seq,
-                                    ATTR.INTENT_SEQ: rec.seq,
-                                    ATTR.TOOL: rec.type_tag,
-                                    ATTR.TOOL_EFFECT: intent.effect,
-                                    ATTR.TOOL_POLICY: intent.policy,
-                                    ATTR.IDEMPOTENCY_KEY: intent.key,
-                                    ATTR.ATTEMPT: attempt,
-                                    ATTR.TASK: intent.task,
-                                },
-                            )
+                            in_doubt_event(span, m.seq, rec.seq, rec.type_tag, intent, attempt)
                 cell.queue(env)
             duration = time.perf_counter() - t0
             cell.cost.observe(

@@ -37,6 +37,9 @@ class NodeOwner(Protocol):
     #: task path -> node, of every task of the step seen so far
     nodes: dict[str, Node]
 
+    def task_exited(self, node: Node) -> None:
+        """A task spawned in the step (``node``) ended."""
+
 
 class Node:
     """One task of a step: its path, how many tasks it spawned, how many effects it made."""
@@ -144,14 +147,21 @@ class _Factory:
         self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], **kwargs: Any
     ) -> asyncio.Future[Any]:
         parent = _NODE.get()
-        if parent is not None:
-            given = kwargs.get("context")
-            context = contextvars.copy_context() if given is None else given.copy()
-            context.run(_NODE.set, parent.child())
-            kwargs["context"] = context
+        if parent is None:
+            if self._prev is not None:
+                return self._prev(loop, coro, **kwargs)  # type: ignore[no-any-return]  # a user factory
+            return asyncio.Task(coro, loop=loop, **kwargs)
+        given = kwargs.get("context")
+        context = contextvars.copy_context() if given is None else given.copy()
+        child = parent.child()
+        context.run(_NODE.set, child)
+        kwargs["context"] = context
         if self._prev is not None:
-            return self._prev(loop, coro, **kwargs)  # type: ignore[no-any-return]  # a user factory
-        return asyncio.Task(coro, loop=loop, **kwargs)
+            task = self._prev(loop, coro, **kwargs)
+        else:
+            task = asyncio.Task(coro, loop=loop, **kwargs)
+        task.add_done_callback(lambda _: child.owner.task_exited(child))
+        return task  # type: ignore[no-any-return]  # a user factory's task
 
 
 _TRIO: list[Any] = []  # the trio instrument, built on first use (trio imported only then)
@@ -169,6 +179,11 @@ def _trio_instrument() -> Any:
             parent = task.context.run(_NODE.get)
             if parent is not None:
                 task.context.run(_NODE.set, parent.child())
+
+        def task_exited(self, task: trio.lowlevel.Task) -> None:
+            node = task.context.run(_NODE.get)
+            if node is not None and node.path:
+                node.owner.task_exited(node)
 
     _TRIO.append(_Spawns())
     return _TRIO[0]

@@ -48,7 +48,7 @@ _ALWAYS_METRICS = "OTEL_PYTHON_METER_PROVIDER" in os.environ
 
 #: [F18] the task of the step whose ``ctx.call`` runs now (``""``: the handler's own): set by
 #: :class:`calling` around each call, read into the tool_call span's ``ATTR.TASK``
-_CALL_TASK: contextvars.ContextVar[str] = contextvars.ContextVar("actorlog_call_task", default="")
+CALL_TASK: contextvars.ContextVar[str] = contextvars.ContextVar("actorlog_call_task", default="")
 
 
 class calling:  # used like a function: ``with calling(task):``
@@ -60,15 +60,10 @@ class calling:  # used like a function: ``with calling(task):``
         self._task = task
 
     def __enter__(self) -> None:
-        self._token = _CALL_TASK.set(self._task)
+        self._token = CALL_TASK.set(self._task)
 
     def __exit__(self, *exc: object) -> None:
-        _CALL_TASK.reset(self._token)
-
-
-def call_task() -> str:
-    """The task of the step whose call is running in this task (see :class:`calling`)."""
-    return _CALL_TASK.get()
+        CALL_TASK.reset(self._token)
 
 
 #: seconds an ``ActorSystem``'s exit waits for the application's exporters (``flush``)
