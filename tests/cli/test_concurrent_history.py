@@ -7,15 +7,21 @@ concurrent handler."""
 from __future__ import annotations
 
 import html.parser
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
 import pytest
 from actorlog import ActorSystem, ops
+from actorlog._context import idempotency_key
 from actorlog.stores import SqliteStore
 
 from tests.cli._fanout import ACTOR, Fanned, Go, reset_barrier, write_fanout_log
 from tests.cli._support import cli
+from tests.runtime.concurrent_agents import expected
 
 pytestmark = pytest.mark.anyio
 
@@ -193,8 +199,6 @@ async def test_a_fork_shows_the_keys_its_tasks_calls_run_with(fanout: Path) -> N
     """A fork settles the copied in-doubt calls with keys of its own id and incarnation;
     ``history`` and ``actor_status`` show those keys, and a task's call keeps its task in
     the key (two tasks' first calls must not share one key)."""
-    from actorlog._context import idempotency_key
-
     store = SqliteStore(fanout)
     await store.open()
     try:
@@ -215,3 +219,46 @@ async def test_a_fork_shows_the_keys_its_tasks_calls_run_with(fanout: Path) -> N
         13: (want[13], "0"),
         14: (want[14], "1.0"),
     }
+
+
+def test_a_fan_out_sigkilled_mid_calls_and_resumed_shows_every_task(tmp_path: Path) -> None:
+    """The issue's example in a real process (tests/runtime/concurrent_worker.py), SIGKILLed
+    at the fourth tool start (the four first calls' intents are durable, no result is), then
+    resumed by another process: ``history`` shows the recovery, then the step with each
+    call's task, the four first calls overlapping, and each task's second call after its
+    first."""
+    root = Path(__file__).resolve().parents[2]
+    db, ledger = tmp_path / "agents.db", tmp_path / "ledger.txt"
+
+    def run(kill_at: int) -> subprocess.CompletedProcess[str]:
+        args = [str(db), str(ledger), "asyncio", str(kill_at)]
+        return subprocess.run(
+            [sys.executable, "-m", "tests.runtime.concurrent_worker", *args],
+            env=dict(os.environ, PYTHONPATH=str(root)),
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    assert run(4).returncode == -9
+    second = run(0)
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout.strip().splitlines()[-1]) == {"reply": expected()}
+    r = cli("history", db, "fan", "--json")
+    assert r.code == 0, r.err
+    items = r.json_lines()
+    (step,) = [x for x in items if x.get("type") == "step"]
+    assert step["status"] == "ok" and step["concurrent"] is True
+    kinds = [x.get("kind") or x.get("type") for x in items]
+    assert kinds.index("recovered") < kinds.index("step")
+    first = {c["task"]: c for c in step["calls"] if c["args"][0].startswith("a")}
+    then = {c["task"]: c for c in step["calls"] if c["args"][0].startswith("b")}
+    assert sorted(first) == sorted(then) == ["0", "1", "2", "3"]
+    for task, c in first.items():
+        others = {o["intent_seq"] for t, o in first.items() if t != task}
+        assert others <= set(c["parallel_with"])  # all four ran (and re-ran) together
+        assert c["result_seq"] < then[task]["intent_seq"]  # its task's next call came after
+    text = cli("history", db, "fan")
+    assert text.code == 0, text.err
+    assert all(f"task {t}; ran " in text.out for t in first)
