@@ -24,6 +24,7 @@ from ._term import (
     event_text,
     json_text,
     message_origin,
+    shown_parallel,
     task_text,
     when,
 )
@@ -185,7 +186,7 @@ def _call_row(c: ops.Call, concurrent: bool = False) -> str:
         conc = f'<div class="conc">{_e(concurrency_text(c))}</div>'
         data = (
             f' data-task="{_e(c.task or "")}" data-parallel-with="'
-            + " ".join(str(n) for n in c.parallel_with)
+            + " ".join(str(n) for n in shown_parallel(c))
             + '"'
         )
     return (

@@ -263,16 +263,30 @@ def clock(ts: float | None) -> str:
 def concurrency_text(c: ops.Call) -> str:
     """A call of a concurrent step (``Step.concurrent``): which task made it, when it ran,
     and the calls it overlapped, e.g. ``task 0; ran 14:03:07.250 to 14:03:07.351; parallel
-    with #5, #7`` (``#5``: the call whose intent is seq 5). The one wording of ``actorlog
-    history``, its HTML export and the console."""
+    with #5, #7`` (``#5``: the call whose intent is seq 5; past :data:`PARALLEL_SHOWN`
+    of them, ``and N more``). The one wording of ``actorlog history``, its HTML export and
+    the console."""
     if c.result_seq is None:
         ran = f"started {clock(c.at)}, no outcome yet"
     else:
         ran = f"ran {clock(c.at)} to {clock(c.ended_at)}"
     text = f"{task_text(c.task)}; {ran}"
     if c.parallel_with:
-        text += "; parallel with " + ", ".join(f"#{n}" for n in c.parallel_with)
+        text += "; parallel with " + ", ".join(f"#{n}" for n in shown_parallel(c))
+        if len(c.parallel_with) > PARALLEL_SHOWN:
+            text += f" and {len(c.parallel_with) - PARALLEL_SHOWN} more"
     return text
+
+
+#: the most overlapping calls named under one call (a wide fan-out would make every line,
+#: and the console's pages, grow with the square of its width)
+PARALLEL_SHOWN = 8
+
+
+def shown_parallel(c: ops.Call) -> list[int]:
+    """The intent seqs of the calls ``c`` overlapped that are named: the first
+    :data:`PARALLEL_SHOWN` (``Call.parallel_with`` has them all)."""
+    return c.parallel_with[:PARALLEL_SHOWN]
 
 
 def duration(seconds: float | None) -> str:

@@ -62,15 +62,39 @@ def _rows() -> list[tuple[str, str, int, str | None, dict[str, Any]]]:
 
 def write_fanout_log(db: Path) -> None:
     """Write the log above into a new SQLite store at ``db``."""
+    write_log(db, ACTOR, _rows())
+
+
+def wide_rows(width: int) -> list[tuple[str, str, int, str | None, dict[str, Any]]]:
+    """One finished step whose ``width`` tasks each made one call, all at the same time:
+    intents at seqs 2..width+1, then their results."""
+    rows: list[tuple[str, str, int, str | None, dict[str, Any]]] = [
+        ("message", "demo.Ask", 0, "m1", MessageRecord({"q": "wide"}, at=T0).payload()),
+    ]
+    for i in range(width):
+        key = f"wide-1:1:{i}.0"
+        payload = IntentRecord(0, "read", "rerun", [i], {}, key, T0 + 0.01, str(i)).payload()
+        rows.append(("intent", "search", 1, None, payload))
+    for i in range(width):
+        rows.append(("result", "search", 2 + i, None, ResultRecord(True, i, at=T0 + 1).payload()))
+    step = StepRecord(True, "done", duration=1.0, at=T0 + 1).payload()
+    return [*rows, ("step", "demo.Ask", 1, None, step)]
+
+
+def write_log(
+    db: Path, actor: str, entries: list[tuple[str, str, int, str | None, dict[str, Any]]]
+) -> None:
+    """Append ``entries`` (kind, type tag, ref, message id, payload) as seqs 1.. of a new
+    actor in a new SQLite store at ``db``."""
 
     async def write() -> None:
         store = SqliteStore(db)
         await store.open()
         try:
-            await store.register_actor(ACTOR, "demo.FanOut")
+            await store.register_actor(actor, "demo.FanOut")
             rows = [
                 _codec.make_row(
-                    ACTOR,
+                    actor,
                     seq,
                     kind,
                     tag,
@@ -78,9 +102,9 @@ def write_fanout_log(db: Path) -> None:
                     mid,
                     _codec.encode_plain(payload, f"{kind} entry"),
                 )
-                for seq, (kind, tag, ref, mid, payload) in enumerate(_rows(), start=1)
+                for seq, (kind, tag, ref, mid, payload) in enumerate(entries, start=1)
             ]
-            await store.append(ACTOR, 0, rows)
+            await store.append(actor, 0, rows)
         finally:
             await store.close()
 

@@ -19,7 +19,15 @@ from actorlog import ActorSystem, ops
 from actorlog._context import idempotency_key
 from actorlog.stores import SqliteStore
 
-from tests.cli._fanout import ACTOR, Fanned, Go, reset_barrier, write_fanout_log
+from tests.cli._fanout import (
+    ACTOR,
+    Fanned,
+    Go,
+    reset_barrier,
+    wide_rows,
+    write_fanout_log,
+    write_log,
+)
 from tests.cli._support import cli
 from tests.runtime.concurrent_agents import expected
 
@@ -262,3 +270,26 @@ def test_a_fan_out_sigkilled_mid_calls_and_resumed_shows_every_task(tmp_path: Pa
     text = cli("history", db, "fan")
     assert text.code == 0, text.err
     assert all(f"task {t}; ran " in text.out for t in first)
+
+
+def test_a_wide_fan_out_names_a_bounded_number_of_overlapping_calls(tmp_path: Path) -> None:
+    """Twelve calls at the same time: each overlapped eleven; the line under each names the
+    first eight and counts the rest (lines and console pages must not grow with the square
+    of the width), while ``--json`` has them all."""
+    db = tmp_path / "wide.db"
+    write_log(db, "wide-1", wide_rows(12))
+    r = cli("history", db, "wide-1", env=UTC)
+    assert r.code == 0, r.err
+    assert (
+        "task 0; ran 03:04:05.010 to 03:04:06.000; parallel with #3, #4, #5, #6, #7, #8, #9, "
+        "#10 and 3 more"
+    ) in r.out
+    calls = [
+        c for x in cli("history", db, "wide-1", "--json").json_lines() for c in x.get("calls", [])
+    ]
+    assert [len(c["parallel_with"]) for c in calls] == [11] * 12
+    page = tmp_path / "wide.html"
+    assert cli("history", db, "wide-1", "--html", page, env=UTC).code == 0
+    p = _Calls()
+    p.feed(page.read_text())
+    assert p.rows[2][1] == "3 4 5 6 7 8 9 10"
