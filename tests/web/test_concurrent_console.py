@@ -12,7 +12,9 @@ from playwright import sync_api
 
 from tests.cli._fanout import ACTOR, write_fanout_log
 from tests.cli.test_concurrent_history import WORDS
-from tests.web._serve import serve
+from tests.web._serve import ROOT, serve
+
+IMAGES = ROOT / "docs" / "images"
 
 
 @pytest.fixture
@@ -49,3 +51,5 @@ def test_the_console_shows_tasks_and_overlapping_calls(fanout: Path, browser: ob
         expect(page.locator('tr.call[data-intent-seq="14"]')).to_have_attribute("data-task", "1.0")
         effect = page.locator("tr.effect", has_text="(task 1)")
         expect(effect).to_have_count(1)
+        IMAGES.mkdir(parents=True, exist_ok=True)  # the picture docs/operators.md shows
+        steps.first.screenshot(path=str(IMAGES / "console-parallel.png"))
