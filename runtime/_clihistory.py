@@ -22,6 +22,7 @@ from ._term import (
     short,
     status_text,
     task_text,
+    waiting_in,
     when,
 )
 
@@ -163,10 +164,10 @@ def _print_step(st: ops.Step, t: _Timeline, url: str, actor_id: str) -> None:
     items += [(e.seq, e) for e in st.effects]
     items.sort(key=lambda x: x[0])
     concurrent = st.concurrent  # which task made what, and which calls overlapped
-    for n, (seq, item) in enumerate(items):
+    waiting = waiting_in(st)  # what the step (each of its tasks) waits in now
+    for seq, item in items:
         if isinstance(item, ops.Effect):
-            waiting = st.step_seq is None and n == len(items) - 1  # what the step is in
-            value = effect_value(item, waiting=waiting)
+            value = effect_value(item, waiting=seq in waiting)
             if concurrent:
                 value += f"  ({task_text(item.task)})"
             t.row(seq, None, s.dim(f"{indent}{clean(item.name):5} {value}"))

@@ -26,6 +26,7 @@ from ._term import (
     message_origin,
     shown_parallel,
     task_text,
+    waiting_in,
     when,
 )
 
@@ -231,9 +232,9 @@ def _step(st: ops.Step, resolve_hint: str, trace_url: str | None = None) -> str:
         rows.append((c.intent_seq, _call_row(c, concurrent)))
         for d in c.decisions:
             rows.append((d.seq, _decision_row(d)))
-    last = max([c.intent_seq for c in st.calls] + [ef.seq for ef in st.effects], default=0)
+    now = waiting_in(st)
     for ef in st.effects:
-        waiting = st.step_seq is None and ef.seq == last  # what the step is in now
+        waiting = ef.seq in now  # what the step (each of its tasks) waits in now
         by = f" ({task_text(ef.task)})" if concurrent else ""
         rows.append(
             (

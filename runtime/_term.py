@@ -278,6 +278,19 @@ def concurrency_text(c: ops.Call) -> str:
     return text
 
 
+def waiting_in(st: ops.Step) -> set[int]:
+    """The seqs of what a step in progress waits in now: the last entry (call or effect) of
+    each of its tasks (one task: the step's last entry). Empty for a finished step."""
+    if st.step_seq is not None:
+        return set()
+    last: dict[str | None, int] = {}
+    for seq, task in [(c.intent_seq, c.task) for c in st.calls] + [
+        (e.seq, e.task) for e in st.effects
+    ]:
+        last[task] = max(seq, last.get(task, 0))
+    return set(last.values())
+
+
 #: the most overlapping calls named under one call (a wide fan-out would make every line,
 #: and the console's pages, grow with the square of its width)
 PARALLEL_SHOWN = 8

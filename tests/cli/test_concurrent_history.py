@@ -17,10 +17,12 @@ import anyio
 import pytest
 from actorlog import ActorSystem, ops
 from actorlog._context import idempotency_key
+from actorlog._records import EffectRecord, MessageRecord
 from actorlog.stores import SqliteStore
 
 from tests.cli._fanout import (
     ACTOR,
+    T0,
     Fanned,
     Go,
     reset_barrier,
@@ -293,3 +295,23 @@ def test_a_wide_fan_out_names_a_bounded_number_of_overlapping_calls(tmp_path: Pa
     p = _Calls()
     p.feed(page.read_text())
     assert p.rows[2][1] == "3 4 5 6 7 8 9 10"
+
+
+def test_every_task_sleeping_in_a_running_step_is_shown_waiting(tmp_path: Path) -> None:
+    """Two tasks of a step in progress each sleep: both sleeps are what the step waits in
+    now (``sleeps until``), not only the last entry of the step."""
+    until = T0 + 3600 * 24 * 365 * 100  # far in the future: still waiting
+    rows = [
+        ("message", "demo.Ask", 0, "m1", MessageRecord({"q": "nap"}, at=T0).payload()),
+        ("effect", "sleep", 1, None, EffectRecord(0, {"until": until}, T0, "0").payload()),
+        ("effect", "sleep", 1, None, EffectRecord(0, {"until": until}, T0, "1").payload()),
+    ]
+    db = tmp_path / "nap.db"
+    write_log(db, "nap-1", rows)
+    r = cli("history", db, "nap-1")
+    assert r.code == 0, r.err
+    assert r.out.count("sleeps until") == 2 and "slept until" not in r.out, r.out
+    page = tmp_path / "nap.html"
+    assert cli("history", db, "nap-1", "--html", page).code == 0
+    text = page.read_text()
+    assert text.count("sleeps until") == 2 and "slept until" not in text
