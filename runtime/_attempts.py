@@ -8,13 +8,20 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._records import DecisionAction, DecisionRecord, Outcome
+from ._records import DecisionAction, DecisionRecord, IntentRecord, Outcome
 from ._telemetry import ATTR, EVENT
 
 if TYPE_CHECKING:
     from opentelemetry import trace
 
-__all__ = ["Settled", "attempt_event", "attempts_so_far", "in_doubt_attempt", "policy_attempt"]
+__all__ = [
+    "Settled",
+    "attempt_event",
+    "attempts_so_far",
+    "in_doubt_attempt",
+    "in_doubt_event",
+    "policy_attempt",
+]
 
 
 @attrs.frozen
@@ -89,5 +96,25 @@ def attempt_event(span: trace.Span, failed: DecisionRecord) -> None:
             ATTR.ERROR_MESSAGE: err.message if err else "",
             ATTR.RETRY_DELAY: failed.delay,
             ATTR.ATTEMPT_IN_DOUBT: failed.in_doubt,
+        },
+    )
+
+
+def in_doubt_event(
+    span: trace.Span, seq: int, intent_seq: int, tool: str, intent: IntentRecord, attempt: int
+) -> None:
+    """On the recover span: an intent of the interrupted step (message seq ``seq``) found in
+    doubt, about attempt ``attempt``."""
+    span.add_event(
+        EVENT.IN_DOUBT,
+        {
+            ATTR.SEQ: seq,
+            ATTR.INTENT_SEQ: intent_seq,
+            ATTR.TOOL: tool,
+            ATTR.TOOL_EFFECT: intent.effect,
+            ATTR.TOOL_POLICY: intent.policy,
+            ATTR.IDEMPOTENCY_KEY: intent.key,
+            ATTR.ATTEMPT: attempt,
+            ATTR.TASK: intent.task,
         },
     )

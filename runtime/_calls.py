@@ -120,6 +120,7 @@ class ToolCalls:
             ATTR.ATTEMPT: attempt,
             ATTR.INTENT_SEQ: intent_seq,
             ATTR.SERVED_FROM_LOG: False,
+            ATTR.TASK: _telemetry.CALL_TASK.get(),
         }
         if t.retry.attempts > 1:
             attributes[ATTR.MAX_ATTEMPTS] = t.retry.attempts
@@ -402,6 +403,7 @@ class ToolCalls:
                         ATTR.ATTEMPT: last.attempt if isinstance(last, ResultRecord) else attempts,
                         ATTR.INTENT_SEQ: rec.seq,
                         ATTR.SERVED_FROM_LOG: True,
+                        ATTR.TASK: _telemetry.CALL_TASK.get(),
                     },
                 ) as span:
                     for o in rec.outcomes:  # the recorded attempts, never slept again

@@ -14,12 +14,15 @@ from ._term import (
     attempt_failed_text,
     call_text,
     clean,
+    concurrency_text,
     duration,
     effect_value,
     event_text,
     message_origin,
     short,
     status_text,
+    task_text,
+    waiting_in,
     when,
 )
 
@@ -160,13 +163,18 @@ def _print_step(st: ops.Step, t: _Timeline, url: str, actor_id: str) -> None:
     items: list[tuple[int, ops.Call | ops.Effect]] = [(c.intent_seq, c) for c in st.calls]
     items += [(e.seq, e) for e in st.effects]
     items.sort(key=lambda x: x[0])
-    for n, (seq, item) in enumerate(items):
+    concurrent = st.concurrent  # which task made what, and which calls overlapped
+    waiting = waiting_in(st)  # what the step (each of its tasks) waits in now
+    for seq, item in items:
         if isinstance(item, ops.Effect):
-            waiting = st.step_seq is None and n == len(items) - 1  # what the step is in
-            value = effect_value(item, waiting=waiting)
+            value = effect_value(item, waiting=seq in waiting)
+            if concurrent:
+                value += f"  ({task_text(item.task)})"
             t.row(seq, None, s.dim(f"{indent}{clean(item.name):5} {value}"))
             continue
         t.row(seq, None, indent + _call_line(s, item))
+        if concurrent:
+            t.row("", None, f"{indent}  " + s.blue(concurrency_text(item)))
         for d in item.decisions:
             what = {
                 "result": f"result {short(d.value, 50)}",

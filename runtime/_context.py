@@ -18,7 +18,7 @@ import uuid as _uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from . import _codec, _names, _records, _tasks
+from . import _codec, _names, _records, _tasks, _telemetry
 from ._calls import StepHost, ToolCalls, abandoned_error
 from ._checks import shown
 from ._ctxtasks import StepTasks, by_task
@@ -207,7 +207,7 @@ class Context(StepTasks, ToolCalls, TimerEffects):
         node = self._task("ctx.call()")
         t0 = time.perf_counter()
         try:
-            with _tasks.outside():  # the runtime's part and the tool spawn no step task
+            with _tasks.outside(), _telemetry.calling(node.task):  # spawns: not the step's
                 return await self._call(node, tool, args, kwargs)
         finally:
             # time awaiting the effect (tool, commit): replay serves it from the log, so it

@@ -18,11 +18,15 @@ from . import ops
 from ._term import (
     attempt_failed_text,
     clean,
+    concurrency_text,
     duration,
     effect_value,
     event_text,
     json_text,
     message_origin,
+    shown_parallel,
+    task_text,
+    waiting_in,
     when,
 )
 
@@ -77,6 +81,7 @@ td, th { text-align: left; padding: 3px 8px 3px 0; vertical-align: top;
 th { color: var(--dim); font-weight: 500; font-size: 12px; border-top: none; }
 td.num, td.key { color: var(--dim); white-space: nowrap; }
 tr.effect td { color: var(--dim); }
+.conc { color: var(--info); font-size: 12px; margin-top: 2px; }
 tr.decision td { background: #fff8c5; }
 .val { max-width: 520px; overflow-wrap: anywhere; }
 .reply { margin-top: 8px; }
@@ -160,7 +165,7 @@ def _effect_value(ef: ops.Effect, waiting: bool = False) -> str:
     return _short(ef.value, 120)
 
 
-def _call_row(c: ops.Call) -> str:
+def _call_row(c: ops.Call, concurrent: bool = False) -> str:
     args = ", ".join(
         [_short(a, 60) for a in c.args] + [f"{k}={_short(v, 60)}" for k, v in c.kwargs.items()]
     )
@@ -177,10 +182,18 @@ def _call_row(c: ops.Call) -> str:
         outcome = ""
     key = _e(c.key) if c.effect == "write" else ""
     attempts = f" (attempt {c.attempts})" if c.attempts > 1 else ""
+    conc = data = ""
+    if concurrent:  # which task made it, when it ran, what it overlapped (_term's words)
+        conc = f'<div class="conc">{_e(concurrency_text(c))}</div>'
+        data = (
+            f' data-task="{_e(c.task or "")}" data-parallel-with="'
+            + " ".join(str(n) for n in shown_parallel(c))
+            + '"'
+        )
     return (
-        f'<tr class="call c-{_e(c.status)}" data-intent-seq="{c.intent_seq}">'
+        f'<tr class="call c-{_e(c.status)}" data-intent-seq="{c.intent_seq}"{data}>'
         f'<td class="num">{c.intent_seq}</td><td>{_e(c.effect)}</td>'
-        f'<td><code class="val">{_e(c.tool)}({_e(args)})</code></td>'
+        f'<td><code class="val">{_e(c.tool)}({_e(args)})</code>{conc}</td>'
         f"<td>{_badge(c.status)}{attempts}</td><td>{outcome}</td>"
         f'<td class="mono key">{key}</td><td class="num">{duration(c.duration)}</td></tr>'
     )
@@ -214,19 +227,22 @@ def trace_link(template: str | None, st: ops.Step) -> str | None:
 
 def _step(st: ops.Step, resolve_hint: str, trace_url: str | None = None) -> str:
     rows: list[tuple[int, str]] = []
+    concurrent = st.concurrent
     for c in st.calls:
-        rows.append((c.intent_seq, _call_row(c)))
+        rows.append((c.intent_seq, _call_row(c, concurrent)))
         for d in c.decisions:
             rows.append((d.seq, _decision_row(d)))
-    last = max([c.intent_seq for c in st.calls] + [ef.seq for ef in st.effects], default=0)
+    now = waiting_in(st)
     for ef in st.effects:
-        waiting = st.step_seq is None and ef.seq == last  # what the step is in now
+        waiting = ef.seq in now  # what the step (each of its tasks) waits in now
+        by = f" ({task_text(ef.task)})" if concurrent else ""
         rows.append(
             (
                 ef.seq,
                 (
                     f'<tr class="effect"><td class="num">{ef.seq}</td><td>{_e(ef.name)}</td>'
-                    f'<td colspan="5"><code>{_e(_effect_value(ef, waiting))}</code></td></tr>'
+                    f'<td colspan="5"><code>{_e(_effect_value(ef, waiting))}</code>'
+                    f"{_e(by)}</td></tr>"
                 ),
             )
         )
@@ -264,12 +280,13 @@ def _step(st: ops.Step, resolve_hint: str, trace_url: str | None = None) -> str:
     origin = message_origin(st.message_id)
     if origin is not None:  # delivered by the timer loop
         sender = f' <span class="timer">{_e(origin)}</span>' + sender
+    par = ' data-concurrent="true"' if concurrent else ""
     link = trace_link(trace_url, st)
     if link is not None:
         sender += f' <a class="trace" href="{_e(link)}" rel="noopener noreferrer">trace</a>'
     return (
         f'<section class="item step s-{_e(st.status)}" id="step-{st.message_seq}" '
-        f'data-seq="{st.message_seq}" data-status="{_e(st.status)}">'
+        f'data-seq="{st.message_seq}" data-status="{_e(st.status)}"{par}>'
         f'<div class="head"><span class="seq mono">#{st.message_seq}</span>'
         f"{_step_time(st)}"
         f'<span class="msg">{_e(st.message_type)}</span>'

@@ -20,7 +20,7 @@ import attrs
 
 from . import _codec, _lifecycle, _logs, _telemetry, _tools
 from ._actor import Actor
-from ._attempts import in_doubt_attempt
+from ._attempts import in_doubt_attempt, in_doubt_event
 from ._calls import StepHost
 from ._cancelling import is_call_error
 from ._context import Context
@@ -440,18 +440,7 @@ async def recover(cell: Recovering) -> None:
                         attempt = in_doubt_attempt(rec.outcomes)
                         if attempt is not None:
                             in_doubt += 1
-                            span.add_event(
-                                EVENT.IN_DOUBT,
-                                {
-                                    ATTR.SEQ: m.seq,
-                                    ATTR.INTENT_SEQ: rec.seq,
-                                    ATTR.TOOL: rec.type_tag,
-                                    ATTR.TOOL_EFFECT: intent.effect,
-                                    ATTR.TOOL_POLICY: intent.policy,
-                                    ATTR.IDEMPOTENCY_KEY: intent.key,
-                                    ATTR.ATTEMPT: attempt,
-                                },
-                            )
+                            in_doubt_event(span, m.seq, rec.seq, rec.type_tag, intent, attempt)
                 cell.queue(env)
             duration = time.perf_counter() - t0
             cell.cost.observe(

@@ -7,6 +7,7 @@ Names follow the OpenTelemetry semantic-convention style: namespaced, lowercase,
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import os
@@ -44,6 +45,26 @@ _modules = sys.modules
 # the API), every span goes through the API as usual.
 _ALWAYS_API = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 _ALWAYS_METRICS = "OTEL_PYTHON_METER_PROVIDER" in os.environ
+
+#: [F18] the task of the step whose ``ctx.call`` runs now (``""``: the handler's own): set by
+#: :class:`calling` around each call, read into the tool_call span's ``ATTR.TASK``
+CALL_TASK: contextvars.ContextVar[str] = contextvars.ContextVar("actorlog_call_task", default="")
+
+
+class calling:  # used like a function: ``with calling(task):``
+    """Around one ``ctx.call``: the task of the step that made it, for its spans."""
+
+    __slots__ = ("_task", "_token")
+
+    def __init__(self, task: str) -> None:
+        self._task = task
+
+    def __enter__(self) -> None:
+        self._token = CALL_TASK.set(self._task)
+
+    def __exit__(self, *exc: object) -> None:
+        CALL_TASK.reset(self._token)
+
 
 #: seconds an ``ActorSystem``'s exit waits for the application's exporters (``flush``)
 FLUSH_TIMEOUT = 5.0
@@ -258,6 +279,9 @@ class ATTR:
     TIMEOUT = "actorlog.tool.timeout"
     ATTEMPT_IN_DOUBT = "actorlog.tool.attempt_in_doubt"
     SERVED_FROM_LOG = "actorlog.tool.served_from_log"
+    #: [F18] the task of the step that made the call (dot-joined spawn path, ``"1.0"``);
+    #: ``""``: the handler's own task
+    TASK = "actorlog.step.task"
     INTENT_SEQ = "actorlog.intent.seq"
     SETTLEMENT = "actorlog.intent.settlement"
     DECIDED_BY = "actorlog.decision.by"

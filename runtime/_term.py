@@ -244,6 +244,64 @@ def message_origin(message_id: str | None) -> str | None:
     return None
 
 
+def task_text(task: str | None) -> str:
+    """Which task of a step made a call or effect (``Call.task``): ``handler`` (the handler's
+    own task) or ``task 1.0`` (its spawn path)."""
+    return "handler" if task is None else f"task {clean(task)}"
+
+
+def clock(ts: float | None) -> str:
+    """A time of day to the millisecond (``14:03:07.250``), for when calls ran."""
+    if ts is None:
+        return "-"
+    try:
+        return datetime.datetime.fromtimestamp(ts).astimezone().strftime("%H:%M:%S.%f")[:12]
+    except (OverflowError, OSError, ValueError, TypeError):  # damage: NaN, inf, out of range
+        return f"DAMAGED time {clean(ts)}"
+
+
+def concurrency_text(c: ops.Call) -> str:
+    """A call of a concurrent step (``Step.concurrent``): which task made it, when it ran,
+    and the calls it overlapped, e.g. ``task 0; ran 14:03:07.250 to 14:03:07.351; parallel
+    with #5, #7`` (``#5``: the call whose intent is seq 5; past :data:`PARALLEL_SHOWN`
+    of them, ``and N more``). The one wording of ``actorlog history``, its HTML export and
+    the console."""
+    if c.result_seq is None:
+        ran = f"started {clock(c.at)}, no outcome yet"
+    else:
+        ran = f"ran {clock(c.at)} to {clock(c.ended_at)}"
+    text = f"{task_text(c.task)}; {ran}"
+    if c.parallel_with:
+        text += "; parallel with " + ", ".join(f"#{n}" for n in shown_parallel(c))
+        if len(c.parallel_with) > PARALLEL_SHOWN:
+            text += f" and {len(c.parallel_with) - PARALLEL_SHOWN} more"
+    return text
+
+
+def waiting_in(st: ops.Step) -> set[int]:
+    """The seqs of what a step in progress waits in now: the last entry (call or effect) of
+    each of its tasks (one task: the step's last entry). Empty for a finished step."""
+    if st.step_seq is not None:
+        return set()
+    last: dict[str | None, int] = {}
+    for seq, task in [(c.intent_seq, c.task) for c in st.calls] + [
+        (e.seq, e.task) for e in st.effects
+    ]:
+        last[task] = max(seq, last.get(task, 0))
+    return set(last.values())
+
+
+#: the most overlapping calls named under one call (a wide fan-out would make every line,
+#: and the console's pages, grow with the square of its width)
+PARALLEL_SHOWN = 8
+
+
+def shown_parallel(c: ops.Call) -> list[int]:
+    """The intent seqs of the calls ``c`` overlapped that are named: the first
+    :data:`PARALLEL_SHOWN` (``Call.parallel_with`` has them all)."""
+    return c.parallel_with[:PARALLEL_SHOWN]
+
+
 def duration(seconds: float | None) -> str:
     if seconds is None:
         return ""

@@ -95,6 +95,7 @@ class _Builder:
         if step.step_seq != row.seq:
             return []
         self.finish_keys(step)
+        _overlaps(step)
         del self.steps[row.ref]
         self.incarnations.pop(row.ref, None)
         for c in step.calls:
@@ -152,11 +153,14 @@ class _Builder:
                     key=rec.key,
                     at=at,
                     status="in_doubt" if rec.policy == "escalate" else "auto",
+                    task=rec.task or None,
                 )
                 step.calls.append(call)
                 self.calls[row.seq] = call
             elif isinstance(rec, EffectRecord):
-                step.effects.append(Effect(row.seq, rec.index, row.type_tag, rec.value, at))
+                step.effects.append(
+                    Effect(row.seq, rec.index, row.type_tag, rec.value, at, task=rec.task or None)
+                )
             else:
                 step.step_seq = row.seq
                 step.status = "ok" if rec.ok else "error"
@@ -182,7 +186,7 @@ class _Builder:
                 owner.decisions.append(_decision(row, rec, ignored=True))
             return
         if isinstance(rec, ResultRecord):
-            owner.result_seq = row.seq
+            owner.result_seq, owner.ended_at = row.seq, at
             owner.status = "ok" if rec.ok else "error"
             owner.value = rec.value
             owner.error = _plain(rec.error)
@@ -194,14 +198,14 @@ class _Builder:
             owner.decisions.append(d)
             if d.action == DecisionAction.RESULT:
                 owner.status, owner.value, owner.settled_by = "resolved", d.value, "operator"
-                owner.result_seq = row.seq
+                owner.result_seq, owner.ended_at = row.seq, at
             elif d.action == DecisionAction.FAIL:
                 owner.status, owner.error, owner.settled_by = (
                     "failed_by_operator",
                     d.error,
                     "operator",
                 )
-                owner.result_seq = row.seq
+                owner.result_seq, owner.ended_at = row.seq, at
             elif d.action == DecisionAction.RETRY:
                 owner.status = "retry_authorized"
             elif d.action == DecisionAction.ATTEMPT:
@@ -224,6 +228,7 @@ class _Builder:
                 call.key,
                 call.result_seq,
                 self.incarnations.get(step.message_seq),
+                call.task or "",
             )
             if key != call.key:
                 call.key, call.recorded_key = key, call.key
@@ -233,6 +238,7 @@ class _Builder:
         doubt = {i.intent_seq: i.state for i in status.in_doubt}
         for step in self.steps.values():
             self.finish_keys(step)
+            _overlaps(step)
         for step in self.steps.values():
             if step.step_seq is not None:
                 continue
@@ -243,6 +249,22 @@ class _Builder:
                 step.status = "in_doubt"
             elif step.calls or step.effects:
                 step.status = "running"
+
+
+def _overlaps(step: Step) -> None:
+    """Fill in each call's ``parallel_with``: two calls of a step ran at the same time when
+    each was started (its intent logged) before the other's outcome was logged. Log order,
+    not clocks: a step that awaited each call before the next never overlaps."""
+    running: list[Call] = []  # started, outcome not logged yet (at the current intent)
+    for call in sorted(step.calls, key=lambda c: c.intent_seq):
+        call.parallel_with = []
+        running = [c for c in running if c.result_seq is None or c.result_seq > call.intent_seq]
+        for other in running:
+            other.parallel_with.append(call.intent_seq)
+            call.parallel_with.append(other.intent_seq)
+        running.append(call)
+    for call in step.calls:
+        call.parallel_with.sort()
 
 
 async def history(store: Store, actor_id: str, *, since: int = 0) -> History:

@@ -57,6 +57,8 @@ class InDoubtIntent:
     kwargs: dict[str, Any]
     at: float | None
     state: str
+    #: the task of the step that made the call (see ``Call.task``); None: the handler's own
+    task: str | None = None
 
     @property
     def needs_operator(self) -> bool:
@@ -113,6 +115,13 @@ class Call:
     (``in_doubt``, ``auto``, ``retry_authorized``, ``retry_interrupted``). The log cannot
     tell a call in doubt from one a live runtime is executing right now: "in doubt" means no
     outcome is recorded, and a runtime recovering the actor now would have to settle it.
+
+    A call made by a task the step's handler started (FORMAT.md [F18]) has its ``task``
+    path (``"0"``, ``"1.2"``); the handler's own calls have None. ``at`` is when it started
+    (its intent was logged), ``ended_at`` when its outcome was (None while it has none), and
+    ``parallel_with`` the intent seqs of the calls of the same step that ran at the same time
+    (each started before the other's outcome was logged: log order, not clocks). ``index``
+    counts the effects of its task.
     """
 
     intent_seq: int
@@ -135,17 +144,31 @@ class Call:
     #: the key in the intent entry when the call ran with another: a fork settling a copied
     #: intent runs it with a key derived from its own id and incarnation (``key``)
     recorded_key: str | None = None
+    #: the task of the step that made the call: its spawn path, dot-joined (``"0"``, the
+    #: handler's first task; ``"1.2"``, the third task that its second task started); None:
+    #: the handler's own task (shown as "handler")
+    task: str | None = None
+    #: when the call's outcome was logged (the result, or the operator's ``result``/``fail``
+    #: decision); None while it has none. ``at`` is when it started (its intent).
+    ended_at: float | None = None
+    #: the intent seqs of the other calls of the same step that ran at the same time as this
+    #: one: each started before the other's outcome was logged (by log order, not by clock;
+    #: a call with no outcome yet runs on). Empty: it ran alone.
+    parallel_with: list[int] = attrs.Factory(list)
 
 
 @attrs.define
 class Effect:
-    """A journaled non-tool effect: ``now``, ``random``, ``uuid``, ``send``, ``spawn``."""
+    """A journaled non-tool effect: ``now``, ``random``, ``uuid``, ``send``, ``spawn``;
+    ``task``: the task of the step that made it, as ``Call.task``."""
 
     seq: int
     index: int
     name: str
     value: Any
     at: float | None
+    #: the task of the step that made it (see ``Call.task``); None: the handler's own
+    task: str | None = None
 
 
 @attrs.define
@@ -153,7 +176,8 @@ class Step:
     """The handling of one message.
 
     ``status``: ``ok``, ``error`` (the handler raised), ``in_doubt`` (waits for an operator),
-    ``running`` (started, not finished) or ``pending`` (not started).
+    ``running`` (started, not finished) or ``pending`` (not started). ``concurrent``: tasks
+    it started made effects, or two of its calls overlapped (``Call.parallel_with``).
     """
 
     message_seq: int
@@ -176,6 +200,13 @@ class Step:
     trace_id: str | None = None
     #: the step span's id (16 hex digits), once the step is logged with one
     span_id: str | None = None
+
+    @property
+    def concurrent(self) -> bool:
+        """True when tasks of the step made effects, or two of its calls overlapped."""
+        return any(c.task is not None or c.parallel_with for c in self.calls) or any(
+            e.task is not None for e in self.effects
+        )
 
     @property
     def placed_at(self) -> float | None:
@@ -370,7 +401,7 @@ def to_json(obj: Any) -> Any:
 
 _DERIVED: dict[type, tuple[str, ...]] = {
     InDoubtIntent: ("needs_operator",),
-    Step: ("started_at",),
+    Step: ("started_at", "concurrent"),
     VerifyReport: ("ok",),
 }
 

@@ -288,6 +288,7 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
                         kwargs=dict(intent.kwargs),
                         at=intent.at,
                         state=state,
+                        task=intent.task or None,
                     )
                 )
         failure = _failure(events)

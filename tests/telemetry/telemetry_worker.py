@@ -8,7 +8,15 @@
         prints one JSON line: the snapshots found before recovery and, per replayed step, the
         span its link points to.
 
-Both configure the OpenTelemetry SDK the way an application would, entirely from the
+    python -m tests.telemetry.telemetry_worker fanrun DB
+        sends one message to the FanOut "fan-1" (tests/telemetry/concurrent_agents.py) and
+        prints HANGING once its three parallel calls all run (they hang there) until it is
+        SIGKILLed.
+    python -m tests.telemetry.telemetry_worker fanrecover DB
+        opens the same store, asks that message again (the resumed step re-runs the three
+        calls in parallel) and prints its reply as one JSON line.
+
+All configure the OpenTelemetry SDK the way an application would, entirely from the
 standard environment variables: OTEL_EXPORTER_OTLP_ENDPOINT (the backend) and
 OTEL_RESOURCE_ATTRIBUTES (service.name, and openinference.project.name for Phoenix).
 """
@@ -30,9 +38,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from .concurrent_agents import MEET, Fan, FanOut
 from .telemetry_agents import HANG_AT, Job, Writer
 
 ACTOR = "agent-1"
+FAN = "fan-1"
 
 
 def setup(mode: str) -> tuple[TracerProvider, InMemorySpanExporter]:
@@ -80,14 +90,36 @@ async def recover(db: str, jobs: int, local: InMemorySpanExporter) -> dict[str, 
     return {"snapshots": snapshots, "reply": reply, "links": links}
 
 
+async def fan_run(db: str) -> None:
+    MEET.hang = True
+    async with ActorSystem(SqliteStore(db), actors=[FanOut]) as system:
+        ref = await system.spawn(FanOut, FAN)
+        await ref.send(Fan("a"), message_id="fan-m1")
+        await MEET.all_here.wait()
+        print("HANGING", flush=True)
+        await anyio.sleep_forever()
+
+
+async def fan_recover(db: str) -> dict[str, Any]:
+    async with ActorSystem(SqliteStore(db), actors=[FanOut]) as system:
+        with anyio.fail_after(30):
+            reply = await system.ref(FanOut, FAN).ask(Fan("a"), message_id="fan-m1")
+    return {"reply": reply, "ran": sorted(MEET.ran)}
+
+
 def main(argv: list[str]) -> None:
-    mode, db, jobs = argv[0], argv[1], int(argv[2])
-    provider, local = setup(mode)
+    mode, db = argv[0], argv[1]
+    provider, local = setup("run" if mode == "fanrun" else mode)
     try:
-        if mode == "run":
+        if mode == "fanrun":
+            anyio.run(fan_run, db)
+        elif mode == "fanrecover":
+            print(json.dumps(anyio.run(fan_recover, db)), flush=True)
+        elif mode == "run":
+            jobs = int(argv[2])
             anyio.run(run, db, jobs, int(argv[3]))
         else:
-            print(json.dumps(anyio.run(recover, db, jobs, local)), flush=True)
+            print(json.dumps(anyio.run(recover, db, int(argv[2]), local)), flush=True)
     finally:
         provider.shutdown()
 

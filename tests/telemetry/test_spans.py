@@ -109,6 +109,7 @@ async def test_step_and_tool_call_spans_carry_their_attributes(
         ATTR.ATTEMPT: 1,
         ATTR.INTENT_SEQ: 2,
         ATTR.SERVED_FROM_LOG: False,
+        ATTR.TASK: "",  # the handler's own task
     }
     assert write[ATTR.TOOL] == "charge"
     assert write[ATTR.TOOL_EFFECT] == "write"
@@ -385,6 +386,7 @@ def _in_doubt_recovery(
         ATTR.TOOL_POLICY: policy,
         ATTR.IDEMPOTENCY_KEY: Key("r", 1, 1),
         ATTR.ATTEMPT: 1,  # the first run left no outcome
+        ATTR.TASK: "",  # the handler's own task
     }
     (step,) = _children(finished, recover)
     assert step.name == SPAN.REPLAY_STEP
