@@ -198,7 +198,8 @@ async def test_nondeterminism_names_the_task(make_store: StoreFactory, path: str
     FICKLE["task1"] = "call"
     async with ActorSystem(make_store(), actors=[Fickle]) as system:
         ref = await system.spawn(Fickle, "f")
-        assert await ref.ask(Go("x"), message_id="m") == ["z", "o", "z2"]
+        # the order the calls finished in is timing (a loaded machine can finish "o" first)
+        assert sorted(await ref.ask(Go("x"), message_id="m")) == ["o", "z", "z2"]
     FICKLE["task1"] = path
     try:
         async with ActorSystem(make_store(), actors=[Fickle]) as system:
