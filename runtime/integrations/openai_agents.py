@@ -154,10 +154,11 @@ class DurableRunResult:
     #: the run's final output: a string, or the JSON form of the last agent's output_type
     #: validated back into that type
     final_output: Any
-    #: the whole conversation as input items (``RunResult.to_input_list()``), this run included
-    items: list[TResponseInputItem]
+    #: the whole conversation as input items in their JSON form (``RunResult.to_input_list()``),
+    #: this run included
+    items: list[dict[str, Any]]
     #: this run's items (the user's input and everything the run added)
-    new_items: list[TResponseInputItem]
+    new_items: list[dict[str, Any]]
     #: the name of the agent that produced the output (after handoffs)
     last_agent: str
     usage: Usage

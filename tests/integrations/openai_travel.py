@@ -76,9 +76,7 @@ def respond(instructions: str | None, items: list[dict[str, Any]]) -> list[TResp
     last_user = max(n for n, i in enumerate(items) if i.get("role") == "user")
     since = items[last_user + 1 :]
     outputs = {
-        i["call_id"]: str(i.get("output"))
-        for i in since
-        if i.get("type") == "function_call_output"
+        i["call_id"]: str(i.get("output")) for i in since if i.get("type") == "function_call_output"
     }
     calls = [i for i in since if i.get("type") == "function_call"]
     if instructions == TRIAGE:
@@ -105,9 +103,7 @@ class TravelModel(Model):
     def __init__(self) -> None:
         self.calls = 0
 
-    def _answer(
-        self, instructions: str | None, input: str | list[TResponseInputItem]
-    ) -> ModelStep:
+    def _answer(self, instructions: str | None, input: str | list[TResponseInputItem]) -> ModelStep:
         self.calls += 1
         items = [{"role": "user", "content": input}] if isinstance(input, str) else input
         plain = [_plain(i) for i in items]
