@@ -85,6 +85,7 @@ __all__ = [
     "MODEL_CALL",
     "READ",
     "RunInput",
+    "StreamEvent",
     "TOOL_PREFIX",
     "ToolEffect",
     "idempotency_key",
