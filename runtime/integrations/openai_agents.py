@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 import anyio
@@ -35,26 +34,23 @@ import attrs
 import pydantic
 from agents import (
     Agent,
+    ApplyPatchTool,
+    ComputerTool,
+    CustomTool,
     FunctionTool,
     Handoff,
+    LocalShellTool,
     Model,
-    ModelProvider,
-    ModelResponse,
-    ModelSettings,
-    ModelTracing,
     MultiProvider,
     RunConfig,
     RunContextWrapper,
     Runner,
+    ShellTool,
     StreamEvent,
-    TResponseInputItem,
     Usage,
 )
-from agents.agent_output import AgentOutputSchemaBase
-from agents.items import TResponseOutputItem, TResponseStreamEvent
 from agents.tool import Tool as SdkTool
 from agents.tool_context import ToolContext
-from openai.types.responses.response_prompt_param import ResponsePromptParam
 from opentelemetry import trace
 from pydantic_core import to_jsonable_python
 
@@ -73,6 +69,15 @@ from ._effects import (
     idempotency_key,
     reconciled,
 )
+from ._openai_models import (
+    MODEL_CALL,
+    MODEL_STREAM,
+    USAGE,
+    JournaledModel,
+    JournaledProvider,
+    fingerprint,
+    model_name_of,
+)
 
 __all__ = [
     "AgentActor",
@@ -83,10 +88,12 @@ __all__ = [
     "EventHandler",
     "IDEMPOTENT",
     "MODEL_CALL",
+    "MODEL_STREAM",
     "READ",
     "RunInput",
     "StreamEvent",
     "TOOL_PREFIX",
+    "fingerprint",
     "ToolEffect",
     "idempotency_key",
     "reconciled",
@@ -94,23 +101,11 @@ __all__ = [
 
 TContext = TypeVar("TContext")
 
-#: The log's tool name of a model call (``get_response``) and of a streamed model call
-#: (``stream_response``), and the prefix of a function tool's name.
-MODEL_CALL = "openai_agents.model_call"
-MODEL_STREAM = "openai_agents.model_stream"
+#: The prefix of a function tool's name in the log.
 TOOL_PREFIX = "openai_agents.tool."
 
 #: Receives each event of a streamed run (``Runner.run_streamed``'s ``stream_events()``).
 EventHandler = Callable[[StreamEvent], Awaitable[None]]
-
-_OUTPUT_ITEMS: pydantic.TypeAdapter[list[TResponseOutputItem]] = pydantic.TypeAdapter(
-    list[TResponseOutputItem]
-)
-_STREAM_EVENTS: pydantic.TypeAdapter[list[TResponseStreamEvent]] = pydantic.TypeAdapter(
-    list[TResponseStreamEvent]
-)
-_USAGE: pydantic.TypeAdapter[Usage] = pydantic.TypeAdapter(Usage)
-
 
 # -- the actor ------------------------------------------------------------------------------
 
@@ -223,6 +218,9 @@ class DurableAgent(Generic[TContext]):
             raise ConfigurationError(f"max_turns must be an int >= 1, not {max_turns!r}")
         if event_handler is not None and not callable(event_handler):
             raise ConfigurationError(f"event_handler must be an async function: {event_handler!r}")
+        for reachable in _agents(agent):
+            for t in reachable.tools:
+                _check_tool(reachable, t)
         self.agent = agent
         self.name = name
         self.default_tool_effect = default_tool_effect
@@ -283,7 +281,7 @@ class DurableAgent(Generic[TContext]):
             items=items,
             new_items=items[int(reply["new_from"]) :],
             last_agent=str(reply["last_agent"]),
-            usage=_USAGE.validate_python(reply["usage"]),
+            usage=USAGE.validate_python(reply["usage"]),
         )
 
     # -- actor side ------------------------------------------------------------------------
@@ -296,10 +294,12 @@ class DurableAgent(Generic[TContext]):
         model = rc.model
         run_config = dataclasses.replace(
             rc,
-            model=_JournaledModel(model, run, _model_name(model))
+            model=JournaledModel(model, ctx, self.effect_of, model_name_of(model))
             if isinstance(model, Model)
             else model,
-            model_provider=_JournaledProvider(rc.model_provider or MultiProvider(), run),
+            model_provider=JournaledProvider(
+                rc.model_provider or MultiProvider(), ctx, self.effect_of
+            ),
         )
         start = run.convert(self.agent)
         if self.event_handler is None:
@@ -328,23 +328,44 @@ class DurableAgent(Generic[TContext]):
             "items": all_items,
             "new_from": len(history),
             "last_agent": last.name,
-            "usage": _USAGE.dump_python(usage, mode="json"),
+            "usage": USAGE.dump_python(usage, mode="json"),
         }
 
 
-def _find_agent(start: Agent[Any], name: str) -> Agent[Any] | None:
-    """The agent named ``name`` among ``start`` and the agents its handoffs name directly."""
-    seen: set[int] = set()
+def _agents(start: Agent[Any]) -> list[Agent[Any]]:
+    """``start`` and the agents its handoffs name directly (``Handoff`` objects name theirs
+    only when they are invoked)."""
+    seen: dict[int, Agent[Any]] = {}
     todo: list[Agent[Any]] = [start]
     while todo:
         agent = todo.pop()
-        if id(agent) in seen:
-            continue
-        seen.add(id(agent))
-        if agent.name == name:
-            return agent
-        todo.extend(h for h in agent.handoffs if isinstance(h, Agent))
-    return None
+        if id(agent) not in seen:
+            seen[id(agent)] = agent
+            todo.extend(h for h in agent.handoffs if isinstance(h, Agent))
+    return list(seen.values())
+
+
+def _find_agent(start: Agent[Any], name: str) -> Agent[Any] | None:
+    return next((a for a in _agents(start) if a.name == name), None)
+
+
+#: Tools the SDK runs in this process without a function actorlog can journal.
+_LOCAL_TOOLS = (ComputerTool, LocalShellTool, ApplyPatchTool, CustomTool)
+
+
+def _check_tool(agent: Agent[Any], t: Any) -> None:
+    """Refuse a tool that runs here but cannot be journaled (it would run again on replay).
+
+    Raises:
+        ConfigurationError: a computer, local shell, apply-patch or custom tool, or a shell
+            tool with a local executor.
+    """
+    if isinstance(t, _LOCAL_TOOLS) or (isinstance(t, ShellTool) and t.executor is not None):
+        raise ConfigurationError(
+            f"agent {agent.name!r} has a {type(t).__name__} ({getattr(t, 'name', '')!r}): "
+            "DurableAgent journals function tools only, and this tool would run again on "
+            "every replay; wrap what it does in a function tool"
+        )
 
 
 # -- one run: the journaled copies of its agents, models and tools -------------------------
@@ -367,7 +388,9 @@ class _Run:
             return done
         changes: dict[str, Any] = {}
         if isinstance(agent.model, Model):
-            changes["model"] = _JournaledModel(agent.model, self, _model_name(agent.model))
+            changes["model"] = JournaledModel(
+                agent.model, self.ctx, self.durable.effect_of, model_name_of(agent.model)
+            )
             changes["model_settings"] = agent.model_settings
         clone = agent.clone(**changes)
         self._agents[id(agent)] = clone
@@ -376,7 +399,10 @@ class _Run:
         original_tools = clone.get_all_tools
 
         async def get_all_tools(run_context: RunContextWrapper[Any]) -> list[SdkTool]:
-            return [self._tool(t) for t in await original_tools(run_context)]
+            tools = await original_tools(run_context)
+            for t in tools:
+                _check_tool(agent, t)
+            return [self._tool(t) for t in tools]
 
         # the runner asks each agent for its tools every turn (MCP servers' included)
         object.__setattr__(clone, "get_all_tools", get_all_tools)
@@ -458,219 +484,3 @@ def _journaled_tool(
             return await run.ctx.call(tool, args)
 
     return on_invoke_tool
-
-
-# -- journaling: model calls ----------------------------------------------------------------
-
-
-def _model_name(model: Model | str | None) -> str:
-    if isinstance(model, str):
-        return model
-    if model is None:
-        return "default"
-    return str(getattr(model, "model", None) or type(model).__name__)
-
-
-def fingerprint(
-    system_instructions: str | None,
-    input: str | list[TResponseInputItem],
-    model_settings: ModelSettings,
-    tools: list[SdkTool],
-    output_schema: AgentOutputSchemaBase | None,
-    handoffs: list[Handoff[Any, Any]],
-    durable: DurableAgent[Any] | None = None,
-) -> str:
-    """What a model call asks: the instructions, the input items, the settings, every tool
-    (name, description, parameter schema and, for function tools, the declared effect), the
-    handoffs and the output schema. Replay checks that the run asks the same thing the log
-    recorded at that position."""
-
-    def tool(t: SdkTool) -> Any:
-        if isinstance(t, FunctionTool):
-            e = durable.effect_of(t.name) if durable is not None else None
-            return {
-                "name": t.name,
-                "description": t.description,
-                "parameters": t.params_json_schema,
-                "strict": t.strict_json_schema,
-                "actorlog": None
-                if e is None
-                else {
-                    "effect": e.effect,
-                    "idempotent": e.idempotent,
-                    "reconcile": bool(e.reconcile),
-                },
-            }
-        return {"type": type(t).__name__, "name": getattr(t, "name", None)}
-
-    plain = {
-        "instructions": system_instructions,
-        "input": to_jsonable_python(input, fallback=str),
-        "settings": model_settings.to_json_dict(),
-        "tools": [tool(t) for t in tools],
-        "handoffs": [
-            {"name": h.tool_name, "description": h.tool_description, "schema": h.input_json_schema}
-            for h in handoffs
-        ],
-        "output": None
-        if output_schema is None
-        else {
-            "plain": output_schema.is_plain_text(),
-            "schema": None if output_schema.is_plain_text() else output_schema.json_schema(),
-        },
-    }
-    blob = json.dumps(plain, sort_keys=True, separators=(",", ":"), default=repr).encode()
-    return hashlib.sha256(blob).hexdigest()
-
-
-def _dump_response(response: ModelResponse) -> dict[str, Any]:
-    return {
-        "output": _OUTPUT_ITEMS.dump_python(list(response.output), mode="json"),
-        "usage": _USAGE.dump_python(response.usage, mode="json"),
-        "response_id": response.response_id,
-        "request_id": response.request_id,
-    }
-
-
-def _load_response(plain: Any) -> ModelResponse:
-    if not isinstance(plain, dict) or "output" not in plain:
-        raise ConfigurationError(f"the log holds {type(plain).__name__} for a model response")
-    return ModelResponse(
-        output=_OUTPUT_ITEMS.validate_python(plain["output"]),
-        usage=_USAGE.validate_python(plain["usage"]),
-        response_id=plain.get("response_id"),
-        request_id=plain.get("request_id"),
-    )
-
-
-class _JournaledProvider(ModelProvider):
-    """Wraps each model the run's provider looks up by name."""
-
-    def __init__(self, wrapped: ModelProvider, run: _Run) -> None:
-        self.wrapped = wrapped
-        self.run = run
-
-    def get_model(self, model_name: str | None) -> Model:
-        return _JournaledModel(
-            self.wrapped.get_model(model_name), self.run, _model_name(model_name)
-        )
-
-
-class _JournaledModel(Model):
-    """Each call is ``ctx.call`` of a read effect whose result is the logged response."""
-
-    def __init__(self, wrapped: Model, run: _Run, name: str) -> None:
-        self.wrapped = wrapped
-        self.run = run
-        self.name = name
-
-    async def get_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[SdkTool],
-        output_schema: AgentOutputSchemaBase | None,
-        handoffs: list[Handoff[Any, Any]],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: ResponsePromptParam | None,
-    ) -> ModelResponse:
-        async def model_call(model: str, request: str) -> Any:
-            response = await self.wrapped.get_response(
-                system_instructions,
-                input,
-                model_settings,
-                tools,
-                output_schema,
-                handoffs,
-                tracing,
-                previous_response_id=previous_response_id,
-                conversation_id=conversation_id,
-                prompt=prompt,
-            )
-            _usage_attributes(model, response.usage)
-            return _dump_response(response)
-
-        t = Tool(model_call, name=MODEL_CALL, effect="read", idempotent=False, reconcile=None)
-        key = fingerprint(
-            system_instructions,
-            input,
-            model_settings,
-            tools,
-            output_schema,
-            handoffs,
-            self.run.durable,
-        )
-        return _load_response(await self.run.ctx.call(t, self.name, key))
-
-    async def stream_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[SdkTool],
-        output_schema: AgentOutputSchemaBase | None,
-        handoffs: list[Handoff[Any, Any]],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: ResponsePromptParam | None,
-    ) -> AsyncIterator[TResponseStreamEvent]:
-        # The stream is read to its end inside the journaled call and logged whole; the
-        # runner then gets the logged events, live and on replay alike.
-        async def model_stream(model: str, request: str) -> Any:
-            events: list[TResponseStreamEvent] = []
-            stream = self.wrapped.stream_response(
-                system_instructions,
-                input,
-                model_settings,
-                tools,
-                output_schema,
-                handoffs,
-                tracing,
-                previous_response_id=previous_response_id,
-                conversation_id=conversation_id,
-                prompt=prompt,
-            )
-            async for event in stream:
-                events.append(event)
-            span = trace.get_current_span()
-            span.set_attribute("actorlog.openai_agents.stream_events", len(events))
-            for event in events:
-                if event.type == "response.completed":
-                    usage = event.response.usage
-                    if usage is not None:
-                        _usage_attributes(
-                            model,
-                            Usage(
-                                requests=1,
-                                input_tokens=usage.input_tokens,
-                                output_tokens=usage.output_tokens,
-                            ),
-                        )
-            return _STREAM_EVENTS.dump_python(events, mode="json")
-
-        t = Tool(model_stream, name=MODEL_STREAM, effect="read", idempotent=False, reconcile=None)
-        key = fingerprint(
-            system_instructions,
-            input,
-            model_settings,
-            tools,
-            output_schema,
-            handoffs,
-            self.run.durable,
-        )
-        plain = await self.run.ctx.call(t, self.name, key)
-        for event in _STREAM_EVENTS.validate_python(plain):
-            yield event
-
-
-def _usage_attributes(model: str, usage: Usage) -> None:
-    span = trace.get_current_span()
-    span.set_attribute("gen_ai.request.model", model)
-    span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-    span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)

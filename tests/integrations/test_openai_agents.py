@@ -243,3 +243,17 @@ async def test_bad_arguments_are_refused_at_the_call_and_store_nothing() -> None
         with pytest.raises(ConfigurationError):
             await openai_travel.durable.run(system, "c-6", 42, message_id="m")  # type: ignore[arg-type]
         assert await store.list_actors() == []
+
+
+def test_a_tool_that_runs_here_unjournaled_is_refused() -> None:
+    """A computer, local shell, apply-patch or custom tool would run again on every replay:
+    refused when the DurableAgent is made, on a handoff target too."""
+    from agents import LocalShellTool
+
+    async def shell(request: Any) -> str:
+        return "ran"
+
+    helper: Agent[Any] = Agent(name="helper", tools=[LocalShellTool(executor=shell)])
+    start: Agent[Any] = Agent(name="start", handoffs=[helper])
+    with pytest.raises(ConfigurationError, match="LocalShellTool"):
+        DurableAgent(start, name="t-local")
