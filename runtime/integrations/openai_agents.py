@@ -183,6 +183,9 @@ class DurableAgent(Generic[TContext]):
         event_handler: when given, runs are streamed (``Runner.run_streamed``) and each
             stream event is passed to it; see docs/openai-agents.md for what it sees after
             a resume.
+        sequential_tools: run the function tool calls of one model turn one after another
+            (in the order of the response) instead of concurrently as the SDK does; both
+            are durable (docs/openai-agents.md, "Tool calls in one turn").
     """
 
     def __init__(
@@ -196,6 +199,7 @@ class DurableAgent(Generic[TContext]):
         context: TContext | None = None,
         max_turns: int = 10,
         event_handler: EventHandler | None = None,
+        sequential_tools: bool = False,
     ) -> None:
         if not isinstance(agent, Agent):
             raise ConfigurationError(f"DurableAgent needs an agents.Agent, not {agent!r}")
@@ -216,6 +220,8 @@ class DurableAgent(Generic[TContext]):
             raise ConfigurationError(f"run_config must be an agents.RunConfig: {run_config!r}")
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
             raise ConfigurationError(f"max_turns must be an int >= 1, not {max_turns!r}")
+        if not isinstance(sequential_tools, bool):
+            raise ConfigurationError(f"sequential_tools must be a bool: {sequential_tools!r}")
         if event_handler is not None and not callable(event_handler):
             raise ConfigurationError(f"event_handler must be an async function: {event_handler!r}")
         for reachable in _agents(agent):
@@ -228,6 +234,7 @@ class DurableAgent(Generic[TContext]):
         self.context = context
         self.max_turns = max_turns
         self.event_handler = event_handler
+        self.sequential_tools = sequential_tools
         _AGENTS[name] = self
 
     def effect_of(self, tool_name: str) -> ToolEffect:
@@ -373,7 +380,8 @@ def _check_tool(agent: Agent[Any], t: Any) -> None:
 
 class _Run:
     """The copies of one run's agents (memoized: a handoff back to an agent gets the same
-    copy), and the lock that makes its tool calls run one after another."""
+    copy), and the lock that makes its tool calls run one after another when the agent
+    asks for that (``sequential_tools``)."""
 
     def __init__(self, ctx: Context, durable: DurableAgent[Any]) -> None:
         self.ctx = ctx
@@ -477,9 +485,12 @@ def _journaled_tool(
             args: Any = json.loads(input_json) if input_json else {}
         except ValueError:
             args = input_json  # logged as the model wrote it
+        if not run.durable.sequential_tools:
+            # concurrent, as the SDK runs them: each tool call runs in a task the SDK
+            # started, and actorlog identifies its effects by that task (FORMAT.md [F18])
+            return await run.ctx.call(tool, args)
         # The SDK starts a turn's tool calls as concurrent tasks: they take the lock in the
-        # order they were started (the order of the calls in the model's response), so the
-        # log holds them in the same order on every replay.
+        # order they were started (the order of the calls in the model's response).
         async with run.lock:
             return await run.ctx.call(tool, args)
 

@@ -33,6 +33,7 @@ streamed = DurableAgent(
     tools=openai_travel.durable.tools,
     run_config=openai_travel.durable.run_config,
     event_handler=on_event,
+    sequential_tools=openai_travel.durable.sequential_tools,
 )
 
 

@@ -168,19 +168,27 @@ class TravelModel(Model):
             yield event
 
 
+#: "start search", "end search", ... in the order the read tools ran (in this process)
+ORDER: list[str] = []
+
+
 @function_tool
 async def search(city: str) -> str:
     """Find the best hotel in a city."""
+    ORDER.append("start search")
     _ledger("reads", city, f"search {city}")
-    await anyio.sleep(0.02)
+    await anyio.sleep(0.05)
+    ORDER.append("end search")
     return f"Hotel {city} Central"
 
 
 @function_tool
 async def weather(city: str) -> str:
     """Tomorrow's weather in a city."""
+    ORDER.append("start weather")
     _ledger("reads", city, f"weather {city}")
-    await anyio.sleep(0.02)
+    await anyio.sleep(0.05)
+    ORDER.append("end weather")
     return f"sunny in {city}"
 
 
@@ -201,4 +209,5 @@ durable = DurableAgent(
     name="travel",
     tools={"search": READ, "weather": READ, "book": IDEMPOTENT},
     run_config=RunConfig(model=MODEL),
+    sequential_tools=bool(os.environ.get("TRAVEL_SEQUENTIAL")),
 )

@@ -257,3 +257,30 @@ def test_a_tool_that_runs_here_unjournaled_is_refused() -> None:
     start: Agent[Any] = Agent(name="start", handoffs=[helper])
     with pytest.raises(ConfigurationError, match="LocalShellTool"):
         DurableAgent(start, name="t-local")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("sequential", [False, True], ids=["concurrent", "sequential"])
+async def test_tool_calls_of_one_turn_run_concurrently_unless_sequential(
+    monkeypatch: pytest.MonkeyPatch, sequential: bool
+) -> None:
+    """The model asks for search and weather in one turn: by default both run at once, as
+    the SDK runs them; ``sequential_tools=True`` runs them one after the other. The run's
+    outcome is the same."""
+    monkeypatch.setenv("TRAVEL_PARALLEL", "1")
+    openai_travel.ORDER.clear()
+    durable = DurableAgent(
+        openai_travel.triage,
+        name=f"t-turn-{sequential}",
+        tools={"search": READ, "weather": READ, "book": IDEMPOTENT},
+        run_config=RunConfig(model=TravelModel()),
+        sequential_tools=sequential,
+    )
+    async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
+        result = await durable.run(system, "c-8", "plan a trip to Lisbon", message_id="m")
+    assert result.final_output.startswith("Trip to Lisbon: Hotel Lisbon Central; sunny in")
+    assert result.usage.requests == 4  # triage, search + weather, book, answer
+    if sequential:
+        assert openai_travel.ORDER == ["start search", "end search", "start weather", "end weather"]
+    else:
+        assert openai_travel.ORDER[:2] == ["start search", "start weather"]
