@@ -7,6 +7,8 @@ It imports no agent framework, so each integration needs only its own extra inst
 from __future__ import annotations
 
 import contextvars
+import math
+import reprlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -21,14 +23,49 @@ __all__ = [
     "READ",
     "ReconcileToolFn",
     "ToolEffect",
+    "check_timeout",
     "effect_by_name",
     "idempotency_key",
     "reconciled",
+    "shown",
 ]
 
 #: ``await fn(idempotency_key, tool_args)`` -> ``Happened(result)`` / ``NotHappened()`` /
 #: ``None`` ("don't know": escalate)
 ReconcileToolFn = Callable[[str, dict[str, Any]], Awaitable["Happened | NotHappened | None"]]
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = 80
+_REPR.maxother = 80
+
+
+def shown(value: object) -> str:
+    """``value`` for an error message, bounded (a 2,000-level nesting or a 100 kB string
+    does not make the message itself fail or flood the log)."""
+    try:
+        return _REPR.repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+
+
+def check_timeout(timeout: object) -> float | None:
+    """A run's ``timeout=`` (seconds to wait for the reply), checked.
+
+    Raises:
+        ConfigurationError: not None or a finite number > 0.
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise ConfigurationError(f"timeout must be seconds or None, not {shown(timeout)}")
+    try:
+        t = float(timeout)
+    except OverflowError:
+        t = math.inf
+    if math.isnan(t) or math.isinf(t) or t <= 0:
+        raise ConfigurationError(f"timeout={shown(timeout)}: it must be a finite number > 0")
+    return t
 
 
 @attrs.frozen
@@ -60,7 +97,7 @@ _BY_NAME: Mapping[str, ToolEffect] = {"read": READ, "idempotent": IDEMPOTENT, "e
 def reconciled(fn: ReconcileToolFn) -> ToolEffect:
     """A write whose in-doubt calls are settled by asking ``fn(key, tool_args)``."""
     if not callable(fn):
-        raise ConfigurationError(f"reconciled() needs an async function, not {fn!r}")
+        raise ConfigurationError(f"reconciled() needs an async function, not {shown(fn)}")
     return ToolEffect("write", reconcile=fn)
 
 
@@ -77,7 +114,7 @@ def effect_by_name(tool_name: str, declared: Any) -> ToolEffect:
         return _BY_NAME[declared]
     except (KeyError, TypeError):
         raise ConfigurationError(
-            f"tool {tool_name!r}: effect {declared!r} is not one of "
+            f"tool {shown(tool_name)}: effect {shown(declared)} is not one of "
             f"{', '.join(sorted(_BY_NAME))} (or a ToolEffect)"
         ) from None
 

@@ -65,9 +65,11 @@ from ._effects import (
     IDEMPOTENT,
     READ,
     ToolEffect,
+    check_timeout,
     effect_by_name,
     idempotency_key,
     reconciled,
+    shown,
 )
 from ._openai_models import (
     MODEL_CALL,
@@ -202,28 +204,33 @@ class DurableAgent(Generic[TContext]):
         sequential_tools: bool = False,
     ) -> None:
         if not isinstance(agent, Agent):
-            raise ConfigurationError(f"DurableAgent needs an agents.Agent, not {agent!r}")
+            raise ConfigurationError(f"DurableAgent needs an agents.Agent, not {shown(agent)}")
         name = agent.name if name is None else name
-        if not isinstance(name, str) or not name or len(name) > 200:
+        if not isinstance(name, str) or not name or len(name) > 200 or not name.isprintable():
             raise ConfigurationError(
-                f"a DurableAgent needs a stable name (1 to 200 characters), not {name!r}"
+                "a DurableAgent needs a stable name (1 to 200 printable characters), not "
+                f"{shown(name)}"
             )
         if tools is not None and not isinstance(tools, Mapping):
-            raise ConfigurationError(f"tools must be a mapping of tool name -> effect: {tools!r}")
+            raise ConfigurationError(
+                f"tools must be a mapping of tool name -> effect: {shown(tools)}"
+            )
         self.tools = {str(k): effect_by_name(str(k), v) for k, v in (tools or {}).items()}
         if not isinstance(default_tool_effect, ToolEffect):
             raise ConfigurationError(
                 f"default_tool_effect must be a ToolEffect (READ, IDEMPOTENT, ESCALATE, "
-                f"reconciled(fn)), not {default_tool_effect!r}"
+                f"reconciled(fn)), not {shown(default_tool_effect)}"
             )
         if run_config is not None and not isinstance(run_config, RunConfig):
-            raise ConfigurationError(f"run_config must be an agents.RunConfig: {run_config!r}")
+            raise ConfigurationError(f"run_config must be an agents.RunConfig: {shown(run_config)}")
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
-            raise ConfigurationError(f"max_turns must be an int >= 1, not {max_turns!r}")
+            raise ConfigurationError(f"max_turns must be an int >= 1, not {shown(max_turns)}")
         if not isinstance(sequential_tools, bool):
-            raise ConfigurationError(f"sequential_tools must be a bool: {sequential_tools!r}")
+            raise ConfigurationError(f"sequential_tools must be a bool: {shown(sequential_tools)}")
         if event_handler is not None and not callable(event_handler):
-            raise ConfigurationError(f"event_handler must be an async function: {event_handler!r}")
+            raise ConfigurationError(
+                f"event_handler must be an async function: {shown(event_handler)}"
+            )
         for reachable in _agents(agent):
             for t in reachable.tools:
                 _check_tool(reachable, t)
@@ -265,9 +272,10 @@ class DurableAgent(Generic[TContext]):
                 tripwire, a tool that raised); the conversation is as it was before.
         """
         if not isinstance(input, str):
-            raise ConfigurationError(f"input must be the user's message as a str: {input!r}")
+            raise ConfigurationError(f"input must be the user's message as a str: {shown(input)}")
         if not isinstance(new_conversation, bool):
-            raise ConfigurationError(f"new_conversation must be a bool: {new_conversation!r}")
+            raise ConfigurationError(f"new_conversation must be a bool: {shown(new_conversation)}")
+        check_timeout(timeout)
         ref = await system.spawn(AgentActor, actor_id)
         msg = RunInput(self.name, input, new_conversation=new_conversation)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
