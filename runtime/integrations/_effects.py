@@ -53,7 +53,8 @@ def check_timeout(timeout: object) -> float | None:
     """A run's ``timeout=`` (seconds to wait for the reply), checked.
 
     Raises:
-        ConfigurationError: not None or a finite number > 0.
+        ConfigurationError: not None or a finite number (like ``ActorRef.ask``'s, zero or
+            less times out at once; the message stays logged and runs).
     """
     if timeout is None:
         return None
@@ -63,8 +64,8 @@ def check_timeout(timeout: object) -> float | None:
         t = float(timeout)
     except OverflowError:
         t = math.inf
-    if math.isnan(t) or math.isinf(t) or t <= 0:
-        raise ConfigurationError(f"timeout={shown(timeout)}: it must be a finite number > 0")
+    if math.isnan(t) or math.isinf(t):
+        raise ConfigurationError(f"timeout={shown(timeout)}: it must be a finite number")
     return t
 
 

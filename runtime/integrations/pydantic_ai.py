@@ -64,8 +64,10 @@ from ._effects import (
     READ,
     ReconcileToolFn,
     ToolEffect,
+    check_timeout,
     idempotency_key,
     reconciled,
+    shown,
 )
 
 __all__ = [
@@ -260,6 +262,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         message_id: str | None,
         timeout: float | None,
     ) -> DurableRunResult[OutputT]:
+        check_timeout(timeout)  # before anything is sent
         ref = await system.spawn(AgentActor, actor_id)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
         return self._result(reply)
@@ -299,7 +302,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
             return _BY_NAME[declared]
         except (KeyError, TypeError):
             raise ConfigurationError(
-                f"tool {tool_name!r}: metadata actorlog={declared!r} is not one of "
+                f"tool {shown(tool_name)}: metadata actorlog={shown(declared)} is not one of "
                 f"{', '.join(sorted(_BY_NAME))} (or a ToolEffect)"
             ) from None
 
