@@ -284,3 +284,25 @@ async def test_tool_calls_of_one_turn_run_concurrently_unless_sequential(
         assert openai_travel.ORDER == ["start search", "end search", "start weather", "end weather"]
     else:
         assert openai_travel.ORDER[:2] == ["start search", "start weather"]
+
+
+@pytest.mark.anyio
+async def test_a_failed_run_leaves_the_conversation_as_it_was() -> None:
+    """MaxTurnsExceeded (the SDK's error) fails the run with HandlerError; the next run
+    continues the conversation from before the failed one."""
+    from actorlog import HandlerError
+
+    short = DurableAgent(
+        openai_travel.triage,
+        name="t-short",
+        tools={"search": READ, "weather": READ, "book": IDEMPOTENT},
+        run_config=RunConfig(model=TravelModel()),
+        max_turns=2,
+    )
+    async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
+        with pytest.raises(HandlerError, match="MaxTurnsExceeded"):
+            await short.run(system, "c-9", "plan a trip to Lisbon", message_id="1")
+        short.max_turns = 10
+        result = await short.run(system, "c-9", "plan a trip to Porto", message_id="2")
+    assert result.items == result.new_items  # nothing of the failed run
+    assert result.items[0] == {"role": "user", "content": "plan a trip to Porto"}
