@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import contextvars
 import math
-import reprlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
 
 from .._errors import ConfigurationError
+from .._ids import shown
 from .._tools import Effect, Happened, NotHappened
 
 __all__ = [
@@ -33,20 +33,6 @@ __all__ = [
 #: ``await fn(idempotency_key, tool_args)`` -> ``Happened(result)`` / ``NotHappened()`` /
 #: ``None`` ("don't know": escalate)
 ReconcileToolFn = Callable[[str, dict[str, Any]], Awaitable["Happened | NotHappened | None"]]
-
-
-_REPR = reprlib.Repr()
-_REPR.maxstring = 80
-_REPR.maxother = 80
-
-
-def shown(value: object) -> str:
-    """``value`` for an error message, bounded (a 2,000-level nesting or a 100 kB string
-    does not make the message itself fail or flood the log)."""
-    try:
-        return _REPR.repr(value)
-    except Exception:
-        return f"<{type(value).__name__}>"
 
 
 def check_timeout(timeout: object) -> float | None:
