@@ -306,3 +306,44 @@ async def test_a_failed_run_leaves_the_conversation_as_it_was() -> None:
         result = await short.run(system, "c-9", "plan a trip to Porto", message_id="2")
     assert result.items == result.new_items  # nothing of the failed run
     assert result.items[0] == {"role": "user", "content": "plan a trip to Porto"}
+
+
+@pytest.mark.anyio
+async def test_agent_models_and_provider_models_are_journaled(tmp_path: Path) -> None:
+    """No run_config.model: triage's model is a name the run's model provider looks up, the
+    planner's is its own Model instance. Cut off in the booking and resumed, neither model
+    is asked again for a recorded call."""
+    from agents import ModelProvider
+
+    triage_model, planner_model = TravelModel(), TravelModel()
+
+    class Provider(ModelProvider):
+        def get_model(self, model_name: str | None) -> Any:
+            assert model_name == "scripted-triage"
+            return triage_model
+
+    blocker = Blocker()
+    planner: Agent[Any] = Agent(
+        name="planner",
+        instructions=PLANNER,
+        tools=[search, weather, blocker.tool],
+        model=planner_model,
+    )
+    triage: Agent[Any] = Agent(
+        name="triage", instructions=TRIAGE, handoffs=[planner], model="scripted-triage"
+    )
+    durable = DurableAgent(
+        triage,
+        name="t-models",
+        tools={"search": READ, "weather": READ, "book": IDEMPOTENT},
+        run_config=RunConfig(model_provider=Provider()),
+    )
+    store = tmp_path / "agents.db"
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor], shutdown_grace=0.1) as system:
+        await run_until(durable, system, "c-10", blocker.reached)
+    assert (triage_model.calls, planner_model.calls) == (1, 3)
+    blocker.block = False
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        result = await durable.run(system, "c-10", "plan a trip to Rome", message_id="m")
+    assert result.final_output.startswith("Trip to Rome:") and result.last_agent == "planner"
+    assert (triage_model.calls, planner_model.calls) == (1, 4)  # only the answer is new
