@@ -347,3 +347,34 @@ async def test_agent_models_and_provider_models_are_journaled(tmp_path: Path) ->
         result = await durable.run(system, "c-10", "plan a trip to Rome", message_id="m")
     assert result.final_output.startswith("Trip to Rome:") and result.last_agent == "planner"
     assert (triage_model.calls, planner_model.calls) == (1, 4)  # only the answer is new
+
+
+@pytest.mark.anyio
+async def test_an_event_handler_that_raises_stops_the_streamed_run() -> None:
+    """The run fails with the handler's error and stops there: the SDK's background run
+    is cancelled, so no model call or tool call is made for it afterwards."""
+    from actorlog import HandlerError
+
+    seen: list[str] = []
+
+    async def on_event(event: StreamEvent) -> None:
+        seen.append(event.type)
+        if event.type == "run_item_stream_event" and event.name == "tool_called":
+            raise RuntimeError("the consumer went away")
+
+    model = TravelModel()
+    openai_travel.ORDER.clear()
+    durable = DurableAgent(
+        openai_travel.triage,
+        name="t-handler-raises",
+        tools={"search": READ, "weather": READ, "book": IDEMPOTENT},
+        run_config=RunConfig(model=model),
+        event_handler=on_event,
+    )
+    async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
+        with pytest.raises(HandlerError, match="the consumer went away"):
+            await durable.run(system, "c-11", "plan a trip to Lisbon", message_id="1")
+        calls = model.calls
+        await anyio.sleep(0.5)  # what a run left running would do meanwhile
+        assert model.calls == calls == 2  # triage, the planner's search call
+        assert openai_travel.ORDER in ([], ["start search"])  # never finished
