@@ -23,7 +23,6 @@ See docs/pydantic-ai.md.
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -57,7 +56,19 @@ from .._actor import Actor
 from .._context import Context
 from .._errors import ConfigurationError
 from .._system import ActorSystem
-from .._tools import Effect, Happened, NotHappened, Tool
+from .._tools import Happened, Tool
+from ._effects import (
+    _KEY,
+    ESCALATE,
+    IDEMPOTENT,
+    READ,
+    ReconcileToolFn,
+    ToolEffect,
+    check_timeout,
+    idempotency_key,
+    reconciled,
+    shown,
+)
 
 __all__ = [
     "AgentActor",
@@ -85,56 +96,10 @@ TOOL_PREFIX = "pydantic_ai.tool."
 _VOLATILE = frozenset({"timestamp", "run_id", "conversation_id"})
 _MARK = "__pydantic_ai__"
 
-# -- declaring what a tool does -------------------------------------------------------------
+# -- declaring what a tool does (shared with the other integrations: _effects) ------------
 
-PydanticReconcileFn = Callable[[str, dict[str, Any]], Awaitable["Happened | NotHappened | None"]]
-
-
-@attrs.frozen
-class ToolEffect:
-    """What a pydantic-ai tool does, and so what recovery does when a call of it is in doubt
-    (logged as started, no result): see actorlog's ``@tool``.
-
-    * ``READ``: safe to repeat; re-run when in doubt.
-    * ``IDEMPOTENT``: a write that takes ``idempotency_key()`` and applies once per key;
-      re-run with the same key when in doubt.
-    * ``reconciled(fn)``: a write; after a crash ``await fn(key, tool_args)`` says whether
-      it happened (``Happened(result)`` / ``NotHappened()`` / ``None`` for "don't know").
-    * ``ESCALATE`` (the default for undeclared tools): a write; the actor waits in status
-      ``in_doubt`` until an operator resolves it (``system.resolve`` or the CLI).
-    """
-
-    effect: Effect = "write"
-    idempotent: bool = False
-    reconcile: PydanticReconcileFn | None = None
-
-
-READ = ToolEffect("read")
-IDEMPOTENT = ToolEffect("write", idempotent=True)
-ESCALATE = ToolEffect("write")
-
-
+PydanticReconcileFn = ReconcileToolFn
 _BY_NAME = {"read": READ, "idempotent": IDEMPOTENT, "escalate": ESCALATE}
-
-
-def reconciled(fn: PydanticReconcileFn) -> ToolEffect:
-    """A write whose in-doubt calls are settled by asking ``fn(key, tool_args)``."""
-    return ToolEffect("write", reconcile=fn)
-
-
-_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("actorlog_pai_key", default=None)
-
-
-def idempotency_key() -> str:
-    """Inside a tool declared ``IDEMPOTENT``: the stable idempotency key of this call, the
-    same on every re-run after a crash. Pass it to the external system."""
-    key = _KEY.get()
-    if not key:
-        raise ConfigurationError(
-            "idempotency_key() is only available inside a tool declared IDEMPOTENT and run "
-            "by a DurableAgent"
-        )
-    return key
 
 
 # -- the actor ------------------------------------------------------------------------------
@@ -297,6 +262,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         message_id: str | None,
         timeout: float | None,
     ) -> DurableRunResult[OutputT]:
+        check_timeout(timeout)  # before anything is sent
         ref = await system.spawn(AgentActor, actor_id)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
         return self._result(reply)
@@ -336,7 +302,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
             return _BY_NAME[declared]
         except (KeyError, TypeError):
             raise ConfigurationError(
-                f"tool {tool_name!r}: metadata actorlog={declared!r} is not one of "
+                f"tool {shown(tool_name)}: metadata actorlog={shown(declared)} is not one of "
                 f"{', '.join(sorted(_BY_NAME))} (or a ToolEffect)"
             ) from None
 

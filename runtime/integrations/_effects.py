@@ -1,0 +1,121 @@
+"""What an agent framework's tool does, declared for actorlog: shared by the integrations
+(``actorlog.integrations.pydantic_ai``, ``actorlog.integrations.openai_agents``).
+
+It imports no agent framework, so each integration needs only its own extra installed.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import attrs
+
+from .._errors import ConfigurationError
+from .._ids import shown
+from .._tools import Effect, Happened, NotHappened
+
+__all__ = [
+    "ESCALATE",
+    "IDEMPOTENT",
+    "READ",
+    "ReconcileToolFn",
+    "ToolEffect",
+    "check_timeout",
+    "effect_by_name",
+    "idempotency_key",
+    "reconciled",
+    "shown",
+]
+
+#: ``await fn(idempotency_key, tool_args)`` -> ``Happened(result)`` / ``NotHappened()`` /
+#: ``None`` ("don't know": escalate)
+ReconcileToolFn = Callable[[str, dict[str, Any]], Awaitable["Happened | NotHappened | None"]]
+
+
+def check_timeout(timeout: object) -> float | None:
+    """A run's ``timeout=`` (seconds to wait for the reply), checked.
+
+    Raises:
+        ConfigurationError: not None or a finite number (like ``ActorRef.ask``'s, zero or
+            less times out at once; the message stays logged and runs).
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise ConfigurationError(f"timeout must be seconds or None, not {shown(timeout)}")
+    try:
+        t = float(timeout)
+    except OverflowError:
+        t = math.inf
+    if math.isnan(t) or math.isinf(t):
+        raise ConfigurationError(f"timeout={shown(timeout)}: it must be a finite number")
+    return t
+
+
+@attrs.frozen
+class ToolEffect:
+    """What an agent's tool does, and so what recovery does when a call of it is in doubt
+    (logged as started, no result): see actorlog's ``@tool``.
+
+    * ``READ``: safe to repeat; re-run when in doubt.
+    * ``IDEMPOTENT``: a write that takes ``idempotency_key()`` and applies once per key;
+      re-run with the same key when in doubt.
+    * ``reconciled(fn)``: a write; after a crash ``await fn(key, tool_args)`` says whether
+      it happened (``Happened(result)`` / ``NotHappened()`` / ``None`` for "don't know").
+    * ``ESCALATE`` (the default for undeclared tools): a write; the actor waits in status
+      ``in_doubt`` until an operator resolves it (``system.resolve`` or the CLI).
+    """
+
+    effect: Effect = "write"
+    idempotent: bool = False
+    reconcile: ReconcileToolFn | None = None
+
+
+READ = ToolEffect("read")
+IDEMPOTENT = ToolEffect("write", idempotent=True)
+ESCALATE = ToolEffect("write")
+
+_BY_NAME: Mapping[str, ToolEffect] = {"read": READ, "idempotent": IDEMPOTENT, "escalate": ESCALATE}
+
+
+def reconciled(fn: ReconcileToolFn) -> ToolEffect:
+    """A write whose in-doubt calls are settled by asking ``fn(key, tool_args)``."""
+    if not callable(fn):
+        raise ConfigurationError(f"reconciled() needs an async function, not {shown(fn)}")
+    return ToolEffect("write", reconcile=fn)
+
+
+def effect_by_name(tool_name: str, declared: Any) -> ToolEffect:
+    """A declared effect given by name (``"read"``, ``"idempotent"``, ``"escalate"``) or as a
+    ``ToolEffect``.
+
+    Raises:
+        ConfigurationError: anything else.
+    """
+    if isinstance(declared, ToolEffect):
+        return declared
+    try:
+        return _BY_NAME[declared]
+    except (KeyError, TypeError):
+        raise ConfigurationError(
+            f"tool {shown(tool_name)}: effect {shown(declared)} is not one of "
+            f"{', '.join(sorted(_BY_NAME))} (or a ToolEffect)"
+        ) from None
+
+
+_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("actorlog_pai_key", default=None)
+
+
+def idempotency_key() -> str:
+    """Inside a tool declared ``IDEMPOTENT``: the stable idempotency key of this call, the
+    same on every re-run after a crash. Pass it to the external system."""
+    key = _KEY.get()
+    if not key:
+        raise ConfigurationError(
+            "idempotency_key() is only available inside a tool declared IDEMPOTENT and run "
+            "by a DurableAgent"
+        )
+    return key

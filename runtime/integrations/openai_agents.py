@@ -1,0 +1,505 @@
+"""Durable OpenAI Agents SDK runs: every model call and function tool call journaled.
+
+::
+
+    from agents import Agent, function_tool
+    from actorlog import ActorSystem
+    from actorlog.integrations.openai_agents import AgentActor, DurableAgent, IDEMPOTENT, READ
+
+    agent = Agent(name="travel", instructions="...", tools=[search, book])
+    durable = DurableAgent(agent, tools={"search": READ, "book": IDEMPOTENT})
+
+    async with ActorSystem("sqlite:///agents.db", actors=[AgentActor]) as system:
+        result = await durable.run(system, "trip-42", "Plan my trip", message_id="trip-42/1")
+
+A run is one message to an ``AgentActor`` (one actor per conversation). Inside its step,
+``Runner.run`` (or ``Runner.run_streamed``) runs on copies of the agents whose models and
+function tools go through ``ctx.call``: each model call is a read effect whose response is
+logged (replay returns it and never asks the model again), each function tool call has the
+tool's declared effect (read, idempotent write, reconcile, or, by default, escalate to an
+operator when in doubt). The conversation's items are the actor's state. See
+docs/openai-agents.md.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+import anyio
+import attrs
+import pydantic
+from agents import (
+    Agent,
+    ApplyPatchTool,
+    ComputerTool,
+    CustomTool,
+    FunctionTool,
+    Handoff,
+    LocalShellTool,
+    Model,
+    MultiProvider,
+    RunConfig,
+    RunContextWrapper,
+    Runner,
+    ShellTool,
+    StreamEvent,
+    Usage,
+)
+from agents.tool import Tool as SdkTool
+from agents.tool_context import ToolContext
+from opentelemetry import trace
+from pydantic_core import to_jsonable_python
+
+from .._actor import Actor
+from .._context import Context
+from .._errors import ConfigurationError
+from .._system import ActorSystem
+from .._tools import Happened, Tool
+from ._effects import (
+    _KEY,
+    ESCALATE,
+    IDEMPOTENT,
+    READ,
+    ToolEffect,
+    check_timeout,
+    effect_by_name,
+    idempotency_key,
+    reconciled,
+    shown,
+)
+from ._openai_models import (
+    MODEL_CALL,
+    MODEL_STREAM,
+    USAGE,
+    JournaledModel,
+    JournaledProvider,
+    fingerprint,
+    model_name_of,
+)
+
+__all__ = [
+    "AgentActor",
+    "AgentState",
+    "DurableAgent",
+    "DurableRunResult",
+    "ESCALATE",
+    "EventHandler",
+    "IDEMPOTENT",
+    "MODEL_CALL",
+    "MODEL_STREAM",
+    "READ",
+    "RunInput",
+    "StreamEvent",
+    "TOOL_PREFIX",
+    "fingerprint",
+    "ToolEffect",
+    "idempotency_key",
+    "reconciled",
+]
+
+TContext = TypeVar("TContext")
+
+#: The prefix of a function tool's name in the log.
+TOOL_PREFIX = "openai_agents.tool."
+
+#: Receives each event of a streamed run (``Runner.run_streamed``'s ``stream_events()``).
+EventHandler = Callable[[StreamEvent], Awaitable[None]]
+
+# -- the actor ------------------------------------------------------------------------------
+
+
+@attrs.define
+class RunInput:
+    """The message that runs a DurableAgent once (``DurableAgent.run`` sends it)."""
+
+    agent: str
+    input: str
+    new_conversation: bool = False
+
+
+@attrs.define
+class AgentState:
+    """The conversation so far: the run's input items as JSON (``result.to_input_list()``)."""
+
+    items: list[Any] = attrs.Factory(list)
+    runs: int = 0
+
+
+_AGENTS: dict[str, DurableAgent[Any]] = {}
+
+
+class AgentActor(Actor[AgentState]):
+    """Runs a registered DurableAgent; one actor per conversation (its stable id)."""
+
+    async def receive(self, ctx: Context, msg: RunInput) -> dict[str, Any]:
+        durable = _AGENTS.get(msg.agent)
+        if durable is None:
+            raise ConfigurationError(
+                f"no DurableAgent named {msg.agent!r} in this process: create it (at import "
+                "time, before the ActorSystem starts) so recovery can run it"
+            )
+        return await durable._step(ctx, self.state, msg)
+
+
+@attrs.frozen
+class DurableRunResult:
+    """What a durable run produced (the same after any crash)."""
+
+    #: the run's final output: a string, or the JSON form of the last agent's output_type
+    #: validated back into that type
+    final_output: Any
+    #: the whole conversation as input items in their JSON form (``RunResult.to_input_list()``),
+    #: this run included
+    items: list[dict[str, Any]]
+    #: this run's items (the user's input and everything the run added)
+    new_items: list[dict[str, Any]]
+    #: the name of the agent that produced the output (after handoffs)
+    last_agent: str
+    usage: Usage
+
+
+# -- the agent wrapper ----------------------------------------------------------------------
+
+
+class DurableAgent(Generic[TContext]):
+    """An OpenAI Agents SDK ``Agent`` whose runs are actor steps journaled by actorlog.
+
+    Create it once per process at import time (recovery on start looks it up by name), and
+    register ``AgentActor`` with the ``ActorSystem``.
+
+    Args:
+        agent: the starting agent; its handoffs (and theirs) are made durable too.
+        name: the name runs are logged under (default: ``agent.name``); keep it stable.
+        tools: each function tool's effect by tool name (``READ``, ``IDEMPOTENT``,
+            ``reconciled(fn)``, ``ESCALATE``, or the names ``"read"``, ``"idempotent"``,
+            ``"escalate"``); undeclared tools get ``default_tool_effect``.
+        default_tool_effect: ``ESCALATE`` unless said otherwise.
+        run_config: the SDK's ``RunConfig`` for every run (model, model provider, settings,
+            guardrails, tracing); its models are journaled like the agents' own.
+        context: the run context object (process-local: it is not logged).
+        max_turns: passed to the runner.
+        event_handler: when given, runs are streamed (``Runner.run_streamed``) and each
+            stream event is passed to it; see docs/openai-agents.md for what it sees after
+            a resume.
+        sequential_tools: run the function tool calls of one model turn one after another
+            (in the order of the response) instead of concurrently as the SDK does; both
+            are durable (docs/openai-agents.md, "Tool calls in one turn").
+    """
+
+    def __init__(
+        self,
+        agent: Agent[TContext],
+        *,
+        name: str | None = None,
+        tools: Mapping[str, ToolEffect | str] | None = None,
+        default_tool_effect: ToolEffect = ESCALATE,
+        run_config: RunConfig | None = None,
+        context: TContext | None = None,
+        max_turns: int = 10,
+        event_handler: EventHandler | None = None,
+        sequential_tools: bool = False,
+    ) -> None:
+        if not isinstance(agent, Agent):
+            raise ConfigurationError(f"DurableAgent needs an agents.Agent, not {shown(agent)}")
+        name = agent.name if name is None else name
+        if not isinstance(name, str) or not name or len(name) > 200 or not name.isprintable():
+            raise ConfigurationError(
+                "a DurableAgent needs a stable name (1 to 200 printable characters), not "
+                f"{shown(name)}"
+            )
+        if tools is not None and not isinstance(tools, Mapping):
+            raise ConfigurationError(
+                f"tools must be a mapping of tool name -> effect: {shown(tools)}"
+            )
+        self.tools = {str(k): effect_by_name(str(k), v) for k, v in (tools or {}).items()}
+        if not isinstance(default_tool_effect, ToolEffect):
+            raise ConfigurationError(
+                f"default_tool_effect must be a ToolEffect (READ, IDEMPOTENT, ESCALATE, "
+                f"reconciled(fn)), not {shown(default_tool_effect)}"
+            )
+        if run_config is not None and not isinstance(run_config, RunConfig):
+            raise ConfigurationError(f"run_config must be an agents.RunConfig: {shown(run_config)}")
+        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
+            raise ConfigurationError(f"max_turns must be an int >= 1, not {shown(max_turns)}")
+        if not isinstance(sequential_tools, bool):
+            raise ConfigurationError(f"sequential_tools must be a bool: {shown(sequential_tools)}")
+        if event_handler is not None and not callable(event_handler):
+            raise ConfigurationError(
+                f"event_handler must be an async function: {shown(event_handler)}"
+            )
+        for reachable in _agents(agent):
+            for t in reachable.tools:
+                _check_tool(reachable, t)
+        self.agent = agent
+        self.name = name
+        self.default_tool_effect = default_tool_effect
+        self.run_config = run_config or RunConfig()
+        self.context = context
+        self.max_turns = max_turns
+        self.event_handler = event_handler
+        self.sequential_tools = sequential_tools
+        _AGENTS[name] = self
+
+    def effect_of(self, tool_name: str) -> ToolEffect:
+        """The declared effect of a function tool: from ``tools=``, else
+        ``default_tool_effect``."""
+        return self.tools.get(tool_name, self.default_tool_effect)
+
+    # -- caller side -----------------------------------------------------------------------
+
+    async def run(
+        self,
+        system: ActorSystem,
+        actor_id: str,
+        input: str,
+        *,
+        message_id: str | None = None,
+        new_conversation: bool = False,
+        timeout: float | None = None,
+    ) -> DurableRunResult:
+        """Run the agent on the user message ``input`` in the conversation ``actor_id``.
+
+        With ``message_id``, calling again after any crash returns the recorded result
+        without running (or paying for) anything again.
+
+        Raises:
+            ConfigurationError: ``input`` is not a string (nothing is sent).
+            HandlerError: the run failed (a model error, ``MaxTurnsExceeded``, a guardrail
+                tripwire, a tool that raised); the conversation is as it was before.
+        """
+        if not isinstance(input, str):
+            raise ConfigurationError(f"input must be the user's message as a str: {shown(input)}")
+        if not isinstance(new_conversation, bool):
+            raise ConfigurationError(f"new_conversation must be a bool: {shown(new_conversation)}")
+        check_timeout(timeout)
+        ref = await system.spawn(AgentActor, actor_id)
+        msg = RunInput(self.name, input, new_conversation=new_conversation)
+        reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
+        return self._result(reply)
+
+    def _result(self, reply: dict[str, Any]) -> DurableRunResult:
+        output: Any = reply["output"]
+        spec = _find_agent(self.agent, reply["last_agent"])
+        out_type = getattr(spec, "output_type", None)
+        if out_type is not None and out_type is not str and output is not None:
+            try:
+                output = pydantic.TypeAdapter(out_type).validate_python(output)
+            except Exception:  # an output spec that is not a type: the JSON form
+                pass
+        items: list[Any] = list(reply["items"])
+        return DurableRunResult(
+            final_output=output,
+            items=items,
+            new_items=items[int(reply["new_from"]) :],
+            last_agent=str(reply["last_agent"]),
+            usage=USAGE.validate_python(reply["usage"]),
+        )
+
+    # -- actor side ------------------------------------------------------------------------
+
+    async def _step(self, ctx: Context, state: AgentState, msg: RunInput) -> dict[str, Any]:
+        history: list[Any] = [] if msg.new_conversation else list(state.items)
+        items: list[Any] = [*history, {"role": "user", "content": msg.input}]
+        run = _Run(ctx, self)
+        rc = self.run_config
+        model = rc.model
+        run_config = dataclasses.replace(
+            rc,
+            model=JournaledModel(model, ctx, self.effect_of, model_name_of(model))
+            if isinstance(model, Model)
+            else model,
+            model_provider=JournaledProvider(
+                rc.model_provider or MultiProvider(), ctx, self.effect_of
+            ),
+        )
+        start = run.convert(self.agent)
+        if self.event_handler is None:
+            result: Any = await Runner.run(
+                start, items, context=self.context, max_turns=self.max_turns, run_config=run_config
+            )
+        else:
+            streamed = Runner.run_streamed(
+                start, items, context=self.context, max_turns=self.max_turns, run_config=run_config
+            )
+            async for event in streamed.stream_events():
+                await self.event_handler(event)
+            result = streamed
+        all_items = to_jsonable_python(result.to_input_list(), fallback=str)
+        usage = result.context_wrapper.usage
+        state.items = all_items
+        state.runs += 1
+        last = result.last_agent
+        span = trace.get_current_span()
+        span.set_attribute("actorlog.openai_agents.agent", self.name)
+        span.set_attribute("actorlog.openai_agents.last_agent", last.name)
+        span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+        span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+        return {
+            "output": to_jsonable_python(result.final_output, fallback=str),
+            "items": all_items,
+            "new_from": len(history),
+            "last_agent": last.name,
+            "usage": USAGE.dump_python(usage, mode="json"),
+        }
+
+
+def _agents(start: Agent[Any]) -> list[Agent[Any]]:
+    """``start`` and the agents its handoffs name directly (``Handoff`` objects name theirs
+    only when they are invoked)."""
+    seen: dict[int, Agent[Any]] = {}
+    todo: list[Agent[Any]] = [start]
+    while todo:
+        agent = todo.pop()
+        if id(agent) not in seen:
+            seen[id(agent)] = agent
+            todo.extend(h for h in agent.handoffs if isinstance(h, Agent))
+    return list(seen.values())
+
+
+def _find_agent(start: Agent[Any], name: str) -> Agent[Any] | None:
+    return next((a for a in _agents(start) if a.name == name), None)
+
+
+#: Tools the SDK runs in this process without a function actorlog can journal.
+_LOCAL_TOOLS = (ComputerTool, LocalShellTool, ApplyPatchTool, CustomTool)
+
+
+def _check_tool(agent: Agent[Any], t: Any) -> None:
+    """Refuse a tool that runs here but cannot be journaled (it would run again on replay).
+
+    Raises:
+        ConfigurationError: a computer, local shell, apply-patch or custom tool, or a shell
+            tool with a local executor.
+    """
+    if isinstance(t, _LOCAL_TOOLS) or (isinstance(t, ShellTool) and t.executor is not None):
+        raise ConfigurationError(
+            f"agent {agent.name!r} has a {type(t).__name__} ({getattr(t, 'name', '')!r}): "
+            "DurableAgent journals function tools only, and this tool would run again on "
+            "every replay; wrap what it does in a function tool"
+        )
+
+
+# -- one run: the journaled copies of its agents, models and tools -------------------------
+
+
+class _Run:
+    """The copies of one run's agents (memoized: a handoff back to an agent gets the same
+    copy), and the lock that makes its tool calls run one after another when the agent
+    asks for that (``sequential_tools``)."""
+
+    def __init__(self, ctx: Context, durable: DurableAgent[Any]) -> None:
+        self.ctx = ctx
+        self.durable = durable
+        self.lock = anyio.Lock()
+        self._agents: dict[int, Agent[Any]] = {}
+        self._tools: dict[int, SdkTool] = {}
+
+    def convert(self, agent: Agent[Any]) -> Agent[Any]:
+        done = self._agents.get(id(agent))
+        if done is not None:
+            return done
+        changes: dict[str, Any] = {}
+        if isinstance(agent.model, Model):
+            changes["model"] = JournaledModel(
+                agent.model, self.ctx, self.durable.effect_of, model_name_of(agent.model)
+            )
+            changes["model_settings"] = agent.model_settings
+        clone = agent.clone(**changes)
+        self._agents[id(agent)] = clone
+        self._agents[id(clone)] = clone
+        clone.handoffs = [self._handoff(h) for h in agent.handoffs]
+        original_tools = clone.get_all_tools
+
+        async def get_all_tools(run_context: RunContextWrapper[Any]) -> list[SdkTool]:
+            tools = await original_tools(run_context)
+            for t in tools:
+                _check_tool(agent, t)
+            return [self._tool(t) for t in tools]
+
+        # the runner asks each agent for its tools every turn (MCP servers' included)
+        object.__setattr__(clone, "get_all_tools", get_all_tools)
+        try:  # results and hooks show the user's agent, not the copy
+            from agents._public_agent import set_public_agent
+
+            set_public_agent(clone, agent)
+        except ImportError:  # pragma: no cover - a later SDK without it
+            pass
+        return clone
+
+    def _handoff(self, h: Agent[Any] | Handoff[Any, Any]) -> Any:
+        if isinstance(h, Agent):
+            return self.convert(h)
+        invoke = h.on_invoke_handoff
+
+        async def on_invoke_handoff(run_context: RunContextWrapper[Any], args: str) -> Any:
+            return self.convert(await invoke(run_context, args))
+
+        wrapped = copy.copy(h)
+        wrapped.on_invoke_handoff = on_invoke_handoff
+        return wrapped
+
+    def _tool(self, t: SdkTool) -> SdkTool:
+        if not isinstance(t, FunctionTool):
+            return t  # hosted tools run inside the model call, which is journaled
+        done = self._tools.get(id(t))
+        if done is None:
+            done = copy.copy(t)
+            done.on_invoke_tool = _journaled_tool(t, self)
+            self._tools[id(t)] = done
+            self._tools[id(done)] = done
+        return done
+
+
+def _journaled_tool(
+    t: FunctionTool, run: _Run
+) -> Callable[[ToolContext[Any], str], Awaitable[Any]]:
+    """``on_invoke_tool`` of the copy: ``ctx.call`` with the tool's declared effect."""
+    declared = run.durable.effect_of(t.name)
+    invoke = t.on_invoke_tool
+
+    async def on_invoke_tool(tool_ctx: ToolContext[Any], input_json: str) -> Any:
+        async def call(args: Any, *, idempotency_key: str = "") -> Any:
+            token = _KEY.set(idempotency_key or None)
+            trace.get_current_span().set_attribute("actorlog.openai_agents.tool_name", t.name)
+            try:
+                value = await invoke(tool_ctx, input_json)
+            finally:
+                _KEY.reset(token)
+            return to_jsonable_python(value, fallback=str)
+
+        reconcile = None
+        if declared.reconcile is not None:
+            user_fn = declared.reconcile
+
+            async def reconcile(key: str, arguments: dict[str, Any]) -> Any:
+                args = arguments.get("args")
+                answer = await user_fn(key, args if isinstance(args, dict) else {})
+                if isinstance(answer, Happened):
+                    return Happened(to_jsonable_python(answer.result, fallback=str))
+                return answer
+
+        tool = Tool(
+            call,
+            name=TOOL_PREFIX + t.name,
+            effect=declared.effect,
+            idempotent=declared.idempotent,
+            reconcile=reconcile,
+        )
+        try:
+            args: Any = json.loads(input_json) if input_json else {}
+        except ValueError:
+            args = input_json  # logged as the model wrote it
+        if not run.durable.sequential_tools:
+            # concurrent, as the SDK runs them: each tool call runs in a task the SDK
+            # started, and actorlog identifies its effects by that task (FORMAT.md [F18])
+            return await run.ctx.call(tool, args)
+        # The SDK starts a turn's tool calls as concurrent tasks: they take the lock in the
+        # order they were started (the order of the calls in the model's response).
+        async with run.lock:
+            return await run.ctx.call(tool, args)
+
+    return on_invoke_tool
