@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from .._errors import ConfigurationError
-from .._ids import shown
+from .._checks import shown
 from .._tools import Effect, Happened, NotHappened
 
 __all__ = [
