@@ -1,0 +1,78 @@
+"""A race's losers are recorded (issue 25, "losers and timeouts are recorded"), found by the
+concurrency model (tests/model/concurrent_machine.py).
+
+Three contestants start at once and the first to return cancels the others. On a SQLite
+file the third contestant is cancelled while its intent is being committed (it waits for
+the flush the second contestant's intent started): the step completed with that intent
+unsettled, with no result and no decision (``ops.history`` shows it ``auto``), so the
+"completed step holds no unsettled intent" promise was broken, and a recovery had to
+settle it by its policy.
+"""
+
+from __future__ import annotations
+
+import anyio
+import anyio.lowlevel
+import attrs
+import pytest
+from actorlog import Actor, ActorSystem, Context, ops, tool
+
+from tests.conftest import StoreFactory
+
+pytestmark = pytest.mark.anyio
+
+
+@tool(effect="read", name="race_losers.quote")
+async def quote(who: int) -> int:
+    await anyio.lowlevel.checkpoint()
+    return who
+
+
+@attrs.define
+class Race:
+    contestants: int
+
+
+@attrs.define
+class Nothing:
+    pass
+
+
+class Racer(Actor[Nothing]):
+    name = "race_losers.Racer"
+
+    async def receive(self, ctx: Context, msg: Race) -> int:
+        won: list[int] = []
+
+        async def contestant(i: int) -> None:
+            got = await ctx.call(quote, i)
+            if not won:
+                won.append(got)
+                tg.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            for i in range(msg.contestants):
+                tg.start_soon(contestant, i)
+        return won[0]
+
+
+@pytest.mark.parametrize("contestants", [2, 3, 5])
+async def test_every_loser_of_a_race_is_settled_in_the_log(
+    make_store: StoreFactory, contestants: int
+) -> None:
+    async with ActorSystem(make_store(), actors=[Racer]) as system:
+        ref = await system.spawn(Racer, "racer")
+        for n in range(3):
+            winner = await ref.ask(Race(contestants), message_id=f"race-{n}")
+            h = await ops.history(system.store, "racer")
+            step = h.steps[-1]
+            assert step.status == "ok"
+            calls = [(c.args[0], c.status, c.settled_by) for c in step.calls]
+            assert len(calls) == contestants, calls
+            unsettled = [c for c in calls if c[1] not in ("ok", "error")]
+            assert not unsettled, f"race {n} (won by {winner}): unsettled losers {calls}"
+            (won,) = [c for c in step.calls if c.args[0] == winner]
+            assert won.status == "ok"
+            # the winner's value was logged before any other contestant's
+            ok = [c for c in step.calls if c.status == "ok"]
+            assert min(ok, key=lambda c: c.result_seq or 0) is won, calls
