@@ -297,6 +297,27 @@ async def _native(ctx: Context, tag: str, ms: Callable[[int], int]) -> list[str]
     return [*gathered, *(t.result() for t in tasks)]
 
 
+async def _hang_among_others(ctx: Context, hang: Tool[..., str], tag: str) -> str:
+    """A hanging call from a task of a group whose other tasks make calls of their own
+    (which finish): the reply is the hanging call's, as when it is made alone."""
+    got: list[str] = []
+    failed: list[ToolCallError] = []
+
+    async def hanging() -> None:
+        try:
+            got.append(await ctx.call(hang, tag))
+        except ToolCallError as exc:
+            failed.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ctx.call, t_slow_read, tag, "x0", 0)
+        tg.start_soon(hanging)
+        tg.start_soon(ctx.call, t_slow_read, tag, "x1", 5)
+    if failed:
+        raise failed[0]
+    return got[0]
+
+
 HANG_TOOLS: dict[str, Tool[..., str]] = {
     "hang_read": t_hang_read,
     "hang_idem": t_hang_idem,
@@ -352,7 +373,10 @@ async def _receive(actor: Actor[AgentState], ctx: Context, msg: Op | Peek, versi
         out = "sent"
     elif kind in HANG_TOOLS:
         try:
-            out = await ctx.call(HANG_TOOLS[kind], msg.tag)
+            if msg.arg == "conc":  # the hanging call made next to two others, in a task group
+                out = await _hang_among_others(ctx, HANG_TOOLS[kind], msg.tag)
+            else:
+                out = await ctx.call(HANG_TOOLS[kind], msg.tag)
         except ToolCallError as exc:
             out = f"failed:{exc.message}"
     elif kind in RETRY_TOOLS:
