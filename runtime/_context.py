@@ -64,7 +64,16 @@ def idempotency_key(
     before incarnations existed has none, and its calls keep the old key
     ``"{actor_id}:{step_seq}:{index}"``. [F18] A call made by a task the handler spawned
     (``task``, e.g. ``"1.0"``) ends in ``"{task}.{index}"`` instead of ``"{index}"``: the
-    last component is always the call's number within its task, so keys stay unique."""
+    last component is always the call's number within its task, so keys stay unique.
+
+    Raises:
+        ConfigurationError: ``task`` is not a task path ("" or numbers joined by ".").
+    """
+    if type(task) is not str or (task and not _is_path(task)):
+        raise ConfigurationError(
+            "idempotency_key(): task must be a task path such as '1.0' ('' for the "
+            f"handler's own task), not {_short(task)}"
+        )
     if task:
         index_part = f"{task}.{index}"
         if incarnation is None:
@@ -73,6 +82,16 @@ def idempotency_key(
     if incarnation is None:
         return f"{actor_id}:{step_seq}:{index}"
     return f"{actor_id}:{incarnation}:{step_seq}:{index}"
+
+
+def _is_path(task: str) -> bool:
+    return all(part.isascii() and part.isdigit() for part in task.split("."))
+
+
+def _short(value: object) -> str:
+    if not isinstance(value, str):
+        return f"a {type(value).__name__}"
+    return repr(value) if len(value) <= 60 else repr(value[:60]) + "..."
 
 
 def _normalize(value: Any) -> Any:
