@@ -1,12 +1,14 @@
 """A race's losers are recorded (issue 25, "losers and timeouts are recorded"), found by the
 concurrency model (tests/model/concurrent_machine.py).
 
-Three contestants start at once and the first to return cancels the others. On a SQLite
-file the third contestant is cancelled while its intent is being committed (it waits for
-the flush the second contestant's intent started): the step completed with that intent
-unsettled, with no result and no decision (``ops.history`` shows it ``auto``), so the
-"completed step holds no unsettled intent" promise was broken, and a recovery had to
-settle it by its policy.
+Three or more contestants start at once and the first to return cancels the others. On
+a SQLite file or PostgreSQL (a commit that yields to the event loop) the third contestant
+is cancelled while its intent is being committed (it waits for the flush the second
+contestant's intent started, ``Context.call`` before ``ToolCalls._run`` registers the call
+as open): the step completes with that intent unsettled, with no result and no decision
+(``ops.history`` shows it ``auto``), so the "completed step holds no unsettled intent"
+promise is broken, and a recovery has to settle it by its policy. On ``MemoryStore`` it
+passes.
 """
 
 from __future__ import annotations
