@@ -47,7 +47,7 @@ from actorlog import ActorSystem, HandlerError, StoreUnavailableError, ops
 from actorlog.store import EntryRow, Store
 from actorlog.stores import MemoryStore, SqliteStore
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from .agent import WORLD, Agent, Op, Peek
 from .machine import STATS, on
@@ -309,6 +309,7 @@ class ConcurrentMachine(RuleBasedStateMachine):
         reply = self.ask(op, tag)
         self._settle(tag, shape, lat, reply, at_crash)
 
+    @precondition(lambda self: bool(self.order))
     @rule()
     def restart(self) -> None:
         """A clean restart: recovery replays the steps (none runs a tool again)."""
