@@ -51,10 +51,8 @@ class Divergence:
     got: str
     #: the error the runtime would quarantine the actor with
     error: str
-    #: [F18] the task of the step that asked for the effect (a dot-joined path of spawn
-    #: order: "2" is the third task the handler started, "1.0" that task's first), "" for
-    #: the handler's own task; None when the divergence is not about an effect
-    task: str | None = None
+    #: [F18] the task of the step whose effect diverged ("" for the handler's own)
+    task: str = ""
 
     def __str__(self) -> str:
         where = f"step seq {self.step_seq}"
