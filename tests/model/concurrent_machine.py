@@ -328,6 +328,8 @@ class ConcurrentMachine(RuleBasedStateMachine):
         for c in step.calls:
             if on("conc_losers_settled"):
                 assert c.status not in OPEN, f"{tag}: unsettled call {c}"
+            elif c.status in OPEN:  # the defect the switch waits for: every recovery (and
+                self.allowed[f"{tag}/{c.args[1]}"] += 1000  # replay on a copy) re-runs it
             self.allowed[f"{tag}/{c.args[1]}"] += 1  # its first run
         if at_crash is not None:
             (before,) = [s for s in at_crash.steps if s.message_id == tag]
@@ -385,7 +387,18 @@ class ConcurrentMachine(RuleBasedStateMachine):
 
         recovered = self.run(go, "replay on a copy")
         assert recovered == live, f"recovered {recovered!r}, live {live!r}"
-        assert len(WORLD.runs) == runs, f"replay ran tools: {WORLD.runs[runs:]}"
+        ran = WORLD.runs[runs:]
+        if not on("conc_losers_settled"):
+            # a loser left unsettled (the defect the switch waits for) is re-run by its
+            # policy when the copy recovers: only those may run
+            unsettled = {
+                f"{s.message_id}/{c.args[1]}"
+                for s in self.history().steps
+                for c in s.calls
+                if c.status in OPEN
+            }
+            ran = [r for r in ran if r[1] not in unsettled]
+        assert not ran, f"replay ran tools: {ran}"
 
     def _copy(self) -> Store:
         if self.store_kind == "memory":
