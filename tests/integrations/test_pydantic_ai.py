@@ -323,7 +323,8 @@ async def test_a_sync_tool_gets_its_idempotency_key() -> None:
     async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
         result = await durable.run(system, "c-8", "charge", message_id="s")
     assert result.output == "answer: charged"
-    assert keys == [Key("c-8", 1, 1)]
+    # a call of the step (pydantic-ai runs the tool in a task of its own: [F18])
+    assert keys == [Key("c-8", 1, None)]
 
 
 @pytest.mark.anyio
@@ -344,4 +345,4 @@ async def test_a_tool_declares_its_effect_in_its_metadata() -> None:
         durable.effect_of("other", {"actorlog": "write-twice"})
     async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
         result = await durable.run(system, "c-9", "refund", message_id="r")
-    assert result.output == "answer: refunded" and keys == [Key("c-9", 1, 1)]
+    assert result.output == "answer: refunded" and keys == [Key("c-9", 1, None)]
