@@ -92,6 +92,7 @@ def _plain(d: _replaycheck.Divergence) -> dict[str, Any]:
         "actor_type": d.actor_type,
         "step_seq": d.step_seq,
         "index": d.index,
+        "task": d.task,
         "expected": d.expected,
         "got": d.got,
         "error": d.error,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import attrs
+import sniffio
 from actorlog import Actor, Context, Retry, Tool, ToolCallError, tool
 
 #: a message over the 8 MiB per-entry limit once encoded
@@ -49,6 +51,9 @@ class World:
         self.hung: Counter[str] = Counter()
         #: tags whose hanging call may return (it polls: set from any thread)
         self.released: set[str] = set()
+        #: called by a concurrent step's tool when it starts, with its call id (the
+        #: "tool started" crash point of the concurrency model: it may block forever)
+        self.on_start: Callable[[str], Awaitable[None]] | None = None
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]  # reuse the initializer to reset state
@@ -184,6 +189,135 @@ async def t_hang_escalate(tag: str) -> str:
     return f"h:{tag}"
 
 
+# -- concurrent effects inside one step (issue 25) --------------------------------------------
+
+
+async def _started(call: str, ms: int) -> None:
+    """A concurrent step's tool: the crash hook, then its latency (chosen by the test, so
+    the calls of a step finish in a different order from one example to the next)."""
+    if WORLD.on_start is not None:
+        await WORLD.on_start(call)
+    await anyio.sleep(ms / 1000)
+
+
+@tool(effect="read")
+async def t_slow_read(tag: str, call: str, ms: int) -> str:
+    WORLD.runs.append(("slow_read", f"{tag}/{call}"))
+    await _started(f"{tag}/{call}", ms)
+    return call
+
+
+@tool(effect="write", idempotent=True)
+async def t_slow_write(tag: str, call: str, ms: int, *, idempotency_key: str) -> str:
+    WORLD.runs.append(("slow_write", f"{tag}/{call}"))
+    WORLD.keys.append((tag, idempotency_key))
+    await _started(f"{tag}/{call}", ms)
+    return call.upper()
+
+
+#: the shapes of a concurrent step (``Op(kind="conc", arg="<shape>:<ms>,<ms>,...")``);
+#: ``race`` and ``timeout`` end by timing (their reply is predicted from the log)
+CONC_SHAPES = ("fanout", "nested", "native", "race", "timeout")
+#: the deadline of the ``timeout`` shape's call (``anyio.move_on_after``)
+TIMEOUT_AFTER = 0.03
+
+
+async def _concurrent(ctx: Context, tag: str, arg: str) -> str:
+    """Structured concurrency inside a step: every effect from a task of a task group."""
+    shape, _, rest = arg.partition(":")
+    lat = [int(x) for x in rest.split(",") if x] or [0]
+
+    def ms(i: int) -> int:
+        return lat[i % len(lat)]
+
+    out: dict[Any, str] = {}
+    if shape == "fanout":  # N tasks, each a read and a write that depends on it
+
+        async def pair(i: int) -> None:
+            first = await ctx.call(t_slow_read, tag, f"{i}a", ms(2 * i))
+            out[i] = await ctx.call(t_slow_write, tag, f"{i}b-{first}", ms(2 * i + 1))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(max(2, len(lat) // 2)):
+                tg.start_soon(pair, i)
+        return "fan:" + ",".join(out[k] for k in sorted(out))
+    if shape == "nested":  # a group of groups, each then a write of its own
+
+        async def leaf(i: int, j: int) -> None:
+            out[(i, j)] = await ctx.call(t_slow_read, tag, f"{i}.{j}", ms(2 * i + j))
+
+        async def branch(i: int) -> None:
+            async with anyio.create_task_group() as inner:
+                for j in range(2):
+                    inner.start_soon(leaf, i, j)
+            out[(i, 9)] = await ctx.call(t_slow_write, tag, f"{i}.end", ms(i + 1))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(2):
+                tg.start_soon(branch, i)
+        return "nest:" + ",".join(out[k] for k in sorted(out))
+    if shape == "native":  # the event loop's own: asyncio.gather and TaskGroup, trio nursery
+        return "native:" + ",".join(await _native(ctx, tag, ms))
+    if shape == "race":  # the first to return wins and cancels the others
+        won: list[str] = []
+
+        async def contestant(i: int) -> None:
+            got = await ctx.call(t_slow_read, tag, f"r{i}", ms(i))
+            if not won:
+                won.append(got)
+                tg.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            for i in range(max(2, len(lat))):
+                tg.start_soon(contestant, i)
+        return "won:" + won[0]
+    if shape == "timeout":  # a deadline around a call
+        with anyio.move_on_after(TIMEOUT_AFTER):
+            return "in time:" + await ctx.call(t_slow_read, tag, "t", ms(0))
+        return "timed out"
+    raise AssertionError(shape)
+
+
+async def _native(ctx: Context, tag: str, ms: Callable[[int], int]) -> list[str]:
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        got: dict[int, str] = {}
+
+        async def one(i: int) -> None:
+            got[i] = await ctx.call(t_slow_read, tag, f"n{i}", ms(i))
+
+        async with trio.open_nursery() as nursery:
+            for i in range(3):
+                nursery.start_soon(one, i)
+        return [got[i] for i in range(3)]
+    gathered = await asyncio.gather(*(ctx.call(t_slow_read, tag, f"g{i}", ms(i)) for i in range(3)))
+    async with asyncio.TaskGroup() as tg:
+        tasks = [tg.create_task(ctx.call(t_slow_write, tag, f"t{i}", ms(i + 3))) for i in range(2)]
+    return [*gathered, *(t.result() for t in tasks)]
+
+
+async def _hang_among_others(ctx: Context, hang: Tool[..., str], tag: str) -> str:
+    """A hanging call from a task of a group whose other tasks make calls of their own
+    (which finish): the reply is the hanging call's, as when it is made alone."""
+    got: list[str] = []
+    failed: list[ToolCallError] = []
+
+    async def hanging() -> None:
+        try:
+            got.append(await ctx.call(hang, tag))
+        except ToolCallError as exc:
+            failed.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ctx.call, t_slow_read, tag, "x0", 0)
+        tg.start_soon(hanging)
+        tg.start_soon(ctx.call, t_slow_read, tag, "x1", 5)
+    if failed:
+        raise failed[0]
+    return got[0]
+
+
 HANG_TOOLS: dict[str, Tool[..., str]] = {
     "hang_read": t_hang_read,
     "hang_idem": t_hang_idem,
@@ -239,7 +373,10 @@ async def _receive(actor: Actor[AgentState], ctx: Context, msg: Op | Peek, versi
         out = "sent"
     elif kind in HANG_TOOLS:
         try:
-            out = await ctx.call(HANG_TOOLS[kind], msg.tag)
+            if msg.arg == "conc":  # the hanging call made next to two others, in a task group
+                out = await _hang_among_others(ctx, HANG_TOOLS[kind], msg.tag)
+            else:
+                out = await ctx.call(HANG_TOOLS[kind], msg.tag)
         except ToolCallError as exc:
             out = f"failed:{exc.message}"
     elif kind in RETRY_TOOLS:
@@ -247,6 +384,8 @@ async def _receive(actor: Actor[AgentState], ctx: Context, msg: Op | Peek, versi
             out = await ctx.call(RETRY_TOOLS[kind], msg.tag)
         except ToolCallError as exc:
             out = f"failed:{exc.error_type}"
+    elif kind == "conc":
+        out = await _concurrent(ctx, msg.tag, msg.arg)
     elif kind == "stop":
         ctx.stop(f"asked by {msg.tag}")
         out = "stopping"

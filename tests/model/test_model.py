@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from .concurrent_machine import ConcurrentMachine
 from .machine import STATS, ModelMachine
 
 SOAK = 10 if os.environ.get("ACTORLOG_SOAK") else 1
@@ -91,3 +92,42 @@ def test_model_issue24_on_sqlite_file(tmp_path: Path) -> None:
         extended = True
 
     run_state_machine_as_test(ExtendedSqlite, settings=_settings(_examples(6), 20))
+
+
+# -- issue 25: concurrent effects inside a step (concurrent_machine.py) ---------------------
+
+
+@pytest.mark.timeout(600 * SOAK)
+def test_concurrent_model_on_memory_store() -> None:
+    class OnMemory(ConcurrentMachine):
+        store_kind = "memory"
+
+    run_state_machine_as_test(OnMemory, settings=_settings(_examples(15), 12))
+
+
+@pytest.mark.timeout(600 * SOAK)
+def test_concurrent_model_on_memory_store_on_trio() -> None:
+    class OnMemoryTrio(ConcurrentMachine):
+        store_kind = "memory"
+        backend = "trio"
+
+    run_state_machine_as_test(OnMemoryTrio, settings=_settings(_examples(8), 12))
+
+
+@pytest.mark.timeout(600 * SOAK)
+def test_concurrent_model_on_sqlite_file(tmp_path: Path) -> None:
+    class OnSqlite(ConcurrentMachine):
+        store_kind = "sqlite"
+        base_dir = str(tmp_path)
+
+    run_state_machine_as_test(OnSqlite, settings=_settings(_examples(6), 10))
+
+
+@pytest.mark.timeout(600 * SOAK)
+def test_concurrent_model_on_sqlite_file_on_trio(tmp_path: Path) -> None:
+    class OnSqliteTrio(ConcurrentMachine):
+        store_kind = "sqlite"
+        backend = "trio"
+        base_dir = str(tmp_path)
+
+    run_state_machine_as_test(OnSqliteTrio, settings=_settings(_examples(4), 10))

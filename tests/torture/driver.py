@@ -95,6 +95,9 @@ class Outcome:
     store_problems: list[str] = attrs.Factory(list)
     boundaries_hit: Counter[str] = attrs.Factory(Counter)
     seconds: float = 0.0
+    #: fanout jobs: job number -> the race's contestants whose call returned a value, in log
+    #: order (the first is the winner the live run and every replay must have chosen)
+    races: dict[str, list[str]] = attrs.Factory(dict)
 
 
 def _worker_env(cfg: Config, plan: RunPlan, marker: Path) -> dict[str, str]:
@@ -214,6 +217,23 @@ def _read_store(db: str, out: Outcome) -> None:
             out.store_problems.append(f"{actor}: step for seq {s}, which is no message")
 
 
+def _read_races(db: str, out: Outcome) -> None:
+    """The race contestants of fanout jobs whose call returned a value, in log order."""
+    rows = _select(
+        db,
+        "SELECT actor_id, seq, kind, ref, payload FROM entries "
+        "WHERE kind IN ('intent', 'result') AND type_tag = 'race_quote' ORDER BY actor_id, seq",
+    )
+    idents: dict[tuple[str, int], str] = {}
+    for actor, seq, kind, ref, payload in rows:
+        body = json.loads(bytes(payload) if not isinstance(payload, str) else payload)
+        if kind == "intent":
+            idents[(actor, seq)] = str(body["args"][0])
+        elif body.get("ok") and (actor, ref) in idents:
+            job, _, who = idents[(actor, ref)].removeprefix("job-").partition(":race-")
+            out.races.setdefault(job, []).append(who)
+
+
 def run_scenario(
     cfg: Config, plans: Iterator[RunPlan], *, max_runs: int = 200, log: Path | None = None
 ) -> Outcome:
@@ -268,6 +288,7 @@ def run_scenario(
     out.dumps = json.loads(Path(cfg.out).read_text())
     _read_ledger(cfg.ledger, out)
     _read_store(cfg.db, out)
+    _read_races(cfg.db, out)
     out.seconds = time.monotonic() - t0
     return out
 
@@ -278,6 +299,7 @@ def _normalized(dumps: dict[str, Any]) -> dict[str, Any]:
     for state in norm.values():
         state.pop("uuids", None)
         state.pop("memos", None)
+        state.pop("winners", None)
     return norm
 
 
@@ -329,6 +351,9 @@ def check(ref: Outcome, got: Outcome) -> list[str]:
     for (tool, ident), n in sorted(got.attempts.items()):
         if tool.startswith("reconcile"):
             limit, low = got.open_counts[ident], 0
+        elif tool.startswith("race"):
+            # a race's loser may be cancelled before it starts (then it never ran)
+            limit, low = 1 + got.open_counts[ident], 0
         else:
             limit, low = 1 + got.open_counts[ident], 1
         if not low <= n <= limit:
@@ -337,8 +362,15 @@ def check(ref: Outcome, got: Outcome) -> list[str]:
                 f"(allowed {low}..{limit})"
             )
     for tool, ident in ref.attempts:
-        if not tool.startswith("reconcile") and (tool, ident) not in got.attempts:
+        if not tool.startswith(("reconcile", "race")) and (tool, ident) not in got.attempts:
             bad.append(f"{tool}({ident}) never ran")
+    # 4b. a race is won by the contestant whose value was logged first, the same live and
+    # in every replay (outcomes are handed back in log order), and won once
+    for actor, state in got.dumps.items():
+        for n, who in state.get("winners", {}).items():
+            first = got.races.get(n, [])[:1]
+            if [who] != first:
+                bad.append(f"{actor} job {n}: race won by {who!r}, logged first: {first}")
     # 5. escalations exactly where a non-idempotent write was interrupted
     if got.escalated_tools - {"notify"}:
         bad.append(f"tools escalated that must not: {sorted(got.escalated_tools - {'notify'})}")

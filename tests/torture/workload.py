@@ -15,6 +15,11 @@ run is comparable field by field)::
   Tally to the auditor.
 * the auditor counts tallies and, when it has them all, marks the run done through an
   idempotent write.
+* with ``Config.fanout`` (issue 25) a worker's ``fanout`` job runs five tasks at once in a
+  task group, each a read then an idempotent ledger write that depends on it (``part_read``,
+  ``part_write``, random latencies, so they finish in any order), then races two reads
+  (``race_quote``, random latencies): the first to return cancels the other, whose call is
+  settled as cancelled.
 
 The store is a SQLite file or a PostgreSQL schema (``Config.db`` is then a
 ``postgresql://`` URL whose ``search_path`` names it, opened with ``open_store``); with
@@ -103,7 +108,8 @@ class Config:
     ``ACTORLOG_TORTURE_OWNER`` (PostgreSQL: the runtime's owner name for leases; empty for
     none; a restarted run keeps the name, as a restarted service would),
     ``ACTORLOG_TORTURE_BACKEND`` (the worker's anyio backend: ``asyncio``, the default, or
-    ``trio``; SQLite only, asyncpg runs on asyncio only).
+    ``trio``; SQLite only, asyncpg runs on asyncio only), ``ACTORLOG_TORTURE_FANOUT``
+    (``1``: ``fanout`` jobs too, concurrent tool calls inside a step).
     """
 
     db: str
@@ -118,6 +124,7 @@ class Config:
     owner: str = ""
     commit_on_loop: bool = False
     backend: str = "asyncio"
+    fanout: bool = False
 
     @classmethod
     def from_env(cls) -> Config:
@@ -135,6 +142,7 @@ class Config:
             owner=e.get("ACTORLOG_TORTURE_OWNER", ""),
             commit_on_loop=e.get("ACTORLOG_TORTURE_COMMIT_ON_LOOP", "") == "1",
             backend=e.get("ACTORLOG_TORTURE_BACKEND", "asyncio"),
+            fanout=e.get("ACTORLOG_TORTURE_FANOUT", "") == "1",
         )
 
     def env(self) -> dict[str, str]:
@@ -151,6 +159,7 @@ class Config:
             "ACTORLOG_TORTURE_OWNER": self.owner,
             "ACTORLOG_TORTURE_COMMIT_ON_LOOP": "1" if self.commit_on_loop else "",
             "ACTORLOG_TORTURE_BACKEND": self.backend,
+            "ACTORLOG_TORTURE_FANOUT": "1" if self.fanout else "",
         }
 
 
@@ -186,16 +195,18 @@ def _cfg() -> Config:
     return _config
 
 
-def make_jobs(seed: int, n: int, workers: int) -> list[Job]:
-    """The seeded job list: the same for the reference run and every crashed run."""
+def make_jobs(seed: int, n: int, workers: int, fanout: bool = False) -> list[Job]:
+    """The seeded job list: the same for the reference run and every crashed run. With
+    ``fanout``, ``fanout`` jobs are a third of the kinds drawn."""
     rng = random.Random(seed)
-    first = rng.sample(KINDS, len(KINDS))  # every kind early on, in a seeded order
+    kinds = (*KINDS, *(("fanout",) * (len(KINDS) // 2) if fanout else ()))
+    first = rng.sample(kinds, len(kinds))  # every kind early on, in a seeded order
     jobs = []
     for i in range(1, n + 1):
         jobs.append(
             Job(
                 n=i,
-                kind=first[i - 1] if i <= len(first) else rng.choice(KINDS),
+                kind=first[i - 1] if i <= len(first) else rng.choice(kinds),
                 account=f"acct-{rng.randrange(5)}",
                 amount=rng.randrange(1, 1000),
                 worker=f"w{rng.randrange(workers)}",
@@ -343,6 +354,42 @@ async def notify(ident: str, text: str) -> str:
     return value
 
 
+@tool(effect="read", name="part_read")
+async def part_read(ident: str, i: int) -> int:
+    """A fan-out task's first call: a read after a random latency."""
+    await anyio.sleep(random.uniform(0.0, 0.02))
+    await _apply("part_read", ident)
+    return i * 3
+
+
+@tool(effect="write", idempotent=True, name="part_write")
+async def part_write(
+    ident: str, account: str, amount: int, memo: str, *, idempotency_key: str
+) -> str:
+    """One of a fan-out's parallel writes: an idempotent ledger row after a random latency
+    (not journaled: a tool may be as non-deterministic as the world), so the parts of a
+    step finish in a different order in every run."""
+    await anyio.sleep(random.uniform(0.0, 0.02))
+    await _apply(
+        "part_write",
+        ident,
+        (
+            "INSERT OR IGNORE INTO ledger (key, ident, account, amount, memo) VALUES (?,?,?,?,?)",
+            (idempotency_key, ident, account, amount, memo),
+        ),
+    )
+    return f"part {amount}"
+
+
+@tool(effect="read", name="race_quote")
+async def race_quote(ident: str, who: str) -> str:
+    """A contestant of a race: recorded when it starts, returns after a random latency (the
+    loser is cancelled while it waits, or finishes too late to win)."""
+    await _apply("race_quote", ident)
+    await anyio.sleep(random.uniform(0.0, 0.03))
+    return who
+
+
 @tool(effect="write", idempotent=True, name="mark_done")
 async def mark_done(ident: str, count: int, *, idempotency_key: str) -> None:
     await _apply(
@@ -403,6 +450,8 @@ class WorkerState:
     results: dict[str, str] = attrs.Factory(dict)
     memos: dict[str, str] = attrs.Factory(dict)
     tool_errors: list[int] = attrs.Factory(list)
+    #: fanout jobs: which contestant won the race (timing: not compared with the reference)
+    winners: dict[str, str] = attrs.Factory(dict)
 
 
 @attrs.define
@@ -455,6 +504,8 @@ class Worker(Actor[WorkerState]):
             )
         if msg.kind in ("notify", "mixed"):
             result += await ctx.call(notify, f"job-{n}:notify", f"{msg.account}: {amount}")
+        if msg.kind == "fanout":
+            result = await self._fanout(ctx, n, msg.account, amount, memo)
         if msg.kind == "flaky":
             try:
                 await ctx.call(flaky_lookup, f"job-{n}:flaky", n)
@@ -469,6 +520,34 @@ class Worker(Actor[WorkerState]):
         await ctx.send(auditor, Tally(n, self.actor_id, amount))
         return result
 
+    async def _fanout(self, ctx: Context, n: int, account: str, amount: int, memo: str) -> str:
+        """Five parallel writes in a task group, then a race of two reads."""
+        parts: dict[int, str] = {}
+
+        async def part(i: int) -> None:
+            # two dependent calls per task (issue 25's example): which intent a task logs
+            # second depends on which of the reads returned first
+            extra = await ctx.call(part_read, f"job-{n}:read-{i}", i)
+            ident = f"job-{n}:part-{i}"
+            parts[i] = await ctx.call(part_write, ident, account, amount + extra, memo)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(5):
+                tg.start_soon(part, i)
+        winner: list[str] = []
+
+        async def contestant(who: str) -> None:
+            got = await ctx.call(race_quote, f"job-{n}:race-{who}", who)
+            if not winner:
+                winner.append(got)
+                tg.cancel_scope.cancel()  # the loser's call is settled as cancelled
+
+        async with anyio.create_task_group() as tg:
+            for who in ("a", "b"):
+                tg.start_soon(contestant, who)
+        self.state.winners[str(n)] = winner[0]
+        return ",".join(parts[i] for i in range(5))
+
 
 class Auditor(Actor[AuditState]):
     __actorlog_tag__ = "torture.Auditor"
@@ -481,7 +560,8 @@ class Auditor(Actor[AuditState]):
         self.state.tallies[str(msg.n)] = msg.amount
         self.state.by_worker[msg.worker] = self.state.by_worker.get(msg.worker, 0) + 1
         cfg = _cfg()
-        if len(self.state.tallies) == expected_tallies(make_jobs(cfg.seed, cfg.jobs, cfg.workers)):
+        jobs = make_jobs(cfg.seed, cfg.jobs, cfg.workers, cfg.fanout)
+        if len(self.state.tallies) == expected_tallies(jobs):
             await ctx.call(mark_done, "done", len(self.state.tallies))
             self.state.done = True
         return len(self.state.tallies)
@@ -529,6 +609,14 @@ async def _resolver(system: ActorSystem, cfg: Config) -> None:
         await anyio.sleep(0.02)
 
 
+def _no_quarantine(system: ActorSystem, cfg: Config) -> None:
+    """Fail the run at once (the driver reports its stderr) when an actor is quarantined:
+    it would never finish its work, and the driver would only see a hang."""
+    for actor in actor_ids(cfg):
+        if system.status(actor) == "quarantined":
+            raise RuntimeError(f"{actor} is quarantined: {system.error(actor)!r}")
+
+
 async def run_worker(cfg: Config, kill: KillSwitch) -> None:
     if cfg.backend == "trio":  # the backend asked for, not a silent fallback to asyncio
         import trio
@@ -536,7 +624,7 @@ async def run_worker(cfg: Config, kill: KillSwitch) -> None:
         trio.lowlevel.current_task()  # RuntimeError outside trio
     configure(cfg, kill)
     store = FaultyStore(make_store(cfg), kill=kill)
-    jobs = make_jobs(cfg.seed, cfg.jobs, cfg.workers)
+    jobs = make_jobs(cfg.seed, cfg.jobs, cfg.workers, cfg.fanout)
     dump: dict[str, Any] = {}
     async with (
         ActorSystem(store, actors=ACTORS, shutdown_grace=1.0, owner=cfg.owner or None) as system,
@@ -547,6 +635,7 @@ async def run_worker(cfg: Config, kill: KillSwitch) -> None:
         for job in jobs:
             await coord.send(job, message_id=f"job-{job.n}")
         while not await anyio.to_thread.run_sync(_is_done, cfg.ledger):
+            _no_quarantine(system, cfg)
             await anyio.sleep(0.02)
         refs: list[ActorRef[Any]] = [
             system.ref(Coordinator, "coord"),
