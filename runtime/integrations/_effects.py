@@ -13,8 +13,8 @@ from typing import Any
 
 import attrs
 
-from .._errors import ConfigurationError
 from .._checks import shown
+from .._errors import ConfigurationError
 from .._tools import Effect, Happened, NotHappened
 
 __all__ = [
