@@ -52,7 +52,8 @@ import logging as _logging
 
 from . import errors
 from ._actor import Actor
-from ._context import Context, idempotency_key
+from ._context import Context
+from ._ids import idempotency_key
 from ._leases import Lease, OwnershipChange
 from ._names import message
 from ._recovery import RecoveryReport

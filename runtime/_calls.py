@@ -32,7 +32,7 @@ from ._stephost import StepHost
 from ._telemetry import ATTR, SPAN, tracer
 from ._tools import Happened, NotHappened, Tool
 
-__all__ = ["StepHost", "ToolCalls", "abandoned_error"]
+__all__ = ["StepHost", "ToolCalls", "abandoned_error", "not_started_error"]
 
 R = TypeVar("R")
 
@@ -564,6 +564,16 @@ def abandoned_error() -> ErrorInfo:
         "Cancelled",
         "the handler's own cancel scope cancelled this call before "
         "it returned, and the step went on; it may or may not have taken effect",
+    )
+
+
+def not_started_error() -> ErrorInfo:
+    """The error a call is settled with when the handler's own scope cancelled it while its
+    intent was being committed: its tool never started."""
+    return ErrorInfo(
+        "Cancelled",
+        "the handler's own cancel scope cancelled this call while its intent was being "
+        "committed, and the step went on; the tool did not run",
     )
 
 

@@ -18,9 +18,10 @@ import uuid as _uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+import anyio
+
 from . import _codec, _names, _records, _tasks, _telemetry
-from ._calls import StepHost, ToolCalls, abandoned_error
-from ._checks import shown
+from ._calls import StepHost, ToolCalls, abandoned_error, not_started_error
 from ._ctxtasks import StepTasks, by_task
 from ._ctxtimers import TimerEffects, check_ref
 from ._errors import (
@@ -31,12 +32,14 @@ from ._errors import (
     StepCancelledError,
     ToolCallError,
 )
+from ._ids import idempotency_key
 from ._records import (
     EffectRecord,
     EntryKind,
     ErrorInfo,
     IntentRecord,
     Recorded,
+    SettledBy,
 )
 from ._sequencer import Sequencer
 from ._tasks import Node
@@ -45,52 +48,13 @@ from ._tools import Tool, as_tool, unwrap_partial
 if TYPE_CHECKING:
     from ._ref import ActorRef
 
-__all__ = ["VERSION_TAG", "Context", "idempotency_key"]
+__all__ = ["VERSION_TAG", "Context"]
 
 #: the type tag of a version gate's effect entry (``ctx.version``)
 VERSION_TAG = "version"
 
 R = TypeVar("R")
 A = TypeVar("A")
-
-
-def idempotency_key(
-    actor_id: str, step_seq: int, index: int, *, incarnation: str | None = None, task: str = ""
-) -> str:
-    """[F13] The stable idempotency key of call ``index`` of the step handling message
-    ``step_seq``: ``"{actor_id}:{incarnation}:{step_seq}:{index}"``, the same on every
-    replay and restart, unique per call and per incarnation of the actor's log (a new one
-    after ``delete`` and a new actor with the same id, in a fresh database, in a fork).
-    ``incarnation`` is the one recorded in the step's message entry; a message logged
-    before incarnations existed has none, and its calls keep the old key
-    ``"{actor_id}:{step_seq}:{index}"``. [F18] A call made by a task the handler spawned
-    (``task``, e.g. ``"1.0"``) ends in ``"{task}.{index}"`` instead of ``"{index}"``: the
-    last component is always the call's number within its task, so keys stay unique.
-
-    Raises:
-        ConfigurationError: a malformed argument; ``task`` is not a task path ("" or
-            numbers joined by ".").
-    """
-    _codec.validate_actor_id(actor_id)
-    _codec.validate_int(step_seq, "step_seq")
-    _codec.validate_int(index, "index")
-    if type(task) is not str or (task and not _is_path(task)):
-        raise ConfigurationError(
-            "idempotency_key(): task must be a task path such as '1.0' ('' for the "
-            f"handler's own task), not {shown(task)}"
-        )
-    if task:
-        index_part = f"{task}.{index}"
-        if incarnation is None:
-            return f"{actor_id}:{step_seq}:{index_part}"
-        return f"{actor_id}:{incarnation}:{step_seq}:{index_part}"
-    if incarnation is None:
-        return f"{actor_id}:{step_seq}:{index}"
-    return f"{actor_id}:{_codec.validate_text(incarnation, 'incarnation')}:{step_seq}:{index}"
-
-
-def _is_path(task: str) -> bool:
-    return all(part.isascii() and part.isdigit() for part in task.split("."))
 
 
 def _normalize(value: Any) -> Any:
@@ -255,7 +219,24 @@ class Context(StepTasks, ToolCalls, TimerEffects):
             except EncodeError as exc:  # nothing was written: the effect index is as before
                 node.index = index
                 raise EncodeError(what, "list", exc.reason) from exc
-            await self._guard(cell.journal.flush())
+            # open from here: a handler's scope that cancels it while its intent commits
+            # (a race's loser) settles it, as it does once the tool runs (issue 25)
+            self._open[intent_seq] = t.name
+            self.open_tools[t.name] = (t.effect, t.policy)
+            try:
+                await self._guard(cell.journal.flush())
+            except anyio.get_cancelled_exc_class():
+                if intent_seq in self._open and self._handler_cancelled():
+                    del self._open[intent_seq]
+                    cell.journal.write(
+                        EntryKind.RESULT,
+                        t.name,
+                        intent_seq,
+                        _records.result_payload(
+                            error=not_started_error(), settled_by=SettledBy.CANCELLED
+                        ),
+                    )
+                raise
             return await self._run(t, args, kwargs, intent_seq, key, attempt=1)
         # counted in _settle, only when the outcome is served from the log (an in-doubt
         # call settled by its policy or an operator runs live)
@@ -376,8 +357,23 @@ class Context(StepTasks, ToolCalls, TimerEffects):
                 self.step_seq,
                 _records.effect_payload(index=index, value=value, task=node.task),
             )
-            await self._guard(self._cell.journal.flush())
-        await self._delivery(node, "send", self._cell.deliver(ref, msg, message_id=mid))
+        try:
+            if rec is None:
+                await self._guard(self._cell.journal.flush())
+            await self._delivery(node, "send", self._cell.deliver(ref, msg, message_id=mid))
+        except anyio.get_cancelled_exc_class():
+            if not self._handler_cancelled():
+                raise  # the runtime's cancel: the step is not complete, recovery re-delivers
+            # The handler's own scope (a race won elsewhere, a deadline): the send is logged,
+            # and the completed step's log will say it was sent, so it is delivered anyway
+            # (the receiver deduplicates it by its id) before the cancel goes on.
+            with anyio.CancelScope(shield=True):
+                await self._guard(self._cell.journal.flush())
+                try:
+                    await self._delivery(node, "send", self._cell.deliver(ref, msg, message_id=mid))
+                except ToolCallError:
+                    pass  # its failure is recorded (send.failed); the task is cancelled
+            raise
 
     async def spawn(self, cls: type[A], actor_id: str, /, **options: Any) -> ActorRef[A]:
         """Spawn (or resume) another actor, recorded."""

@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import uuid
 
-from ._checks import is_utf8, shown
+from ._checks import is_utf8, shown, validate_int, validate_text
 from ._errors import ConfigurationError
 
 __all__ = [
+    "idempotency_key",
     "MAX_ACTOR_ID_CHARS",
     "NO_MESSAGE_ID",
     "new_incarnation",
@@ -84,3 +85,42 @@ def new_incarnation() -> str:
 def new_message_id() -> str:
     """A fresh message id for a message sent without one."""
     return uuid.uuid4().hex
+
+
+def idempotency_key(
+    actor_id: str, step_seq: int, index: int, *, incarnation: str | None = None, task: str = ""
+) -> str:
+    """[F13] The stable idempotency key of call ``index`` of the step handling message
+    ``step_seq``: ``"{actor_id}:{incarnation}:{step_seq}:{index}"``, the same on every
+    replay and restart, unique per call and per incarnation of the actor's log (a new one
+    after ``delete`` and a new actor with the same id, in a fresh database, in a fork).
+    ``incarnation`` is the one recorded in the step's message entry; a message logged
+    before incarnations existed has none, and its calls keep the old key
+    ``"{actor_id}:{step_seq}:{index}"``. [F18] A call made by a task the handler spawned
+    (``task``, e.g. ``"1.0"``) ends in ``"{task}.{index}"`` instead of ``"{index}"``: the
+    last component is always the call's number within its task, so keys stay unique.
+
+    Raises:
+        ConfigurationError: a malformed argument; ``task`` is not a task path ("" or
+            numbers joined by ".").
+    """
+    validate_actor_id(actor_id)
+    validate_int(step_seq, "step_seq")
+    validate_int(index, "index")
+    if type(task) is not str or (task and not _is_path(task)):
+        raise ConfigurationError(
+            "idempotency_key(): task must be a task path such as '1.0' ('' for the "
+            f"handler's own task), not {shown(task)}"
+        )
+    if task:
+        index_part = f"{task}.{index}"
+        if incarnation is None:
+            return f"{actor_id}:{step_seq}:{index_part}"
+        return f"{actor_id}:{incarnation}:{step_seq}:{index_part}"
+    if incarnation is None:
+        return f"{actor_id}:{step_seq}:{index}"
+    return f"{actor_id}:{validate_text(incarnation, 'incarnation')}:{step_seq}:{index}"
+
+
+def _is_path(task: str) -> bool:
+    return all(part.isascii() and part.isdigit() for part in task.split("."))

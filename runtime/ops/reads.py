@@ -15,7 +15,6 @@ from typing import Any
 import anyio
 
 from .. import _codec, _decisions, _recovery
-from .._context import idempotency_key
 from .._errors import (
     ActorNotFoundError,
     CorruptEntryError,
@@ -23,6 +22,7 @@ from .._errors import (
     StoreUnavailableError,
     WALError,
 )
+from .._ids import idempotency_key
 from .._leases import Lease
 from .._records import EntryKind, EventKind, IntentRecord, Record, Recorded, decode_entry
 from ..store import ActorRow, AuditStore, EntryRow, SnapshotInfo, Store

@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 from actorlog import ActorSystem, ops
-from actorlog._context import idempotency_key
+from actorlog import idempotency_key
 from actorlog._records import EffectRecord, MessageRecord
 from actorlog.stores import SqliteStore
 

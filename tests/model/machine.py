@@ -56,12 +56,7 @@ T = TypeVar("T")
 #: Rules (and rule variants, and checks) that find a defect on current main, with the item of
 #: issue 11 or 18 each waits for (issue 15 for InDoubtError; NEW: found by this test, with a
 #: regression test of its own). Delete a line when its fix is merged: the rule is then on.
-BROKEN_ON_MAIN: dict[str, str] = {
-    # concurrent_machine.py: on a SQLite file a race's third contestant, cancelled while its
-    # intent commits, is left unsettled in the completed step (no result, no decision):
-    # tests/runtime/test_race_losers_settled.py
-    "conc_losers_settled": "issue 25 (parcore: losers cancelled during their intent's flush)",
-}
+BROKEN_ON_MAIN: dict[str, str] = {}
 
 #: Every switch, on unless listed in BROKEN_ON_MAIN (or ACTORLOG_MODEL_DISABLE).
 SWITCHES = (
