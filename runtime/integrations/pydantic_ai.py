@@ -356,10 +356,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
             _JournaledToolset(ts, self, ctx) for ts in self.agent.toolsets
         ]
         run_id = f"{ctx.actor_id}:{ctx.step_seq}"
-        with (
-            self.agent.override(tools=[], toolsets=toolsets),
-            Agent.parallel_tool_call_execution_mode("sequential"),
-        ):
+        with self.agent.override(tools=[], toolsets=toolsets):
             agent: Any = self.agent  # run()'s overloads are too many for mypy to check
             result = await agent.run(
                 msg.prompt,
