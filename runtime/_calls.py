@@ -11,7 +11,7 @@ import asyncio
 import math
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 
@@ -29,66 +29,13 @@ from ._records import (
     ResultRecord,
     SettledBy,
 )
+from ._stephost import StepHost
 from ._telemetry import ATTR, SPAN, tracer
 from ._tools import Happened, NotHappened, Tool
 
-if TYPE_CHECKING:
-    from ._ref import ActorRef
-    from ._wal import Journal
-    from .store import TimerRow
-
-__all__ = ["StepHost", "ToolCalls", "cancel_requested", "is_call_error"]
+__all__ = ["StepHost", "ToolCalls", "abandoned_error", "cancel_requested", "is_call_error"]
 
 R = TypeVar("R")
-
-
-class StepHost(Protocol):
-    """What a step's ``Context`` needs of the actor it runs in (the ``Cell``)."""
-
-    @property
-    def actor_id(self) -> str: ...
-
-    @property
-    def fencing_token(self) -> int: ...
-
-    @property
-    def journal(self) -> Journal: ...
-
-    @property
-    def closing(self) -> bool:
-        """The runtime is shutting down."""
-        ...
-
-    def check_lease(self) -> int:
-        """Before a tool starts: the fencing token; ``LeaseLostError`` if not certain."""
-        ...
-
-    def note_event(self, kind: str, detail: dict[str, Any]) -> None:
-        """Record an operator-history event, best effort."""
-        ...
-
-    async def wait_in_doubt(
-        self, intent_seq: int, tool: str, key: str, *, step_seq: int
-    ) -> DecisionRecord:
-        """Escalate an in-doubt intent of the step of message ``step_seq`` and wait for the
-        operator's decision (its asks get ``InDoubtError`` meanwhile)."""
-        ...
-
-    async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str) -> None: ...
-
-    #: a step of this actor waits in ``ctx.sleep`` (shutdown does not wait for it)
-    sleeping: bool
-
-    async def put_timer(self, row: TimerRow) -> None:
-        """``ctx.send_later``: put the timer into the runtime's timer index."""
-
-    def timers_kept(self) -> bool:
-        """The store keeps timers (``capabilities.timers``): checked before logging one."""
-        ...
-
-    async def spawn(self, cls: type[Any], actor_id: str, **options: Any) -> ActorRef[Any]: ...
-
-    def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]: ...
 
 
 def cancel_requested() -> bool:
@@ -219,6 +166,28 @@ class ToolCalls:
                 self._open.pop(intent_seq, None)
                 _telemetry.set_error(span, f"{exc.error_type}: {exc.message}")
                 raise
+            except anyio.get_cancelled_exc_class():
+                if intent_seq in self._open and self._handler_cancelled():
+                    # a loser of a race or a deadline of the handler's own: recorded now
+                    self._open.pop(intent_seq)
+                    self._cell.journal.write(
+                        EntryKind.RESULT,
+                        t.name,
+                        intent_seq,
+                        _records.result_payload(
+                            error=abandoned_error(), settled_by=SettledBy.CANCELLED
+                        ),
+                    )
+                    _telemetry.set_error(span, "Cancelled")
+                raise
+
+    def _handler_cancelled(self) -> bool:
+        """Is the cancellation now the handler's own (a task group's, a deadline's), not
+        the runtime's (shutdown, an operator's cancel, a fatal error)?"""
+        if self.fatal is not None or self._cell.closing or self.cancel_replay is not None:
+            return False
+        scope = getattr(self._cell, "step_scope", None)  # the operator's cancel scope
+        return not (scope is not None and scope.cancel_called)
 
     async def _attempts(
         self,
@@ -598,6 +567,15 @@ class ToolCalls:
         if action == DecisionAction.RETRY:
             return await self._authorized_retry(t, rec.seq, args, kwargs, key, attempts)
         return self._served(t, decision)
+
+
+def abandoned_error() -> ErrorInfo:
+    """The error a call is settled with when the handler's own scope cancelled it."""
+    return ErrorInfo(
+        "Cancelled",
+        "the handler's own cancel scope cancelled this call before "
+        "it returned, and the step went on; it may or may not have taken effect",
+    )
 
 
 def _by(decision: DecisionRecord) -> dict[str, str | int]:

@@ -2,7 +2,8 @@
 
 In a live step each effect is written to the journal before it happens (a tool's intent is
 made durable before the tool runs). In a replayed step each effect is served from the log
-in order; asking for a different effect than the one recorded at that position is
+by its identity ([F18]): the task of the step that asks for it (``_tasks``) and its number
+within that task; asking for a different effect than the one recorded there is
 non-determinism and stops the actor without calling anything.
 """
 
@@ -11,13 +12,15 @@ from __future__ import annotations
 import datetime
 import json
 import random as _random
+import threading
 import time
 import uuid as _uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from . import _codec, _names, _records
-from ._calls import StepHost, ToolCalls
+from . import _codec, _names, _records, _tasks
+from ._calls import StepHost, ToolCalls, abandoned_error
+from ._ctxtasks import StepTasks, by_task
 from ._ctxtimers import TimerEffects, check_ref
 from ._errors import (
     ActorlogError,
@@ -27,7 +30,15 @@ from ._errors import (
     StepCancelledError,
     ToolCallError,
 )
-from ._records import EffectRecord, EntryKind, ErrorInfo, IntentRecord, Recorded
+from ._records import (
+    EffectRecord,
+    EntryKind,
+    ErrorInfo,
+    IntentRecord,
+    Recorded,
+)
+from ._sequencer import Sequencer
+from ._tasks import Node
 from ._tools import Tool, as_tool, unwrap_partial
 
 if TYPE_CHECKING:
@@ -43,7 +54,7 @@ A = TypeVar("A")
 
 
 def idempotency_key(
-    actor_id: str, step_seq: int, index: int, *, incarnation: str | None = None
+    actor_id: str, step_seq: int, index: int, *, incarnation: str | None = None, task: str = ""
 ) -> str:
     """[F13] The stable idempotency key of call ``index`` of the step handling message
     ``step_seq``: ``"{actor_id}:{incarnation}:{step_seq}:{index}"``, the same on every
@@ -51,10 +62,36 @@ def idempotency_key(
     after ``delete`` and a new actor with the same id, in a fresh database, in a fork).
     ``incarnation`` is the one recorded in the step's message entry; a message logged
     before incarnations existed has none, and its calls keep the old key
-    ``"{actor_id}:{step_seq}:{index}"``."""
+    ``"{actor_id}:{step_seq}:{index}"``. [F18] A call made by a task the handler spawned
+    (``task``, e.g. ``"1.0"``) ends in ``"{task}.{index}"`` instead of ``"{index}"``: the
+    last component is always the call's number within its task, so keys stay unique.
+
+    Raises:
+        ConfigurationError: ``task`` is not a task path ("" or numbers joined by ".").
+    """
+    if type(task) is not str or (task and not _is_path(task)):
+        raise ConfigurationError(
+            "idempotency_key(): task must be a task path such as '1.0' ('' for the "
+            f"handler's own task), not {_short(task)}"
+        )
+    if task:
+        index_part = f"{task}.{index}"
+        if incarnation is None:
+            return f"{actor_id}:{step_seq}:{index_part}"
+        return f"{actor_id}:{incarnation}:{step_seq}:{index_part}"
     if incarnation is None:
         return f"{actor_id}:{step_seq}:{index}"
     return f"{actor_id}:{incarnation}:{step_seq}:{index}"
+
+
+def _is_path(task: str) -> bool:
+    return all(part.isascii() and part.isdigit() for part in task.split("."))
+
+
+def _short(value: object) -> str:
+    if not isinstance(value, str):
+        return f"a {type(value).__name__}"
+    return repr(value) if len(value) <= 60 else repr(value[:60]) + "..."
 
 
 def _normalize(value: Any) -> Any:
@@ -77,7 +114,7 @@ def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
     return f"{tag}({a})"
 
 
-class Context(ToolCalls, TimerEffects):
+class Context(StepTasks, ToolCalls, TimerEffects):
     """The handler's door to the world. One per step; do not keep it after ``receive``."""
 
     def __init__(
@@ -94,8 +131,20 @@ class Context(ToolCalls, TimerEffects):
         #: [F13] the incarnation id recorded in this step's message (part of its keys)
         self.incarnation = incarnation
         self._recorded = recorded or []
+        #: [F18] the recorded effects of each task of the step ("" is the handler's own)
+        self._tasks = by_task(self._recorded)
         self._complete = complete
-        self._index = 0
+        #: the handler's own task; the tasks it spawns are its descendants (``_tasks``)
+        self.root = Node(self)
+        #: task path -> node, of every task of this step seen so far
+        self.nodes: dict[str, Node] = {"": self.root}
+        #: the handler returned: effects from its tasks are refused
+        self.ended = False
+        self._thread = threading.get_ident()
+        #: replaying effects of several tasks: hands their outcomes back in log order
+        self._seq: Sequencer | None = None
+        if len(self._tasks) > 1:
+            self._seq = Sequencer.of(self._recorded, self._stuck)
         #: an error that must stop the actor even if the handler swallows it
         self.fatal: BaseException | None = None
         self.effects_from_log = 0
@@ -122,8 +171,11 @@ class Context(ToolCalls, TimerEffects):
 
     @property
     def replaying(self) -> bool:
-        """True while effects are being served from the log."""
-        return self._index < len(self._recorded) or self._complete
+        """True while effects of the calling task are being served from the log."""
+        node = _tasks.current()
+        if node is None or node.owner is not self:
+            node = self.root
+        return node.index < len(self._tasks.get(node.task, ())) or self._complete
 
     def stop(self, reason: str = "") -> None:
         """Finish this actor when this step ends: a ``finish`` effect is logged with the
@@ -131,7 +183,7 @@ class Context(ToolCalls, TimerEffects):
         raise ``ActorFinishedError``), is not recovered at start, and its ``spawn`` raises
         ``ActorFinishedError``. Its log stays for audit until ``system.delete``. The
         step itself completes normally (its reply reaches its ``ask``)."""
-        value = self._effect("finish", lambda: {"reason": str(reason)})
+        value = self._effect("finish", lambda: {"reason": str(reason)}, "ctx.stop()")
         self.stopped = str(value.get("reason", "")) if isinstance(value, dict) else ""
 
     @overload
@@ -152,28 +204,36 @@ class Context(ToolCalls, TimerEffects):
                 encoded; nothing was logged.
             NonDeterminismError: replay expected a different effect here.
         """
+        node = self._task("ctx.call()")
         t0 = time.perf_counter()
         try:
-            return await self._call(tool, args, kwargs)
+            with _tasks.outside():  # the runtime's part and the tool spawn no step task
+                return await self._call(node, tool, args, kwargs)
         finally:
             # time awaiting the effect (tool, commit): replay serves it from the log, so it
             # is not part of the step's replay cost (see RecoveryCost)
             self.awaited += time.perf_counter() - t0
 
-    async def _call(self, tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    async def _call(
+        self, node: Node, tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         tool, args, kwargs = unwrap_partial(tool, args, kwargs)
         t = as_tool(tool)
         t.check_call(args, kwargs)
         what = f"arguments of tool {t.name}"
-        index = self._index
+        index = node.index
         # Live, the intent entry's encode is the check (arguments encoded once); compared
         # with a recorded intent (or described in an error) they are checked here first.
-        check = index < len(self._recorded) or self._complete
+        check = index < len(self._tasks.get(node.task, ())) or self._complete
         args_plain = _codec.to_plain(list(args), what, check=check)
         kwargs_plain = _codec.to_plain(dict(kwargs), what, check=check)
-        self._index += 1
-        key = idempotency_key(self.actor_id, self.step_seq, index, incarnation=self.incarnation)
-        rec = self._expect(index, EntryKind.INTENT, t.name, args_plain, kwargs_plain)
+        node.index += 1
+        key = idempotency_key(
+            self.actor_id, self.step_seq, index, incarnation=self.incarnation, task=node.task
+        )
+        rec = self._expect(node, index, EntryKind.INTENT, t.name, args_plain, kwargs_plain)
+        if self._seq is not None:
+            await self._ordered(node, rec)
         if rec is None:
             cell = self._cell
             try:
@@ -183,6 +243,7 @@ class Context(ToolCalls, TimerEffects):
                     self.step_seq,
                     _records.intent_payload(
                         index=index,
+                        task=node.task,
                         effect=t.effect,
                         policy=t.policy,
                         args=args_plain,
@@ -191,7 +252,7 @@ class Context(ToolCalls, TimerEffects):
                     ),
                 )
             except EncodeError as exc:  # nothing was written: the effect index is as before
-                self._index = index
+                node.index = index
                 raise EncodeError(what, "list", exc.reason) from exc
             await self._guard(cell.journal.flush())
             return await self._run(t, args, kwargs, intent_seq, key, attempt=1)
@@ -202,16 +263,16 @@ class Context(ToolCalls, TimerEffects):
 
     def now(self) -> datetime.datetime:
         """The current time (UTC), recorded; replay returns the recorded time."""
-        ts = self._effect("now", time.time)
+        ts = self._effect("now", time.time, "ctx.now()")
         return datetime.datetime.fromtimestamp(ts, tz=datetime.UTC)
 
     def random(self) -> float:
         """A random float in [0, 1), recorded."""
-        return float(self._effect("random", _random.random))
+        return float(self._effect("random", _random.random, "ctx.random()"))
 
     def uuid(self) -> _uuid.UUID:
         """A random UUID, recorded."""
-        return _uuid.UUID(self._effect("uuid", lambda: _uuid.uuid4().hex))
+        return _uuid.UUID(self._effect("uuid", lambda: _uuid.uuid4().hex, "ctx.uuid()"))
 
     def version(self, change_id: str, /, *, default: int = 1, max: int = 2) -> int:
         """A version gate: which version of the code named ``change_id`` this step runs.
@@ -238,15 +299,17 @@ class Context(ToolCalls, TimerEffects):
                 f"ctx.version({change_id!r}): default and max must be ints with default <= max "
                 f"(got default={default!r}, max={max!r})"
             )
-        index = self._index
-        rec = self._recorded_at(index)
+        node = self._task("ctx.version()")
+        index = node.index
+        rec = self._recorded_at(node, index)
         marker = _version_marker(rec)
         if marker is not None and marker[0] == change_id:
-            self._index += 1
+            node.index += 1
             self.effects_from_log += 1
             got = marker[1]
             if not default <= got <= max:
                 self._nondeterminism(
+                    node,
                     index,
                     f"version {got} of {change_id!r} (seq {rec.seq if rec else 0})",
                     f"a version from {default} to {max}",
@@ -255,12 +318,14 @@ class Context(ToolCalls, TimerEffects):
         if rec is not None or self._complete:
             # recorded before this gate existed: the code of that time, the old branch
             return default
-        self._index += 1
+        node.index += 1
         self._cell.journal.write(
             EntryKind.EFFECT,
             VERSION_TAG,
             self.step_seq,
-            _records.effect_payload(index=index, value={"change": change_id, "version": max}),
+            _records.effect_payload(
+                index=index, value={"change": change_id, "version": max}, task=node.task
+            ),
         )
         return max
 
@@ -276,16 +341,21 @@ class Context(ToolCalls, TimerEffects):
         check_ref(ref, "ctx.send()")  # every check before the effect index moves
         _codec.check_attrs_instance(msg, "message")
         _codec.to_plain(msg, "message")
-        index = self._index
-        mid = self._effect_id(index)
+        node = self._task("ctx.send()")
+        with _tasks.outside():
+            await self._send(node, ref, msg)
+
+    async def _send(self, node: Node, ref: ActorRef[Any], msg: Any) -> None:
+        index = node.index
+        mid = self._effect_id(node, index)
         value = {
             "target": ref.actor_id,
             "message_type": _codec.type_tag(type(msg)),
             "message_id": mid,
         }
-        recorded = self._recorded[index] if index < len(self._recorded) else None
+        recorded = self._recorded_at(node, index)
         value["message_type"] = _names.replay_tag(type(msg), recorded, "message_type")  # alias
-        self._index += 1
+        node.index += 1
         if recorded is not None and recorded.type_tag == "send":
             # A recorded send keeps its recorded message id: in a fork's copied history it
             # is the original's, and re-delivering it must deduplicate against that one.
@@ -293,21 +363,23 @@ class Context(ToolCalls, TimerEffects):
             logged_mid = logged.get("message_id") if isinstance(logged, dict) else None
             if isinstance(logged_mid, str):
                 value["message_id"] = mid = logged_mid
-        rec = self._expect(index, EntryKind.EFFECT, "send", value)
+        rec = self._expect(node, index, EntryKind.EFFECT, "send", value)
         if rec is not None:
             self.effects_from_log += 1
-            self._recorded_failure("send")
-            if self._complete or self._index < len(self._recorded):
-                return  # delivered: the step went on (or completed) after it
+            self._recorded_failure(node, "send")
+            if self._complete or node.index < len(self._tasks.get(node.task, ())):
+                return  # delivered: the task went on (or the step completed) after it
         else:
+            if self._seq is not None:
+                await self._seq.drained(node)
             self._cell.journal.write(
                 EntryKind.EFFECT,
                 "send",
                 self.step_seq,
-                _records.effect_payload(index=index, value=value),
+                _records.effect_payload(index=index, value=value, task=node.task),
             )
             await self._guard(self._cell.journal.flush())
-        await self._delivery("send", self._cell.deliver(ref, msg, message_id=mid))
+        await self._delivery(node, "send", self._cell.deliver(ref, msg, message_id=mid))
 
     async def spawn(self, cls: type[A], actor_id: str, /, **options: Any) -> ActorRef[A]:
         """Spawn (or resume) another actor, recorded."""
@@ -316,53 +388,61 @@ class Context(ToolCalls, TimerEffects):
             raise ConfigurationError(
                 f"ctx.spawn() takes an Actor subclass and an id, not {type(cls).__name__}"
             )
-        index = self._index
+        node = self._task("ctx.spawn()")
+        index = node.index
         # every check before the effect index moves
         value = {"actor_type": _codec.type_tag(cls), "actor_id": actor_id}
-        value["actor_type"] = _names.replay_tag(cls, self._recorded_at(index), "actor_type")
-        self._index += 1
-        rec = self._expect(index, EntryKind.EFFECT, "spawn", value)
+        value["actor_type"] = _names.replay_tag(cls, self._recorded_at(node, index), "actor_type")
+        node.index += 1
+        rec = self._expect(node, index, EntryKind.EFFECT, "spawn", value)
         host = self._cell
-        if rec is not None:
-            self.effects_from_log += 1
-            self._recorded_failure("spawn")
-            if self._complete:
-                return host.ref(cls, actor_id)
-        else:
-            self._cell.journal.write(
-                EntryKind.EFFECT,
-                "spawn",
-                self.step_seq,
-                _records.effect_payload(index=index, value=value),
-            )
-            await self._guard(self._cell.journal.flush())
-        return await self._delivery("spawn", host.spawn(cls, actor_id, **options))
+        with _tasks.outside():
+            if rec is not None:
+                self.effects_from_log += 1
+                self._recorded_failure(node, "spawn")
+                if self._complete:
+                    return host.ref(cls, actor_id)
+            else:
+                if self._seq is not None:
+                    await self._seq.drained(node)
+                self._cell.journal.write(
+                    EntryKind.EFFECT,
+                    "spawn",
+                    self.step_seq,
+                    _records.effect_payload(index=index, value=value, task=node.task),
+                )
+                await self._guard(self._cell.journal.flush())
+            return await self._delivery(node, "spawn", host.spawn(cls, actor_id, **options))
 
     # -- internals -------------------------------------------------------------------------
 
-    def _effect_id(self, index: int) -> str:
+    def _effect_id(self, node: Node, index: int) -> str:
         """[F13] The id of effect ``index`` of this step, for a ``ctx.send`` message id and a
         ``send_later`` timer id: ``"{actor}/{incarnation}/{step seq}/{index}"`` (without the
         incarnation for a message logged before incarnations existed), so a new actor under
-        a reused id never collides with the ids its predecessor left at the receiver."""
+        a reused id never collides with the ids its predecessor left at the receiver.
+        [F18] An effect of a task the handler spawned ends in ``"{task}.{index}"``."""
+        last = f"{node.task}.{index}" if node.task else str(index)
         if self.incarnation is None:
-            return f"{self.actor_id}/{self.step_seq}/{index}"
-        return f"{self.actor_id}/{self.incarnation}/{self.step_seq}/{index}"
+            return f"{self.actor_id}/{self.step_seq}/{last}"
+        return f"{self.actor_id}/{self.incarnation}/{self.step_seq}/{last}"
 
-    def _recorded_at(self, index: int) -> Recorded | None:
-        return self._recorded[index] if index < len(self._recorded) else None
+    def _recorded_at(self, node: Node, index: int) -> Recorded | None:
+        recorded = self._tasks.get(node.task)
+        return recorded[index] if recorded is not None and index < len(recorded) else None
 
     def _next_recorded_args(self) -> list[Any] | None:
         """The arguments of the intent recorded at the next effect position, or None (live,
         or another kind of effect there). For integrations whose logged arguments changed
         between versions: they match the shape the log holds."""
-        if self._index < len(self._recorded):
-            intent = _intent(self._recorded[self._index])
-            if intent is not None:
-                return intent.args
-        return None
+        node = _tasks.current()
+        if node is None or node.owner is not self:
+            node = self.root
+        rec = self._recorded_at(node, node.index)
+        intent = None if rec is None else _intent(rec)
+        return None if intent is None else intent.args
 
-    async def _delivery(self, tag: str, aw: Awaitable[R]) -> R:
+    async def _delivery(self, node: Node, tag: str, aw: Awaitable[R]) -> R:
         """Await a send's delivery or a spawn. Its failure (the target is quarantined, the id
         exists with another class, ...) is that effect's error: recorded in this actor's log
         as a ``<tag>.failed`` effect and raised as ``ToolCallError`` (tool ``ctx.<tag>``),
@@ -374,70 +454,81 @@ class Context(ToolCalls, TimerEffects):
             if self._cell.journal.broken is not None or self._cell.closing:
                 self.fatal = self.fatal or exc
                 raise
-            index = self._index
-            self._index += 1
+            index = node.index
+            node.index += 1
             info = ErrorInfo.of(exc)
             self._cell.journal.write(
                 EntryKind.EFFECT,
                 f"{tag}.failed",
                 self.step_seq,
-                _records.effect_payload(index=index, value=info.payload()),
+                _records.effect_payload(index=index, value=info.payload(), task=node.task),
             )
             raise ToolCallError(f"ctx.{tag}", info.type, info.message) from exc
 
-    def _recorded_failure(self, tag: str) -> None:
+    def _recorded_failure(self, node: Node, tag: str) -> None:
         """On replay: raise the recorded failure of the send/spawn just served, if any."""
-        index = self._index
-        if index < len(self._recorded):
-            rec = self._recorded[index]
-            if rec.kind == EntryKind.EFFECT and rec.type_tag == f"{tag}.failed":
-                self._index += 1
-                self.effects_from_log += 1
-                try:
-                    err = ErrorInfo.from_plain(_effect_value(rec))
-                except ValueError:
-                    err = ErrorInfo("None", "None")  # as recorded: not an error object
-                raise ToolCallError(f"ctx.{tag}", err.type, err.message)
+        rec = self._recorded_at(node, node.index)
+        if rec is not None and rec.kind == EntryKind.EFFECT and rec.type_tag == f"{tag}.failed":
+            node.index += 1
+            self.effects_from_log += 1
+            try:
+                err = ErrorInfo.from_plain(_effect_value(rec))
+            except ValueError:
+                err = ErrorInfo("None", "None")  # as recorded: not an error object
+            raise ToolCallError(f"ctx.{tag}", err.type, err.message)
 
-    def _effect(self, tag: str, make: Callable[[], Any]) -> Any:
-        index = self._index
-        self._index += 1
-        rec = self._expect(index, EntryKind.EFFECT, tag, None)
+    def _effect(self, tag: str, make: Callable[[], Any], what: str) -> Any:
+        node = self._task(what)
+        index = node.index
+        node.index += 1
+        rec = self._expect(node, index, EntryKind.EFFECT, tag, None)
         if rec is not None:
             self.effects_from_log += 1
             return _effect_value(rec)
         value = make()
         self._cell.journal.write(
-            EntryKind.EFFECT, tag, self.step_seq, _records.effect_payload(index=index, value=value)
+            EntryKind.EFFECT,
+            tag,
+            self.step_seq,
+            _records.effect_payload(index=index, value=value, task=node.task),
         )
         return self._logged(value)
 
     def _expect(
-        self, index: int, kind: str, tag: str, args: Any, kwargs: Any = None
+        self, node: Node, index: int, kind: str, tag: str, args: Any, kwargs: Any = None
     ) -> Recorded | None:
-        """The recorded effect at ``index`` if it matches; None if we are past the log."""
-        if index >= len(self._recorded):
+        """The effect recorded as number ``index`` of ``node``'s task if it matches; None
+        if that task is past its recorded effects."""
+        rec = self._recorded_at(node, index)
+        if rec is not None and self._seq is not None:
+            self._seq.asked(rec.seq)
+        if rec is None:
             if self._complete and self.cancel_replay is not None:
                 # an operator cancelled this step live at this point: cancel it here too
                 self.cancel_replay.cancel()
                 raise StepCancelledError(self.actor_id, self.step_seq, "StepCancelledError", "")
             if self._complete:
+                end = "the end of the step" if not node.task else f"the end of task {node.task}"
                 self._nondeterminism(
-                    index, "the end of the step", _describe(tag, *self._args(kind, args, kwargs))
+                    node, index, end, _describe(tag, *self._args(kind, args, kwargs))
                 )
             return None
-        rec = self._recorded[index]
         if rec.kind != kind or rec.type_tag != tag:
             self._nondeterminism(
-                index, self._describe_rec(rec), _describe(tag, *self._args(kind, args, kwargs))
+                node,
+                index,
+                self._describe_rec(rec),
+                _describe(tag, *self._args(kind, args, kwargs)),
             )
         intent = _intent(rec)
         if intent is not None:
             if not _same(args, intent.args) or not _same(kwargs, intent.kwargs):
-                self._nondeterminism(index, self._describe_rec(rec), _describe(tag, args, kwargs))
+                self._nondeterminism(
+                    node, index, self._describe_rec(rec), _describe(tag, args, kwargs)
+                )
         elif args is not None and not _same(args, _effect_value(rec)):
             recorded = json.dumps(_effect_value(rec))
-            self._nondeterminism(index, f"{tag} {recorded}", f"{tag} {json.dumps(args)}")
+            self._nondeterminism(node, index, f"{tag} {recorded}", f"{tag} {json.dumps(args)}")
         return rec
 
     @staticmethod
@@ -454,8 +545,8 @@ class Context(ToolCalls, TimerEffects):
             return f"tool {call} (seq {rec.seq})"
         return f"{rec.type_tag} (seq {rec.seq})"
 
-    def _nondeterminism(self, index: int, expected: str, got: str) -> None:
-        exc = NonDeterminismError(self.actor_id, self.step_seq, index, expected, got)
+    def _nondeterminism(self, node: Node, index: int, expected: str, got: str) -> None:
+        exc = NonDeterminismError(self.actor_id, self.step_seq, index, expected, got, node.task)
         self.fatal = self.fatal or exc
         raise exc
 
@@ -467,11 +558,7 @@ class Context(ToolCalls, TimerEffects):
         Returns the names of the calls settled."""
         names = []
         for intent_seq, name in sorted(self._open.items()):
-            error = ErrorInfo(
-                "Cancelled",
-                "the handler's own cancel scope cancelled this call before "
-                "it returned, and the step went on; it may or may not have taken effect",
-            )
+            error = abandoned_error()
             self._cell.journal.write(
                 EntryKind.RESULT,
                 name,
@@ -484,16 +571,6 @@ class Context(ToolCalls, TimerEffects):
             names.append(name)
         self._open.clear()
         return names
-
-    def check_consumed(self, raised: BaseException | None = None) -> None:
-        """After a replayed handler returns (or ``raised`` this): every recorded effect must
-        have been asked for. The error names the exception the handler raised instead."""
-        if self.fatal is None and self._index < len(self._recorded):
-            rec = self._recorded[self._index]
-            got = "the end of the step"
-            if raised is not None:
-                got = f"the handler raising {type(raised).__name__}: {raised}"
-            self._nondeterminism(self._index, self._describe_rec(rec), got)
 
 
 def _version_marker(rec: Recorded | None) -> tuple[str, int] | None:

@@ -15,7 +15,7 @@ import datetime
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import _records, _timers, _traceends
+from . import _records, _tasks, _timers, _traceends
 from ._errors import ConfigurationError
 from ._records import EffectRecord, EntryKind
 from ._ref import ActorRef
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
     from ._calls import StepHost
     from ._records import Recorded
+    from ._sequencer import Sequencer
+    from ._tasks import Node
+    from .store import TimerRow
 
     R = TypeVar("R")
 
@@ -37,8 +40,7 @@ class TimerEffects:
 
     if TYPE_CHECKING:
         _cell: StepHost
-        _index: int
-        _recorded: list[Recorded]
+        _tasks: dict[str, list[Recorded]]
         _complete: bool
         step_seq: int
         effects_from_log: int
@@ -47,10 +49,13 @@ class TimerEffects:
         @property
         def actor_id(self) -> str: ...
         def _expect(
-            self, index: int, kind: str, tag: str, args: Any, kwargs: Any = None
+            self, node: Node, index: int, kind: str, tag: str, args: Any, kwargs: Any = None
         ) -> Recorded | None: ...
         async def _guard(self, aw: Awaitable[R]) -> R: ...
-        def _effect_id(self, index: int) -> str: ...
+        def _effect_id(self, node: Node, index: int) -> str: ...
+        def _task(self, what: str) -> Node: ...
+
+        _seq: Sequencer | None
 
     async def sleep(self, seconds: float | datetime.timedelta, /) -> None:
         """Wait ``seconds`` durably: the wake time is logged before the wait starts. After
@@ -63,7 +68,9 @@ class TimerEffects:
                 not a number; nothing was logged and the step's effects are as before.
         """
         wait = _timers.seconds(seconds, "ctx.sleep()")  # before any state changes
-        await self._sleep(lambda: _timers.now() + wait)
+        node = self._task("ctx.sleep()")
+        with _tasks.outside():
+            await self._sleep(node, lambda: _timers.now() + wait)
 
     async def sleep_until(self, when: datetime.datetime, /) -> None:
         """``sleep`` until ``when`` (a timezone-aware datetime); at once if it has passed.
@@ -73,24 +80,32 @@ class TimerEffects:
                 (docs/recovery.md "Bounds"); nothing was logged.
         """
         until = _timers.timestamp(when, "ctx.sleep_until()")  # before any state changes
-        await self._sleep(lambda: until)
+        node = self._task("ctx.sleep_until()")
+        with _tasks.outside():
+            await self._sleep(node, lambda: until)
 
-    async def _sleep(self, until_of: Any) -> None:
-        index = self._index
-        self._index += 1
-        rec = self._expect(index, EntryKind.EFFECT, "sleep", None)
+    async def _sleep(self, node: Node, until_of: Any) -> None:
+        index = node.index
+        node.index += 1
+        rec = self._expect(node, index, EntryKind.EFFECT, "sleep", None)
         if rec is not None:
             self.effects_from_log += 1
-            if self._complete or self._index < len(self._recorded):
-                return  # the step went on after this sleep: it is over
+            if self._complete or node.index < len(self._tasks.get(node.task, ())):
+                if self._seq is not None and self._seq.ordered(rec.seq):
+                    await self._seq.turn(rec.seq, node)  # its wake-up, in its place
+                return  # the task went on after this sleep: it is over
+            if self._seq is not None:
+                await self._seq.drained(node)
             until = _until(rec)
         else:
+            if self._seq is not None:
+                await self._seq.drained(node)
             until = float(until_of())
             self._cell.journal.write(
                 EntryKind.EFFECT,
                 "sleep",
                 self.step_seq,
-                _records.effect_payload(index=index, value={"until": until}),
+                _records.effect_payload(index=index, value={"until": until}, task=node.task),
             )
             await self._guard(self._cell.journal.flush())
         t0 = time.perf_counter()
@@ -128,20 +143,27 @@ class TimerEffects:
         if not self._cell.timers_kept():
             raise ConfigurationError(f"the store {_timers.NO_TIMERS}")
         row = _timers.new_row(ref.cls, ref.actor_id, msg, due=due, sender=self.actor_id)
-        index = self._index
-        self._index += 1
-        timer_id = self._effect_id(index)
-        rec = self._expect(index, EntryKind.EFFECT, "send_later", None)
+        node = self._task("ctx.send_later()")
+        with _tasks.outside():
+            return await self._send_later(node, ref, row, due)
+
+    async def _send_later(self, node: Node, ref: ActorRef[Any], row: TimerRow, due: float) -> str:
+        index = node.index
+        node.index += 1
+        timer_id = self._effect_id(node, index)
+        rec = self._expect(node, index, EntryKind.EFFECT, "send_later", None)
         if rec is not None:
             self.effects_from_log += 1
             value = rec.record.value if isinstance(rec.record, EffectRecord) else None
             if isinstance(value, dict):
                 timer_id = str(value.get("timer_id", timer_id))
                 due = float(value.get("due", due))
-            if self._complete or self._index < len(self._recorded):
-                return timer_id  # put before the step went on
+            if self._complete or node.index < len(self._tasks.get(node.task, ())):
+                return timer_id  # put before the task went on
         row = row._replace(timer_id=timer_id, message_id=f"timer:{timer_id}", due=due)
         if rec is None:
+            if self._seq is not None:
+                await self._seq.drained(node)
             value = {
                 "target": ref.actor_id,
                 "message_type": row.type_tag,
@@ -152,7 +174,7 @@ class TimerEffects:
                 EntryKind.EFFECT,
                 "send_later",
                 self.step_seq,
-                _records.effect_payload(index=index, value=value),
+                _records.effect_payload(index=index, value=value, task=node.task),
             )
             await self._guard(self._cell.journal.flush())
         await self._guard(self._cell.put_timer(row))

@@ -268,15 +268,22 @@ class NonDeterminismError(ActorlogError):
     then ``system.restart(actor_id)`` (or ``actorlog restart STORE ACTOR``).
     """
 
-    def __init__(self, actor_id: str, step_seq: int, index: int, expected: str, got: str) -> None:
+    def __init__(
+        self, actor_id: str, step_seq: int, index: int, expected: str, got: str, task: str = ""
+    ) -> None:
         self.actor_id = actor_id
         self.step_seq = step_seq
+        #: the effect's number within its task
         self.index = index
+        #: [F18] the task of the step that asked for it: "" is the handler's own task
+        self.task = task
         self.expected = expected
         self.got = got
+        where = f"task {task}" if task else "the handler's task"
         super().__init__(
             f"non-deterministic replay of actor {actor_id!r}, step seq {step_seq}, effect "
-            f"#{index}: the log recorded {expected} but the handler asked for {got}. "
+            f"#{index} of {where}: the log recorded {expected} but the handler asked for "
+            f"{got}. "
             "No tool was called. Handlers must route every effect through ctx and make the "
             "same calls for the same message and state. If the handler's code changed, gate "
             "the change with ctx.version()/ctx.patched() so recorded steps take the old path "

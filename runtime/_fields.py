@@ -50,6 +50,13 @@ class Fields:
     def text(self, name: str, default: Any = None) -> str:
         return str(self._get(name, str, "a string", default))
 
+    def task_path(self) -> str:
+        """[F18] ``task``: absent (the root task, "") or a dot-joined path of numbers."""
+        task = self.text("task", "")
+        if task and not all(part.isascii() and part.isdigit() for part in task.split(".")):
+            raise FieldError(f"task must be a dot-joined path of numbers, not {task[:40]!r}")
+        return task
+
     def opt_text(self, name: str) -> str | None:
         v = self._get(name, (str, type(None)), "a string or null", None)
         return None if v is None else str(v)

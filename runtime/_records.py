@@ -12,10 +12,11 @@ class of its kind, type-checking the fields the runtime relies on::
     kind        record (fields; a missing field takes the default after ``=``)
     ==========  =======================================================================
     message     MessageRecord(body=None, sender=None, trace=None, at=None)
-    intent      IntentRecord(index, effect="", policy="", args=[], kwargs={}, key="", at)
+    intent      IntentRecord(index, effect="", policy="", args=[], kwargs={}, key="", at,
+                task="")
     result      ResultRecord(ok, value=None, error=None, attempt=1, duration=None,
                 settled_by="run", at)
-    effect      EffectRecord(index, value=None, at)
+    effect      EffectRecord(index, value=None, at, task="")
     step        StepRecord(ok, reply=None, error=None, span=None, duration=None, at)
     decision    DecisionRecord(action=<type tag>, value=None, error=None, by="", reason="",
                 at, attempt=0, delay=0.0, in_doubt=False)
@@ -187,7 +188,7 @@ class IntentRecord:
     """``intent`` (type_tag = tool name, ref = the step's message seq)."""
 
     KIND: ClassVar[EntryKind] = EntryKind.INTENT
-    #: position among the step's effects (intents and effects share one counter from 0)
+    #: position among the effects of its task (intents and effects share one counter from 0)
     index: int
     effect: str = ""  # read | write
     policy: str = ""  # rerun | rerun-same-key | reconcile | escalate
@@ -196,10 +197,13 @@ class IntentRecord:
     #: [F13] the idempotency key the call ran with
     key: str = ""
     at: float | None = None
+    #: [F18] the step task that made it ("" for the handler's own task; absent then)
+    task: str = ""
 
     def payload(self) -> dict[str, Any]:
         return {
             "index": self.index,
+            **({"task": self.task} if self.task else {}),
             "effect": self.effect,
             "policy": self.policy,
             "args": self.args,
@@ -218,6 +222,7 @@ class IntentRecord:
             kwargs=f.mapping("kwargs"),
             key=f.text("key", ""),
             at=f.opt_float("at"),
+            task=f.task_path(),
         )
 
 
@@ -272,13 +277,21 @@ class EffectRecord:
     index: int
     value: Any = None
     at: float | None = None
+    #: [F18] the step task that made it ("" for the handler's own task; absent then)
+    task: str = ""
 
     def payload(self) -> dict[str, Any]:
-        return {"index": self.index, "value": self.value, "at": self.at}
+        p: dict[str, Any] = {"index": self.index, "task": self.task} if self.task else {}
+        return {"index": self.index, **p, "value": self.value, "at": self.at}
 
     @classmethod
     def _parse(cls, f: Fields, type_tag: str) -> EffectRecord:
-        return cls(index=f.integer("index", REQUIRED), value=f.value("value"), at=f.opt_float("at"))
+        return cls(
+            index=f.integer("index", REQUIRED),
+            value=f.value("value"),
+            at=f.opt_float("at"),
+            task=f.task_path(),
+        )
 
 
 @attrs.frozen
@@ -427,6 +440,8 @@ class Outcome:
 
     record: ResultRecord | DecisionRecord
     tag: str
+    #: the entry's seq (0 when not read from a log): the order outcomes were logged in
+    seq: int = 0
 
     @property
     def kind(self) -> EntryKind:
@@ -479,15 +494,18 @@ def message_payload(
 def intent_payload(
     *,
     index: int,
+    task: str = "",
     effect: str,
     policy: str,
     args: list[Any],
     kwargs: dict[str, Any],
     key: str,
 ) -> dict[str, Any]:
-    """``intent`` (type_tag = tool name, ref = step's message seq)."""
+    """``intent`` (type_tag = tool name, ref = step's message seq); ``task`` ([F18]) only
+    for an effect of a task the handler spawned."""
+    p: dict[str, Any] = {"index": index, "task": task} if task else {"index": index}
     return {
-        "index": index,
+        **p,
         "effect": effect,
         "policy": policy,
         "args": args,
@@ -524,9 +542,10 @@ def result_payload(
     return p
 
 
-def effect_payload(*, index: int, value: Any) -> dict[str, Any]:
+def effect_payload(*, index: int, value: Any, task: str = "") -> dict[str, Any]:
     """``effect`` (type_tag = now|random|uuid|send|spawn, ref = step's message seq)."""
-    return {"index": index, "value": value, "at": time.time()}
+    p: dict[str, Any] = {"index": index, "task": task} if task else {"index": index}
+    return {**p, "value": value, "at": time.time()}
 
 
 def step_payload(

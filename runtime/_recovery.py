@@ -253,6 +253,7 @@ async def plan(
 
     # The tail, verified entry by entry along the seq chain.
     intents: dict[int, Recorded] = {}
+    task_effects: dict[tuple[int, str], int] = {}  # (step's message seq, task) -> effects
     expected = snap_seq + 1
     while True:
         rows = await store.read(actor_id, after_seq=expected - 1, limit=_READ_CHUNK)
@@ -272,10 +273,12 @@ async def plan(
                         actor_id, row.seq, "reference", f"refers to unknown message seq {row.ref}"
                     )
                 rec = Recorded(kind=p.KIND, seq=row.seq, type_tag=row.type_tag, record=p)
-                if p.index != len(msg.recorded):
-                    raise CorruptEntryError(
-                        actor_id, row.seq, "reference", f"effect index {p.index} out of order"
-                    )
+                # [F18] contiguous from 0 within each task of the step
+                made = task_effects.get((row.ref, p.task), 0)
+                if p.index != made:
+                    why = f"effect index {p.index} of task {p.task!r} out of order ({made})"
+                    raise CorruptEntryError(actor_id, row.seq, "reference", why)
+                task_effects[(row.ref, p.task)] = made + 1
                 msg.recorded.append(rec)
                 if p.KIND == EntryKind.INTENT:
                     intents[row.seq] = rec
@@ -287,7 +290,7 @@ async def plan(
                     raise CorruptEntryError(
                         actor_id, row.seq, "reference", f"refers to unknown intent seq {row.ref}"
                     )
-                rec_i.outcomes.append(Outcome(p, row.type_tag))
+                rec_i.outcomes.append(Outcome(p, row.type_tag, row.seq))
             elif isinstance(p, StepRecord):
                 msg = messages.get(row.ref)
                 if msg is None:
@@ -541,7 +544,7 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
     ) as span:
         raised: BaseException | None = None
         try:
-            with anyio.CancelScope() as scope, _tools.in_step(cell.where):
+            with anyio.CancelScope() as scope, _tools.in_step(cell.where), ctx.handler_task():
                 err = None if step is None else step.error
                 if err is not None and err.type == "StepCancelledError":
                     ctx.cancel_replay = scope  # cancelled live: cut where its log ends

@@ -27,6 +27,7 @@ from . import (
 )
 from ._calls import is_call_error
 from ._context import Context
+from ._ctxtasks import by_task
 from ._entrykinds import EventKind
 from ._errors import ActorlogError, EncodeError, RecoveryError, StepCancelledError
 from ._mailbox import Envelope, Reply, reply_value, settle
@@ -92,7 +93,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
                 if resumed:
                     ctx.fatal = _unsettled(cell, env, cannot)
                 raise cannot
-            with anyio.CancelScope() as scope, _tools.in_step(cell.where):
+            with anyio.CancelScope() as scope, _tools.in_step(cell.where), ctx.handler_task():
                 cell.step_scope = scope  # an operator's cancel (Cell.cancel_step)
                 if resumed and cell.cancel_pending is not None:
                     ctx.cancel_replay = scope  # asked while it was down: cut where its log ends
@@ -236,9 +237,10 @@ def _unsettled(cell: Stepping, env: Envelope, cannot: BaseException) -> BaseExce
     for rec in env.recorded or ():
         if isinstance(rec.record, IntentRecord) and _decisions.settling(rec.outcomes) is None:
             open_.append(f"intent seq {rec.seq} (tool {rec.type_tag!r})")
-    last = env.recorded[-1] if env.recorded else None
-    if last is not None and last.kind == EntryKind.EFFECT and last.type_tag == "send":
-        open_.append(f"the send at seq {last.seq}")
+    for recorded in by_task(env.recorded or []).values():  # the last effect of each task
+        last = recorded[-1] if recorded else None
+        if last is not None and last.kind == EntryKind.EFFECT and last.type_tag == "send":
+            open_.append(f"the send at seq {last.seq}")
     if not open_:
         return None
     return RecoveryError(

@@ -154,17 +154,22 @@ def _run_key(
     key: str,
     outcome_seq: int | None,
     incarnation: str | None,
+    task: str | None = None,
 ) -> str:
     """The idempotency key a call ran (or will run) with. The runtime derives it from the
     running actor's id and the incarnation its step's message records ([F13]), so a fork
     that settles a copied intent (one at or before the fork point, without an outcome in
-    the copy) runs it with the fork's key, not the recorded one."""
+    the copy) runs it with the fork's key, not the recorded one. ``task``: the call's task
+    ([F18]); None: read from the recorded key (its last component is ``{task}.{index}``)."""
     if (
         fork_at is not None
         and intent_seq <= fork_at
         and (outcome_seq is None or outcome_seq > fork_at)
     ):
-        return idempotency_key(actor_id, step_seq, index, incarnation=incarnation)
+        if task is None:
+            last = key.rsplit(":", 1)[-1]
+            task = last.rsplit(".", 1)[0] if "." in last else ""
+        return idempotency_key(actor_id, step_seq, index, incarnation=incarnation, task=task)
     return key
 
 
@@ -277,6 +282,7 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
                             intent.key,
                             None,
                             m.incarnation,
+                            intent.task,
                         ),
                         args=list(intent.args),
                         kwargs=dict(intent.kwargs),

@@ -117,6 +117,8 @@ ACCEPTS: dict[str, set[str]] = {
     "text_or_none": {"empty", "big", "none"},
     "id": {"big"},  # an actor id, a name: non-empty text
     "id_or_none": {"big", "none"},
+    # a task path of a step ([F18]): "" (the handler's own task) or numbers joined by "."
+    "task_path": {"empty"},
     # a list of names: an empty value (falsy) is no names; a list or set of names
     "names": _FALSY | {"list", "set", "deep_dict"},
     "class": {"class", "exc_class"},

@@ -350,7 +350,10 @@ SYNC_CASES: dict[str, tuple[Callable[[str, Any], None], dict[str, str]]] = {
         },
     ),
     "message": (_message, {"cls": "class_or_none", "name": "id_or_none", "aliases": "names"}),
-    "idempotency_key": (_idem, {"actor_id": "id", "step_seq": "int", "index": "int"}),
+    "idempotency_key": (
+        _idem,
+        {"actor_id": "id", "step_seq": "int", "index": "int", "task": "task_path"},
+    ),
     "Actor subclass": (_actor_class, {"name": "id_or_none", "aliases": "names"}),
 }
 
