@@ -23,6 +23,7 @@ See docs/pydantic-ai.md.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import hashlib
 import json
@@ -53,6 +54,7 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_ai.usage import RunUsage
 from pydantic_core import to_jsonable_python
 
+from .. import _tasks
 from .._actor import Actor
 from .._context import Context
 from .._errors import ConfigurationError
@@ -351,12 +353,19 @@ class DurableAgent(Generic[DepsT, OutputT]):
             )
         base = self.model if self.model is not None else self.agent.model
         assert base is not None  # checked in __init__
-        model = _JournaledModel(base, ctx, self)
+        ids = _Identities(ctx)
+        model = _JournaledModel(base, ctx, self, ids)
         toolsets: list[AbstractToolset[DepsT]] = [
-            _JournaledToolset(ts, self, ctx) for ts in self.agent.toolsets
+            _JournaledToolset(ts, self, ctx, ids) for ts in self.agent.toolsets
         ]
         run_id = f"{ctx.actor_id}:{ctx.step_seq}"
-        with self.agent.override(tools=[], toolsets=toolsets):
+        # A run recorded before tool calls ran in parallel resumes as it was recorded: one
+        # tool call at a time (pydantic-ai's 'sequential' mode).
+        mode: Any = "sequential" if ids.legacy else "parallel"
+        with (
+            self.agent.override(tools=[], toolsets=toolsets),
+            Agent.parallel_tool_call_execution_mode(mode),
+        ):
             agent: Any = self.agent  # run()'s overloads are too many for mypy to check
             result = await agent.run(
                 msg.prompt,
@@ -384,6 +393,42 @@ class DurableAgent(Generic[DepsT, OutputT]):
             "new_from": len(messages),
             "usage": to_jsonable_python(usage),
         }
+
+
+# -- which task an effect is logged under ---------------------------------------------------
+
+
+class _Identities:
+    """The task each journaled model request and tool call of a run is logged under
+    (FORMAT.md [F18]).
+
+    pydantic-ai runs each node of its graph, and each tool call, in a task of its own, and
+    spawns helper tasks as it waits for tool calls (one per wake-up: how many depends on
+    timing, and differs on replay). So the tasks' spawn order is not a stable identity for
+    its effects. Each effect gets instead a task node of its own, numbered in the order the
+    run asks for them (``"0.0"``, ``"0.1"``, ...: children of one node the step's own task
+    makes first), which is the same on every replay: the model requests come one after
+    another, and the tool calls of one response start in the order the model gave them.
+    The node ends with the pydantic-ai task that made the effect, as a spawned task would.
+
+    A run recorded by a version before parallel tool calls has its effects in the step's
+    own task (``legacy``): it is replayed, and continued, the same way, one call at a time.
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        #: the step's log holds effects of the step's own task: recorded by an earlier version
+        self.legacy = ctx._next_recorded_args() is not None
+        self._parent = None if self.legacy else ctx.root.child()
+
+    def node(self) -> _tasks.Node:
+        if self._parent is None:
+            return self.ctx.root
+        node = self._parent.child()
+        task = asyncio.current_task()
+        if task is not None:
+            task.add_done_callback(lambda _: self.ctx.task_exited(node))
+        return node
 
 
 # -- journaling: model requests -------------------------------------------------------------
@@ -472,11 +517,13 @@ class _JournaledModel(WrapperModel):
         self,
         wrapped: Model | KnownModelName | str,
         ctx: Context,
-        durable: DurableAgent[Any, Any] | None = None,
+        durable: DurableAgent[Any, Any],
+        ids: _Identities,
     ) -> None:
         super().__init__(wrapped)
         self._actor_ctx = ctx
         self._durable = durable
+        self._ids = ids
 
     async def _journaled(
         self,
@@ -497,12 +544,13 @@ class _JournaledModel(WrapperModel):
         t = Tool(model_request, name=MODEL_REQUEST, effect="read", idempotent=False, reconcile=None)
         ctx = self._actor_ctx
         args: list[Any] = [self.wrapped.model_name, fingerprint(messages)]
-        # A request logged by a version before the tools were fingerprinted holds two
-        # arguments: it is checked as it was logged (against the messages only).
-        recorded = ctx._next_recorded_args()
-        if _FINGERPRINT_TOOLS and (recorded is None or len(recorded) != 2):
-            args.append(tools_fingerprint(params, self._durable))
-        plain = await ctx.call(t, *args)
+        with _tasks._Set(self._ids.node()):
+            # A request logged by a version before the tools were fingerprinted holds two
+            # arguments: it is checked as it was logged (against the messages only).
+            recorded = ctx._next_recorded_args()
+            if _FINGERPRINT_TOOLS and (recorded is None or len(recorded) != 2):
+                args.append(tools_fingerprint(params, self._durable))
+            plain = await ctx.call(t, *args)
         return _load_response(plain)
 
     async def request(
@@ -548,6 +596,7 @@ class _JournaledToolset(WrapperToolset[DepsT]):
 
     durable: DurableAgent[DepsT, Any]
     actor_ctx: Context
+    ids: _Identities
 
     async def call_tool(
         self,
@@ -591,7 +640,8 @@ class _JournaledToolset(WrapperToolset[DepsT]):
             idempotent=declared.idempotent,
             reconcile=reconcile,
         )
-        plain = await self.actor_ctx.call(t, to_jsonable_python(tool_args))
+        with _tasks._Set(self.ids.node()):
+            plain = await self.actor_ctx.call(t, to_jsonable_python(tool_args))
         if not (isinstance(plain, dict) and _MARK in plain):
             return plain  # an operator resolved the call with a bare result
         kind = plain[_MARK]
