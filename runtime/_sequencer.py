@@ -137,15 +137,23 @@ class Sequencer:
         self.blocked(node)
         i = self._pos[seq]
         grace = 0
-        while True:
-            self._check()
-            if self._ready(i):
-                if self._pending is None or grace >= GRACE_TURNS:
-                    break
-                grace += 1
-                await anyio.lowlevel.checkpoint()
-                continue
-            await self._changed.wait()
+        try:
+            while True:
+                self._check()
+                if self._ready(i):
+                    if self._pending is None or grace >= GRACE_TURNS:
+                        break
+                    grace += 1
+                    await anyio.lowlevel.checkpoint()
+                    continue
+                await self._changed.wait()
+        except BaseException:
+            # cancelled before its turn (its task lost a race the handler settled first):
+            # the outcome is not handed out; the ones after it must not wait for it
+            if not self._done[i]:
+                self._done[i] = True
+                self._advance()
+            raise
         self._done[i] = True
         self._pending = node
         self._advance()

@@ -117,12 +117,21 @@ class Races(Actor[Results]):
             async with anyio.create_task_group() as tg:
                 for outer in range(2):
                     tg.start_soon(self._group, ctx, order, outer)
+        elif msg.kind == "sleep":  # a durable sleep racing two calls
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._nap, ctx, order)
+                tg.start_soon(self._into, ctx, order, "s", 0.01)
+                tg.start_soon(self._into, ctx, order, "t", 0.3)
         order.append(str(ctx.uuid()))
         self.state.got.extend(order)
         return order
 
     async def _into(self, ctx: Context, order: list[str], name: str, delay: float) -> None:
         order.append(await ctx.call(slow, name, delay))
+
+    async def _nap(self, ctx: Context, order: list[str]) -> None:
+        await ctx.sleep(0.1)
+        order.append("slept")
 
     async def _group(self, ctx: Context, order: list[str], outer: int) -> None:
         first = await ctx.call(slow, f"o{outer}", 0.02 * (2 - outer))

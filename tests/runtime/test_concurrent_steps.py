@@ -103,7 +103,7 @@ def _results(db: Path) -> set[str]:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["order", "first", "deadline", "nested"])
+@pytest.mark.parametrize("kind", ["order", "first", "deadline", "nested", "sleep"])
 async def test_races_take_the_live_path_on_replay(make_store: StoreFactory, kind: str) -> None:
     """Whatever finished first live finishes first on replay: outcomes are handed back in
     the order they were logged (a loser of a race and a call cut by a deadline are logged
@@ -119,6 +119,8 @@ async def test_races_take_the_live_path_on_replay(make_store: StoreFactory, kind
     assert replayed == live
     if kind == "order":
         assert live[:3] == ["b", "c", "a"]
+    if kind == "sleep":  # a replayed sleep wakes at its place among the results
+        assert live[:3] == ["s", "slept", "t"]
     if kind in ("first", "deadline"):
         cancelled = [r for r in rows if r.kind == "result" and b'"cancelled"' in r.payload]
         assert len(cancelled) == 1
