@@ -347,6 +347,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         info["load average (1, 5, 15 min) at end"] = loadavg()
 
     body = report(args, live, restart, agent)
+    start = info.get("load average (1, 5, 15 min) at start", "?").split()[0]
+    end = info["load average (1, 5, 15 min) at end"].split()[0]
+    body += (
+        f"\n\nThe 1-minute load average was {start} at the start and {end} at the end on "
+        f"{os.cpu_count()} logical cores: with other work on the machine the absolute times "
+        "vary from run to run; the ratios compare cases measured in the same rounds."
+    )
     print()
     print(body)
     if not args.no_write:
