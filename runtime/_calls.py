@@ -184,9 +184,12 @@ class ToolCalls:
     def _handler_cancelled(self) -> bool:
         """Is the cancellation now the handler's own (a task group's, a deadline's), not
         the runtime's (shutdown, an operator's cancel, a fatal error)?"""
-        if self.fatal is not None or self._cell.closing or self.cancel_replay is not None:
+        cell = self._cell
+        if self.fatal is not None or cell.closing or self.cancel_replay is not None:
             return False
-        scope = getattr(self._cell, "step_scope", None)  # the operator's cancel scope
+        if cell.journal.broken is not None:
+            return False
+        scope = getattr(cell, "step_scope", None)  # the operator's cancel scope
         return not (scope is not None and scope.cancel_called)
 
     async def _attempts(

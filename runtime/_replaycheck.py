@@ -51,11 +51,15 @@ class Divergence:
     got: str
     #: the error the runtime would quarantine the actor with
     error: str
+    #: [F18] the task of the step whose effect diverged ("" for the handler's own)
+    task: str = ""
 
     def __str__(self) -> str:
         where = f"step seq {self.step_seq}"
         if self.index is not None:
             where += f", effect #{self.index}"
+            if self.task:
+                where += f" of task {self.task}"
         return (
             f"{self.actor_id} ({self.actor_type}) {where}: expected {self.expected}, got {self.got}"
         )
@@ -276,7 +280,14 @@ async def _replay_actor(
         fatal = ctx.fatal
         if isinstance(fatal, NonDeterminismError):
             return done, Divergence(
-                actor_id, tag, m.seq, fatal.index, fatal.expected, fatal.got, str(fatal)
+                actor_id,
+                tag,
+                m.seq,
+                fatal.index,
+                fatal.expected,
+                fatal.got,
+                str(fatal),
+                fatal.task,
             )
         if fatal is not None:
             what = f"{type(fatal).__name__}: {fatal}"

@@ -210,3 +210,34 @@ async def test_nondeterminism_names_the_task(make_store: StoreFactory, path: str
     assert isinstance(cause, NonDeterminismError)
     assert cause.task == "1" and cause.index == 0 and "of task 1" in str(cause)
     assert 'slow("o", 0.02)' in cause.expected
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "backend_and_store", [("asyncio", "sqlite"), ("trio", "sqlite")], indirect=True
+)
+@pytest.mark.parametrize("path", ["call", "other"])
+async def test_replay_tester_checks_concurrent_handlers(
+    make_store: StoreFactory, path: str
+) -> None:
+    """actorlog.testing.replay replays a concurrent step from a SQLite file (no tool runs)
+    and names the task of a divergence."""
+    from actorlog.testing import replay
+
+    FICKLE["task1"] = "call"
+    store = make_store()
+    async with ActorSystem(store, actors=[Fickle]) as system:
+        ref = await system.spawn(Fickle, "f")
+        await ref.ask(Go("x"), message_id="m")
+    FICKLE["task1"] = path
+    try:
+        with anyio.fail_after(10):
+            report = await replay(str(store.path), actors=[Fickle])  # type: ignore[attr-defined]  # a SqliteStore
+    finally:
+        FICKLE["task1"] = "call"
+    if path == "call":
+        assert report.ok and report.steps == 1, report.lines()
+    else:
+        (d,) = report.divergences
+        assert (d.task, d.index) == ("1", 0)
+        assert "effect #0 of task 1" in str(d)
