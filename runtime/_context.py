@@ -142,6 +142,7 @@ class Context(StepTasks, ToolCalls, TimerEffects):
         self.ended = False
         self._thread = threading.get_ident()
         #: replaying effects of several tasks: hands their outcomes back in log order
+        self._compat: bool | None = None
         self._seq: Sequencer | None = None
         if len(self._tasks) > 1:
             self._seq = Sequencer.of(self._recorded, self._stuck)

@@ -30,15 +30,27 @@ class StepTasks:
         _thread: int
         _tasks: dict[str, list[Recorded]]
         _seq: Sequencer | None
+        #: a step recorded before [F18] with effects of spawned tasks (see ``_legacy``)
+        _compat: bool | None
 
         def _nondeterminism(self, node: Node, index: int, expected: str, got: str) -> None: ...
         @staticmethod
         def _describe_rec(rec: Recorded) -> str: ...
 
-    def handler_task(self) -> Running:
+    def _handler_task(self) -> Running:
         """Around the handler's ``receive``: it runs as the step's root task, the tasks it
         spawns are counted, and the step ends (its effects are refused) when it returns."""
         return Running(self.root)
+
+    def _legacy(self, node: Node) -> Node:
+        """A step recorded before [F18] whose handler ran effects in tasks it spawned: its
+        log numbers every effect in one sequence, as the handler's own. The first effect a
+        spawned task asks for, while such a log still has effects to serve, switches the
+        step to that: every task's effects are served (and written) as the root's, in
+        the order they are asked for, as before [F18]."""
+        if self._compat is None:
+            self._compat = len(self._tasks) == 1 and self.root.index < len(self._tasks[""])
+        return self.root if self._compat else node
 
     def _task(self, what: str) -> Node:
         """The task of this step asking for effect ``what`` (``ctx.call`` ...), or a
@@ -50,6 +62,8 @@ class StepTasks:
             and not self.ended
             and threading.get_ident() == self._thread
         ):
+            if node.path and self._compat is not False:
+                node = self._legacy(node)
             if self._seq is not None:
                 self._seq.blocked(node)
             return node
@@ -102,7 +116,7 @@ class StepTasks:
                     self._nondeterminism(node, index, self._describe_rec(rec), what)
         raise AssertionError(seq)
 
-    def task_exited(self, node: Node) -> None:
+    def _task_exited(self, node: Node) -> None:
         """A task of this step ended (spawn hooks): if it left recorded effects unasked (or
         recorded tasks it never started), replay cannot go on: fail its waiters."""
         seq = self._seq

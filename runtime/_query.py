@@ -226,7 +226,7 @@ async def durable_state(
             raise
         ctx = Context(host, m.seq, m.recorded, complete=True, incarnation=m.incarnation)
         try:
-            with _tools.in_step(where), ctx.handler_task():
+            with _tools.in_step(where), ctx._handler_task():
                 await actor.receive(ctx, msg)
         except BaseException as exc:
             if not is_call_error(exc):

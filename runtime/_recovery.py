@@ -544,7 +544,7 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
     ) as span:
         raised: BaseException | None = None
         try:
-            with anyio.CancelScope() as scope, _tools.in_step(cell.where), ctx.handler_task():
+            with anyio.CancelScope() as scope, _tools.in_step(cell.where), ctx._handler_task():
                 err = None if step is None else step.error
                 if err is not None and err.type == "StepCancelledError":
                     ctx.cancel_replay = scope  # cancelled live: cut where its log ends

@@ -261,7 +261,7 @@ async def _replay_actor(
         ctx = Context(host, m.seq, m.recorded, complete=complete, incarnation=m.incarnation)
         raised: BaseException | None = None
         try:
-            with anyio.CancelScope() as scope, _tools.in_step(where), ctx.handler_task():
+            with anyio.CancelScope() as scope, _tools.in_step(where), ctx._handler_task():
                 err = None if m.step is None else m.step.error
                 if err is not None and err.type == "StepCancelledError":
                     ctx.cancel_replay = scope  # cancelled live: cut where its log ends

@@ -37,7 +37,7 @@ class NodeOwner(Protocol):
     #: task path -> node, of every task of the step seen so far
     nodes: dict[str, Node]
 
-    def task_exited(self, node: Node) -> None:
+    def _task_exited(self, node: Node) -> None:
         """A task spawned in the step (``node``) ended."""
 
 
@@ -160,7 +160,7 @@ class _Factory:
             task = self._prev(loop, coro, **kwargs)
         else:
             task = asyncio.Task(coro, loop=loop, **kwargs)
-        task.add_done_callback(lambda _: child.owner.task_exited(child))
+        task.add_done_callback(lambda _: child.owner._task_exited(child))
         return task  # type: ignore[no-any-return]  # a user factory's task
 
 
@@ -183,7 +183,7 @@ def _trio_instrument() -> Any:
         def task_exited(self, task: trio.lowlevel.Task) -> None:
             node = task.context.run(_NODE.get)
             if node is not None and node.path:
-                node.owner.task_exited(node)
+                node.owner._task_exited(node)
 
     _TRIO.append(_Spawns())
     return _TRIO[0]

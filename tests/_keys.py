@@ -13,9 +13,12 @@ class Key(str):
 
     pattern: re.Pattern[str]
 
-    def __new__(cls, actor_id: str, seq: int, index: int) -> Key:
+    def __new__(cls, actor_id: str, seq: int, index: int | None) -> Key:
+        """``index`` None: any call of that step, by any of its tasks (FORMAT.md [F18]: a
+        call of a spawned task ends in ``"{task}.{index}"``)."""
+        last = r"[0-9]+(?:\.[0-9]+)*" if index is None else str(index)
         self = super().__new__(cls, f"{actor_id}:<incarnation>:{seq}:{index}")
-        self.pattern = re.compile(rf"{re.escape(actor_id)}:[0-9a-f]{{16}}:{seq}:{index}")
+        self.pattern = re.compile(rf"{re.escape(actor_id)}:[0-9a-f]{{16}}:{seq}:{last}")
         return self
 
     def __eq__(self, other: object) -> bool:

@@ -40,5 +40,5 @@ class _Identities:
         node = self._parent.child()
         task = asyncio.current_task()
         if task is not None:
-            task.add_done_callback(lambda _: self.ctx.task_exited(node))
+            task.add_done_callback(lambda _: self.ctx._task_exited(node))
         return node

@@ -209,14 +209,14 @@ class Fickle(Actor[Results]):
         got: list[str] = []
 
         async def zero() -> None:
-            got.append(await ctx.call(slow, "z", 0.01))
-            got.append(await ctx.call(slow, "z2", 0.05))
+            got.append(await ctx.call(slow, "z", 0.0))
+            got.append(await ctx.call(slow, "z2", 0.3))
 
         async def one() -> None:
             if FICKLE["task1"] == "call":
-                got.append(await ctx.call(slow, "o", 0.02))
+                got.append(await ctx.call(slow, "o", 0.05))
             elif FICKLE["task1"] == "other":
-                got.append(await ctx.call(slow, "not-o", 0.02))
+                got.append(await ctx.call(slow, "not-o", 0.05))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(zero)

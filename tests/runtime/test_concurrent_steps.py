@@ -209,7 +209,7 @@ async def test_nondeterminism_names_the_task(make_store: StoreFactory, path: str
     cause = info.value.__cause__
     assert isinstance(cause, NonDeterminismError)
     assert cause.task == "1" and cause.index == 0 and "of task 1" in str(cause)
-    assert 'slow("o", 0.02)' in cause.expected
+    assert 'slow("o", 0.05)' in cause.expected
 
 
 @pytest.mark.anyio
