@@ -51,3 +51,20 @@ def test_a_quick_run_writes_to_out_and_leaves_docs_alone(tmp_path: Path) -> None
     assert run.returncode == 0, run.stderr
     assert (other / "raw_sqlite.md").is_file()
     assert _docs_state() == before
+
+
+def test_the_parallel_benchmark_in_a_tiny_mode(tmp_path: Path) -> None:
+    """Both parts: a step killed with SIGKILL mid-way and resumed in a fresh process, and
+    the pydantic-ai agent with and without the integration (figures are not checked)."""
+    args = ("parallel", "--quick", "--calls", "2", "--delay", "0.005", "--kill-at", "2")
+    run = subprocess.run(  # four worker processes and pydantic-ai's import: a longer timeout
+        [sys.executable, "-m", "actorlog.benchmarks", *args, "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = (tmp_path / "out" / "parallel.md").read_text()
+    assert "2 calls of 5.00 ms, sequential" in report and "calls run again" in report
+    assert "DurableAgent (parallel)" in report

@@ -52,6 +52,7 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_ai.usage import RunUsage
 from pydantic_core import to_jsonable_python
 
+from .. import _tasks
 from .._actor import Actor
 from .._context import Context
 from .._errors import ConfigurationError
@@ -69,6 +70,7 @@ from ._effects import (
     reconciled,
     shown,
 )
+from ._pai_tasks import _Identities
 
 __all__ = [
     "AgentActor",
@@ -317,14 +319,18 @@ class DurableAgent(Generic[DepsT, OutputT]):
             )
         base = self.model if self.model is not None else self.agent.model
         assert base is not None  # checked in __init__
-        model = _JournaledModel(base, ctx, self)
+        ids = _Identities(ctx)
+        model = _JournaledModel(base, ctx, self, ids)
         toolsets: list[AbstractToolset[DepsT]] = [
-            _JournaledToolset(ts, self, ctx) for ts in self.agent.toolsets
+            _JournaledToolset(ts, self, ctx, ids) for ts in self.agent.toolsets
         ]
         run_id = f"{ctx.actor_id}:{ctx.step_seq}"
+        # A run recorded before tool calls ran in parallel resumes as it was recorded: one
+        # tool call at a time (pydantic-ai's 'sequential' mode).
+        mode: Any = "sequential" if ids.legacy else "parallel"
         with (
             self.agent.override(tools=[], toolsets=toolsets),
-            Agent.parallel_tool_call_execution_mode("sequential"),
+            Agent.parallel_tool_call_execution_mode(mode),
         ):
             agent: Any = self.agent  # run()'s overloads are too many for mypy to check
             result = await agent.run(
@@ -441,11 +447,13 @@ class _JournaledModel(WrapperModel):
         self,
         wrapped: Model | KnownModelName | str,
         ctx: Context,
-        durable: DurableAgent[Any, Any] | None = None,
+        durable: DurableAgent[Any, Any],
+        ids: _Identities,
     ) -> None:
         super().__init__(wrapped)
         self._actor_ctx = ctx
         self._durable = durable
+        self._ids = ids
 
     async def _journaled(
         self,
@@ -466,12 +474,13 @@ class _JournaledModel(WrapperModel):
         t = Tool(model_request, name=MODEL_REQUEST, effect="read", idempotent=False, reconcile=None)
         ctx = self._actor_ctx
         args: list[Any] = [self.wrapped.model_name, fingerprint(messages)]
-        # A request logged by a version before the tools were fingerprinted holds two
-        # arguments: it is checked as it was logged (against the messages only).
-        recorded = ctx._next_recorded_args()
-        if _FINGERPRINT_TOOLS and (recorded is None or len(recorded) != 2):
-            args.append(tools_fingerprint(params, self._durable))
-        plain = await ctx.call(t, *args)
+        with _tasks._Set(self._ids.node()):
+            # A request logged by a version before the tools were fingerprinted holds two
+            # arguments: it is checked as it was logged (against the messages only).
+            recorded = ctx._next_recorded_args()
+            if _FINGERPRINT_TOOLS and (recorded is None or len(recorded) != 2):
+                args.append(tools_fingerprint(params, self._durable))
+            plain = await ctx.call(t, *args)
         return _load_response(plain)
 
     async def request(
@@ -517,6 +526,7 @@ class _JournaledToolset(WrapperToolset[DepsT]):
 
     durable: DurableAgent[DepsT, Any]
     actor_ctx: Context
+    ids: _Identities
 
     async def call_tool(
         self,
@@ -560,7 +570,8 @@ class _JournaledToolset(WrapperToolset[DepsT]):
             idempotent=declared.idempotent,
             reconcile=reconcile,
         )
-        plain = await self.actor_ctx.call(t, to_jsonable_python(tool_args))
+        with _tasks._Set(self.ids.node()):
+            plain = await self.actor_ctx.call(t, to_jsonable_python(tool_args))
         if not (isinstance(plain, dict) and _MARK in plain):
             return plain  # an operator resolved the call with a bare result
         kind = plain[_MARK]

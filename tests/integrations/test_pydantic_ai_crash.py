@@ -116,12 +116,13 @@ def test_killed_agent_resumes_with_same_history_and_no_repeated_work(tmp_path: P
     repeated = sum(n - 1 for n in calls.values())
     assert repeated <= kills, calls  # at most the request in flight at each kill
 
-    # every effect (model request or tool execution) ran once, except at most the one in
-    # flight at each kill: the tool calls run one at a time
+    # every effect (model request or tool execution) ran once, except at most those in
+    # flight at each kill: the tool calls of one response run at once (book and weather:
+    # two at most)
     tables = ("model_calls", "reads", "bookings", "notifications")
     ref_total = sum(len(_ledger(tmp_path / "ref-ledger.db", t)) for t in tables)
     total = sum(len(_ledger(ledger, t)) for t in tables)
-    assert ref_total <= total <= ref_total + kills
+    assert ref_total <= total <= ref_total + 2 * kills
 
     bookings = _ledger(ledger, "bookings")
     notifications = _ledger(ledger, "notifications")
