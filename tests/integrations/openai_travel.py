@@ -45,7 +45,7 @@ from openai.types.responses.response_prompt_param import ResponsePromptParam
 
 set_tracing_disabled(True)  # the SDK's own trace exporter would post to api.openai.com
 
-_INCARNATION = re.compile(r":[0-9a-f]{16}:")
+_INCARNATION = re.compile(r":[0-9a-f]{16}:[0-9]+:")
 TRIAGE = "You route travel requests."
 PLANNER = "You plan trips: search, check the weather, book, then answer."
 
@@ -108,9 +108,10 @@ class TravelModel(Model):
         items = [{"role": "user", "content": input}] if isinstance(input, str) else input
         plain = [_plain(i) for i in items]
         blob = json.dumps([instructions, plain], sort_keys=True, default=str)
-        # keys of idempotent calls hold the actor log's incarnation id (FORMAT.md [F13]):
+        # keys of idempotent calls hold the actor log's incarnation id (FORMAT.md [F13]) and
+        # the step's seq (one more after a crash's in-doubt re-run wrote its attempt decision):
         # left out, so runs on two logs log the same requests under the same ledger key
-        blob = _INCARNATION.sub(":<incarnation>:", blob)
+        blob = _INCARNATION.sub(":<incarnation>:<seq>:", blob)
         output = respond(instructions, plain)
         _ledger("model_calls", hashlib.sha256(blob.encode()).hexdigest(), str(len(plain)))
         usage = Usage(requests=1, input_tokens=10 * len(plain), output_tokens=7)
