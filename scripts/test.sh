@@ -41,4 +41,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     echo "Chromium could not be installed; the HTML tests will skip (or fail under CI)" >&2
 fi
 
-.venv/bin/python -m pytest "$@"
+# Two worker processes (pytest-xdist), each taking the next test as it gets free: CI has two
+# cores, and many tests wait on killed processes, servers and disks. ACTORLOG_TEST_WORKERS=N
+# runs N; 0 runs the suite in this one process (so does a later "-n 0" in the arguments).
+.venv/bin/python -m pytest -n "${ACTORLOG_TEST_WORKERS:-2}" --dist worksteal "$@"

@@ -5,14 +5,17 @@ and on asyncio with a real PostgreSQL server (``ACTORLOG_TEST_POSTGRES_URL`` or
 
 from __future__ import annotations
 
+import collections
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from actorlog.store import Store
 from actorlog.stores import MemoryStore, SqliteStore
 
-from tests import _pg
+from tests import _pg, _soak
 
 StoreFactory = Callable[[], Store]
 
@@ -55,3 +58,50 @@ async def make_store(
     else:
         path = tmp_path / "agents.db"
         yield lambda: SqliteStore(path)
+
+
+# -- one session over pytest-xdist workers (scripts/test.sh runs ``-n 2``) -------------------
+# The torture suite's base seed is drawn once, here, before the workers start (they inherit it
+# through the environment: one seed replays the whole run), and the figures each worker's
+# torture tests counted are added up for the one summary line.
+
+_FIGURES_KEY = "actorlog_torture_figures"
+_WORKERS_FIGURES: collections.Counter[str] = collections.Counter()
+
+
+def _local_figures() -> collections.Counter[str]:
+    """This process's torture figures (none if no torture test was collected here)."""
+    module = sys.modules.get("tests.torture.conftest")
+    return collections.Counter(getattr(module, "FIGURES", {}))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _soak.base_seed()
+
+
+def pytest_report_header() -> list[str]:
+    seed = _soak.base_seed()
+    return [
+        f"actorlog torture: base seed {seed} (replay with {_soak.SEED_VAR}={seed}),"
+        f" soak factor {_soak.soak_factor()}"
+    ]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: hand the figures to the controller
+        workeroutput[_FIGURES_KEY] = dict(_local_figures())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """(xdist, in the controller) a worker finished: add up its figures."""
+    _WORKERS_FIGURES.update(getattr(node, "workeroutput", {}).get(_FIGURES_KEY, {}))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    figures = _local_figures() + _WORKERS_FIGURES
+    if figures:
+        line = ", ".join(f"{k} {v}" for k, v in sorted(figures.items()))
+        seed = _soak.base_seed()
+        terminalreporter.write_line(f"actorlog torture figures (seed {seed}): {line}")

@@ -1,6 +1,11 @@
 """The stateful model test (see machine.py): MemoryStore (more examples) and a real SQLite
 file (fewer), on asyncio; the SQLite file on trio too (fewer still: the same machine, the
-other backend). ``ACTORLOG_SOAK=1`` runs x10 the examples, ``ACTORLOG_MODEL_EXAMPLES=N`` N."""
+other backend).
+
+The default is a short run (a few minutes of CI on 2 cores for the whole folder): every CI
+run draws fresh examples, so the runs add up. ``ACTORLOG_SOAK=1`` runs x10 the examples
+(``ACTORLOG_SOAK_ITERATIONS=N``: xN, as in tests/torture), ``ACTORLOG_MODEL_EXAMPLES=N``
+exactly N per test."""
 
 from __future__ import annotations
 
@@ -16,7 +21,12 @@ from hypothesis.stateful import run_state_machine_as_test
 from .concurrent_machine import ConcurrentMachine
 from .machine import STATS, ModelMachine
 
-SOAK = 10 if os.environ.get("ACTORLOG_SOAK") else 1
+#: x10 with ACTORLOG_SOAK=1, xN with ACTORLOG_SOAK_ITERATIONS=N (as tests/_soak.py counts)
+SOAK = (
+    max(1, int(os.environ.get("ACTORLOG_SOAK_ITERATIONS") or 0))
+    if os.environ.get("ACTORLOG_SOAK_ITERATIONS")
+    else (10 if os.environ.get("ACTORLOG_SOAK", "") not in ("", "0") else 1)
+)
 
 
 def _examples(default: int) -> int:
@@ -51,7 +61,7 @@ def test_model_on_memory_store() -> None:
     class OnMemory(ModelMachine):
         store_kind = "memory"
 
-    run_state_machine_as_test(OnMemory, settings=_settings(_examples(75), 30))
+    run_state_machine_as_test(OnMemory, settings=_settings(_examples(25), 30))
 
 
 @pytest.mark.timeout(600 * SOAK)
@@ -60,7 +70,7 @@ def test_model_on_sqlite_file(tmp_path: Path) -> None:
         store_kind = "sqlite"
         base_dir = str(tmp_path)
 
-    run_state_machine_as_test(OnSqlite, settings=_settings(_examples(20), 25))
+    run_state_machine_as_test(OnSqlite, settings=_settings(_examples(6), 25))
 
 
 @pytest.mark.timeout(600 * SOAK)
@@ -70,7 +80,7 @@ def test_model_on_sqlite_file_on_trio(tmp_path: Path) -> None:
         backend = "trio"
         base_dir = str(tmp_path)
 
-    run_state_machine_as_test(OnSqliteTrio, settings=_settings(_examples(8), 25))
+    run_state_machine_as_test(OnSqliteTrio, settings=_settings(_examples(3), 25))
 
 
 @pytest.mark.timeout(600 * SOAK)
@@ -81,7 +91,7 @@ def test_model_issue24_on_memory_store() -> None:
         store_kind = "memory"
         extended = True
 
-    run_state_machine_as_test(Extended, settings=_settings(_examples(25), 25))
+    run_state_machine_as_test(Extended, settings=_settings(_examples(10), 25))
 
 
 @pytest.mark.timeout(600 * SOAK)

@@ -3,32 +3,24 @@
 * ``ACTORLOG_TORTURE_SEED=N`` replays a failing run (every failure message prints its seed);
   without it each session draws a fresh base seed, shown in the report header.
 * ``ACTORLOG_SOAK=1`` multiplies every iteration count by 10 (a long soak);
-  ``ACTORLOG_SOAK_ITERATIONS=N`` sets the multiplier to N instead.
+  ``ACTORLOG_SOAK_ITERATIONS=N`` sets the multiplier to N instead (tests/_soak.py).
 """
 
 from __future__ import annotations
 
 import collections
-import os
-import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from actorlog.store import Store
 from actorlog.stores import MemoryStore, SqliteStore
 
-#: the base seed of this session (tests derive theirs from it)
-BASE_SEED = int(os.environ.get("ACTORLOG_TORTURE_SEED") or random.SystemRandom().randrange(10**6))
+from tests._soak import base_seed
+from tests._soak import soak_factor as soak_factor  # re-exported
 
-
-def soak_factor() -> int:
-    """How much longer than the CI default to run (1 in CI)."""
-    n = os.environ.get("ACTORLOG_SOAK_ITERATIONS")
-    if n:
-        return max(1, int(n))
-    return 10 if os.environ.get("ACTORLOG_SOAK", "") not in ("", "0") else 1
+#: the base seed of this session (tests derive theirs from it; the same in every xdist worker)
+BASE_SEED = base_seed()
 
 
 def soak(n: int) -> int:
@@ -36,14 +28,9 @@ def soak(n: int) -> int:
     return n * soak_factor()
 
 
-#: What this session tried, summed over the torture tests (printed at the end).
+#: What this session tried, summed over the torture tests (printed at the end by
+#: tests/conftest.py, which adds up the xdist workers' figures).
 FIGURES: collections.Counter[str] = collections.Counter()
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if FIGURES:
-        line = ", ".join(f"{k} {v}" for k, v in sorted(FIGURES.items()))
-        terminalreporter.write_line(f"actorlog torture figures (seed {BASE_SEED}): {line}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -51,13 +38,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if soak_factor() > 1:
         for item in items:
             item.add_marker(pytest.mark.timeout(240 * soak_factor()))
-
-
-def pytest_report_header() -> list[str]:
-    return [
-        f"actorlog torture: base seed {BASE_SEED} (replay with ACTORLOG_TORTURE_SEED={BASE_SEED}),"
-        f" soak factor {soak_factor()}"
-    ]
 
 
 @pytest.fixture

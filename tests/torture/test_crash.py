@@ -41,7 +41,7 @@ from actorlog import Actor, ActorSystem
 from tests import _pg
 
 from . import workload
-from .conftest import BASE_SEED, FIGURES, soak
+from .conftest import BASE_SEED, FIGURES, soak, soak_factor
 from .driver import Outcome, RunPlan, check, mixed_plans, random_plans, run_scenario
 from .faulty import BOUNDARIES
 from .workload import Config
@@ -74,6 +74,13 @@ PG_SOAK_SHARE = 2
 #: The store kinds: ``postgres-owner`` runs as an owner (leases, fencing tokens), as runtimes
 #: sharing a database do; ``postgres`` without one, as a single runtime may.
 KINDS = ("sqlite", "postgres-owner", "postgres", "sqlite-trio")
+#: CI time: each store kind and backend takes the boundary tour; the kills at random moments
+#: run on SQLite, mixed kills on SQLite and PostgreSQL; a soak (ACTORLOG_SOAK) adds the
+#: random moments on PostgreSQL, the mixed kills on trio and every in-doubt policy on
+#: PostgreSQL (PG_IN_DOUBT)
+SOAKING = soak_factor() > 1
+MOMENT_KINDS = ("sqlite", *(("postgres-owner",) if SOAKING else ()))
+MIXED_KINDS = ("sqlite", "postgres-owner", *(("sqlite-trio",) if SOAKING else ()))
 
 
 class Stores:
@@ -310,16 +317,24 @@ def test_kill_at_every_durability_boundary(seed: int, tmp_path: Path, stores: St
     assert not unreachable, f"seed {seed}: boundaries never crossed: {unreachable}"
 
 
+#: a kill between a call's intent and its result, one per in-doubt policy
+IN_DOUBT = (
+    "tool_after@notify:1",
+    "intent_commit_after@notify:1",
+    "tool_after@ledger_write:1",
+    "tool_after@fetch_account:1",
+    "tool_after@transfer:1",
+    "tool_before@transfer:1",
+)
+#: on PostgreSQL CI settles an escalation and a reconcile (its boundary tour crosses all of
+#: them); a soak runs every policy there too
+PG_IN_DOUBT = IN_DOUBT if SOAKING else ("tool_after@notify:1", "tool_after@transfer:1")
+
+
 @pytest.mark.parametrize(
-    "spec",
-    [
-        "tool_after@notify:1",
-        "intent_commit_after@notify:1",
-        "tool_after@ledger_write:1",
-        "tool_after@fetch_account:1",
-        "tool_after@transfer:1",
-        "tool_before@transfer:1",
-    ],
+    ("stores", "spec"),
+    [*(("sqlite", s) for s in IN_DOUBT), *(("postgres-owner", s) for s in PG_IN_DOUBT)],
+    indirect=["stores"],
 )
 def test_in_doubt_call_is_settled_by_its_tools_policy(
     seed: int, tmp_path: Path, stores: Stores, spec: str
@@ -369,6 +384,7 @@ def _decisions(d: Path) -> dict[str, str]:
     return {str(i): str(x).partition(":")[0] for i, x in rows}
 
 
+@pytest.mark.parametrize("stores", MOMENT_KINDS, indirect=True)
 def test_kill_at_random_moments(seed: int, tmp_path: Path, stores: Stores) -> None:
     """SIGKILL from outside after a random delay, several times per scenario."""
     rng = random.Random(seed)
@@ -380,7 +396,7 @@ def test_kill_at_random_moments(seed: int, tmp_path: Path, stores: Stores) -> No
         assert got.kills, f"seed {seed}: the first run finished before its kill"
 
 
-@pytest.mark.parametrize("stores", ("sqlite", "postgres-owner", "sqlite-trio"), indirect=True)
+@pytest.mark.parametrize("stores", MIXED_KINDS, indirect=True)
 def test_kill_at_random_boundaries_and_moments(seed: int, tmp_path: Path, stores: Stores) -> None:
     """Random boundaries (tool filters included), random outside kills as a backstop."""
     rng = random.Random(seed)
