@@ -15,8 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from actorlog import ActorSystem, ops
-from actorlog import idempotency_key
+from actorlog import ActorSystem, idempotency_key, ops
 from actorlog._records import EffectRecord, MessageRecord
 from actorlog.stores import SqliteStore
 
