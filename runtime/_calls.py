@@ -47,6 +47,8 @@ class ToolCalls:
     fatal: BaseException | None
     #: intents of this step running (or waiting for an operator) now: seq -> tool name
     _open: dict[int, str]
+    #: intents whose tool was running when a cancellation reached it
+    _in_flight: set[int]
     open_tools: dict[str, tuple[str, str]]
     #: replaying a step an operator cancelled: its scope (see ``Context.stop``/``_expect``)
     cancel_replay: Any
@@ -137,16 +139,65 @@ class ToolCalls:
                 if intent_seq in self._open and self._handler_cancelled():
                     # a loser of a race or a deadline of the handler's own: recorded now
                     self._open.pop(intent_seq)
+                    doubt: dict[str, Any] = {}
+                    if intent_seq in self._in_flight:  # its tool was running: in doubt
+                        doubt = await self._abandoned_in_doubt(t, args, kwargs, intent_seq, key)
                     self._cell.journal.write(
                         EntryKind.RESULT,
                         t.name,
                         intent_seq,
                         _records.result_payload(
-                            error=abandoned_error(), settled_by=SettledBy.CANCELLED
+                            error=abandoned_error(), settled_by=SettledBy.CANCELLED, **doubt
                         ),
                     )
                     _telemetry.set_error(span, "Cancelled")
                 raise
+            finally:
+                self._in_flight.discard(intent_seq)
+
+    async def _abandoned_in_doubt(
+        self,
+        t: Tool[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        intent_seq: int,
+        key: str,
+    ) -> dict[str, Any]:
+        """The handler's own scope cancelled a call while its tool ran (a race's loser, a
+        deadline): it may have taken effect. Its in-doubt policy says what the cancelled
+        settlement records (docs/retries.md, "Cancelled while running"): a read or an
+        idempotent write nothing (the handler abandoned it: never re-run); a write that
+        reconciles what its reconcile function answers, asked now (shielded from the
+        handler's cancel, bounded by the tool's timeout); a write that escalates (or whose
+        reconcile function does not know) ``in_doubt``, for an operator to rule on."""
+        policy = t.policy
+        if policy in ("rerun", "rerun-same-key"):
+            _telemetry.settled(intent_seq, t.name, policy, "cancelled")
+            return {}
+        self._cell.note_event(
+            EventKind.IN_DOUBT,
+            {"intent_seq": intent_seq, "tool": t.name, "policy": policy, "cancelled": True},
+        )
+        if policy == "reconcile":
+            with anyio.CancelScope(shield=True):
+                with anyio.move_on_after(t.timeout if t.timeout is not None else float("inf")):
+                    answer = await self._ask_reconcile(t, args, kwargs, intent_seq, key)
+                    if isinstance(answer, Happened):
+                        try:
+                            plain = _codec.to_plain(answer.result, "result")
+                        except EncodeError as exc:
+                            self._cell.note_event(
+                                EventKind.RECONCILE_FAILED,
+                                {"intent_seq": intent_seq, "error": exc.reason},
+                            )
+                        else:
+                            _telemetry.settled(intent_seq, t.name, policy, "reconcile.happened")
+                            return {"reconciled": "happened", "reconciled_value": plain}
+                    elif isinstance(answer, NotHappened):
+                        _telemetry.settled(intent_seq, t.name, policy, "reconcile.not_happened")
+                        return {"reconciled": "not_happened"}
+        _telemetry.settled(intent_seq, t.name, policy, "cancelled.in_doubt")
+        return {"in_doubt": True}
 
     def _handler_cancelled(self) -> bool:
         """Is the cancellation now the handler's own (a task group's, a deadline's), not
@@ -320,6 +371,7 @@ class ToolCalls:
         if t.wants_fencing_token:
             extra["fencing_token"] = token
         t0 = time.perf_counter()
+        self._in_flight.add(intent_seq)  # until it returns (kept if a cancel ends it)
         try:
             with _tools.running_tool():  # a tool may call tools directly
                 if t.timeout is None:
@@ -328,11 +380,14 @@ class ToolCalls:
                     with anyio.move_on_after(t.timeout) as scope:
                         value = await t.fn(*args, **kwargs, **extra)
                     if scope.cancelled_caught:
+                        self._in_flight.discard(intent_seq)
                         return False, ToolTimeoutError(t.name, t.timeout), t0
         except BaseException as exc:
             if not is_call_error(exc):
                 raise  # a cancellation the runtime (or the handler) asked for
+            self._in_flight.discard(intent_seq)
             return False, exc, t0
+        self._in_flight.discard(intent_seq)
         try:
             plain = _codec.to_plain(value, "result", check=False)
             # The entry's encode is the check (the result is encoded once). A result that

@@ -240,6 +240,12 @@ class ResultRecord:
     duration: float | None = None
     settled_by: str = SettledBy.RUN.value
     at: float | None = None
+    #: a cancelled write whose tool was running and whose policy escalates ([F18])
+    in_doubt: bool = False
+    #: a cancelled write's reconcile answer: ``happened``/``not_happened`` ([F18])
+    reconciled: str | None = None
+    #: the result its reconcile function gave (``reconciled == "happened"``)
+    reconciled_value: Any = None
 
     def payload(self) -> dict[str, Any]:
         p: dict[str, Any] = {
@@ -253,6 +259,12 @@ class ResultRecord:
             p["value"] = self.value
         else:
             p["error"] = _plain_error(self.error)
+        if self.in_doubt:
+            p["in_doubt"] = True
+        if self.reconciled is not None:
+            p["reconciled"] = self.reconciled
+            if self.reconciled == "happened":
+                p["reconciled_value"] = self.reconciled_value
         return p
 
     @classmethod
@@ -265,6 +277,9 @@ class ResultRecord:
             duration=f.opt_float("duration"),
             settled_by=f.text("settled_by", SettledBy.RUN.value),
             at=f.opt_float("at"),
+            in_doubt=f.boolean("in_doubt", False),
+            reconciled=f.opt_text("reconciled"),
+            reconciled_value=f.value("reconciled_value"),
         )
 
 
@@ -522,11 +537,17 @@ def result_payload(
     attempt: int = 1,
     duration: float = 0.0,
     settled_by: str = SettledBy.RUN.value,
+    in_doubt: bool = False,
+    reconciled: str | None = None,
+    reconciled_value: Any = None,
 ) -> dict[str, Any]:
     """``result`` (type_tag = tool name, ref = intent seq); ``ok`` unless ``error``.
 
     ``settled_by`` is ``run`` (the tool ran), ``reconcile`` (its reconcile fn answered), or
     ``cancelled`` (the handler's own cancel scope cancelled the call and the step went on).
+    A cancelled write whose tool was running carries its in-doubt policy's outcome
+    (docs/FORMAT.md [F18]): ``in_doubt`` (escalates: an operator rules) or ``reconciled``
+    (``happened``, with ``reconciled_value``, or ``not_happened``).
     """
     p: dict[str, Any] = {
         "ok": error is None,
@@ -539,6 +560,12 @@ def result_payload(
         p["value"] = value
     else:
         p["error"] = _plain_error(_error_of(error))
+    if in_doubt:
+        p["in_doubt"] = True
+    if reconciled is not None:
+        p["reconciled"] = reconciled
+        if reconciled == "happened":
+            p["reconciled_value"] = reconciled_value
     return p
 
 

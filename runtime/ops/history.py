@@ -54,6 +54,10 @@ def _plain(error: ErrorInfo | None) -> dict[str, Any] | None:
     return None if error is None else dict(error.payload())
 
 
+#: the decisions that rule on a cancelled write in doubt (``Call.in_doubt``)
+_RULINGS = (DecisionAction.RESULT, DecisionAction.FAIL)
+
+
 def _decision(row: EntryRow, d: DecisionRecord, *, ignored: bool = False) -> Decision:
     return Decision(
         seq=row.seq,
@@ -183,7 +187,10 @@ class _Builder:
             return
         if owner.result_seq is not None:  # settled: replay ignores later outcomes too
             if isinstance(rec, DecisionRecord):
-                owner.decisions.append(_decision(row, rec, ignored=True))
+                d = _decision(row, rec, ignored=True)
+                # an operator's ruling on a cancelled write in doubt (the first one counts)
+                d.ruling = owner.needs_ruling and d.action in _RULINGS
+                owner.decisions.append(d)
             return
         if isinstance(rec, ResultRecord):
             owner.result_seq, owner.ended_at = row.seq, at
@@ -193,6 +200,9 @@ class _Builder:
             owner.duration = rec.duration
             owner.attempts = rec.attempt
             owner.settled_by = rec.settled_by
+            owner.in_doubt = rec.in_doubt
+            owner.reconciled = rec.reconciled
+            owner.reconciled_value = rec.reconciled_value
         else:
             d = _decision(row, rec)
             owner.decisions.append(d)
