@@ -12,6 +12,7 @@ from .._records import (
     EffectRecord,
     EntryKind,
     ErrorInfo,
+    EventKind,
     IntentRecord,
     MessageRecord,
     ResultRecord,
@@ -28,6 +29,7 @@ from .models import (
     Finding,
     History,
     HistoryItem,
+    Ruling,
     SnapshotView,
     Step,
 )
@@ -52,10 +54,6 @@ _OUTCOME_KINDS = (EntryKind.RESULT, EntryKind.DECISION)
 def _plain(error: ErrorInfo | None) -> dict[str, Any] | None:
     """An error as the views show it (``{"type": ..., "message": ...}``)."""
     return None if error is None else dict(error.payload())
-
-
-#: the decisions that rule on a cancelled write in doubt (``Call.in_doubt``)
-_RULINGS = (DecisionAction.RESULT, DecisionAction.FAIL)
 
 
 def _decision(row: EntryRow, d: DecisionRecord, *, ignored: bool = False) -> Decision:
@@ -187,10 +185,7 @@ class _Builder:
             return
         if owner.result_seq is not None:  # settled: replay ignores later outcomes too
             if isinstance(rec, DecisionRecord):
-                d = _decision(row, rec, ignored=True)
-                # an operator's ruling on a cancelled write in doubt (the first one counts)
-                d.ruling = owner.needs_ruling and d.action in _RULINGS
-                owner.decisions.append(d)
+                owner.decisions.append(_decision(row, rec, ignored=True))
             return
         if isinstance(rec, ResultRecord):
             owner.result_seq, owner.ended_at = row.seq, at
@@ -304,7 +299,37 @@ async def history(store: Store, actor_id: str, *, since: int = 0) -> History:
             h.damage.append(item)
     assert h is not None
     h.steps.sort(key=lambda st: st.message_seq)
+    rulings = {r.intent_seq: r for r in map(ruling_of, h.events) if r is not None}
+    for st in h.steps:
+        for c in st.calls:
+            if c.in_doubt:
+                found = rulings.get(c.intent_seq)
+                c.ruling = None if found is None else found.decision
     return h
+
+
+def ruling_of(ev: Event) -> Ruling | None:
+    """The operator's ruling on a cancelled write in doubt that a ``resolved`` event records
+    (``"ruling": true``; ops/rulings.py), or None."""
+    d = ev.detail
+    if ev.kind != EventKind.RESOLVED or d.get("ruling") is not True:
+        return None
+    seq, action = d.get("intent_seq"), d.get("action")
+    if not isinstance(seq, int) or action not in ("result", "fail"):
+        return None
+    error = d.get("error")
+    return Ruling(
+        intent_seq=seq,
+        decision=Decision(
+            seq=0,
+            action=action,
+            by=str(d.get("by", "")),
+            reason=str(d.get("reason", "")),
+            at=ev.at,
+            value=d.get("value"),
+            error=error if isinstance(error, dict) else None,
+        ),
+    )
 
 
 async def iter_history(

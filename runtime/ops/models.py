@@ -104,9 +104,6 @@ class Decision:
     attempt: int = 0
     delay: float | None = None
     in_doubt: bool = False
-    #: an operator's ruling on a cancelled write in doubt (``Call.in_doubt``): it records
-    #: whether the effect happened and changes nothing in the step, which went on
-    ruling: bool = False
 
 
 @attrs.define
@@ -159,18 +156,29 @@ class Call:
     #: a call with no outcome yet runs on). Empty: it ran alone.
     parallel_with: list[int] = attrs.Factory(list)
     #: a write the handler's own scope cancelled while its tool ran (``settled_by``
-    #: ``cancelled``) and whose policy escalates: it may or may not have taken effect, and
-    #: waits for an operator's ruling (``needs_ruling``; docs/operators.md). The step went on.
+    #: ``cancelled``) and whose policy escalates: it may or may not have taken effect. The
+    #: step went on; an operator rules on what happened (``needs_ruling``, docs/operators.md)
     in_doubt: bool = False
     #: such a write's reconcile answer, asked when it was cancelled: ``happened`` (with
     #: ``reconciled_value``, the result it gave) or ``not_happened``; None: not asked
     reconciled: str | None = None
     reconciled_value: Any = None
+    #: the operator's ruling on it (``resolve``; ``seq`` 0: it is in the operator history,
+    #: not the log), filled in by :func:`history` (not by ``iter_history``)
+    ruling: Decision | None = None
 
     @property
     def needs_ruling(self) -> bool:
-        """A cancelled write in doubt with no operator ruling recorded yet."""
-        return self.in_doubt and not any(d.ruling for d in self.decisions)
+        """A cancelled write in doubt with no operator ruling yet."""
+        return self.in_doubt and self.ruling is None
+
+
+@attrs.define
+class Ruling:
+    """An operator's ruling on a cancelled write in doubt (ops/rulings.py)."""
+
+    intent_seq: int
+    decision: Decision
 
 
 @attrs.define
