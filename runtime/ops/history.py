@@ -80,6 +80,8 @@ class _Builder:
         self.fork_at = fork_at
         #: where the kept log starts: entries referring before it belong to compacted steps
         self.first_seq = first_seq
+        #: intent seq -> the operator's ruling on it (``resolved`` events, ops/rulings.py)
+        self.rulings: dict[int, Ruling] = {}
         self.steps: dict[int, Step] = {}
         self.calls: dict[int, Call] = {}
         self.damage: list[Finding] = []
@@ -98,6 +100,9 @@ class _Builder:
             return []
         self.finish_keys(step)
         _overlaps(step)
+        for c in step.calls:  # an operator's ruling on a cancelled write in doubt
+            found = self.rulings.get(c.intent_seq) if c.in_doubt else None
+            c.ruling = None if found is None else found.decision
         del self.steps[row.ref]
         self.incarnations.pop(row.ref, None)
         for c in step.calls:
@@ -299,12 +304,6 @@ async def history(store: Store, actor_id: str, *, since: int = 0) -> History:
             h.damage.append(item)
     assert h is not None
     h.steps.sort(key=lambda st: st.message_seq)
-    rulings = {r.intent_seq: r for r in map(ruling_of, h.events) if r is not None}
-    for st in h.steps:
-        for c in st.calls:
-            if c.in_doubt:
-                found = rulings.get(c.intent_seq)
-                c.ruling = None if found is None else found.decision
     return h
 
 
@@ -390,6 +389,7 @@ async def _history_stream(store: Store, actor_id: str, since: int) -> AsyncItera
     snapshots = [s for s in await _snapshot_views(store, actor_id, row.last_seq) if s.seq > since]
     side = _Side(snapshots, events, since)
     b = _Builder(actor_id, _fork_point(events), first_seq=max(1, row.first_seq))
+    b.rulings = {r.intent_seq: r for r in map(ruling_of, events) if r is not None}
 
     def emit(done: list[Step]) -> list[HistoryItem]:
         out: list[HistoryItem] = list(b.damage)
