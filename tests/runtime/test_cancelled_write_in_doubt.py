@@ -9,6 +9,7 @@ write that may have happened was shown to nobody.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,7 +19,9 @@ import pytest
 from actorlog import Actor, ActorSystem, Context, Happened, NotHappened, ops, tool
 from actorlog.errors import ConfigurationError
 from actorlog.store import Store
+from actorlog.stores import SqliteStore
 
+from tests.cli._support import cli
 from tests.conftest import StoreFactory
 
 pytestmark = pytest.mark.anyio
@@ -193,3 +196,38 @@ async def _rule_on_it(store: Store) -> None:
         await ops.resolve(store, "a", call.intent_seq, retry=True)
     assert (await ops.actor_status(store, "a")).last_seq == last
     assert len(await store.read_events("a")) == events
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_actorlog_history_and_resolve_show_and_rule_a_cancelled_write(
+    tmp_path: Path,
+) -> None:
+    """The operator's path through the real CLI on a SQLite file: `actorlog history` shows
+    the call needs a ruling, `actorlog resolve --retry` is refused, `--fail` records it, and
+    the history (text and HTML export) shows the ruling; the log is not written."""
+    _fresh()
+    db = tmp_path / "agents.db"
+    async with ActorSystem(SqliteStore(db), actors=[Agent]) as system:
+        ref = await system.spawn(Agent, "a")
+        assert await ref.ask(Deadline(), message_id="d1") == "went on"
+        (step,) = (await ops.history(system.store, "a")).steps
+        seq = step.calls[0].intent_seq
+        last = (await ops.actor_status(system.store, "a")).last_seq
+    r = cli("history", db, "a")
+    assert r.code == 0, r.err
+    assert "in doubt: needs a ruling (actorlog resolve --result | --fail)" in r.out
+    r = cli("resolve", db, "a", seq, "--retry")
+    assert r.code == 2 and "a retry cannot run" in r.err
+    r = cli("resolve", db, "a", seq, "--fail", "the bank has no such transfer")
+    assert r.code == 0, r.err
+    r = cli("history", db, "a")
+    assert "needs a ruling" not in r.out and ": it did not happen" in r.out, r.out
+    page = tmp_path / "h.html"
+    assert cli("history", db, "a", "--html", page).code == 0
+    assert ": it did not happen" in page.read_text()
+    store = SqliteStore(db)
+    await store.open()
+    try:
+        assert (await ops.actor_status(store, "a")).last_seq == last  # the log is as it was
+    finally:
+        await store.close()
