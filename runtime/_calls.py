@@ -16,6 +16,7 @@ import anyio
 from . import _codec, _decisions, _records, _telemetry, _tools
 from ._attempts import Settled, attempt_event, attempts_so_far, policy_attempt
 from ._cancelling import is_call_error
+from ._cancelwrite import abandoned_in_doubt
 from ._errors import ActorlogError, EncodeError, ToolCallError, ToolTimeoutError
 from ._records import (
     DecisionAction,
@@ -141,63 +142,24 @@ class ToolCalls:
                     self._open.pop(intent_seq)
                     doubt: dict[str, Any] = {}
                     if intent_seq in self._in_flight:  # its tool was running: in doubt
-                        doubt = await self._abandoned_in_doubt(t, args, kwargs, intent_seq, key)
+                        doubt = await abandoned_in_doubt(
+                            self._cell,
+                            t,
+                            intent_seq,
+                            lambda: self._ask_reconcile(t, args, kwargs, intent_seq, key),
+                        )
                     self._cell.journal.write(
                         EntryKind.RESULT,
                         t.name,
                         intent_seq,
                         _records.result_payload(
-                            error=abandoned_error(), settled_by=SettledBy.CANCELLED, **doubt
+                            error=abandoned_error(), settled_by=SettledBy.CANCELLED, doubt=doubt
                         ),
                     )
                     _telemetry.set_error(span, "Cancelled")
                 raise
             finally:
                 self._in_flight.discard(intent_seq)
-
-    async def _abandoned_in_doubt(
-        self,
-        t: Tool[Any, Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        intent_seq: int,
-        key: str,
-    ) -> dict[str, Any]:
-        """The handler's own scope cancelled a call while its tool ran (a race's loser, a
-        deadline): it may have taken effect. Its in-doubt policy says what the cancelled
-        settlement records (docs/retries.md, "Cancelled while running"): a read or an
-        idempotent write nothing (the handler abandoned it: never re-run); a write that
-        reconciles what its reconcile function answers, asked now (shielded from the
-        handler's cancel, bounded by the tool's timeout); a write that escalates (or whose
-        reconcile function does not know) ``in_doubt``, for an operator to rule on."""
-        policy = t.policy
-        if policy in ("rerun", "rerun-same-key"):
-            _telemetry.settled(intent_seq, t.name, policy, "cancelled")
-            return {}
-        self._cell.note_event(
-            EventKind.IN_DOUBT,
-            {"intent_seq": intent_seq, "tool": t.name, "policy": policy, "cancelled": True},
-        )
-        if policy == "reconcile":
-            with anyio.CancelScope(shield=True):
-                with anyio.move_on_after(t.timeout if t.timeout is not None else float("inf")):
-                    answer = await self._ask_reconcile(t, args, kwargs, intent_seq, key)
-                    if isinstance(answer, Happened):
-                        try:
-                            plain = _codec.to_plain(answer.result, "result")
-                        except EncodeError as exc:
-                            self._cell.note_event(
-                                EventKind.RECONCILE_FAILED,
-                                {"intent_seq": intent_seq, "error": exc.reason},
-                            )
-                        else:
-                            _telemetry.settled(intent_seq, t.name, policy, "reconcile.happened")
-                            return {"reconciled": "happened", "reconciled_value": plain}
-                    elif isinstance(answer, NotHappened):
-                        _telemetry.settled(intent_seq, t.name, policy, "reconcile.not_happened")
-                        return {"reconciled": "not_happened"}
-        _telemetry.settled(intent_seq, t.name, policy, "cancelled.in_doubt")
-        return {"in_doubt": True}
 
     def _handler_cancelled(self) -> bool:
         """Is the cancellation now the handler's own (a task group's, a deadline's), not

@@ -216,9 +216,9 @@ async def test_actorlog_history_and_resolve_show_and_rule_a_cancelled_write(
     r = cli("history", db, "a")
     assert r.code == 0, r.err
     assert "in doubt: needs a ruling (actorlog resolve --result | --fail)" in r.out
-    r = cli("resolve", db, "a", seq, "--retry")
+    r = cli("resolve", db, "a", str(seq), "--retry")
     assert r.code == 2 and "a retry cannot run" in r.err
-    r = cli("resolve", db, "a", seq, "--fail", "the bank has no such transfer")
+    r = cli("resolve", db, "a", str(seq), "--fail", "the bank has no such transfer")
     assert r.code == 0, r.err
     r = cli("history", db, "a")
     assert "needs a ruling" not in r.out and ": it did not happen" in r.out, r.out
