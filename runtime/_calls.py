@@ -16,6 +16,7 @@ import anyio
 from . import _codec, _decisions, _records, _telemetry, _tools
 from ._attempts import Settled, attempt_event, attempts_so_far, policy_attempt
 from ._cancelling import is_call_error
+from ._cancelwrite import abandoned_in_doubt
 from ._errors import ActorlogError, EncodeError, ToolCallError, ToolTimeoutError
 from ._records import (
     DecisionAction,
@@ -47,6 +48,8 @@ class ToolCalls:
     fatal: BaseException | None
     #: intents of this step running (or waiting for an operator) now: seq -> tool name
     _open: dict[int, str]
+    #: intents whose tool was running when a cancellation reached it
+    _in_flight: set[int]
     open_tools: dict[str, tuple[str, str]]
     #: replaying a step an operator cancelled: its scope (see ``Context.stop``/``_expect``)
     cancel_replay: Any
@@ -137,16 +140,26 @@ class ToolCalls:
                 if intent_seq in self._open and self._handler_cancelled():
                     # a loser of a race or a deadline of the handler's own: recorded now
                     self._open.pop(intent_seq)
+                    doubt: dict[str, Any] = {}
+                    if intent_seq in self._in_flight:  # its tool was running: in doubt
+                        doubt = await abandoned_in_doubt(
+                            self._cell,
+                            t,
+                            intent_seq,
+                            lambda: self._ask_reconcile(t, args, kwargs, intent_seq, key),
+                        )
                     self._cell.journal.write(
                         EntryKind.RESULT,
                         t.name,
                         intent_seq,
                         _records.result_payload(
-                            error=abandoned_error(), settled_by=SettledBy.CANCELLED
+                            error=abandoned_error(), settled_by=SettledBy.CANCELLED, doubt=doubt
                         ),
                     )
                     _telemetry.set_error(span, "Cancelled")
                 raise
+            finally:
+                self._in_flight.discard(intent_seq)
 
     def _handler_cancelled(self) -> bool:
         """Is the cancellation now the handler's own (a task group's, a deadline's), not
@@ -320,6 +333,7 @@ class ToolCalls:
         if t.wants_fencing_token:
             extra["fencing_token"] = token
         t0 = time.perf_counter()
+        self._in_flight.add(intent_seq)  # until it returns (kept if a cancel ends it)
         try:
             with _tools.running_tool():  # a tool may call tools directly
                 if t.timeout is None:
@@ -328,11 +342,14 @@ class ToolCalls:
                     with anyio.move_on_after(t.timeout) as scope:
                         value = await t.fn(*args, **kwargs, **extra)
                     if scope.cancelled_caught:
+                        self._in_flight.discard(intent_seq)
                         return False, ToolTimeoutError(t.name, t.timeout), t0
         except BaseException as exc:
             if not is_call_error(exc):
                 raise  # a cancellation the runtime (or the handler) asked for
+            self._in_flight.discard(intent_seq)
             return False, exc, t0
+        self._in_flight.discard(intent_seq)
         try:
             plain = _codec.to_plain(value, "result", check=False)
             # The entry's encode is the check (the result is encoded once). A result that

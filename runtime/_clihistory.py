@@ -13,6 +13,7 @@ from ._term import (
     ago,
     attempt_failed_text,
     call_text,
+    cancelled_doubt_text,
     clean,
     concurrency_text,
     duration,
@@ -232,6 +233,9 @@ def _call_line(s: Style, c: ops.Call) -> str:
         outcome = s.yellow("retry authorized")
     else:
         outcome = c.status
+    doubt = cancelled_doubt_text(c)
+    if doubt:
+        outcome += "  " + (s.yellow(doubt) if c.needs_ruling else doubt)
     extra = f"  key {clean(c.key)}" if c.effect == "write" else ""
     if c.recorded_key is not None:
         extra += f" (the copied intent says {clean(c.recorded_key)})"

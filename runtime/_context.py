@@ -115,6 +115,8 @@ class Context(StepTasks, ToolCalls, TimerEffects):
         self.awaited = 0.0
         #: intents of this step running (or waiting for an operator) now: seq -> tool name
         self._open: dict[int, str] = {}
+        #: intents whose tool was running when a cancellation reached it (``_calls._attempt``)
+        self._in_flight: set[int] = set()
         #: tool name -> (effect, policy) of the calls this step ran (for a cancel's record)
         self.open_tools: dict[str, tuple[str, str]] = {}
         #: ``ctx.stop()`` was called: the reason it gave (None: not called)

@@ -17,6 +17,7 @@ import anyio
 from . import ops
 from ._term import (
     attempt_failed_text,
+    cancelled_doubt_text,
     clean,
     concurrency_text,
     duration,
@@ -180,6 +181,9 @@ def _call_row(c: ops.Call, concurrent: bool = False) -> str:
         outcome = f"in doubt; the runtime settles it on recovery (policy {_e(c.policy)})"
     else:
         outcome = ""
+    doubt = cancelled_doubt_text(c)
+    if doubt:
+        outcome += f'<div class="doubt">{_e(doubt)}</div>'
     key = _e(c.key) if c.effect == "write" else ""
     attempts = f" (attempt {c.attempts})" if c.attempts > 1 else ""
     conc = data = ""

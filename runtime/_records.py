@@ -39,18 +39,18 @@ list, or a plain effect), as recovery hands it to the replaying ``Context``.
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar, Literal, TypeAlias
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
 from . import _codec
 from ._entrykinds import DecisionAction, EntryKind, EventKind, SettledBy
+from ._entryreads import LoggedField, logged, saved_options
 from ._errors import CorruptEntryError
 from ._fields import REQUIRED, FieldError, Fields, as_object
-from .store import EntryRow, EventRow
+from .store import EntryRow
 
 __all__ = [
     "attempt_failed_payload",
@@ -76,6 +76,8 @@ __all__ = [
     "loggable_text",
     "message_payload",
     "result_payload",
+    "LoggedField",
+    "logged",
     "saved_options",
     "step_payload",
 ]
@@ -240,6 +242,9 @@ class ResultRecord:
     duration: float | None = None
     settled_by: str = SettledBy.RUN.value
     at: float | None = None
+    in_doubt: bool = False  # [F18] a cancelled write whose policy escalates
+    reconciled: str | None = None  # [F18] a cancelled write's reconcile answer
+    reconciled_value: Any = None  # [F18] its result (``reconciled == "happened"``)
 
     def payload(self) -> dict[str, Any]:
         p: dict[str, Any] = {
@@ -253,7 +258,7 @@ class ResultRecord:
             p["value"] = self.value
         else:
             p["error"] = _plain_error(self.error)
-        return p
+        return {**p, **doubt_keys(self.in_doubt, self.reconciled, self.reconciled_value)}
 
     @classmethod
     def _parse(cls, f: Fields, type_tag: str) -> ResultRecord:
@@ -265,6 +270,9 @@ class ResultRecord:
             duration=f.opt_float("duration"),
             settled_by=f.text("settled_by", SettledBy.RUN.value),
             at=f.opt_float("at"),
+            in_doubt=f.boolean("in_doubt", False),
+            reconciled=f.opt_text("reconciled"),
+            reconciled_value=f.value("reconciled_value"),
         )
 
 
@@ -522,11 +530,13 @@ def result_payload(
     attempt: int = 1,
     duration: float = 0.0,
     settled_by: str = SettledBy.RUN.value,
+    doubt: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``result`` (type_tag = tool name, ref = intent seq); ``ok`` unless ``error``.
 
     ``settled_by`` is ``run`` (the tool ran), ``reconcile`` (its reconcile fn answered), or
     ``cancelled`` (the handler's own cancel scope cancelled the call and the step went on).
+    ``doubt``: a cancelled write's in-doubt keys (:func:`doubt_keys`).
     """
     p: dict[str, Any] = {
         "ok": error is None,
@@ -539,7 +549,14 @@ def result_payload(
         p["value"] = value
     else:
         p["error"] = _plain_error(_error_of(error))
-    return p
+    return {**p, **(doubt or {})}
+
+
+def doubt_keys(in_doubt: bool, reconciled: str | None, value: Any = None) -> dict[str, Any]:
+    """[F18] A write cancelled while it ran: its in-doubt policy's outcome, as result keys."""
+    if reconciled == "happened":
+        return {"reconciled": reconciled, "reconciled_value": value}
+    return {"reconciled": reconciled} if reconciled else {"in_doubt": True} if in_doubt else {}
 
 
 def effect_payload(*, index: int, value: Any, task: str = "") -> dict[str, Any]:
@@ -594,26 +611,3 @@ def attempt_failed_payload(
 
 
 #: the fields of its own new entries the runtime reads back (live equals replay)
-LoggedField = Literal["body", "value", "reply"]
-
-
-def logged(row: EntryRow, field: LoggedField) -> Any:
-    """``field`` of an entry this runtime just wrote, decoded from its bytes: what replay
-    will read (a message's ``body``, a result's or effect's ``value``, an ok step's
-    ``reply``), without building the whole record (it runs for most entries)."""
-    return _codec.decode_json(row.payload)[field]
-
-
-def saved_options(events: Iterable[EventRow]) -> tuple[dict[str, Any], str] | None:
-    """The spawn options last saved for an actor (its newest undamaged ``options`` event
-    whose detail is a JSON object), as (options, the event's detail); None if none."""
-    found = None
-    for ev in events:
-        if ev.kind == EventKind.OPTIONS and ev.damage is None:
-            try:
-                value = json.loads(ev.detail)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                found = (value, ev.detail)
-    return found

@@ -260,6 +260,24 @@ def clock(ts: float | None) -> str:
         return f"DAMAGED time {clean(ts)}"
 
 
+def cancelled_doubt_text(c: ops.Call) -> str:
+    """What a write cancelled by its handler while it ran left to know (docs/retries.md,
+    "Cancelled while running"), or "" for any other call. The one wording of ``actorlog
+    history``, its HTML export and the console."""
+    if c.reconciled == "happened":
+        return f"reconciled: it happened -> {short(c.reconciled_value, 50)}"
+    if c.reconciled == "not_happened":
+        return "reconciled: it did not happen"
+    if not c.in_doubt:
+        return ""
+    r = c.ruling
+    if r is None:
+        return "in doubt: needs a ruling (actorlog resolve --result | --fail)"
+    if r.action == "result":
+        return f"ruled by {clean(r.by)}: it happened -> {short(r.value, 50)}"
+    return f"ruled by {clean(r.by)}: it did not happen"
+
+
 def concurrency_text(c: ops.Call) -> str:
     """A call of a concurrent step (``Step.concurrent``): which task made it, when it ran,
     and the calls it overlapped, e.g. ``task 0; ran 14:03:07.250 to 14:03:07.351; parallel

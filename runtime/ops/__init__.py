@@ -75,6 +75,7 @@ from .models import (
 )
 from .reads import actor_status, export, leases, list_actors, opened, show
 from .restart import restart
+from .rulings import calls_needing_ruling
 from .timers import timer_view, timers
 from .verify import Progress, verify
 from .writes import fork, fork_effects, resolve
@@ -110,6 +111,7 @@ __all__ = [
     "export",
     "fork",
     "fork_effects",
+    "calls_needing_ruling",
     "history",
     "iter_history",
     "leases",

@@ -12,6 +12,7 @@ from .._records import (
     EffectRecord,
     EntryKind,
     ErrorInfo,
+    EventKind,
     IntentRecord,
     MessageRecord,
     ResultRecord,
@@ -28,6 +29,7 @@ from .models import (
     Finding,
     History,
     HistoryItem,
+    Ruling,
     SnapshotView,
     Step,
 )
@@ -78,6 +80,8 @@ class _Builder:
         self.fork_at = fork_at
         #: where the kept log starts: entries referring before it belong to compacted steps
         self.first_seq = first_seq
+        #: intent seq -> the operator's ruling on it (``resolved`` events, ops/rulings.py)
+        self.rulings: dict[int, Ruling] = {}
         self.steps: dict[int, Step] = {}
         self.calls: dict[int, Call] = {}
         self.damage: list[Finding] = []
@@ -96,6 +100,9 @@ class _Builder:
             return []
         self.finish_keys(step)
         _overlaps(step)
+        for c in step.calls:  # an operator's ruling on a cancelled write in doubt
+            found = self.rulings.get(c.intent_seq) if c.in_doubt else None
+            c.ruling = None if found is None else found.decision
         del self.steps[row.ref]
         self.incarnations.pop(row.ref, None)
         for c in step.calls:
@@ -193,6 +200,9 @@ class _Builder:
             owner.duration = rec.duration
             owner.attempts = rec.attempt
             owner.settled_by = rec.settled_by
+            owner.in_doubt = rec.in_doubt
+            owner.reconciled = rec.reconciled
+            owner.reconciled_value = rec.reconciled_value
         else:
             d = _decision(row, rec)
             owner.decisions.append(d)
@@ -297,6 +307,30 @@ async def history(store: Store, actor_id: str, *, since: int = 0) -> History:
     return h
 
 
+def ruling_of(ev: Event) -> Ruling | None:
+    """The operator's ruling on a cancelled write in doubt that a ``resolved`` event records
+    (``"ruling": true``; ops/rulings.py), or None."""
+    d = ev.detail
+    if ev.kind != EventKind.RESOLVED or d.get("ruling") is not True:
+        return None
+    seq, action = d.get("intent_seq"), d.get("action")
+    if not isinstance(seq, int) or action not in ("result", "fail"):
+        return None
+    error = d.get("error")
+    return Ruling(
+        intent_seq=seq,
+        decision=Decision(
+            seq=0,
+            action=action,
+            by=str(d.get("by", "")),
+            reason=str(d.get("reason", "")),
+            at=ev.at,
+            value=d.get("value"),
+            error=error if isinstance(error, dict) else None,
+        ),
+    )
+
+
 async def iter_history(
     store: Store, actor_id: str, *, since: int = 0
 ) -> AsyncGenerator[HistoryItem, None]:
@@ -355,6 +389,7 @@ async def _history_stream(store: Store, actor_id: str, since: int) -> AsyncItera
     snapshots = [s for s in await _snapshot_views(store, actor_id, row.last_seq) if s.seq > since]
     side = _Side(snapshots, events, since)
     b = _Builder(actor_id, _fork_point(events), first_seq=max(1, row.first_seq))
+    b.rulings = {r.intent_seq: r for r in map(ruling_of, events) if r is not None}
 
     def emit(done: list[Step]) -> list[HistoryItem]:
         out: list[HistoryItem] = list(b.damage)

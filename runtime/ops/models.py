@@ -155,6 +155,30 @@ class Call:
     #: one: each started before the other's outcome was logged (by log order, not by clock;
     #: a call with no outcome yet runs on). Empty: it ran alone.
     parallel_with: list[int] = attrs.Factory(list)
+    #: a write the handler's own scope cancelled while its tool ran (``settled_by``
+    #: ``cancelled``) and whose policy escalates: it may or may not have taken effect. The
+    #: step went on; an operator rules on what happened (``needs_ruling``, docs/operators.md)
+    in_doubt: bool = False
+    #: such a write's reconcile answer, asked when it was cancelled: ``happened`` (with
+    #: ``reconciled_value``, the result it gave) or ``not_happened``; None: not asked
+    reconciled: str | None = None
+    reconciled_value: Any = None
+    #: the operator's ruling on it (``resolve``; ``seq`` 0: it is in the operator history,
+    #: not the log), filled in by :func:`history` (not by ``iter_history``)
+    ruling: Decision | None = None
+
+    @property
+    def needs_ruling(self) -> bool:
+        """A cancelled write in doubt with no operator ruling yet."""
+        return self.in_doubt and self.ruling is None
+
+
+@attrs.define
+class Ruling:
+    """An operator's ruling on a cancelled write in doubt (ops/rulings.py)."""
+
+    intent_seq: int
+    decision: Decision
 
 
 @attrs.define

@@ -29,6 +29,7 @@ from .._records import (
 )
 from ..store import EntryRow, SnapshotRow, Store
 from .models import (
+    ActorStatus,
     Decision,
     ExternalEffect,
     ForkRefusedError,
@@ -41,6 +42,7 @@ from .reads import (
     _snapshot_problem,
     _status,
 )
+from .rulings import check_ruling, record_ruling
 from .verify import refuse_damaged
 
 
@@ -60,10 +62,13 @@ async def resolve(
     Exactly one of ``result=`` (the call happened and returned this), ``retry=True`` (run it
     again, once) or ``fail="why"`` (it did not happen; ``ctx.call`` raises ``ToolCallError``
     in the handler). Who (``by``, default ``user@host``), when and why (``reason``) are
-    recorded in the entry and in the operator history. The runtime acts on the decision when
-    it next recovers the actor (on start, since the actor has unfinished work). A runtime that
-    is running the actor right now does not see it: use ``ActorSystem.resolve`` there, or
-    restart that runtime.
+    recorded in the entry and in the operator history. A write its handler's own scope
+    cancelled while it ran and that waits for a ruling (``Call.needs_ruling``) takes a
+    ruling instead: ``result=`` or ``fail=``, recorded in the operator history only (the
+    step went on and is not changed; docs/operators.md "Cancelled writes in doubt"). The
+    runtime acts on the decision when it next recovers the actor (on start, since the actor
+    has unfinished work). A runtime that is running the actor right now does not see it:
+    use ``ActorSystem.resolve`` there, or restart that runtime.
 
     Raises:
         ConfigurationError: not exactly one of the three, the intent is not in doubt, or
@@ -83,20 +88,11 @@ async def resolve(
             f"{status.problem}. Run 'actorlog verify' and deal with the damage first"
         )
     await refuse_damaged(store, actor_id, "resolve")  # damage recovery does not read
-    listed = ", ".join(f"{i.intent_seq} ({i.tool}, {i.state})" for i in status.in_doubt)
-    head = (
-        f"actor {actor_id!r} has no unsettled intent at seq {intent_seq} "
-        f"(unsettled: {listed or 'none'})"
-    )
-    await _decisions.check_decidable(store, actor_id, intent_seq, head=head)
-    target = next((i for i in status.in_doubt if i.intent_seq == intent_seq), None)
-    if target is None:
-        raise ConfigurationError(head + ": its step is finished or not the one in progress")
-    if target.state == "retry_authorized":
-        raise ConfigurationError(
-            f"intent seq {intent_seq} already has a retry authorized; the runtime runs it on "
-            "recovery"
-        )
+    # a write its handler cancelled while it ran, in doubt: a ruling (ops/rulings.py)
+    tool = await check_ruling(store, actor_id, intent_seq, decision.action)
+    if tool is not None:
+        return await record_ruling(store, actor_id, intent_seq, tool, decision)
+    tool = await _decidable(store, actor_id, intent_seq, status)
     action, who = decision.action, decision.by
     last = status.last_seq
     data = _codec.encode_plain(decision.payload(), "decision entry")
@@ -111,7 +107,7 @@ async def resolve(
                     "intent_seq": intent_seq,
                     "decision_seq": entry.seq,
                     "action": action,
-                    "tool": target.tool,
+                    "tool": tool,
                     "by": who,
                     "reason": decision.reason,
                     "offline": True,
@@ -127,6 +123,26 @@ async def resolve(
         value=decision.value,
         error=None if decision.error is None else dict(decision.error.payload()),
     )
+
+
+async def _decidable(store: Store, actor_id: str, intent_seq: int, status: ActorStatus) -> str:
+    """Check that ``intent_seq`` is an intent of the step in progress that an operator may
+    decide now; return its tool's name."""
+    listed = ", ".join(f"{i.intent_seq} ({i.tool}, {i.state})" for i in status.in_doubt)
+    head = (
+        f"actor {actor_id!r} has no unsettled intent at seq {intent_seq} "
+        f"(unsettled: {listed or 'none'})"
+    )
+    await _decisions.check_decidable(store, actor_id, intent_seq, head=head)
+    target = next((i for i in status.in_doubt if i.intent_seq == intent_seq), None)
+    if target is None:
+        raise ConfigurationError(head + ": its step is finished or not the one in progress")
+    if target.state == "retry_authorized":
+        raise ConfigurationError(
+            f"intent seq {intent_seq} already has a retry authorized; the runtime runs it on "
+            "recovery"
+        )
+    return target.tool
 
 
 async def fork_effects(

@@ -663,6 +663,11 @@ async def _op(store: Any, fn: Callable[..., Any], base: dict[str, Any], param: s
 OPS_CASES: dict[str, tuple[Callable[..., Any], dict[str, Any], dict[str, str]]] = {
     "ops.actor_status": (ops.actor_status, {"actor_id": "alpha"}, {"actor_id": "id"}),
     "ops.history": (ops.history, {"actor_id": "alpha"}, {"actor_id": "id", "since": "int"}),
+    "ops.calls_needing_ruling": (
+        ops.calls_needing_ruling,
+        {"actor_id": "alpha"},
+        {"actor_id": "id"},
+    ),
     "ops.iter_history": (
         ops.iter_history,
         {"actor_id": "alpha"},
