@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from . import _codec, _retention
 from ._actor import Actor
@@ -114,6 +114,10 @@ class SpawnOptions:
         return True
 
 
+#: what an object must have to be taken as a ``Store`` (the protocol's public members)
+_STORE_MEMBERS = tuple(name for name in dir(Store) if not name.startswith("_"))
+
+
 def store_of(store: object) -> Store:
     """``store=`` of ``ActorSystem``: a ``Store``, or a store URL opened here.
 
@@ -124,8 +128,10 @@ def store_of(store: object) -> Store:
         from actorlog.stores import open_store
 
         return open_store(store)
-    if isinstance(store, Store):
-        return store
+    if isinstance(store, Store) or all(hasattr(store, name) for name in _STORE_MEMBERS):
+        # hasattr too: on 3.12+ isinstance() against a protocol looks attributes up
+        # statically, so a store wrapper that delegates by __getattr__ would be refused
+        return cast(Store, store)
     raise ConfigurationError(
         f"store must be a Store or a store URL, not {type(store).__qualname__} "
         f"{_codec.shown(store)}"
