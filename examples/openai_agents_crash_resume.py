@@ -102,7 +102,9 @@ class TravelLLM(Model):
         return ModelResponse(output=output, usage=usage, response_id=None)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        raise NotImplementedError  # this example does not stream
+        raise NotImplementedError(
+            "this scripted model answers plain runs only: the example never streams"
+        )
 
 
 # -- the agents and their tools -------------------------------------------------------------
