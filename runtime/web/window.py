@@ -31,7 +31,8 @@ class Window:
         items: steps, snapshots, events and damage, in timeline order.
         since: the steps whose message was logged after this seq are shown (and those in
             progress at it).
-        upto: the last seq shown (the log's end on the newest page).
+        upto: the last seq shown (on the newest page: the log's end when the window was read;
+            news appended meanwhile is the next window's).
         older: ``before`` for the page of older steps, or None (none are older).
         newer: ``before`` for the page of newer steps; None: the newest page follows (or
             this is it, when ``newest``).
@@ -80,7 +81,7 @@ async def window(
         async for item in gen:
             if isinstance(item, ops.ActorStatus):
                 status = item
-            elif newest or not _after(item, top):
+            elif not _after(item, top):  # news appended while this is read: the next window's
                 items.append(item)
             elif isinstance(item, ops.Step) and item.step_seq is not None:
                 break  # steps finish in message order: the rest are newer
@@ -90,7 +91,7 @@ async def window(
         actor=status,
         items=items,
         since=lo,
-        upto=status.last_seq if newest else top,
+        upto=top,
         older=lo if lo > floor else None,
         newer=newer,
         newest=newest,

@@ -202,3 +202,48 @@ def test_live_clients_get_only_news_in_bounded_updates_and_silent_ones_are_dropp
                 s.close()
     assert live.opened == 6 and live.dropped == 5
     assert live.largest_update < 800_000
+
+
+class _GrowingStore:
+    """A real SqliteStore that gets ``steps`` more steps from another writer right after its
+    first ``get_actor`` answers: news that arrives while a window is being read."""
+
+    def __init__(self, store: SqliteStore, db: Path, steps: int) -> None:
+        self._store = store
+        self._db = db
+        self._steps = steps
+        self.grown = False
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    async def get_actor(self, actor_id: str) -> object:
+        row = await self._store.get_actor(actor_id)
+        if not self.grown:
+            self.grown = True
+            await anyio.to_thread.run_sync(_grow, self._db, self._steps)
+        return row
+
+
+def test_a_live_window_stays_bounded_when_news_arrives_while_it_is_read(long_db: Path) -> None:
+    """The live stream's window is at most ``size`` entries even when another writer appends
+    while it is read (CI under load saw 251 steps in one update of a 100-step window); the
+    news beyond it comes in the next update, none is skipped."""
+    from actorlog.web.window import window
+
+    async def main() -> None:
+        store = SqliteStore(long_db, read_only=True)  # as the console reads
+        await store.open()
+        try:
+            growing = _GrowingStore(store, long_db, 150)
+            w = await window(growing, ACTOR, size=WINDOW, since=0)  # type: ignore[arg-type]
+            assert growing.grown
+            assert len(w.steps) <= WINDOW // 4 + 1
+            assert w.upto == 100_000 and w.newest  # the log's end when the window was cut
+            nxt = await window(store, ACTOR, size=WINDOW * 4, since=w.upto)
+            keys = [s.message_seq for s in nxt.steps]
+            assert keys[0] == 100_001 and len(keys) == 150 and nxt.upto == 100_600
+        finally:
+            await store.close()
+
+    anyio.run(main, backend="asyncio")
