@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, cast
 
 import anyio
+import anyio.lowlevel
 
 from . import _codec, _traceends
 from ._errors import (
@@ -365,8 +366,11 @@ class Timers:
         mono = time.monotonic()
         self._later = {k: v for k, v in self._later.items() if v > mono}
         tried: set[tuple[str, float]] = set()  # (timer, due) fired in this pass
+        # a pass fires what is due when it begins: a schedule whose firings take longer
+        # than its period is due again after each one, and re-reading the clock here
+        # would keep the pass (and, on a store that never suspends, the loop) going forever
+        at = now()
         while True:
-            at = now()
             limit = BATCH + len(self._later) + len(tried)
             due = await self.index.due_timers(at, limit=limit, owner=self.owner)
             todo = [
@@ -378,6 +382,7 @@ class Timers:
                 tried.add((t.timer_id, t.due))
                 if not await self._fire(t, at):
                     self._later[t.timer_id] = time.monotonic() + RETRY_AFTER
+                await anyio.lowlevel.checkpoint()  # the rest of the runtime gets its turns
         nxt = await self.index.next_due()
         wait = MAX_WAIT if nxt is None else nxt - now()
         if wait <= 0 or self._later:

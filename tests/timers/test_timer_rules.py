@@ -27,7 +27,7 @@ from actorlog import Actor, ActorlogError, ActorSystem, ConfigurationError, Cont
 from actorlog import _timers as timers_mod
 from actorlog._cli import main
 from actorlog.store import Store
-from actorlog.stores import SqliteStore
+from actorlog.stores import MemoryStore, SqliteStore
 
 from .agents import Flood, Get, Log, Note, Quitter, Recorder
 
@@ -453,3 +453,27 @@ def test_readers_show_damaged_and_extreme_rows_and_list_the_rest(tmp_path: Path)
 
     anyio.run(run_again)
     assert _run_cli(["timers", str(db)])[0] == 0
+
+
+class _SlowAppends(MemoryStore):
+    """A MemoryStore whose commits take 2 ms: longer than a 1 ms timer's period."""
+
+    async def append(self, actor_id: str, expected_last_seq: int, rows: Any) -> Any:
+        await anyio.sleep(0.002)
+        return await super().append(actor_id, expected_last_seq, rows)
+
+
+async def test_a_pass_of_the_timer_loop_ends_when_firings_take_longer_than_the_period() -> None:
+    """A 1 ms schedule whose deliveries take 2 ms is due again whenever one is delivered; a
+    pass fires what was due when it began and ends, so the loop sleeps and the rest of the
+    runtime (here: unschedule) gets its turn (CI saw the 90-day catch-up test hang under
+    load: the pass re-read "due" at every turn and never ended)."""
+    every = datetime.timedelta(milliseconds=1)
+    start = datetime.datetime.now(UTC) - datetime.timedelta(milliseconds=50)
+    async with ActorSystem(_SlowAppends(), actors=[Recorder]) as system:
+        rec = system.ref(Recorder, "rec")
+        await system.schedule("fast", rec, Note("f"), every=every, start=start)
+        with anyio.fail_after(20):
+            await system._timers.fire_due()
+        assert system._timers.fired >= 1
+        await system.unschedule("fast")
