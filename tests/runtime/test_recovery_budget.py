@@ -58,10 +58,15 @@ async def test_budget_snapshots_cpu_heavy_steps_and_bounds_the_estimate(
         assert BUDGET_HEADROOM < 1
         cell = system._cells["b"]
         for _ in range(30):
+            before = cell.replay_cpu
             await ref.ask(Burn(0.003))  # 30 x 3 ms of replay CPU = 90 ms > budget
+            grown = max(0.0, cell.replay_cpu - before)  # this step's measured handler time
             # the reply can arrive just before the step's snapshot is written: the estimate
-            # may pass the headroom mark by one step, never the budget
-            assert cell.estimated_recovery() < budget
+            # may pass the headroom mark by one step, never the budget -- unless that one
+            # step alone was measured longer than the headroom (a loaded machine preempts
+            # the 3 ms loop): without it, the estimate is under the budget
+            est = cell.estimated_recovery()
+            assert est < budget or est - grown < budget * BUDGET_HEADROOM, (est, grown)
     assert await snapshots(make_store(), "b") >= 1
     # the state is right after recovering from those snapshots
     async with ActorSystem(make_store(), actors=[Burner]) as system:
