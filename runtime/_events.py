@@ -1,0 +1,246 @@
+"""Events from a running step to the callers waiting on it (``ctx.emit``, ``ask_stream``).
+
+Events are not logged. ``ctx.emit`` encodes the value once and puts it, with its number
+among the step's emits, into the bounded buffer of every streaming caller waiting on that
+step (:class:`EventBuffer`, hung on the caller's reply slot); nothing waits, so an emit never
+blocks the actor. A full buffer drops the event (the caller sees the gap in the numbers and in
+``AskStream.dropped``). The caller's side (:class:`AskStream`) decodes each event, after the
+entries the step wrote before that emit are durable: an event a caller received is one a
+resumed run emits again (docs/streaming.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from . import _codec
+from ._errors import ActorlogError, ConfigurationError, EncodeError
+from ._mailbox import EventBuffer, EventItem, Reply
+from ._telemetry import ATTR, EVENT
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+__all__ = [
+    "DEFAULT_BUFFER",
+    "MAX_EVENT_BYTES",
+    "AskStream",
+    "Emitter",
+    "StepEvent",
+    "check_buffer",
+    "not_here",
+]
+
+#: the largest encoded event (UTF-8 JSON bytes)
+MAX_EVENT_BYTES: Final = 1024 * 1024
+#: how many undelivered events a streaming caller holds by default
+DEFAULT_BUFFER: Final = 1000
+#: the most a caller may ask to hold
+MAX_BUFFER: Final = 1_000_000
+
+
+@attrs.frozen
+class StepEvent:
+    """One event a step emitted (``ctx.emit``), as a streaming caller receives it.
+
+    Attributes:
+        number: its position among the emits of this run of the step: 1, 2, 3, ... A run
+            resumed after a crash numbers its emits from 1 again.
+        data: the emitted value in its decoded plain form (what JSON gives back: str, int,
+            float, bool, None, lists, dicts; an attrs instance arrives as a dict); the
+            caller's own copy.
+        replayed: True if a resumed run emitted it while its handler was still being served
+            effects recorded by the interrupted run (the part the crash did not lose).
+    """
+
+    number: int
+    data: Any
+    replayed: bool = False
+
+
+class Emitter:
+    """The emits of one step (one per ``_step.handle``): numbers them, hands each to the
+    streaming callers waiting on the step, and traces them as span events, one per batch
+    (the emits between two entries the step writes)."""
+
+    __slots__ = ("_batch", "_journal", "_seq", "_span", "_thread", "_waiters", "count")
+
+    def __init__(
+        self, waiters: dict[int, list[Reply]], seq: int, journal: Any, span: Span | None
+    ) -> None:
+        self._waiters = waiters
+        self._seq = seq
+        self._journal = journal
+        self._span = span if span is not None and span.is_recording() else None
+        self._thread = threading.get_ident()
+        #: (first number, count, bytes, last entry seq) of the batch not yet traced
+        self._batch: list[int] | None = None
+        self.count = 0
+
+    def emit(self, text: str, replayed: bool) -> None:
+        self.count += 1
+        journal = self._journal
+        slots = self._waiters.get(self._seq)
+        if slots:
+            after = journal.last_seq
+            flush = None if journal.durable_seq >= after else journal.flush
+            item = EventItem(self.count, text, replayed, after, flush)
+            for slot in slots:
+                if slot.stream is not None:
+                    slot.stream.put(item)
+        if self._span is not None:
+            batch = self._batch
+            if batch is not None and batch[3] == journal.last_seq:
+                batch[1] += 1
+                batch[2] += len(text)
+            else:
+                self.close()
+                self._batch = [self.count, 1, len(text), journal.last_seq]
+
+    def close(self) -> None:
+        """Trace the batch not yet traced (the step ends, or another batch starts)."""
+        batch, self._batch = self._batch, None
+        if batch is not None and self._span is not None:
+            self._span.add_event(
+                EVENT.EMITTED,
+                {
+                    ATTR.EVENT_FIRST: batch[0],
+                    ATTR.EVENT_COUNT: batch[1],
+                    ATTR.EVENT_BYTES: batch[2],
+                },
+            )
+
+
+def encode_event(obj: Any) -> str:
+    """``obj`` as the JSON text a caller decodes. Raises ``EncodeError`` (a
+    ``ConfigurationError``) if the codec cannot encode it or it is too large."""
+    plain = _codec.to_plain(obj, "event", check=False)
+    try:
+        text = _codec.encode_json(plain, "event", limit=MAX_EVENT_BYTES).decode()
+    except EncodeError as exc:
+        raise EncodeError("event", type(obj), exc.reason) from exc
+    return text
+
+
+def not_here(actor_id: str) -> ConfigurationError:
+    """``ask_stream``'s error for an actor that runs in another process."""
+    return ConfigurationError(
+        f"ask_stream(): actor {actor_id!r} runs in another process (this system is a client, "
+        "or another runtime holds its lease); events reach only callers in the process that "
+        "runs the actor. Use ask() for the reply; nothing was written"
+    )
+
+
+def check_buffer(buffer: object) -> int:
+    if type(buffer) is not int or not 1 <= buffer <= MAX_BUFFER:
+        raise ConfigurationError(
+            f"buffer must be an int from 1 to {MAX_BUFFER} (events held for a slow "
+            f"caller), not {buffer!r}"
+        )
+    return buffer
+
+
+class AskStream:
+    """The events of an asked message's step, then its reply: what ``ref.ask_stream``
+    returns. Iterate it (``async for ev in stream``) to get :class:`StepEvent` records; when
+    the iteration ends, ``reply`` holds the step's reply (an error the step recorded is
+    raised by the iteration instead, as ``ask`` raises it).
+
+    The message is logged when the iteration starts (or on ``async with``). Leave early with
+    ``aclose()`` or an ``async with`` block: a stream abandoned without either holds its
+    bounded buffer until the step ends.
+    """
+
+    def __init__(self, opener: Callable[[], Awaitable[Reply | None]], buffer: int) -> None:
+        self._open = opener
+        self._limit = buffer
+        self._slot: Reply | None = None
+        self._done = False
+        self._reply: Any = None
+        self._has_reply = False
+
+    @property
+    def reply(self) -> Any:
+        """The step's reply, once the iteration has ended.
+
+        Raises:
+            ConfigurationError: the iteration has not ended yet.
+        """
+        if not self._has_reply:
+            raise ConfigurationError(
+                "the reply is there once the iteration over ask_stream() has ended"
+            )
+        return self._reply
+
+    @property
+    def dropped(self) -> int:
+        """How many events this caller missed because its buffer was full."""
+        slot = self._slot
+        return 0 if slot is None or slot.stream is None else slot.stream.dropped
+
+    def __aiter__(self) -> AskStream:
+        return self
+
+    async def __aenter__(self) -> AskStream:
+        await self._start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop listening (idempotent): the step goes on; asking again with the same
+        ``message_id`` gets its reply."""
+        self._done = True
+        slot, self._slot = self._slot, None
+        if slot is not None:
+            slot.withdraw()
+            self._slot = slot  # ``dropped`` stays readable
+
+    async def _start(self) -> Reply:
+        if self._done:
+            raise StopAsyncIteration
+        if self._slot is None:
+            slot = await self._open()
+            assert slot is not None  # an ask's post gives its reply slot
+            # no await since the post: the step has not emitted yet
+            slot.stream = EventBuffer(self._limit)
+            self._slot = slot
+        return self._slot
+
+    async def __anext__(self) -> StepEvent:
+        try:
+            return await self._next()
+        except StopAsyncIteration:
+            raise
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def _next(self) -> StepEvent:
+        if self._done:
+            raise StopAsyncIteration
+        slot = await self._start()
+        buf = slot.stream
+        assert buf is not None
+        while True:
+            if buf.items:
+                item = buf.items.popleft()
+                if item.flush is not None and slot.event.is_set() is False:
+                    try:
+                        await item.flush()  # the entries it depends on: durable first
+                    except ActorlogError:
+                        buf.items.clear()  # they are lost; the reply says what happened
+                        continue
+                return StepEvent(item.number, _codec.decode_json(item.text.encode()), item.replayed)
+            if slot.event.is_set():
+                self._done = True
+                slot.withdraw()
+                value = await slot.wait()  # raises the step's error
+                self._reply, self._has_reply = value, True
+                raise StopAsyncIteration
+            await buf.wait()
