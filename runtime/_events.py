@@ -11,7 +11,8 @@ resumed run emits again (docs/streaming.md).
 
 from __future__ import annotations
 
-import threading
+import collections
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -41,6 +42,8 @@ MAX_EVENT_BYTES: Final = 1024 * 1024
 DEFAULT_BUFFER: Final = 1000
 #: the most a caller may ask to hold
 MAX_BUFFER: Final = 1_000_000
+#: the most (encoded bytes) a running step keeps of its recent events for late joiners
+MAX_HISTORY_BYTES: Final = 4 * 1024 * 1024
 
 
 @attrs.frozen
@@ -62,12 +65,29 @@ class StepEvent:
     replayed: bool = False
 
 
-class Emitter:
-    """The emits of one step (one per ``_step.handle``): numbers them, hands each to the
-    streaming callers waiting on the step, and traces them as span events, one per batch
-    (the emits between two entries the step writes)."""
+#: the emitters of the steps running now, by (id of their cell's waiters, message seq): a
+#: caller that starts streaming a running step gets the events it emitted so far from here
+_RUNNING: weakref.WeakValueDictionary[tuple[int, int], Emitter] = weakref.WeakValueDictionary()
 
-    __slots__ = ("_batch", "_journal", "_seq", "_span", "_thread", "_waiters", "count")
+
+class Emitter:
+    """The emits of one step (one per ``_step.handle``): numbers them, keeps the recent ones
+    for callers that join later, hands each to the streaming callers waiting on the step,
+    and traces them as span events, one per batch (the emits between two entries the step
+    writes)."""
+
+    __slots__ = (
+        "__weakref__",
+        "_batch",
+        "_held",
+        "_journal",
+        "_key",
+        "_seq",
+        "_span",
+        "_waiters",
+        "count",
+        "history",
+    )
 
     def __init__(
         self, waiters: dict[int, list[Reply]], seq: int, journal: Any, span: Span | None
@@ -76,33 +96,46 @@ class Emitter:
         self._seq = seq
         self._journal = journal
         self._span = span if span is not None and span.is_recording() else None
-        self._thread = threading.get_ident()
         #: (first number, count, bytes, last entry seq) of the batch not yet traced
         self._batch: list[int] | None = None
         self.count = 0
+        #: the most recent events (at most ``DEFAULT_BUFFER`` and ``MAX_HISTORY_BYTES``)
+        self.history: collections.deque[EventItem] = collections.deque()
+        self._held = 0
+        self._key = (id(waiters), seq)
+        _RUNNING[self._key] = self
 
     def emit(self, text: str, replayed: bool) -> None:
         self.count += 1
         journal = self._journal
-        slots = self._waiters.get(self._seq)
-        if slots:
-            after = journal.last_seq
-            flush = None if journal.durable_seq >= after else journal.flush
-            item = EventItem(self.count, text, replayed, after, flush)
-            for slot in slots:
-                if slot.stream is not None:
-                    slot.stream.put(item)
+        after = journal.last_seq
+        flush = None if journal.durable_seq >= after else journal.flush
+        item = EventItem(self.count, text, replayed, after, flush)
+        history = self.history
+        history.append(item)
+        self._held += len(text)
+        while len(history) > DEFAULT_BUFFER or self._held > MAX_HISTORY_BYTES:
+            self._held -= len(history.popleft().text)
+        for slot in self._waiters.get(self._seq, ()):
+            if slot.stream is not None:
+                slot.stream.put(item)
         if self._span is not None:
             batch = self._batch
-            if batch is not None and batch[3] == journal.last_seq:
+            if batch is not None and batch[3] == after:
                 batch[1] += 1
                 batch[2] += len(text)
             else:
-                self.close()
-                self._batch = [self.count, 1, len(text), journal.last_seq]
+                self._trace()
+                self._batch = [self.count, 1, len(text), after]
 
-    def close(self) -> None:
-        """Trace the batch not yet traced (the step ends, or another batch starts)."""
+    def end(self) -> None:
+        """The handler is done: trace the last batch; no caller joins from now on."""
+        self._trace()
+        if _RUNNING.get(self._key) is self:
+            del _RUNNING[self._key]
+        self.history.clear()
+
+    def _trace(self) -> None:
         batch, self._batch = self._batch, None
         if batch is not None and self._span is not None:
             self._span.add_event(
@@ -113,6 +146,16 @@ class Emitter:
                     ATTR.EVENT_BYTES: batch[2],
                 },
             )
+
+
+def join(slot: Reply, limit: int) -> None:
+    """Make ``slot`` (an ask's, just registered) a streaming caller's: its buffer, holding
+    the events its step (if running) emitted so far."""
+    buf = slot.stream = EventBuffer(limit)
+    emitter = _RUNNING.get((id(slot._waiters), slot._seq)) if slot._waiters is not None else None
+    if emitter is not None:
+        for item in emitter.history:
+            buf.put(item)
 
 
 def encode_event(obj: Any) -> str:
@@ -207,8 +250,7 @@ class AskStream:
         if self._slot is None:
             slot = await self._open()
             assert slot is not None  # an ask's post gives its reply slot
-            # no await since the post: the step has not emitted yet
-            slot.stream = EventBuffer(self._limit)
+            join(slot, self._limit)  # no await since the post: no event is missed
             self._slot = slot
         return self._slot
 

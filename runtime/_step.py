@@ -124,7 +124,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
             reply_plain = None
             _telemetry.set_error(span, ErrorInfo.of(exc).message)
         cell.step_scope = None
-        emitter.close()
+        emitter.end()
         if ctx.fatal is not None:
             raise ctx.fatal
         cancel = cell.cancel_pending if isinstance(error, StepCancelledError) else None
