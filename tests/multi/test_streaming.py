@@ -30,7 +30,9 @@ async def test_the_owner_streams_a_client_is_refused_before_anything_is_written(
         with pytest.raises(ConfigurationError, match="another process"):
             async for _ in remote.ask_stream(Tell("y", 1), message_id="q-2"):
                 pass
-        assert await runtime.store.inbox_for("r") == []  # nothing queued for the owner
+        store = runtime.store
+        assert isinstance(store, PostgresStore)
+        assert await store.inbox_for("r") == []  # nothing queued for the owner
         assert [r.message_id for r in await runtime.store.read("n") if r.kind == "message"] == [
             "q-1"
         ]

@@ -4,7 +4,7 @@ On asyncio and trio, MemoryStore, a real SQLite file and PostgreSQL (``make_stor
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import pytest
@@ -200,7 +200,7 @@ async def test_a_caller_that_stops_listening_leaves_the_step_running(
 
 
 class Outliver(Actor[Log]):
-    kept: list[Context] = []
+    kept: ClassVar[list[Context]] = []
 
     async def receive(self, ctx: Context, msg: Tell) -> str:
         Outliver.kept.append(ctx)
