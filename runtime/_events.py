@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from . import _codec
+from ._checks import shown
 from ._errors import ActorlogError, ConfigurationError, EncodeError
 from ._mailbox import EventBuffer, EventItem, Reply
 from ._telemetry import ATTR, EVENT
@@ -182,7 +183,7 @@ def check_buffer(buffer: object) -> int:
     if type(buffer) is not int or not 1 <= buffer <= MAX_BUFFER:
         raise ConfigurationError(
             f"buffer must be an int from 1 to {MAX_BUFFER} (events held for a slow "
-            f"caller), not {buffer!r}"
+            f"caller), not {shown(buffer)}"
         )
     return buffer
 
