@@ -110,8 +110,8 @@ class Emitter:
         self.count += 1
         journal = self._journal
         after = journal.last_seq
-        flush = None if journal.durable_seq >= after else journal.flush
-        item = EventItem(self.count, text, replayed, after, flush)
+        pending = None if journal.durable_seq >= after else journal
+        item = EventItem(self.count, text, replayed, after, pending)
         history = self.history
         history.append(item)
         self._held += len(text)
@@ -273,9 +273,9 @@ class AskStream:
         while True:
             if buf.items:
                 item = buf.items.popleft()
-                if item.flush is not None and slot.event.is_set() is False:
+                if not slot.event.is_set():  # (the reply comes after every entry is durable)
                     try:
-                        await item.flush()  # the entries it depends on: durable first
+                        await item.durable()  # the entries it depends on: durable first
                     except ActorlogError:
                         buf.items.clear()  # they are lost; the reply says what happened
                         continue

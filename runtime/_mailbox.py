@@ -6,8 +6,7 @@ Data and small queues only: nothing here knows the cell, the system or the store
 from __future__ import annotations
 
 import collections
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 import attrs
@@ -58,26 +57,36 @@ class Moved(Exception):  # internal signal, never escapes the system
     """The cell passivated while a post was on its way: post to a fresh cell instead."""
 
 
+class Durable(Protocol):
+    """What an event needs of its actor's journal (``_wal.Journal``)."""
+
+    durable_seq: int
+
+    async def flush(self) -> None: ...
+
+
 class EventItem:
     """A buffered event: encoded once, decoded by each caller."""
 
-    __slots__ = ("after", "flush", "number", "replayed", "text")
+    __slots__ = ("after", "journal", "number", "replayed", "text")
 
     def __init__(
-        self,
-        number: int,
-        text: str,
-        replayed: bool,
-        after: int,
-        flush: Callable[[], Awaitable[None]] | None,
+        self, number: int, text: str, replayed: bool, after: int, journal: Durable | None
     ) -> None:
         self.number = number
         self.text = text
         self.replayed = replayed
-        #: the last entry the step had written when it emitted this event, and how to make
-        #: it durable (None: it already was)
+        #: the last entry the step had written when it emitted this event, and the journal
+        #: that makes it durable (None: it already was)
         self.after = after
-        self.flush = flush
+        self.journal = journal
+
+    async def durable(self) -> None:
+        """Wait until the entries this event depends on are durable (committing them if
+        no one is). Raises the journal's ``ActorlogError`` if that commit fails."""
+        journal = self.journal
+        if journal is not None and journal.durable_seq < self.after:
+            await journal.flush()
 
 
 class EventBuffer:

@@ -4,6 +4,9 @@ On asyncio and trio, MemoryStore, a real SQLite file and PostgreSQL (``make_stor
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
@@ -213,3 +216,21 @@ async def test_emit_after_the_handler_returned_raises(make_store: StoreFactory) 
         assert await system.ref(Outliver, "o").ask(Tell("t")) == "ok"
         with pytest.raises(ConfigurationError, match="after the handler returned"):
             Outliver.kept[0].emit("late")
+
+
+def test_the_streaming_example_prints_the_events_then_the_reply() -> None:
+    """examples/streaming.py (shown whole in docs/streaming.md), run as a reader would."""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-W", "error", str(root / "examples" / "streaming.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    assert out.splitlines() == [
+        "1 searching",
+        "2 {'found': 12}",
+        "3 drafting",
+        "a draft about lisbon from 12 results",
+    ]
