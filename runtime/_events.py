@@ -273,12 +273,13 @@ class AskStream:
         while True:
             if buf.items:
                 item = buf.items.popleft()
-                if not slot.event.is_set():  # (the reply comes after every entry is durable)
-                    try:
-                        await item.durable()  # the entries it depends on: durable first
-                    except ActorlogError:
-                        buf.items.clear()  # they are lost; the reply says what happened
-                        continue
+                try:
+                    # the entries it depends on: durable first (also once the slot is
+                    # settled: a failed step's error settles it with those entries lost)
+                    await item.durable()
+                except ActorlogError:
+                    buf.items.clear()  # they are lost; the reply says what happened
+                    continue
                 return StepEvent(item.number, _codec.decode_json(item.text.encode()), item.replayed)
             if slot.event.is_set():
                 self._done = True

@@ -13,6 +13,7 @@ import anyio
 import pytest
 from actorlog import (
     Actor,
+    ActorlogError,
     ActorSystem,
     AskStream,
     ConfigurationError,
@@ -23,6 +24,7 @@ from actorlog import (
 )
 
 from tests.conftest import StoreFactory
+from tests.model.stream_machine import CrashingStore, Plan, Streamer
 
 from .stream_agents import Log, Narrator, Quiet, Tell
 
@@ -234,3 +236,26 @@ def test_the_streaming_example_prints_the_events_then_the_reply() -> None:
         "3 drafting",
         "a draft about lisbon from 12 results",
     ]
+
+
+async def test_an_event_whose_entries_never_became_durable_is_not_delivered(
+    make_store: StoreFactory,
+) -> None:
+    """Found by the stream model: the store dies on the commit that carries the result an
+    event shows. The step fails its callers; the event must not reach them (a resumed run
+    computes that result again, and may emit something else at that number)."""
+    inner = make_store()
+    store = CrashingStore(inner)
+    ops = "rrre"
+    store.countdown = 4  # message+intent, result+intent, result+intent, then the last result
+    got: list[Any] = []
+    async with ActorSystem(store, actors=[Streamer]) as system:  # type: ignore[arg-type]
+        stream = system.ref(Streamer, "s").ask_stream(Plan("t", ops), message_id="t")
+        with pytest.raises(ActorlogError):
+            async for ev in stream:
+                got.append(ev.data)
+    assert got == []
+    async with ActorSystem(make_store(), actors=[Streamer]) as system:
+        again = system.ref(Streamer, "s").ask_stream(Plan("t", ops), message_id="t")
+        assert [ev.number async for ev in again] in ([1], [])
+        assert again.reply == "done t"
