@@ -165,9 +165,9 @@ class Context(StepTasks, ToolCalls, TimerEffects):
                 f"ctx.emit() was called {where}: call it while the step runs, in the event "
                 "loop's thread"
             )
-        text = encode_event(obj)
+        data = encode_event(obj)
         if self.emitter is not None:
-            self.emitter.emit(text, self.replaying)
+            self.emitter.emit(data, self.replaying)
 
     def stop(self, reason: str = "") -> None:
         """Finish this actor when this step ends: a ``finish`` effect is logged with the

@@ -68,13 +68,13 @@ class Durable(Protocol):
 class EventItem:
     """A buffered event: encoded once, decoded by each caller."""
 
-    __slots__ = ("after", "journal", "number", "replayed", "text")
+    __slots__ = ("after", "data", "journal", "number", "replayed")
 
     def __init__(
-        self, number: int, text: str, replayed: bool, after: int, journal: Durable | None
+        self, number: int, data: bytes, replayed: bool, after: int, journal: Durable | None
     ) -> None:
         self.number = number
-        self.text = text
+        self.data = data
         self.replayed = replayed
         #: the last entry the step had written when it emitted this event, and the journal
         #: that makes it durable (None: it already was)
