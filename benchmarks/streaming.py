@@ -17,6 +17,13 @@ time it receives the event: that is the latency (decode included). Three ways to
 "emit cost" is the handler's time per event (``burst``, nothing else in the loop) with no
 caller streaming and with one. MemoryStore and a real SQLite file (default durability: fsync).
 The best of ``--repeat`` runs per row (lowest p50).
+
+Reading the table: the caller shares the event loop with the handler, so it receives an event
+when the handler next yields. ``paced`` shows the cost of the path itself (emit, buffer, wake,
+decode). In ``burst`` an event waits for the rest of the burst and the message's commit (an
+event is delivered only once the entries before it are durable, the message included: the
+handler starts before its message's commit). ``after_call`` on SQLite pays a commit per event
+(the read's result, committed by the caller's stream or by the next intent).
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ class State:
 
 @tool(name="bench_stream_lookup", effect="read")
 async def lookup(i: int) -> int:
+    await anyio.lowlevel.checkpoint()  # a real tool awaits I/O: the event loop runs others
     return i
 
 

@@ -174,14 +174,16 @@ class StreamMachine(RuleBasedStateMachine):
 
         async def go() -> list[tuple[Events, Any, bool]]:
             results: list[tuple[Events, Any, bool]] = []
-            async with ActorSystem(self._store(), actors=[Streamer]) as system:
-                async with anyio.create_task_group() as tg:
+            async with (
+                ActorSystem(self._store(), actors=[Streamer]) as system,
+                anyio.create_task_group() as tg,
+            ):
 
-                    async def one() -> None:
-                        results.append(await _stream(system, tag, ops))
+                async def one() -> None:
+                    results.append(await _stream(system, tag, ops))
 
-                    for _ in range(callers):
-                        tg.start_soon(one)
+                for _ in range(callers):
+                    tg.start_soon(one)
             return results
 
         results = self._run(go)
@@ -207,7 +209,7 @@ class StreamMachine(RuleBasedStateMachine):
             store = CrashingStore(self._store())
             store.countdown, store.after = crash_at, after
             try:
-                async with ActorSystem(store, actors=[Streamer]) as system:  # type: ignore[arg-type]
+                async with ActorSystem(store, actors=[Streamer]) as system:
                     return await _stream(system, tag, ops)
             except Exception:  # the crashed system's own shutdown fails: it is dropped
                 return [], None, True

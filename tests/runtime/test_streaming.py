@@ -249,7 +249,7 @@ async def test_an_event_whose_entries_never_became_durable_is_not_delivered(
     ops = "rrre"
     store.countdown = 4  # message+intent, result+intent, result+intent, then the last result
     got: list[Any] = []
-    async with ActorSystem(store, actors=[Streamer]) as system:  # type: ignore[arg-type]
+    async with ActorSystem(store, actors=[Streamer]) as system:
         stream = system.ref(Streamer, "s").ask_stream(Plan("t", ops), message_id="t")
         with pytest.raises(ActorlogError):
             async for ev in stream:
