@@ -259,3 +259,18 @@ async def test_an_event_whose_entries_never_became_durable_is_not_delivered(
         again = system.ref(Streamer, "s").ask_stream(Plan("t", ops), message_id="t")
         assert [ev.number async for ev in again] in ([1], [])
         assert again.reply == "done t"
+
+
+async def test_a_cancelled_caller_leaves_no_waiter_behind(make_store: StoreFactory) -> None:
+    """Cancellation belongs to whoever started it: a stream cancelled while it waits for the
+    next event withdraws its slot (read through the cell: no public API shows waiters)."""
+    Gated.gate = anyio.Event()
+    async with ActorSystem(make_store(), actors=[Gated]) as system:
+        ref = await system.spawn(Gated, "g")
+        stream = ref.ask_stream(Tell("z"), message_id="q-1")
+        with anyio.move_on_after(0.2):
+            async for _ in stream:
+                pass  # "one", then it waits: the gate is closed
+        assert system._cells["g"].waiters == {}
+        Gated.gate.set()
+        assert await ref.ask(Tell("z"), message_id="q-1") == "gated"
