@@ -21,6 +21,7 @@ from actorlog import (
     EncodeError,
     HandlerError,
     StepEvent,
+    tool,
 )
 
 from tests.conftest import StoreFactory
@@ -274,3 +275,40 @@ async def test_a_cancelled_caller_leaves_no_waiter_behind(make_store: StoreFacto
         assert system._cells["g"].waiters == {}
         Gated.gate.set()
         assert await ref.ask(Tell("z"), message_id="q-1") == "gated"
+
+
+#: the context of the step running ``Speaker`` (what an integration's model call closes over)
+SPEAKING: list[Context] = []
+
+
+@tool(effect="read")
+async def speak(words: int) -> str:
+    """A model call that streams its tokens to the step's callers as it makes them."""
+    ctx = SPEAKING[-1]
+    for i in range(words):
+        ctx.emit(f"tok{i}")
+        if i == 0:
+            await Speaker.gate.wait()  # the first token is out while the tool still runs
+    return " ".join(f"tok{i}" for i in range(words))
+
+
+class Speaker(Actor[Log]):
+    gate: anyio.Event
+
+    async def receive(self, ctx: Context, msg: Tell) -> str:
+        SPEAKING.append(ctx)
+        ctx.emit("calling")
+        return str(await ctx.call(speak, msg.n))
+
+
+async def test_a_running_tool_can_emit_and_its_events_go_out_while_it_runs(
+    make_store: StoreFactory,
+) -> None:
+    Speaker.gate = anyio.Event()
+    async with ActorSystem(make_store(), actors=[Speaker]) as system:
+        stream = system.ref(Speaker, "sp").ask_stream(Tell("t", 3), message_id="q-1")
+        first = [await stream.__anext__(), await stream.__anext__()]
+        assert [ev.data for ev in first] == ["calling", "tok0"]  # the tool is still waiting
+        Speaker.gate.set()
+        assert [ev.data async for ev in stream] == ["tok1", "tok2"]
+        assert stream.reply == "tok0 tok1 tok2"
