@@ -104,10 +104,11 @@ class Emitter:
         self.history: collections.deque[EventItem] = collections.deque()
         self._held = 0
         self._key = (id(waiters), seq)
-        _RUNNING[self._key] = self
 
     def emit(self, data: bytes, replayed: bool) -> None:
         self.count += 1
+        if self.count == 1:  # a step that emits nothing costs no registration
+            _RUNNING[self._key] = self
         journal = self._journal
         after = journal.last_seq
         pending = None if journal.durable_seq >= after else journal
@@ -132,7 +133,7 @@ class Emitter:
     def end(self) -> None:
         """The handler is done: trace the last batch; no caller joins from now on."""
         self._trace()
-        if _RUNNING.get(self._key) is self:
+        if self.count and _RUNNING.get(self._key) is self:
             del _RUNNING[self._key]
         self.history.clear()
 
