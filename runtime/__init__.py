@@ -53,6 +53,7 @@ import logging as _logging
 from . import errors
 from ._actor import Actor
 from ._context import Context
+from ._events import AskStream, StepEvent
 from ._ids import idempotency_key
 from ._leases import Lease, OwnershipChange
 from ._names import message
@@ -167,6 +168,7 @@ __all__ = [
     "Actor",
     "ActorRef",
     "ActorSystem",
+    "AskStream",
     "Context",
     "Happened",
     "Lease",
@@ -177,6 +179,7 @@ __all__ = [
     "RecoveryReport",
     "Retry",
     "SqliteStore",
+    "StepEvent",
     "Tool",
     "idempotency_key",
     "message",

@@ -32,6 +32,7 @@ from ._errors import (
     StepCancelledError,
     ToolCallError,
 )
+from ._events import Emitter, encode_event
 from ._ids import idempotency_key
 from ._records import (
     EffectRecord,
@@ -123,6 +124,8 @@ class Context(StepTasks, ToolCalls, TimerEffects):
         self.stopped: str | None = None
         #: replaying a step an operator cancelled: the scope to cancel where its log ends
         self.cancel_replay: Any = None
+        #: hands ``emit``'s events to the streaming callers (a live or resumed step only)
+        self.emitter: Emitter | None = None
 
     # -- public surface --------------------------------------------------------------------
 
@@ -142,6 +145,29 @@ class Context(StepTasks, ToolCalls, TimerEffects):
         if node is None or node.owner is not self:
             node = self.root
         return node.index < len(self._tasks.get(node.task, ())) or self._complete
+
+    def emit(self, obj: Any, /) -> None:
+        """Send a progress event to the callers streaming this step (``ref.ask_stream``).
+
+        Synchronous and never blocking: the event is put into each streaming caller's
+        bounded buffer (a full one drops it: that caller sees a gap). Events are not logged:
+        a resumed run emits them again (docs/streaming.md). Call it from the handler, its
+        tasks, or a tool it is running, in the event loop's thread, while the step runs.
+
+        Raises:
+            EncodeError: ``obj`` cannot be encoded by the codec (as a message field), or
+                encodes to more than 1 MiB; nothing was emitted.
+            ConfigurationError: called from another thread or after the handler returned.
+        """
+        if threading.get_ident() != self._thread or self.ended:
+            where = "from another thread" if not self.ended else "after the handler returned"
+            raise ConfigurationError(
+                f"ctx.emit() was called {where}: call it while the step runs, in the event "
+                "loop's thread"
+            )
+        data = encode_event(obj)
+        if self.emitter is not None:
+            self.emitter.emit(data, self.replaying)
 
     def stop(self, reason: str = "") -> None:
         """Finish this actor when this step ends: a ``finish`` effect is logged with the

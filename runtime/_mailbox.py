@@ -6,7 +6,7 @@ Data and small queues only: nothing here knows the cell, the system or the store
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 import attrs
@@ -23,6 +23,8 @@ __all__ = [
     "PASSIVATE",
     "STOP",
     "Envelope",
+    "EventBuffer",
+    "EventItem",
     "Mailbox",
     "Moved",
     "Reply",
@@ -55,6 +57,67 @@ class Moved(Exception):  # internal signal, never escapes the system
     """The cell passivated while a post was on its way: post to a fresh cell instead."""
 
 
+class Durable(Protocol):
+    """What an event needs of its actor's journal (``_wal.Journal``)."""
+
+    durable_seq: int
+
+    async def flush(self) -> None: ...
+
+
+class EventItem:
+    """A buffered event: encoded once, decoded by each caller."""
+
+    __slots__ = ("after", "data", "journal", "number", "replayed")
+
+    def __init__(
+        self, number: int, data: bytes, replayed: bool, after: int, journal: Durable | None
+    ) -> None:
+        self.number = number
+        self.data = data
+        self.replayed = replayed
+        #: the last entry the step had written when it emitted this event, and the journal
+        #: that makes it durable (None: it already was)
+        self.after = after
+        self.journal = journal
+
+    async def durable(self) -> None:
+        """Wait until the entries this event depends on are durable (committing them if
+        no one is). Raises the journal's ``ActorlogError`` if that commit fails."""
+        journal = self.journal
+        if journal is not None and journal.durable_seq < self.after:
+            await journal.flush()
+
+
+class EventBuffer:
+    """One streaming caller's undelivered events: at most ``limit``; more are dropped."""
+
+    __slots__ = ("_wake", "dropped", "items", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.items: collections.deque[EventItem] = collections.deque()
+        self.limit = limit
+        self.dropped = 0
+        self._wake: anyio.Event | None = None
+
+    def put(self, item: EventItem) -> None:
+        if len(self.items) >= self.limit:
+            self.dropped += 1
+        else:
+            self.items.append(item)
+        self.wake()
+
+    def wake(self) -> None:
+        waiter, self._wake = self._wake, None
+        if waiter is not None:
+            waiter.set()
+
+    async def wait(self) -> None:
+        """Wait for the next event or the reply. A cancellation point."""
+        self._wake = anyio.Event()
+        await self._wake.wait()
+
+
 class Reply:
     """Where one ``ask`` waits for its step to complete.
 
@@ -63,7 +126,7 @@ class Reply:
     nothing is left behind for a later ask of the same message to wait on.
     """
 
-    __slots__ = ("_seq", "_waiters", "error", "event", "value")
+    __slots__ = ("_seq", "_waiters", "error", "event", "stream", "value")
 
     def __init__(self, waiters: dict[int, list[Reply]] | None = None, seq: int = 0) -> None:
         self.event = anyio.Event()
@@ -71,6 +134,8 @@ class Reply:
         self.error: BaseException | None = None
         self._waiters = waiters
         self._seq = seq
+        #: a streaming caller's buffer of the step's events (``_events``), else None
+        self.stream: EventBuffer | None = None
         if waiters is not None:
             waiters.setdefault(seq, []).append(self)
 
@@ -78,6 +143,8 @@ class Reply:
         if not self.event.is_set():
             self.value, self.error = value, error
             self.event.set()
+            if self.stream is not None:
+                self.stream.wake()
 
     def withdraw(self) -> None:
         """Leave the cell's waiters (idempotent)."""

@@ -6,8 +6,10 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
-from . import _codec
+from . import _codec, _events
 from ._errors import ConfigurationError
+from ._events import AskStream
+from ._mailbox import Reply
 from ._tools import refuse_in_query, refuse_query_in_step
 
 __all__ = ["ActorRef", "Messenger"]
@@ -31,6 +33,10 @@ class Messenger(Protocol):
     ) -> Any: ...
 
     def status(self, actor_id: str) -> str: ...
+
+    async def _stream(
+        self, cls: type[Any], actor_id: str, msg: Any, message_id: str | None
+    ) -> Reply | None: ...
 
     async def _query(
         self, cls: type[Any], actor_id: str, query: Any, *, timeout: float | None
@@ -103,6 +109,51 @@ class ActorRef(Generic[A]):
             want_reply=True,
             timeout=timeout,
         )
+
+    def ask_stream(
+        self,
+        msg: Any,
+        *,
+        message_id: str | None = None,
+        buffer: int = _events.DEFAULT_BUFFER,
+    ) -> AskStream:
+        """Deliver ``msg`` and stream its step: the events its handler emits
+        (``ctx.emit``) as :class:`StepEvent` records, live and in order, then the reply
+        (``stream.reply`` once the iteration ends)::
+
+            stream = ref.ask_stream(Ask("..."), message_id="q-1")
+            async for ev in stream:
+                print(ev.number, ev.data)
+            answer = stream.reply
+
+        The message is logged when the iteration starts, exactly as ``ask`` logs it (the
+        same ``message_id`` rules). A step that emits nothing streams no events; a step
+        already completed streams only its reply. A caller joining a running step (the
+        same ``message_id``) gets the events emitted from then on: the first number tells
+        where it joined. After a crash, the resumed run emits again from number 1 (see
+        docs/streaming.md). At most ``buffer`` events wait for a slow caller; more are
+        dropped for that caller (a gap in the numbers, counted in ``stream.dropped``); the
+        actor never waits for a caller, and the reply always arrives.
+
+        Only here in the process that runs the actor: on PostgreSQL, a client-mode system
+        or a runtime that does not own the actor raises ``ConfigurationError`` (use
+        ``ask``).
+
+        Raises:
+            ConfigurationError: a bad ``message_id`` or ``buffer`` (raised here, at the
+                call; nothing was written), or the actor runs in another process (raised by
+                the iteration, before anything is written).
+            Exception: the iteration raises what ``ask`` raises (``HandlerError``,
+                ``MessageIdReusedError``, ``ActorQuarantinedError``, ...).
+        """
+        _codec.validate_message_id(message_id)
+        _events.check_buffer(buffer)
+        refuse_in_query(f"asked actor {self.actor_id!r}")
+
+        async def open_() -> Reply | None:
+            return await self.system._stream(self.cls, self.actor_id, msg, message_id)
+
+        return AskStream(open_, buffer)
 
     async def query(self, query: Any, /, *, timeout: float | None = None) -> Any:
         """Read the actor's state without changing it: logs nothing, runs no tool.

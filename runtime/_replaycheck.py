@@ -152,6 +152,9 @@ class _NoMessenger:
     async def _query(self, *args: Any, **kwargs: Any) -> Any:
         raise _ReachedLive
 
+    async def _stream(self, *args: Any, **kwargs: Any) -> Any:
+        raise _ReachedLive
+
     def status(self, actor_id: str) -> str:
         return "unknown"
 

@@ -30,6 +30,7 @@ from ._context import Context
 from ._ctxtasks import by_task
 from ._entrykinds import EventKind
 from ._errors import ActorlogError, EncodeError, RecoveryError, StepCancelledError
+from ._events import Emitter
 from ._mailbox import Envelope, Reply, reply_value, settle
 from ._records import EntryKind, ErrorInfo, IntentRecord, StepRecord
 from ._recovery import Recovering
@@ -87,6 +88,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
     error: BaseException | None = None
     cannot: BaseException | None = None
     with tracer.start_as_current_span(name, context=parent, attributes=attributes) as span:
+        ctx.emitter = emitter = Emitter(cell.waiters, env.seq, cell.journal, span)
         try:
             cannot = _cannot_run(cell, env)
             if cannot is not None:
@@ -122,6 +124,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
             reply_plain = None
             _telemetry.set_error(span, ErrorInfo.of(exc).message)
         cell.step_scope = None
+        emitter.end()
         if ctx.fatal is not None:
             raise ctx.fatal
         cancel = cell.cancel_pending if isinstance(error, StepCancelledError) else None

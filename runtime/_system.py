@@ -25,6 +25,7 @@ from ._errors import (
     ActorStoppedError,
     ConfigurationError,
 )
+from ._events import not_here
 from ._host import Host
 from ._leases import Lease, OwnershipChange
 from ._lifecycle import Lifecycle
@@ -173,7 +174,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
                     "with this store there is no owner to deliver to; drop client=True to "
                     "run the actors here"
                 )
-            owner = owner or _client_name()
+            owner = owner or f"client-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         if owner is not None and self.store.capabilities.leases:
             self._ownership = Ownership(
                 self._host,
@@ -460,6 +461,14 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         )
         return None if slot is None else await slot.wait()
 
+    async def _stream(self, cls: Any, actor_id: str, msg: Any, mid: str | None) -> Reply | None:
+        """``ask_stream``'s delivery: here only (events do not travel between processes)."""
+        if self._ownership is not None and not await self._ownership.route(cls, actor_id):
+            raise not_here(actor_id)  # before anything is written
+        return await self._post_local(
+            cls, actor_id, msg, message_id=mid, sender=None, want_reply=True
+        )
+
     async def _post_local(
         self,
         cls: type[Actor[Any]],
@@ -608,8 +617,3 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         if cell is None:
             raise ActorNotFoundError(f"actor {actor_id!r} is not running in this system")
         await cell.resolve(intent_seq, decision)
-
-
-def _client_name() -> str:
-    """A unique owner name for a client (it holds no lease; the name labels its asks)."""
-    return f"client-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"

@@ -252,6 +252,9 @@ class EVENT:
     FINISHED = "actorlog.actor.finished"
     #: on the step span: an operator's cancel cut the step short
     STEP_CANCELLED = "actorlog.step.cancelled"
+    #: on the step span: a batch of events the handler emitted (``ctx.emit``) between two
+    #: entries it wrote: the first event's number, how many, their encoded bytes
+    EMITTED = "actorlog.step.emitted"
 
 
 class ATTR:
@@ -310,6 +313,10 @@ class ATTR:
     IN_DOUBT = "actorlog.recover.in_doubt"
     PENDING_MESSAGES = "actorlog.recover.pending_messages"
     RECOVER_DURATION = "actorlog.recover.duration"
+    # events of a step (``ctx.emit``), on ``EVENT.EMITTED``
+    EVENT_FIRST = "actorlog.events.first"
+    EVENT_COUNT = "actorlog.events.count"
+    EVENT_BYTES = "actorlog.events.bytes"
     # replayed steps
     EFFECTS_FROM_LOG = "actorlog.replay.effects_from_log"
     FINISHED_LIVE = "actorlog.replay.finished_live"

@@ -269,6 +269,10 @@ async def _send(ctx: Context, param: str, value: Any) -> None:
         await ctx.send(_ref(ctx), value)
 
 
+async def _emit(ctx: Context, param: str, value: Any) -> None:
+    ctx.emit(value)
+
+
 async def _stop(ctx: Context, param: str, value: Any) -> None:
     raise AssertionError("ctx.stop is fuzzed on its own actor")
 
@@ -282,6 +286,7 @@ CTX_CALLS: dict[str, Callable[[Context, str, Any], Any]] = {
     "patched": _patched,
     "call": _call,
     "send": _send,
+    "emit": _emit,
 }
 
 #: every ctx parameter fuzzed, with its kind
@@ -307,6 +312,7 @@ CTX_PARAMS: dict[tuple[str, str], str] = {
     ("call", "text"): "any",
     ("send", "ref"): "none",
     ("send", "msg"): "any",
+    ("emit", "obj"): "any",
 }
 
 

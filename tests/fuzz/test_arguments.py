@@ -388,6 +388,18 @@ async def _ask(env: Env, param: str, value: Any) -> None:
                 pass  # the documented end of an ask that timed out
 
 
+async def _ask_stream(env: Env, param: str, value: Any) -> None:
+    ref = env.system.ref(Fuzzer, "alpha")
+    if param == "msg":
+        stream = ref.ask_stream(value)
+    elif param == "message_id":
+        stream = ref.ask_stream(Note("x"), message_id=value)
+    else:
+        stream = ref.ask_stream(Note("x"), buffer=value)
+    async for _ in stream:
+        pass
+
+
 async def _send_later(env: Env, param: str, value: Any) -> None:
     ref = env.system.ref(Fuzzer, "beta")
     base: dict[str, Any] = {} if param == "at" else {"delay": 3600.0}
@@ -483,6 +495,10 @@ LIVE_CASES: dict[str, tuple[LiveCall, dict[str, str]]] = {
     "ActorSystem.ref": (_ref, {"cls": "none", "actor_id": "id"}),
     "ActorRef.send": (_send, {"msg": "any", "message_id": "id_or_none"}),
     "ActorRef.ask": (_ask, {"msg": "any", "message_id": "id_or_none", "timeout": "float_or_none"}),
+    "ActorRef.ask_stream": (
+        _ask_stream,
+        {"msg": "any", "message_id": "id_or_none", "buffer": "int"},
+    ),
     "ActorSystem.send_later": (
         _send_later,
         {
@@ -778,7 +794,7 @@ def test_every_public_callable_is_fuzzed() -> None:
         "Happened", "NotHappened", "Lease", "OwnershipChange", "RecoveryReport", "Tool",
         "Actor", "ActorRef", "Context", "MemoryStore", "SqliteStore", "PostgresStore",
         "ops.list_actors", "ops.leases", "ops.waiting_intents", "ops.opened", "ops.to_json",
-        "ops.timer_view", "ops.Progress",
+        "ops.timer_view", "ops.Progress", "StepEvent", "AskStream",
     }  # fmt: skip
     public = {n for n in actorlog.__all__ if callable(getattr(actorlog, n))}
     public |= {
@@ -797,6 +813,7 @@ def test_every_public_callable_is_fuzzed() -> None:
         if not n.startswith("_")
         and n not in ("now", "random", "uuid", "check_consumed", "settle_abandoned", "stop")
     }
-    public |= {"ActorRef.send", "ActorRef.ask", "Tool.with_options", "open_store"}
+    public |= {"ActorRef.send", "ActorRef.ask", "ActorRef.ask_stream", "Tool.with_options"}
+    public |= {"open_store"}
     missing = sorted(public - covered - no_input - {"Retry", "tool", "message", "idempotency_key"})
     assert not missing, f"public callables without a fuzz case: {missing}"

@@ -19,6 +19,7 @@ SCRIPT = textwrap.dedent(
     import json
     from actorlog.stores import MemoryStore
     from tests.telemetry.telemetry_agents import Ask, Researcher
+    from tests.runtime.stream_agents import Narrator, Tell
 
     async def main() -> None:
         store = MemoryStore()
@@ -27,6 +28,9 @@ SCRIPT = textwrap.dedent(
             assert await ref.ask(Ask("charge:1")) == "found:charge:1|charged 7"
         async with ActorSystem(store, actors=[Researcher]) as system:
             await system.spawn(Researcher, "r")
+        async with ActorSystem(store, actors=[Narrator]) as system:  # ctx.emit: no SDK either
+            stream = system.ref(Narrator, "n").ask_stream(Tell("x", 2))
+            assert [ev.number async for ev in stream] == [1, 2, 3], "events"
         await store.open()
         rows = {r.kind: json.loads(r.payload) for r in await store.read("r")}
         assert rows["message"]["trace"] is None, rows["message"]
