@@ -16,6 +16,7 @@ import attrs
 from .. import ops
 from ..ops.models import HistoryItem
 from ..ops.reads import _actor_row
+from ..ops.rulings import rulings_if_any
 from ..store import Store
 
 #: what a timeline shows besides the actor's status
@@ -45,6 +46,9 @@ class Window:
     older: int | None
     newer: int | None
     newest: bool
+    #: the actor's calls waiting for an operator's ruling (cancelled writes in doubt), from
+    #: anywhere in its log, oldest first
+    rulings: list[ops.Call] = attrs.Factory(list)
 
     @property
     def steps(self) -> list[ops.Step]:
@@ -94,6 +98,7 @@ async def window(
         older=lo if lo > floor else None,
         newer=newer,
         newest=newest,
+        rulings=await rulings_if_any(store, actor_id),
     )
 
 
