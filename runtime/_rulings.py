@@ -21,6 +21,7 @@ import anyio
 from . import _codec, _records
 from ._entrykinds import EventKind
 from ._errors import ActorlogError, ActorNotFoundError, AlreadyDecidedError, ConfigurationError
+from ._passivation import KeyedLock
 from ._records import DecisionAction, DecisionRecord, ResultRecord, SettledBy
 from .store import EventRow, Store
 
@@ -31,12 +32,16 @@ __all__ = [
     "detail_of",
     "may_need_ruling",
     "record",
+    "rule_live",
     "ruling_in",
     "wait_for",
 ]
 
 #: type tag of a ruling sent to the actor's owner through a leased store's inbox
 RULING_TAG = "actorlog.ruling"
+
+#: the live rulings of this process, one at a time per actor (check, then record)
+_LOCKS = KeyedLock()
 
 
 def _detail(ev: EventRow) -> dict[str, Any]:
@@ -140,7 +145,37 @@ async def record(store: Store, actor_id: str, detail: dict[str, Any]) -> None:
     await store.record_event(actor_id, EventKind.RESOLVED, json.dumps(detail))
 
 
-async def command(store: Store, actor_id: str, body: str, lock: anyio.Lock) -> None:
+async def rule_live(
+    store: Store, actor_id: str, intent_seq: int, decision: DecisionRecord, here: bool
+) -> bool:
+    """``ActorSystem.resolve`` on a cancelled write in doubt: record the ruling (``here``:
+    this runtime runs the actor, or runs every actor of the store) or send it to the actor's
+    owner through the inbox and wait until the owner recorded it. False (nothing done) if
+    ``intent_seq`` is not a cancelled write in doubt.
+
+    Raises:
+        ConfigurationError: ``decision`` is a retry.
+        AlreadyDecidedError: the call has its ruling (also: one recorded while this one
+            was on its way to the owner, which then dropped it).
+    """
+    inbox_put = getattr(store, "inbox_put", None)
+    remote = not here and store.capabilities.leases and inbox_put is not None
+    ruling_id = _codec.new_message_id()
+    async with _LOCKS.hold(actor_id):
+        tool = await check(store, actor_id, intent_seq, decision.action)
+        if tool is None:
+            return False
+        detail = detail_of(intent_seq, tool, decision, offline=False, ruling_id=ruling_id)
+        if not remote:
+            await record(store, actor_id, detail)
+            return True
+    assert inbox_put is not None
+    await inbox_put(actor_id, f"{RULING_TAG}-{ruling_id}", RULING_TAG, json.dumps(detail), None)
+    await wait_for(store, actor_id, intent_seq, ruling_id)
+    return True
+
+
+async def command(store: Store, actor_id: str, body: str) -> None:
     """A ruling that came to the owner through the inbox: recorded unless the call has its
     ruling already (the sender, waiting in :func:`wait_for`, then finds the other one)."""
     try:
@@ -150,7 +185,7 @@ async def command(store: Store, actor_id: str, body: str, lock: anyio.Lock) -> N
     seq = detail.get("intent_seq") if isinstance(detail, dict) else None
     if not isinstance(seq, int) or isinstance(seq, bool):
         return
-    async with lock:
+    async with _LOCKS.hold(actor_id):
         try:
             if await check(store, actor_id, seq, str(detail.get("action"))) is None:
                 return

@@ -36,6 +36,7 @@ from ._query import Queries
 from ._recovery import RecoveryReport
 from ._ref import ActorRef
 from ._registry import Registry
+from ._rulings import rule_live
 from ._snapshots import SnapshotPolicy
 from ._systimers import SystemTimers
 from .store import Store
@@ -597,13 +598,17 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
 
         Exactly one of ``result=`` (the call happened and returned this), ``retry=True``
         (run it again, once) or ``fail="why"`` (the call did not happen; ``ctx.call`` raises
-        ``ToolCallError`` in the handler).
+        ``ToolCallError`` in the handler). A cancelled write waiting for a ruling takes one
+        as in ``ops.resolve``, through its owner's inbox if need be (docs/operators.md).
         """
         _codec.validate_actor_id(actor_id)
         _codec.validate_int(intent_seq, "intent_seq")
         decision = _decisions.operator_record(
             result=result, retry=retry, fail=fail, by=by, reason=reason
         )
+        here = actor_id in self._cells or self._ownership is None  # else: its owner's
+        if await rule_live(self.store, actor_id, intent_seq, decision, here):
+            return  # a ruling on a cancelled write in doubt (_rulings.py)
         cell = self._cells.get(actor_id)
         if cell is None:
             raise ActorNotFoundError(f"actor {actor_id!r} is not running in this system")
