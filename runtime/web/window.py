@@ -98,8 +98,19 @@ async def window(
         older=lo if lo > floor else None,
         newer=newer,
         newest=newest,
-        rulings=await rulings_if_any(store, actor_id),
+        rulings=await _rulings(store, actor_id, items),
     )
+
+
+async def _rulings(store: Store, actor_id: str, items: list[Item]) -> list[ops.Call]:
+    """The calls needing a ruling: those of the steps shown (read already) and, from the
+    cheap reads of ``rulings_if_any``, those of older steps."""
+    found = {c.intent_seq: c for s in items if isinstance(s, ops.Step) for c in s.calls}
+    shown = {seq: c for seq, c in found.items() if c.needs_ruling}
+    for c in await rulings_if_any(store, actor_id):
+        if c.intent_seq not in found:
+            shown[c.intent_seq] = c
+    return [shown[k] for k in sorted(shown)]
 
 
 def _after(item: HistoryItem, top: int) -> bool:

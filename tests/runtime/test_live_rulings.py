@@ -10,6 +10,7 @@ not loaded) and, on SQLite, where a running runtime holds the file, nobody could
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -110,3 +111,23 @@ async def test_concurrent_live_rulings_on_one_call_record_one(make_store: StoreF
                 tg.start_soon(rule, i)
         assert sorted(outcomes) == ["ok"] + ["refused"] * 4
         assert await _stored(system.store) == (before[0], before[1] + 1)
+
+
+async def test_with_two_rulings_recorded_the_first_counts_everywhere(
+    make_store: StoreFactory,
+) -> None:
+    """Two rulings on one call (an offline one racing a live one on PostgreSQL, which
+    nothing serializes): ``history`` shows the first, as the check that refuses a third
+    names it (before: ``history`` showed the last, the check named the first)."""
+    _fresh()
+    async with ActorSystem(make_store(), actors=[Agent]) as system:
+        seq = await _cancelled_call(system)
+        store = system.store
+        for by in ("first", "second"):  # what two racing writers leave
+            detail = {"intent_seq": seq, "action": "fail", "by": by, "reason": "", "ruling": True}
+            await store.record_event("a", "resolved", json.dumps(detail))
+        (call,) = (await ops.history(store, "a")).steps[0].calls
+        assert call.ruling is not None and call.ruling.by == "first"
+        with pytest.raises(AlreadyDecidedError) as caught:
+            await system.resolve("a", seq, result="x")
+        assert caught.value.by == "first"

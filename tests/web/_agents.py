@@ -93,6 +93,9 @@ async def cancelled_write(store: Store, actor_id: str = "payer-1") -> int:
         ref = await system.spawn(Payer, actor_id)
         assert await ref.ask(Pay("acme", 120), message_id=f"{actor_id}-pay") == "went on"
         (call,) = await ops.calls_needing_ruling(system.store, actor_id)
+        with anyio.fail_after(10):  # the runtime's in_doubt event, recorded in the background
+            while not await system.store.read_events(actor_id):
+                await anyio.sleep(0.01)
     return call.intent_seq
 
 

@@ -10,6 +10,7 @@ cancelled while it ran (the step went on) was shown to nobody but ``actorlog his
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
 import anyio
@@ -122,3 +123,17 @@ def test_an_operator_rules_on_a_cancelled_write_from_the_console(tmp_path: Path)
         r = client.post("/resolve", data={**base, "action": "result", "value": '"ok"'})
         assert r.status_code == 409 and r.headers["x-actorlog-error"] == "AlreadyDecidedError"
         assert _stored(db)[:2] == (last, events + 1)
+
+
+def test_the_actor_page_lists_a_cancelled_write_whose_in_doubt_event_was_lost(
+    tmp_path: Path,
+) -> None:
+    """The runtime's ``in_doubt`` event is best effort (a crash can lose it): the actor page
+    still lists a call of the steps it shows, read from the log."""
+    db = tmp_path / "pay.db"
+    seq = make_cancelled_write(db)
+    with sqlite3.connect(db) as con:  # what a crash right after the result leaves
+        assert con.execute("DELETE FROM events WHERE kind = 'in_doubt'").rowcount == 1
+    with console(f"sqlite:///{db}") as (client, _):
+        page = client.get("/actor", params={"id": ACTOR}).text
+        assert f'data-intent-seq="{seq}" data-ruling="1"' in page
