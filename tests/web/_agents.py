@@ -70,11 +70,9 @@ async def transfer(to: str, amount: int) -> str:
     return to
 
 
-class Payer(Actor[Lines]):
+class Payer(Actor[Lines], name="web.Payer"):
     """Pays in a task of its step, under a deadline that cancels the transfer while it runs:
     the step goes on and the transfer (a write that escalates) waits for a ruling."""
-
-    name = "web.Payer"
 
     async def receive(self, ctx: Context, msg: Pay) -> str:
         async def pay() -> None:

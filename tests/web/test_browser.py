@@ -204,6 +204,8 @@ def test_rule_on_a_cancelled_write_in_the_browser(paid: tuple[Path, int], browse
         expect(row).to_contain_text("task 0")
         expect(row).to_contain_text("web.transfer")
         expect(page.locator("#queue-count")).to_have_text("1")
+        IMAGES.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(IMAGES / "console-ruling.png"), full_page=True)
         page.click("#rulings a:text('payer-1')")
         head = page.locator("#in-doubt")
         expect(head).to_contain_text("1 tool call(s) may or may not have happened")
