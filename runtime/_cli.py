@@ -43,6 +43,7 @@ from ._term import (
     json_text,
     short,
     status_text,
+    task_text,
     use_color,
     when,
 )
@@ -117,6 +118,7 @@ async def cmd_actors(args: argparse.Namespace, out: Out) -> int:
         return await cmd_deleted(args, out)
     async with ops.opened(_store_url(args.store)) as store:
         actors = await ops.list_actors(store)
+        rulings = [] if args.json else await ops.waiting_rulings(store)
     if args.json:
         for a in actors:
             json_line(out.stream, ops.to_json(a))
@@ -172,6 +174,20 @@ async def cmd_actors(args: argparse.Namespace, out: Out) -> int:
                     f"    actorlog resolve {shown_url(args.store)} {clean(a.actor_id)} "
                     f"{i.intent_seq} "
                     "--result JSON | --retry | --fail MESSAGE"
+                )
+            )
+    if rulings:  # cancelled writes in doubt: their steps went on (docs/operators.md)
+        out.line()
+        out.line(s.yellow(f"{len(rulings)} cancelled write(s) need a ruling:"))
+        for a, c in rulings:
+            out.line(
+                f"  {clean(a.actor_id)} intent {c.intent_seq}: "
+                f"{call_text(c.tool, c.args, c.kwargs)} ({task_text(c.task)})"
+            )
+            out.line(
+                s.dim(
+                    f"    actorlog resolve {shown_url(args.store)} {clean(a.actor_id)} "
+                    f"{c.intent_seq} --result JSON | --fail MESSAGE"
                 )
             )
     return EXIT_OK

@@ -307,7 +307,8 @@ def render_history(h: ops.History, *, source: str = "") -> str:
     """The HTML page for one actor's history."""
     hint = _resolve_hint(h.actor, source)
     parts = [_item(item, hint) for item in h.timeline()]
-    return _page(h.actor, source, h.since, "".join(parts), len(h.steps), len(h.damage))
+    rulings = [c for st in h.steps for c in st.calls if c.needs_ruling]
+    return _page(h.actor, source, h.since, "".join(parts), len(h.steps), len(h.damage), rulings)
 
 
 async def write_history(
@@ -319,6 +320,7 @@ async def write_history(
     actor: ops.ActorStatus | None = None
     steps = damage = 0
     hint = ""
+    rulings: list[ops.Call] = []
     with tempfile.TemporaryFile("w+", encoding="utf-8") as body:
         async for item in items:
             if isinstance(item, ops.ActorStatus):
@@ -326,9 +328,11 @@ async def write_history(
                 continue
             steps += isinstance(item, ops.Step)
             damage += isinstance(item, ops.Finding)
+            if isinstance(item, ops.Step):
+                rulings += [c for c in item.calls if c.needs_ruling]
             body.write(_item(item, hint))
         assert actor is not None
-        head, tail = _page(actor, source, since, "\0", steps, damage).split("\0")
+        head, tail = _page(actor, source, since, "\0", steps, damage, rulings).split("\0")
         body.seek(0)
         async with await anyio.open_file(path, "w", encoding="utf-8") as f:
             await f.write(head)
@@ -384,21 +388,34 @@ def _item(
 
 
 def _page(
-    a: ops.ActorStatus, source: str, since_seq: int, timeline: str, steps: int, damage: int
+    a: ops.ActorStatus,
+    source: str,
+    since_seq: int,
+    timeline: str,
+    steps: int,
+    damage: int,
+    rulings: list[ops.Call],
 ) -> str:
     resolve_hint = _resolve_hint(a, source)
     callouts = ""
     waiting = [i for i in a.in_doubt if i.needs_operator]
-    if waiting:
+    if waiting or rulings:
         items = "".join(
             f"<li>intent seq {i.intent_seq}: <code>{_e(i.tool)}</code>, key "
             f"<code>{_e(i.key)}</code> — <code>{_e(_hint(resolve_hint, i.intent_seq))}</code>"
             "</li>"
             for i in waiting
         )
+        rule = resolve_hint.replace(" | --retry", "")  # a ruling: a result or a failure
+        items += "".join(
+            f'<li class="ruling">intent seq {c.intent_seq}: <code>{_e(c.tool)}</code> '
+            f"({_e(task_text(c.task))}), cancelled by its handler while it ran, needs a "
+            f"ruling — <code>{_e(_hint(rule, c.intent_seq))}</code></li>"
+            for c in rulings
+        )
         callouts += (
-            f'<div class="callout"><b>{len(waiting)} tool call(s) may or may not have '
-            f"happened</b> and wait for an operator:<ul>{items}</ul></div>"
+            f'<div class="callout"><b>{len(waiting) + len(rulings)} tool call(s) may or may '
+            f"not have happened</b> and wait for an operator:<ul>{items}</ul></div>"
         )
     if a.problem:
         callouts += f'<div class="callout bad"><b>{_e(a.status)}</b>: {_e(a.problem)}</div>'

@@ -45,7 +45,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from . import _codec, _lifecycle, _reuse
+from . import _codec, _lifecycle, _reuse, _rulings
 from ._actor import Actor, reply_type
 from ._errors import (
     ActorlogError,
@@ -498,6 +498,10 @@ class Ownership:
             try:
                 if tag in _lifecycle.COMMAND_TAGS:  # an operator's cancel/terminate
                     _lifecycle.command(cell, tag, body)
+                    await self.store.inbox_delete(actor_id, message_id)
+                    continue
+                if tag == _rulings.RULING_TAG:  # an operator's ruling (ActorSystem.resolve)
+                    await _rulings.command(self.system.store, actor_id, body)
                     await self.store.inbox_delete(actor_id, message_id)
                     continue
                 plain = json.loads(body)

@@ -37,6 +37,7 @@ from ._query import Queries
 from ._recovery import RecoveryReport
 from ._ref import ActorRef
 from ._registry import Registry
+from ._rulings import rule_live
 from ._snapshots import SnapshotPolicy
 from ._systimers import SystemTimers
 from .store import Store
@@ -371,8 +372,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         async with self._spawn_locks.hold(actor_id):
             cell = self._cells.get(actor_id)
             if cell is None or _restart.restartable(cell):
-                # A state type the codec cannot encode fails here, before anything is written
-                # (not at the first snapshot, which would fail quietly).
+                # a state the codec cannot encode fails here, not at a quiet first snapshot
                 _codec.to_plain(cls().initial_state(), "initial state")
                 row = await self.store.register_actor(actor_id, tag)
                 if not _names.answers_to(cls, row.actor_type):  # its tag or an alias
@@ -465,9 +465,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         """``ask_stream``'s delivery: here only (events do not travel between processes)."""
         if self._ownership is not None and not await self._ownership.route(cls, actor_id):
             raise not_here(actor_id)  # before anything is written
-        return await self._post_local(
-            cls, actor_id, msg, message_id=mid, sender=None, want_reply=True
-        )
+        return await self._post_local(cls, actor_id, msg, message_id=mid, want_reply=True)
 
     async def _post_local(
         self,
@@ -476,7 +474,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         msg: Any,
         *,
         message_id: str | None,
-        sender: str | None,
+        sender: str | None = None,
         want_reply: bool,
     ) -> Reply | None:
         """Post to the actor's cell here, starting (or restarting) it as needed."""
@@ -606,14 +604,17 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
 
         Exactly one of ``result=`` (the call happened and returned this), ``retry=True``
         (run it again, once) or ``fail="why"`` (the call did not happen; ``ctx.call`` raises
-        ``ToolCallError`` in the handler).
+        ``ToolCallError`` in the handler). A cancelled write waiting for a ruling takes one
+        as in ``ops.resolve``, through its owner's inbox if need be (docs/operators.md).
         """
         _codec.validate_actor_id(actor_id)
         _codec.validate_int(intent_seq, "intent_seq")
-        decision = _decisions.operator_record(
+        rec = _decisions.operator_record(
             result=result, retry=retry, fail=fail, by=by, reason=reason
         )
-        cell = self._cells.get(actor_id)
-        if cell is None:
+        here = actor_id in self._cells or self._ownership is None  # else: its owner's
+        if await rule_live(self.store, actor_id, intent_seq, rec, here):
+            return  # a ruling on a cancelled write in doubt (_rulings.py)
+        if (cell := self._cells.get(actor_id)) is None:
             raise ActorNotFoundError(f"actor {actor_id!r} is not running in this system")
-        await cell.resolve(intent_seq, decision)
+        await cell.resolve(intent_seq, rec)

@@ -75,7 +75,7 @@ from .models import (
 )
 from .reads import actor_status, export, leases, list_actors, opened, show
 from .restart import restart
-from .rulings import calls_needing_ruling
+from .rulings import calls_needing_ruling, waiting_rulings
 from .timers import timer_view, timers
 from .verify import Progress, verify
 from .writes import fork, fork_effects, resolve
@@ -127,6 +127,7 @@ __all__ = [
     "to_json",
     "verify",
     "waiting_intents",
+    "waiting_rulings",
 ]
 
 for _name in __all__:  # show the public classes as actorlog.ops.X, where users import them

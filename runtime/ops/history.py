@@ -389,7 +389,9 @@ async def _history_stream(store: Store, actor_id: str, since: int) -> AsyncItera
     snapshots = [s for s in await _snapshot_views(store, actor_id, row.last_seq) if s.seq > since]
     side = _Side(snapshots, events, since)
     b = _Builder(actor_id, _fork_point(events), first_seq=max(1, row.first_seq))
-    b.rulings = {r.intent_seq: r for r in map(ruling_of, events) if r is not None}
+    for found in map(ruling_of, events):  # the first ruling on a call counts (_rulings)
+        if found is not None:
+            b.rulings.setdefault(found.intent_seq, found)
 
     def emit(done: list[Step]) -> list[HistoryItem]:
         out: list[HistoryItem] = list(b.damage)

@@ -8,20 +8,20 @@ happened and returned this; ``fail=``: it did not happen) is recorded as a ``res
 event of the operator history with ``"ruling": true``: the record of what the operator
 found, shown by ``history`` (``Call.ruling``), after which the call no longer needs one.
 A retry cannot run (the handler that asked for it went on), and a call takes one ruling.
+The check and the record are :mod:`actorlog._rulings`', shared with ``ActorSystem.resolve``
+(which rules live, through the actor's owner on PostgreSQL) and the console.
 """
 
 from __future__ import annotations
 
-import json
-
-from .. import _codec, _records
-from .._errors import AlreadyDecidedError, ConfigurationError
-from .._records import DecisionAction, DecisionRecord, EventKind, ResultRecord, SettledBy
+from .. import _codec, _rulings
+from .._errors import ActorNotFoundError
+from .._records import DecisionRecord
 from ..store import Store
-from .history import history, ruling_of
-from .models import Call, Decision, Event
+from .history import history
+from .models import ActorStatus, Call, Decision
 
-__all__ = ["calls_needing_ruling", "check_ruling", "record_ruling"]
+__all__ = ["calls_needing_ruling", "check_ruling", "record_ruling", "waiting_rulings"]
 
 
 async def calls_needing_ruling(store: Store, actor_id: str) -> list[Call]:
@@ -43,57 +43,17 @@ async def check_ruling(store: Store, actor_id: str, intent_seq: int, action: str
         ConfigurationError: ``action`` is ``retry``.
         AlreadyDecidedError: it has its ruling already.
     """
-    results = await store.find_ref(actor_id, "result", intent_seq)
-    if not results:
-        return None
-    first = min(results, key=lambda r: r.seq)
-    _codec.verify_row(first, actor_id, first.seq)
-    rec = _records.decode_entry(first)
-    if not (
-        isinstance(rec, ResultRecord) and rec.settled_by == SettledBy.CANCELLED and rec.in_doubt
-    ):
-        return None
-    if action == DecisionAction.RETRY:
-        raise ConfigurationError(
-            f"intent seq {intent_seq} of actor {actor_id!r} ({first.type_tag}) was cancelled "
-            "by its handler while it ran and the step went on: a retry cannot run. Rule with "
-            "result= (it happened) or fail= (it did not)"
-        )
-    for ev in await store.read_events(actor_id):
-        try:
-            detail = json.loads(ev.detail)
-        except ValueError:
-            continue
-        if not isinstance(detail, dict):
-            continue
-        found = ruling_of(Event(at=ev.at, kind=ev.kind, detail=detail))
-        if found is not None and found.intent_seq == intent_seq:
-            d = found.decision
-            raise AlreadyDecidedError(
-                actor_id, intent_seq, action=d.action, by=d.by, at=d.at, seq=None
-            )
-    return first.type_tag
+    return await _rulings.check(store, actor_id, intent_seq, action)
 
 
 async def record_ruling(
     store: Store, actor_id: str, intent_seq: int, tool: str, decision: DecisionRecord
 ) -> Decision:
     """Record the ruling (checked by :func:`check_ruling`) in the operator history."""
-    error = None if decision.error is None else dict(decision.error.payload())
-    detail = {
-        "intent_seq": intent_seq,
-        "action": decision.action,
-        "tool": tool,
-        "by": decision.by,
-        "reason": decision.reason,
-        "ruling": True,
-        "offline": True,
-    }
-    if decision.action == DecisionAction.RESULT:
-        detail["value"] = decision.value
-    else:
-        detail["error"] = error
-    await store.record_event(actor_id, EventKind.RESOLVED, json.dumps(detail))
+    detail = _rulings.detail_of(
+        intent_seq, tool, decision, offline=True, ruling_id=_codec.new_message_id()
+    )
+    await _rulings.record(store, actor_id, detail)
     return Decision(
         seq=0,
         action=decision.action,
@@ -101,5 +61,36 @@ async def record_ruling(
         reason=decision.reason,
         at=decision.at,
         value=decision.value,
-        error=error,
+        error=detail.get("error"),
     )
+
+
+async def rulings_if_any(store: Store, actor_id: str) -> list[Call]:
+    """:func:`calls_needing_ruling`, reading the whole log only when the cheap reads say the
+    actor may have such a call (see :func:`waiting_rulings`): the console's actor page."""
+    if not await _rulings.may_need_ruling(store, actor_id):
+        return []
+    return await calls_needing_ruling(store, actor_id)
+
+
+def _time(at: object) -> float:
+    return float(at) if isinstance(at, int | float) and at == at else 0.0
+
+
+async def waiting_rulings(store: Store) -> list[tuple[ActorStatus, Call]]:
+    """Every call waiting for a ruling (:func:`calls_needing_ruling`), across all actors,
+    oldest first (by the time its intent was logged). Reads each actor's operator history
+    and the outcomes of the calls it reports in doubt; the whole log only of an actor that
+    has such a call (``in_doubt`` events are the runtime's, best effort: the actor's own
+    :func:`calls_needing_ruling` reads its log in any case)."""
+    out: list[tuple[ActorStatus, Call]] = []
+    for r in await store.list_actors():
+        if r.damage is not None or not await _rulings.may_need_ruling(store, r.actor_id):
+            continue
+        try:
+            h = await history(store, r.actor_id)
+        except ActorNotFoundError:  # deleted meanwhile
+            continue
+        out.extend((h.actor, c) for s in h.steps for c in s.calls if c.needs_ruling)
+    out.sort(key=lambda ac: (_time(ac[1].at), ac[0].actor_id))
+    return out

@@ -33,6 +33,7 @@ from .._errors import (
 )
 from .._html import CSS
 from ..ops.listing import SORTS, STATUSES
+from ..ops.rulings import rulings_if_any
 from ..store import Store
 from . import lifecycle, live, writes
 from .common import actor_id_param, config_of, int_param, problem, show, store_of
@@ -102,6 +103,8 @@ async def overview(request: Request) -> Response:
     if store.capabilities.leases:
         wanted = {a.actor_id for a in p.actors}
         owners = {le.actor_id: le for le in await ops.leases(store) if le.actor_id in wanted}
+    # cancelled writes needing a ruling (from cheap reads; the log only of actors with one)
+    rulings = {a.actor_id: await rulings_if_any(store, a.actor_id) for a in p.actors}
     params = {
         k: v
         for k, v in {
@@ -118,6 +121,7 @@ async def overview(request: Request) -> Response:
         "overview.html",
         p=p,
         owners=owners,
+        rulings={k: v for k, v in rulings.items() if v},
         leases=store.capabilities.leases,
         params=params,
         statuses=STATUSES,
@@ -141,6 +145,7 @@ async def actor_page(request: Request) -> Response:
         "actor.html",
         w=w,
         a=w.actor,
+        rulings=w.rulings,
         timeline=timeline(w, cfg),
         steps=step_links(w, cfg),
         notice=request.query_params.get("notice"),
@@ -148,8 +153,10 @@ async def actor_page(request: Request) -> Response:
 
 
 async def queue(request: Request) -> Response:
-    waiting = await ops.waiting_intents(store_of(request))
-    return show(request, "queue.html", waiting=waiting)
+    store = store_of(request)
+    waiting = await ops.waiting_intents(store)
+    rulings = await ops.waiting_rulings(store)
+    return show(request, "queue.html", waiting=waiting, rulings=rulings)
 
 
 async def verify_page(request: Request) -> Response:

@@ -69,7 +69,7 @@ async def _update(
     """What is new after seq ``after`` (None: the newest window), and the new ``after``."""
     w = await window(store, actor_id, size=cfg.timeline_entries, since=after)
     reset = after is None or w.since != after  # older news left out: redraw from here
-    head = fragment("actor_head.html", a=w.actor, cfg=cfg, **ctx)
+    head = fragment("actor_head.html", a=w.actor, rulings=w.rulings, cfg=cfg, **ctx)
     data = {
         "after": w.upto,
         "since": w.since,

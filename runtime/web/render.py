@@ -12,7 +12,17 @@ from markupsafe import Markup
 from starlette.responses import HTMLResponse
 
 from .._html import render_item, trace_link
-from .._term import ago, call_text, clean, duration, in_doubt_text, json_text, short, when
+from .._term import (
+    ago,
+    call_text,
+    clean,
+    duration,
+    in_doubt_text,
+    json_text,
+    short,
+    task_text,
+    when,
+)
 from .config import ServeConfig
 from .window import Window, item_key, keyed
 
@@ -35,7 +45,9 @@ _env.filters.update(
         "duration": duration,
     }
 )
-_env.globals.update({"call_text": call_text, "in_doubt_text": in_doubt_text})
+_env.globals.update(
+    {"call_text": call_text, "in_doubt_text": in_doubt_text, "task_text": task_text}
+)
 
 
 def page(

@@ -16,6 +16,7 @@ import attrs
 from .. import ops
 from ..ops.models import HistoryItem
 from ..ops.reads import _actor_row
+from ..ops.rulings import rulings_if_any
 from ..store import Store
 
 #: what a timeline shows besides the actor's status
@@ -46,6 +47,9 @@ class Window:
     older: int | None
     newer: int | None
     newest: bool
+    #: the actor's calls waiting for an operator's ruling (cancelled writes in doubt), from
+    #: anywhere in its log, oldest first
+    rulings: list[ops.Call] = attrs.Factory(list)
 
     @property
     def steps(self) -> list[ops.Step]:
@@ -95,7 +99,19 @@ async def window(
         older=lo if lo > floor else None,
         newer=newer,
         newest=newest,
+        rulings=await _rulings(store, actor_id, items),
     )
+
+
+async def _rulings(store: Store, actor_id: str, items: list[Item]) -> list[ops.Call]:
+    """The calls needing a ruling: those of the steps shown (read already) and, from the
+    cheap reads of ``rulings_if_any``, those of older steps."""
+    found = {c.intent_seq: c for s in items if isinstance(s, ops.Step) for c in s.calls}
+    shown = {seq: c for seq, c in found.items() if c.needs_ruling}
+    for c in await rulings_if_any(store, actor_id):
+        if c.intent_seq not in found:
+            shown[c.intent_seq] = c
+    return [shown[k] for k in sorted(shown)]
 
 
 def _after(item: HistoryItem, top: int) -> bool:

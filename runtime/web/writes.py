@@ -122,7 +122,8 @@ async def logout(request: Request) -> Response:
 
 
 async def resolve(request: Request) -> Response:
-    """Settle an in-doubt intent: ``action`` result (``value``: JSON), retry or fail."""
+    """Settle an in-doubt intent: ``action`` result (``value``: JSON), retry or fail; or
+    rule on a cancelled write in doubt (result or fail), as ``ops.resolve`` does."""
     try:
         form = await _authorized_form(request)
     except Refused as exc:
@@ -147,6 +148,13 @@ async def resolve(request: Request) -> Response:
             by=_text(form, "by") or None,
             reason=_text(form, "reason"),
             **kwargs,
+        )
+    if d.seq == 0:  # a ruling on a cancelled write: the operator history, not the log
+        return _to_actor(
+            actor_id,
+            f"recorded ruling ({d.action}) on intent seq {intent_seq} by {d.by}: "
+            f"{'it happened' if d.action == 'result' else 'it did not happen'}. Its step "
+            "went on and is unchanged.",
         )
     return _to_actor(
         actor_id,

@@ -174,6 +174,24 @@ async def record(text: str, *, idempotency_key: str) -> str:
     return f"recorded {text}"
 
 
+@tool(effect="write", name="fuzz.transfer")
+async def transfer(text: str) -> str:
+    await anyio.sleep_forever()  # cancelled by the handler's deadline while it runs
+    return text
+
+
+class Loser(Actor[Book], name="fuzz.loser"):
+    """Gives up on a write under a deadline: the write waits for a ruling (issue 25). Not a
+    ``fuzz.fuzzer``: the operator tools' restart does not wait its deadlines again."""
+
+    snapshot_every = None
+
+    async def receive(self, ctx: Context, msg: Note) -> str:
+        with anyio.move_on_after(0.2):
+            await ctx.call(transfer, msg.text)
+        return "went on"
+
+
 #: the outcome of each ctx call the handler made: (method, param, value) -> outcome
 CTX_OUTCOMES: dict[tuple[str, str, str], str] = {}
 

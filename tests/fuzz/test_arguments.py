@@ -449,6 +449,24 @@ async def _resolve(env: Env, param: str, value: Any) -> None:
     await env.system.resolve(**{**base, param: value})
 
 
+async def _rule(env: Env, param: str, value: Any) -> None:
+    """A ruling on a fresh cancelled write in doubt (``_world.Loser``), so each value meets
+    the path that records one."""
+    env.victims += 1
+    aid = f"loser{env.victims}"
+    env.system.register(_world.Loser)
+    await env.system.spawn(_world.Loser, aid)
+    await env.system.ref(_world.Loser, aid).ask(Note("t"), message_id=f"{aid}-m")
+    (call,) = await ops.calls_needing_ruling(env.system.store, aid)
+    with anyio.fail_after(10):  # the runtime's in_doubt event, written in the background
+        while not await env.system.store.read_events(aid):
+            await anyio.sleep(0.01)
+    base: dict[str, Any] = {"actor_id": aid, "intent_seq": call.intent_seq, "fail": "no"}
+    if param == "result":
+        base.pop("fail")
+    await env.system.resolve(**{**base, param: value})
+
+
 async def _sync_reads(env: Env, param: str, value: Any, method: str) -> None:
     getattr(env.system, method)(value)
 
@@ -550,6 +568,11 @@ LIVE_CASES: dict[str, tuple[LiveCall, dict[str, str]]] = {
             "reason": "text",
         },
     ),
+    # a ruling on a cancelled write in doubt (issue 25): the path that records one
+    "ActorSystem.resolve.rule": (
+        _rule,
+        {"result": "any", "fail": "text_or_none", "by": "text_or_none", "reason": "text"},
+    ),
     "ActorSystem.status": (_bind(_sync_reads, "status"), {"actor_id": "id"}),
     "ActorSystem.error": (_bind(_sync_reads, "error"), {"actor_id": "id"}),
     "ActorSystem.in_doubt": (_bind(_sync_reads, "in_doubt"), {"actor_id": "id"}),
@@ -590,7 +613,7 @@ def test_system_calls_refuse_hostile_values(case: str, template: str, tmp_path: 
     fn, params = LIVE_CASES[case]
     path = _world.fresh_copy(template, str(tmp_path))
     f = Findings(case)
-    victims = case.rsplit(".", 1)[-1] in ("cancel", "terminate", "delete")
+    victims = case.rsplit(".", 1)[-1] in ("cancel", "terminate", "delete", "rule")
 
     async def go() -> None:
         async with live(path) as env:
@@ -793,8 +816,8 @@ def test_every_public_callable_is_fuzzed() -> None:
         # exception types, result types and plain data the library hands out
         "Happened", "NotHappened", "Lease", "OwnershipChange", "RecoveryReport", "Tool",
         "Actor", "ActorRef", "Context", "MemoryStore", "SqliteStore", "PostgresStore",
-        "ops.list_actors", "ops.leases", "ops.waiting_intents", "ops.opened", "ops.to_json",
-        "ops.timer_view", "ops.Progress", "StepEvent", "AskStream",
+        "ops.list_actors", "ops.leases", "ops.waiting_intents", "ops.waiting_rulings", "ops.opened",
+        "ops.to_json", "ops.timer_view", "ops.Progress", "StepEvent", "AskStream",
     }  # fmt: skip
     public = {n for n in actorlog.__all__ if callable(getattr(actorlog, n))}
     public |= {

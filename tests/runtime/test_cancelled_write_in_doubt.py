@@ -17,6 +17,7 @@ import anyio.lowlevel
 import attrs
 import pytest
 from actorlog import Actor, ActorSystem, Context, Happened, NotHappened, ops, tool
+from actorlog._html import render_history
 from actorlog.errors import ConfigurationError
 from actorlog.store import Store
 from actorlog.stores import SqliteStore
@@ -231,3 +232,45 @@ async def test_actorlog_history_and_resolve_show_and_rule_a_cancelled_write(
         assert (await ops.actor_status(store, "a")).last_seq == last  # the log is as it was
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_actorlog_actors_lists_cancelled_writes_needing_a_ruling(tmp_path: Path) -> None:
+    """`actorlog actors` lists the calls waiting for an operator: the cancelled writes
+    needing a ruling too, with the line that rules (before: only steps waiting for a
+    decision were listed); gone once ruled."""
+    _fresh()
+    db = tmp_path / "agents.db"
+    async with ActorSystem(SqliteStore(db), actors=[Agent]) as system:
+        ref = await system.spawn(Agent, "a")
+        assert await ref.ask(Deadline(), message_id="d1") == "went on"
+        (call,) = await ops.calls_needing_ruling(system.store, "a")
+        with anyio.fail_after(10):  # the runtime's in_doubt event, recorded in the background
+            while not await system.store.read_events("a"):
+                await anyio.sleep(0.01)
+    r = cli("actors", db)
+    assert r.code == 0, r.err
+    assert "1 cancelled write(s) need a ruling:" in r.out
+    assert f'a intent {call.intent_seq}: cancelwrite.transfer("t1") (handler)' in r.out
+    assert f"actorlog resolve {db} a {call.intent_seq} --result JSON | --fail MESSAGE" in r.out
+    assert cli("resolve", db, "a", str(call.intent_seq), "--result", '"ok"').code == 0
+    assert "need a ruling" not in cli("actors", db).out
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_html_export_counts_cancelled_writes_needing_a_ruling(tmp_path: Path) -> None:
+    """`actorlog history --html`'s header lists the calls waiting for an operator: a
+    cancelled write needing a ruling too, with the command that rules (before: only steps
+    waiting for a decision; the call showed only in the timeline)."""
+    _fresh()
+    db = tmp_path / "agents.db"
+    async with ActorSystem(SqliteStore(db), actors=[Agent]) as system:
+        ref = await system.spawn(Agent, "a")
+        assert await ref.ask(Deadline(), message_id="d1") == "went on"
+        (call,) = await ops.calls_needing_ruling(system.store, "a")
+        whole = render_history(await ops.history(system.store, "a"), source=str(db))
+    page = tmp_path / "h.html"
+    assert cli("history", db, "a", "--html", page).code == 0  # the streamed page
+    for text in (page.read_text(), whole):
+        assert "1 tool call(s) may or may not have happened" in text
+        assert f"actorlog resolve {db} a {call.intent_seq} --result JSON | --fail MESSAGE" in text

@@ -18,6 +18,7 @@ from playwright import sync_api  # the test extra installs it (the driver only, 
 
 from tests import _pg
 from tests.cli._support import WORKER
+from tests.web._agents import make_cancelled_write
 from tests.web._owner import owning
 from tests.web._serve import ROOT, live_worker, serve
 
@@ -178,3 +179,44 @@ def _trace_pattern() -> object:
     import re
 
     return re.compile(r"^http://localhost:16686/trace/[0-9a-f]{32}$")
+
+
+@pytest.fixture
+def paid(tmp_path: Path) -> tuple[Path, int]:
+    """A store whose ``payer-1`` has a transfer its handler cancelled while it ran (made
+    before the browser starts: its sync API runs an event loop)."""
+    db = tmp_path / "pay.db"
+    return db, make_cancelled_write(db)
+
+
+def test_rule_on_a_cancelled_write_in_the_browser(paid: tuple[Path, int], browser: object) -> None:
+    """Issue 25: the queue lists the cancelled write needing a ruling, the actor's header
+    offers the ruling (no retry), and the ruling shows in the timeline."""
+    db, seq = paid
+    expect = sync_api.expect
+    with serve(db, "--allow-writes", "--token", TOKEN) as s:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})  # type: ignore[attr-defined]
+        page.goto(s.base + f"/login?token={TOKEN}")
+        page.goto(s.base + "/queue")
+        row = page.locator("#rulings tr[data-ruling='1']")
+        expect(row).to_have_count(1)
+        expect(row).to_have_attribute("data-intent-seq", str(seq))
+        expect(row).to_contain_text("task 0")
+        expect(row).to_contain_text("web.transfer")
+        expect(page.locator("#queue-count")).to_have_text("1")
+        IMAGES.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(IMAGES / "console-ruling.png"), full_page=True)
+        page.click("#rulings a:text('payer-1')")
+        head = page.locator("#in-doubt")
+        expect(head).to_contain_text("1 tool call(s) may or may not have happened")
+        form = page.locator("form.resolve.ruling")
+        expect(form.locator("input[value=retry]")).to_have_count(0)
+        form.locator("input[name=value]").fill('"TX-991"')
+        form.locator("input[name=reason]").fill("the bank statement shows it")
+        form.locator("button[type=submit]").click()
+        expect(page.locator("#notice")).to_contain_text("recorded ruling (result)")
+        expect(page.locator("#in-doubt")).to_have_count(0)
+        expect(page.locator("section.step .doubt")).to_contain_text('it happened -> "TX-991"')
+        page.goto(s.base + "/queue")
+        expect(page.locator("#empty")).to_be_visible()
+        page.close()
