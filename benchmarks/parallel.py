@@ -328,6 +328,10 @@ def _ms(seconds: float) -> str:
     return f"{fmt_num(seconds * 1000)} ms"
 
 
+def _sooner(seconds: float) -> str:
+    return f"{_ms(seconds)} sooner" if seconds >= 0 else f"{_ms(-seconds)} later"
+
+
 def _median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -458,20 +462,21 @@ def report(
     lines.append(
         f"- restart → reply, from opening the store (`ActorSystem(...)`: the store, recovery, "
         f"the resumed step, the reply's commit): parallel is **{oseq / opar:.1f}x** faster "
-        f"than sequential, {_ms(oseq - opar)} sooner (sequential re-runs the call in flight "
+        f"than sequential, {_sooner(oseq - opar)} (sequential re-runs the call in flight "
         "and makes the rest; parallel re-runs every call in doubt at once)"
     )
     lines.append(
         f"- the resumed step's own time (its `duration` in the log, from the start of its "
         f"replay to its end): parallel is **{sseq / spar:.1f}x** faster than sequential; the "
         f"rest from opening the store ({_ms(oseq - sseq)} sequential, {_ms(opar - spar)} "
-        "parallel) is opening the store, recovery and the reply's commit, the same for both"
+        "parallel) is opening the store, recovery and the reply's commit"
     )
     lines.append(
-        f"- after the imports: **{rseq / rpar:.1f}x** ({_ms(rseq - rpar)} sooner); this also "
+        f"- after the imports: **{rseq / rpar:.1f}x** ({_sooner(rseq - rpar)}); this also "
         "counts `anyio.run` loading its asyncio backend (anyio imports it at the first run); "
-        f"from `Popen`: **{pseq / ppar:.1f}x** ({_ms(pseq - ppar)} sooner), the interpreter's "
-        "start and the imports (the same for both) included"
+        f"from `Popen`: **{pseq / ppar:.1f}x** ({_sooner(pseq - ppar)}), the interpreter's "
+        "start and the imports (the same work for both, and the noisiest part on a loaded "
+        "machine) included"
     )
     lines.append(
         f"- floor: {_ms(n * d)} sequential, {_ms(d)} parallel (the tools' own waits); the "
