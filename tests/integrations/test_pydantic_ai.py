@@ -379,3 +379,16 @@ async def test_a_run_builds_no_schema_for_its_output_or_usage_again(
         for k in range(1, 3):
             await durable.run(system, "c-schemas", "go", message_id=f"m-{k}")
     assert RunUsage not in made and str not in made, made
+
+
+def test_an_output_adapter_is_made_once_per_spec_and_a_failure_is_not_kept() -> None:
+    """``adapter_of`` (both integrations decode a run's output through it): one adapter per
+    spec object; a spec that is not a type raises every time (nothing kept for it)."""
+    from actorlog.integrations._effects import adapter_of
+
+    spec = dict[str, list[int]]
+    assert adapter_of(spec) is adapter_of(spec)
+    assert adapter_of(spec).validate_python({"a": [1]}) == {"a": [1]}
+    for _ in range(2):
+        with pytest.raises(Exception):  # noqa: B017 (pydantic's own error for a non-type)
+            adapter_of(object())
