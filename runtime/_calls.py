@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 from . import _codec, _decisions, _records, _telemetry, _tools
 from ._attempts import Settled, attempt_event, attempts_so_far, policy_attempt
@@ -55,6 +56,8 @@ class ToolCalls:
     cancel_replay: Any
     #: effects of this step answered from the log (``actorlog.replay.effects_from_log``)
     effects_from_log: int
+    #: task path -> node, of every task of the step seen so far (``_ctxtasks``)
+    nodes: dict[str, Any]
 
     @property
     def actor_id(self) -> str:
@@ -69,6 +72,16 @@ class ToolCalls:
             if not isinstance(exc, ToolCallError):
                 self.fatal = self.fatal or exc
             raise
+
+    async def _flush_before_tool(self) -> None:
+        """Make the step's log durable before a tool runs. A step that spawned tasks first
+        lets the tasks ready in the same turn of the event loop (the calls of a fan-out,
+        just started) write their entries, so that one commit carries them all instead of
+        the first alone and the rest in the next (issue 25). A step of one task does not
+        wait. Not a new cancellation point (the turn is shielded)."""
+        if len(self.nodes) > 1:
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+        await self._guard(self._cell.journal.flush())
 
     def _guard_now(self, check: Callable[[], R]) -> R:
         """``_guard`` for a synchronous check."""
@@ -312,7 +325,7 @@ class ToolCalls:
             intent_seq,
             _records.decision_payload(action="attempt", by="runtime", reason=reason),
         )
-        await self._guard(self._cell.journal.flush())
+        await self._flush_before_tool()
         return attempt
 
     async def _attempt(

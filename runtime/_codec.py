@@ -282,13 +282,34 @@ def unstructure(value: Any) -> Any:
     return _converter().unstructure(value)
 
 
+def _plain_container(plain: list[Any] | dict[Any, Any], cls: Any) -> Any:
+    """A new list or dict equal to ``plain`` if ``cls`` is ``list[T]`` or ``dict[str, T]``
+    (``T`` a str, int, float or bool) and every item of ``plain`` is exactly a ``T`` (what
+    cattrs makes of it), else None."""
+    args = typing.get_args(cls)
+    origin = typing.get_origin(cls)
+    if type(plain) is list and origin is list and len(args) == 1 and args[0] in _EXACT:
+        want = args[0]
+        return list(plain) if all(type(x) is want for x in plain) else None
+    if type(plain) is dict and origin is dict and len(args) == 2 and args[0] is str:
+        want = args[1]
+        if want in _EXACT and all(type(k) is str and type(v) is want for k, v in plain.items()):
+            return dict(plain)
+    return None
+
+
 def structure(plain: Any, cls: Any) -> Any:
     """``converter.structure(plain, cls)``, with the same result, without cattrs (nor its
-    import) for the common plain cases: a str, int, float or bool of exactly that type, and
-    an attrs class whose fields are all of those types, given exactly (what a replay or a
-    start decodes most: small messages, tool results)."""
+    import) for the common plain cases: a str, int, float or bool of exactly that type, a
+    ``list[T]`` or ``dict[str, T]`` of them, and an attrs class whose fields are all of
+    those scalar types, given exactly (what a replay or a start decodes most: small
+    messages, tool results, replies)."""
     if type(plain) is cls and cls in _EXACT:
         return plain
+    if type(plain) is list or type(plain) is dict:
+        copied = _plain_container(plain, cls)
+        if copied is not None:
+            return copied
     if type(plain) is dict and isinstance(cls, type):
         fields = _SIMPLE.get(cls, _NOTHING)
         if fields is _NOTHING:

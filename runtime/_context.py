@@ -252,7 +252,7 @@ class Context(StepTasks, ToolCalls, TimerEffects):
             self._open[intent_seq] = t.name
             self.open_tools[t.name] = (t.effect, t.policy)
             try:
-                await self._guard(cell.journal.flush())
+                await self._flush_before_tool()
             except anyio.get_cancelled_exc_class():
                 if intent_seq in self._open and self._handler_cancelled():
                     del self._open[intent_seq]

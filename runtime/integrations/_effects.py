@@ -23,12 +23,34 @@ __all__ = [
     "READ",
     "ReconcileToolFn",
     "ToolEffect",
+    "adapter_of",
     "check_timeout",
     "effect_by_name",
     "idempotency_key",
     "reconciled",
     "shown",
 ]
+
+#: id(spec) -> (spec, its pydantic TypeAdapter): made once per output spec
+_ADAPTERS: dict[int, tuple[Any, Any]] = {}
+
+
+def adapter_of(spec: Any) -> Any:
+    """The ``pydantic.TypeAdapter`` of ``spec`` (an agent's output type), made once per spec
+    and reused: making one generates the type's schema, which cost a durable run more than
+    its commits (issue 25). Raises what ``TypeAdapter`` raises (a spec that is not a type);
+    a failure is not cached (a forward reference may resolve later)."""
+    import pydantic  # both frameworks depend on it; this module imports neither
+
+    found = _ADAPTERS.get(id(spec))
+    if found is not None and found[0] is spec:
+        return found[1]
+    adapter = pydantic.TypeAdapter(spec)
+    if len(_ADAPTERS) >= 256:
+        _ADAPTERS.clear()
+    _ADAPTERS[id(spec)] = (spec, adapter)  # the spec kept alive: its id stays its own
+    return adapter
+
 
 #: ``await fn(idempotency_key, tool_args)`` -> ``Happened(result)`` / ``NotHappened()`` /
 #: ``None`` ("don't know": escalate)

@@ -31,7 +31,6 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 import attrs
-import pydantic
 from agents import (
     Agent,
     ApplyPatchTool,
@@ -65,6 +64,7 @@ from ._effects import (
     IDEMPOTENT,
     READ,
     ToolEffect,
+    adapter_of,
     check_timeout,
     effect_by_name,
     idempotency_key,
@@ -287,7 +287,7 @@ class DurableAgent(Generic[TContext]):
         out_type = getattr(spec, "output_type", None)
         if out_type is not None and out_type is not str and output is not None:
             try:
-                output = pydantic.TypeAdapter(out_type).validate_python(output)
+                output = adapter_of(out_type).validate_python(output)
             except Exception:  # an output spec that is not a type: the JSON form
                 pass
         items: list[Any] = list(reply["items"])

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import attrs
-import pydantic
 from opentelemetry import trace
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.agent import EventStreamHandler
@@ -65,6 +64,7 @@ from ._effects import (
     READ,
     ReconcileToolFn,
     ToolEffect,
+    adapter_of,
     check_timeout,
     idempotency_key,
     reconciled,
@@ -272,11 +272,11 @@ class DurableAgent(Generic[DepsT, OutputT]):
     def _result(self, reply: dict[str, Any]) -> DurableRunResult[OutputT]:
         output: Any = reply["output"]
         if reply.get("deferred"):
-            output = pydantic.TypeAdapter(DeferredToolRequests).validate_python(output)
+            output = adapter_of(DeferredToolRequests).validate_python(output)
         else:
             spec: Any = self.agent.output_type
             try:
-                output = pydantic.TypeAdapter(spec).validate_python(output)
+                output = adapter_of(spec).validate_python(output)
             except Exception:  # an output spec that is not a type: the JSON form
                 pass
         messages = ModelMessagesTypeAdapter.validate_python(reply["messages"])
@@ -284,7 +284,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
             output=output,
             messages=messages,
             new_messages=messages[int(reply["new_from"]) :],
-            usage=pydantic.TypeAdapter(RunUsage).validate_python(reply["usage"]),
+            usage=adapter_of(RunUsage).validate_python(reply["usage"]),
         )
 
     # -- actor side ------------------------------------------------------------------------

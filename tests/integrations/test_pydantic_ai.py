@@ -347,3 +347,48 @@ async def test_a_tool_declares_its_effect_in_its_metadata() -> None:
         result = await durable.run(system, "c-9", "refund", message_id="r")
     assert result.output == "answer: refunded" and len(keys) == 1
     assert re.fullmatch(r"c-9:[0-9a-f]{16}:1:0\.1\.0", keys[0]), keys
+
+
+@pytest.mark.anyio
+async def test_a_run_builds_no_schema_for_its_output_or_usage_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Decoding a run's result reuses one pydantic ``TypeAdapter`` per type: making one
+    generates a schema, which cost every durable run more than its commits (issue 25)."""
+    import pydantic
+    from pydantic_ai.usage import RunUsage
+
+    made: list[Any] = []
+    real_init = pydantic.TypeAdapter.__init__
+
+    def counting_init(self: Any, type_: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(type_)
+        real_init(self, type_, *args, **kwargs)
+
+    calls: list[int] = []
+    agent = Agent(two_step_model("lookup", calls), name="t-schemas")
+
+    @agent.tool_plain
+    async def lookup(x: str) -> str:
+        return x
+
+    durable = DurableAgent(agent, tools={"lookup": READ})
+    async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
+        await durable.run(system, "c-schemas", "go", message_id="m-0")
+        monkeypatch.setattr(pydantic.TypeAdapter, "__init__", counting_init)
+        for k in range(1, 3):
+            await durable.run(system, "c-schemas", "go", message_id=f"m-{k}")
+    assert RunUsage not in made and str not in made, made
+
+
+def test_an_output_adapter_is_made_once_per_spec_and_a_failure_is_not_kept() -> None:
+    """``adapter_of`` (both integrations decode a run's output through it): one adapter per
+    spec object; a spec that is not a type raises every time (nothing kept for it)."""
+    from actorlog.integrations._effects import adapter_of
+
+    spec = dict[str, list[int]]
+    assert adapter_of(spec) is adapter_of(spec)
+    assert adapter_of(spec).validate_python({"a": [1]}) == {"a": [1]}
+    for _ in range(2):
+        with pytest.raises(Exception):  # noqa: B017 (pydantic's own error for a non-type)
+            adapter_of(object())

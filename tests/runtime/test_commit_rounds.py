@@ -112,6 +112,41 @@ async def test_sequential_calls_commit_once_per_call(
     assert len(rows) == 4 + 2 + 8 * 2  # warm-up step, message + step, 8 intents + results
 
 
+class FanOut(Actor[Tally]):
+    """One task per call, started together (a fan-out)."""
+
+    async def receive(self, ctx: Context, msg: Step) -> int:
+        got = [0] * msg.calls
+
+        async def one(i: int) -> None:
+            got[i] = await ctx.call(look, i)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(msg.calls):
+                tg.start_soon(one, i)
+        self.state.total += sum(got)
+        return self.state.total
+
+
+async def test_a_fan_out_commits_its_intents_together(
+    make_store: StoreFactory, owner: str | None
+) -> None:
+    """The intents of calls started together are committed together before their tools
+    run: one commit, not the first call's alone and the others' in the next (issue 25)."""
+    kwargs: dict[str, Any] = {"owner": owner, "lease_ttl": 30} if owner else {}
+    async with ActorSystem(make_store(), actors=[FanOut], **kwargs) as system:
+        ref = await system.spawn(FanOut, "fan")
+        await ref.ask(Step(5), message_id="warm-up")
+        before = len(commits(system.store))
+        assert await ref.ask(Step(5), message_id="run") == 20
+        during = commits(system.store)[before:]
+    rows = await _log(make_store, "fan")
+    kinds = [r.kind for r in rows[-12:]]
+    assert kinds[:6] == ["message"] + ["intent"] * 5, kinds
+    # message + 5 intents, then 5 results + step: two commits of one append each
+    assert during == [1, 1], during
+
+
 async def test_concurrent_actors_share_commits(make_store: StoreFactory, owner: str | None) -> None:
     n = 100
     async with system_on(make_store, owner) as system:

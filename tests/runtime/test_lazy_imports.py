@@ -220,3 +220,73 @@ def test_a_run_of_plain_messages_and_results_never_imports_cattrs() -> None:
         """
     )
     assert out == "[]", f"cattrs imported: {out}"
+
+
+_RESUMED = """
+import os
+import signal
+import sys
+
+import anyio
+import attrs
+from actorlog import Actor, ActorSystem, Context, tool
+from actorlog.stores import SqliteStore
+
+
+@attrs.define
+class Go:
+    n: int
+
+
+@attrs.define
+class Count:
+    steps: int = 0
+
+
+@tool(effect="read", name="t.counts")
+async def counts(n: int) -> dict[str, int]:
+    if n == 2 and os.environ.get("KILL"):
+        os.kill(os.getpid(), signal.SIGKILL)  # mid-step: two calls done, the third in doubt
+    return {"n": n}
+
+
+class Lister(Actor[Count], name="t.lister"):
+    async def receive(self, ctx: Context, msg: Go) -> list[str]:
+        self.state.steps += 1
+        found = [await ctx.call(counts, i) for i in range(msg.n)]
+        return [str(d["n"]) for d in found]
+
+
+async def main(path: str) -> list[str]:
+    async with ActorSystem(SqliteStore(path), actors=[Lister]) as system:
+        ref = await system.spawn(Lister, "l")
+        return await ref.ask(Go(3), message_id="m1")
+
+
+reply = anyio.run(main, sys.argv[1])
+assert reply == ["0", "1", "2"] and type(reply) is list, reply
+print(sorted(m for m in sys.modules if m.startswith("cattrs")))
+"""
+
+
+def test_a_step_resumed_after_a_crash_replies_a_plain_list_without_cattrs(
+    tmp_path: Path,
+) -> None:
+    """A handler annotated ``-> list[str]`` whose tool returns ``dict[str, int]``: killed
+    mid-step, the step is resumed by a fresh process and its reply reaches the caller
+    without cattrs' import (issue 25: that import was on the path from restart to reply,
+    the slowest part of it). The values come back as cattrs makes them: new containers of
+    the same items."""
+    script = tmp_path / "lister.py"
+    script.write_text(_RESUMED)
+    db = str(tmp_path / "agents.db")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    killed = subprocess.run(
+        [sys.executable, str(script), db], env={**env, "KILL": "1"}, capture_output=True
+    )
+    assert killed.returncode == -9, killed.stderr
+    resumed = subprocess.run(
+        [sys.executable, str(script), db], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "[]", f"cattrs imported: {resumed.stdout}"

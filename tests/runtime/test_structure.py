@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import typing
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -111,6 +112,20 @@ CASES: list[tuple[Any, Any]] = [
     ({"n": 1, "name": "d"}, Data),
     ([1, 2], list[int]),
     ({"a": 1}, dict[str, int]),
+    (["a", "b"], list[str]),
+    ([], list[str]),
+    ([1, True], list[int]),  # a bool given for an int: converted
+    ([1, 2], list[float]),  # converted
+    ([1, "2"], list[int]),
+    ([1, None], list[int]),  # an error
+    (["a"], typing.List[str]),  # noqa: UP006 (the typing alias is structured alike)
+    ({"a": "x", "b": "y"}, dict[str, str]),
+    ({"a": 1.5}, dict[str, float]),
+    ({"a": 1}, dict[str, float]),  # converted
+    ({"a": 1}, dict[str, str]),  # converted
+    ({}, dict[str, bool]),
+    (["a"], dict[str, str]),  # a list for a dict: cattrs' answer
+    ({"a": 1}, list[str]),  # a dict for a list: cattrs' answer
     ("not a dict", Plain),
 ]
 
@@ -128,6 +143,13 @@ def test_structure_is_the_converters(plain: Any, cls: Any) -> None:
     expected = _outcome(_codec.converter.structure, plain, cls)
     assert _outcome(_codec.structure, plain, cls) == expected
     assert _outcome(_codec.structure, plain, cls) == expected  # again (cached fields)
+
+
+def test_a_plain_list_or_dict_comes_back_as_a_new_container() -> None:
+    """As cattrs makes it: the caller's list or dict is never the logged one."""
+    for plain, cls in ((["a"], list[str]), ({"a": 1}, dict[str, int])):
+        got = _codec.structure(plain, cls)
+        assert got == plain and got is not plain
 
 
 def test_a_plain_class_with_unresolvable_annotations_goes_to_cattrs() -> None:
