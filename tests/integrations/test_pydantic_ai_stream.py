@@ -1,0 +1,270 @@
+"""Streamed model requests (docs/pydantic-ai.md, "Streaming and event stream handlers"): the
+handler gets the provider's deltas live, the complete response is logged once, a request
+served from the log is not streamed (its parts come whole), a run recorded without streaming
+resumes, and ``emit_deltas`` hands the deltas to the step's callers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("pydantic_ai")
+
+from actorlog import ActorSystem, HandlerError, ops
+from actorlog.integrations.pydantic_ai import READ, AgentActor, DurableAgent
+from actorlog.stores import MemoryStore, SqliteStore
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.messages import (
+    AgentStreamEvent,
+    FunctionToolCallEvent,
+    ModelMessage,
+    ModelResponse,
+    PartDeltaEvent,
+    PartEndEvent,
+    PartStartEvent,
+    TextPartDelta,
+    ToolCallPart,
+    ToolCallPartDelta,
+)
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+
+FIXTURE = Path(__file__).with_name("fixtures") / "pai_unstreamed_v0.db"
+REQUEST = "pydantic_ai.model_request"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def describe(event: AgentStreamEvent) -> str:
+    if isinstance(event, PartStartEvent):
+        part = event.part
+        if isinstance(part, ToolCallPart):
+            args = part.args if isinstance(part.args, str) else json.dumps(part.args)
+            return f"start {event.index} {part.tool_name} {args}"
+        return f"start {event.index} {getattr(part, 'content', '')}"
+    if isinstance(event, PartDeltaEvent):
+        delta = event.delta
+        if isinstance(delta, TextPartDelta):
+            return f"delta {event.index} {delta.content_delta}"
+        if isinstance(delta, ToolCallPartDelta):
+            return f"delta {event.index} {delta.args_delta}"
+    if isinstance(event, PartEndEvent):
+        return f"end {event.index}"
+    if isinstance(event, FunctionToolCallEvent):
+        return f"call {event.part.tool_name}"
+    return type(event).__name__
+
+
+def responses(messages: list[ModelMessage]) -> int:
+    return sum(1 for m in messages if isinstance(m, ModelResponse))
+
+
+async def logged_requests(store: Path, actor_id: str) -> list[tuple[str, Any]]:
+    """The model requests in the log: (status, result) each."""
+    async with ops.opened(f"sqlite:///{store}") as s:
+        found = await ops.history(s, actor_id)
+    return [(c.status, c.value) for st in found.steps for c in st.calls if c.tool == REQUEST]
+
+
+def lookup_then_answer(asked: list[int]) -> FunctionModel:
+    """Request 0 streams a tool call of ``lookup`` (its arguments in two chunks), request 1
+    streams the answer in three; ``asked`` counts the requests made (by number)."""
+
+    async def stream_fn(
+        messages: list[ModelMessage], info: AgentInfo
+    ) -> AsyncIterator[str | DeltaToolCalls]:
+        k = responses(messages)
+        asked.append(k)
+        if k == 0:
+            yield {0: DeltaToolCall(name="lookup", json_args='{"q": ', tool_call_id="c0")}
+            yield {0: DeltaToolCall(json_args='"x"}')}
+        else:
+            for chunk in ["fo", "un", "d x"]:
+                yield chunk
+
+    return FunctionModel(stream_function=stream_fn, model_name="streamer")
+
+
+@pytest.mark.anyio
+async def test_the_handler_gets_each_delta_while_the_model_streams() -> None:
+    """The model yields its next chunk only once the handler has seen the one before: a
+    response handed on after its stream ended could never get past the first chunk."""
+    seen: list[str] = []
+
+    async def stream_fn(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        for chunk in ["Hel", "lo ", "wor", "ld"]:
+            yield chunk
+            with anyio.fail_after(10):  # an integration that buffers never hands it on
+                while not any(s.endswith(" " + chunk) for s in seen):
+                    await anyio.sleep(0.001)
+
+    async def handler(ctx: RunContext[Any], stream: Any) -> None:
+        async for event in stream:
+            seen.append(describe(event))
+
+    model = FunctionModel(stream_function=stream_fn, model_name="streamer")
+    durable = DurableAgent(Agent(model, name="t-live-deltas"), event_stream_handler=handler)
+    async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
+        result = await durable.run(system, "s", "go", message_id="m")
+    assert result.output == "Hello world"
+    assert seen == [
+        "start 0 Hel",
+        "FinalResultEvent",
+        "delta 0 lo ",
+        "delta 0 wor",
+        "delta 0 ld",
+        "end 0",
+    ]
+
+
+@pytest.mark.anyio
+async def test_a_request_served_from_the_log_is_not_streamed(tmp_path: Path) -> None:
+    """Stopped while the tool ran (after the first request streamed and was logged): the
+    resumed run gets the first response from the log, its parts whole (no deltas), runs the
+    tool again (a read in doubt) and streams the second request; each request is logged
+    once, with its complete response."""
+    asked: list[int] = []
+    events: list[str] = []
+    ran: list[str] = []
+    block = True
+    reached = anyio.Event()
+
+    async def handler(ctx: RunContext[Any], stream: Any) -> None:
+        async for event in stream:
+            events.append(describe(event))
+
+    agent = Agent(lookup_then_answer(asked), name="t-from-log")
+
+    @agent.tool_plain
+    async def lookup(q: str) -> str:
+        ran.append(q)
+        if block:
+            reached.set()
+            await anyio.sleep_forever()
+        return f"found {q}"
+
+    durable = DurableAgent(agent, tools={"lookup": READ}, event_stream_handler=handler)
+    store = tmp_path / "agents.db"
+    async with (
+        ActorSystem(SqliteStore(store), actors=[AgentActor], shutdown_grace=0.1) as system,
+        anyio.create_task_group() as tg,
+    ):
+
+        async def go() -> None:
+            await durable.run(system, "s", "go", message_id="m")
+
+        tg.start_soon(go)
+        with anyio.fail_after(30):
+            await reached.wait()
+        tg.cancel_scope.cancel()
+    assert asked == [0]
+    live = list(events)
+    assert live[:4] == ['start 0 lookup {"q": ', 'delta 0 "x"}', "end 0", "call lookup"]
+
+    block = False
+    events.clear()
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        result = await durable.run(system, "s", "go", message_id="m")
+    assert result.output == "found x"
+    assert asked == [0, 1] and ran == ["x", "x"]
+    # the logged response, whole: one start with the complete arguments, its end
+    assert events[:3] == ['start 0 lookup {"q": "x"}', "end 0", "call lookup"]
+    assert events[-5:] == ["start 0 fo", "FinalResultEvent", "delta 0 un", "delta 0 d x", "end 0"]
+    logged = await logged_requests(store, "s")
+    assert [status for status, _ in logged] == ["ok", "ok"]
+    assert logged[1][1]["parts"][0]["content"] == "found x"
+
+    # asked again: the recorded reply, nothing requested (recovery at start replays the
+    # step from the log to rebuild the conversation: its events come whole, no deltas)
+    events.clear()
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        again = await durable.run(system, "s", "go", message_id="m")
+    assert again.output == "found x" and asked == [0, 1]
+    assert not [e for e in events if e.startswith("delta")]
+
+
+@pytest.mark.anyio
+async def test_a_run_recorded_without_streaming_resumes_streamed(tmp_path: Path) -> None:
+    """``fixtures/pai_unstreamed_v0.db`` (make_pai_stream_fixture.py) was recorded by the
+    integration before it streamed, stopped while its third model request was in flight.
+    With a model that streams it resumes: the two logged requests come from the log (their
+    parts whole), the one in flight is made again, streamed."""
+    asked: list[str] = []
+    events: list[str] = []
+
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        asked.append("whole")
+        raise AssertionError("the requests recorded are not made again, the rest streams")
+
+    async def stream_fn(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        asked.append(f"streamed {responses(messages)}")
+        for chunk in ["all ", "done"]:
+            yield chunk
+
+    async def handler(ctx: RunContext[Any], stream: Any) -> None:
+        async for event in stream:
+            events.append(describe(event))
+
+    model = FunctionModel(fn, stream_function=stream_fn, model_name="streamer")
+    agent = Agent(model, name="unstreamed")
+
+    @agent.tool_plain
+    async def lookup(q: str) -> str:
+        return f"found {q}"
+
+    durable = DurableAgent(agent, tools={"lookup": READ}, event_stream_handler=handler)
+    store = tmp_path / "old.db"
+    shutil.copyfile(FIXTURE, store)
+    # the third request in doubt ("auto": settled by the runtime when it recovers)
+    assert [s for s, _ in await logged_requests(store, "s")] == ["ok", "ok", "auto"]
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        result = await durable.run(system, "s", "go", message_id="m")
+    assert result.output == "all done"
+    assert asked == ["streamed 2"]
+    starts = [e for e in events if e.startswith(("start", "delta"))]
+    assert starts == [
+        "start 0 looking up q0",
+        'start 1 lookup {"q": "q0"}',
+        "start 0 looking up q1",
+        'start 1 lookup {"q": "q1"}',
+        "start 0 all ",
+        "delta 0 done",
+    ]
+    assert [s for s, _ in await logged_requests(store, "s")] == ["ok", "ok", "ok"]
+
+
+@pytest.mark.anyio
+async def test_a_stream_that_fails_is_logged_as_a_failed_request(tmp_path: Path) -> None:
+    """The provider fails mid-stream: the request's result is the error (logged once), the
+    run fails; asked again, the same failure, and the model is not asked again."""
+    asked: list[int] = []
+
+    async def stream_fn(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        asked.append(1)
+        yield "partial "
+        raise RuntimeError("connection reset by the provider")
+
+    agent = Agent(FunctionModel(stream_function=stream_fn), name="t-stream-fails")
+    durable = DurableAgent(agent, event_stream_handler=_read_all)
+    store = tmp_path / "agents.db"
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        with pytest.raises(HandlerError, match="connection reset"):
+            await durable.run(system, "s", "go", message_id="m")
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        with pytest.raises(HandlerError, match="connection reset"):
+            await durable.run(system, "s", "go", message_id="m")
+    assert asked == [1]
+    assert [s for s, _ in await logged_requests(store, "s")] == ["error"]
+
+
+async def _read_all(ctx: RunContext[Any], stream: Any) -> None:
+    async for _ in stream:
+        pass
