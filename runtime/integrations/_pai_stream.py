@@ -123,13 +123,15 @@ class DeltaForwarder:
     (request, part): a ``request`` event clears that request's, a delta sets
     ``text = text[:offset] + delta``."""
 
-    __slots__ = ("_emit", "_request", "_texts")
+    __slots__ = ("_emit", "_kinds", "_request", "_texts")
 
     def __init__(self, emit: Callable[[Any], None], request: int) -> None:
         self._emit = emit
         self._request = request
         #: part index -> the text emitted so far (chunks; joined only to check at its end)
         self._texts: dict[int, list[str]] = {}
+        #: part index -> its ``part_kind``
+        self._kinds: dict[int, str] = {}
 
     def start(self, *, replayed: bool) -> None:
         self._emit({"event": REQUEST, "request": self._request, "replayed": replayed})
@@ -152,7 +154,7 @@ class DeltaForwarder:
                 return
             offset = sum(map(len, chunks))
             chunks.append(text)
-            self._part(event.index, delta.part_delta_kind.removesuffix("_delta"), offset, text)
+            self._part(event.index, self._kinds[event.index], offset, text)
         elif isinstance(event, PartEndEvent):
             whole = _text_of(event.part)
             chunks = self._texts.get(event.index)
@@ -164,6 +166,7 @@ class DeltaForwarder:
         if text is None:
             return
         self._texts[index] = [text]
+        self._kinds[index] = part.part_kind
         extra: dict[str, Any] = {}
         if isinstance(part, BaseToolCallPart):
             extra = {"tool_name": part.tool_name, "tool_call_id": part.tool_call_id}

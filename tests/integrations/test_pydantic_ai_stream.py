@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from actorlog import ActorSystem, HandlerError, ops
+from actorlog import ActorSystem, ConfigurationError, Context, HandlerError, ops
 from actorlog.integrations.pydantic_ai import READ, AgentActor, DurableAgent
 from actorlog.stores import MemoryStore, SqliteStore
 from pydantic_ai import Agent, RunContext
@@ -268,3 +268,103 @@ async def test_a_stream_that_fails_is_logged_as_a_failed_request(tmp_path: Path)
 async def _read_all(ctx: RunContext[Any], stream: Any) -> None:
     async for _ in stream:
         pass
+
+
+# -- emit_deltas: the deltas to the step's callers ---------------------------------------------
+
+
+def reduce(emitted: list[dict[str, Any]]) -> dict[tuple[int, int], str]:
+    """What a caller rebuilds from the dicts (docs/pydantic-ai.md): one text per (request,
+    part); a request's start clears its parts, a delta replaces the text from its offset."""
+    texts: dict[tuple[int, int], str] = {}
+    for ev in emitted:
+        if ev["event"] == "pydantic_ai.request":
+            texts = {k: v for k, v in texts.items() if k[0] != ev["request"]}
+        elif ev["event"] == "pydantic_ai.delta":
+            key = (ev["request"], ev["part"])
+            texts[key] = texts.get(key, "")[: ev["offset"]] + ev["delta"]
+    return texts
+
+
+@pytest.mark.anyio
+async def test_emit_deltas_hands_the_deltas_to_the_callers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a handler, ``emit_deltas=True`` streams the requests and gives ``ctx.emit``
+    plain dicts: live, each delta at its offset; after a resume, a request served from the
+    log as one dict per part (offset 0, the whole text, ``replayed``), then the live ones.
+    (``ctx.emit`` is another piece of issue 26: until it is merged it is stood in for here
+    by a recorder on Context; with it, the same dicts reach ``ref.ask_stream``.)"""
+    emitted: list[dict[str, Any]] = []
+
+    def emit(self: Context, obj: Any) -> None:
+        emitted.append(obj)
+
+    monkeypatch.setattr(Context, "emit", emit, raising=False)
+    asked: list[int] = []
+    block = True
+    reached = anyio.Event()
+    agent = Agent(lookup_then_answer(asked), name="t-emit")
+
+    @agent.tool_plain
+    async def lookup(q: str) -> str:
+        if block:
+            reached.set()
+            await anyio.sleep_forever()
+        return f"found {q}"
+
+    durable = DurableAgent(agent, tools={"lookup": READ}, emit_deltas=True)
+    store = tmp_path / "agents.db"
+    async with (
+        ActorSystem(SqliteStore(store), actors=[AgentActor], shutdown_grace=0.1) as system,
+        anyio.create_task_group() as tg,
+    ):
+
+        async def go() -> None:
+            await durable.run(system, "s", "go", message_id="m")
+
+        tg.start_soon(go)
+        with anyio.fail_after(30):
+            await reached.wait()
+        tg.cancel_scope.cancel()
+    call = {"tool_name": "lookup", "tool_call_id": "c0"}
+    delta = {"event": "pydantic_ai.delta", "request": 0, "part": 0}
+    assert emitted == [
+        {"event": "pydantic_ai.request", "request": 0, "replayed": False},
+        {**delta, "part_kind": "tool-call", "offset": 0, "delta": '{"q": ', **call},
+        {**delta, "part_kind": "tool-call", "offset": 6, "delta": '"x"}'},
+        {"event": "pydantic_ai.request_end", "request": 0},
+    ]
+
+    block = False
+    emitted.clear()
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        result = await durable.run(system, "s", "go", message_id="m")
+    assert result.output == "found x" and asked == [0, 1]
+    text = {"event": "pydantic_ai.delta", "request": 1, "part": 0, "part_kind": "text"}
+    assert emitted == [
+        {"event": "pydantic_ai.request", "request": 0, "replayed": True},
+        {**delta, "part_kind": "tool-call", "offset": 0, "delta": '{"q": "x"}', **call},
+        {"event": "pydantic_ai.request_end", "request": 0},
+        {"event": "pydantic_ai.request", "request": 1, "replayed": False},
+        {**text, "offset": 0, "delta": "fo"},
+        {**text, "offset": 2, "delta": "un"},
+        {**text, "offset": 4, "delta": "d x"},
+        {"event": "pydantic_ai.request_end", "request": 1},
+    ]
+    assert reduce(emitted) == {(0, 0): '{"q": "x"}', (1, 0): "found x"}
+
+
+def test_emit_deltas_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = Agent(FunctionModel(stream_function=_never), name="t-emit-checked")
+    for bad in ["yes", 1, None]:
+        with pytest.raises(ConfigurationError, match="emit_deltas"):
+            DurableAgent(agent, emit_deltas=bad)  # type: ignore[arg-type]
+    monkeypatch.delattr(Context, "emit", raising=False)  # an actorlog without ctx.emit
+    with pytest.raises(ConfigurationError, match=r"ctx\.emit"):
+        DurableAgent(agent, emit_deltas=True)
+
+
+async def _never(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+    raise AssertionError("not asked")
+    yield ""
