@@ -6,8 +6,14 @@ resumes, and ``emit_deltas`` hands the deltas to the step's callers."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -368,3 +374,73 @@ def test_emit_deltas_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
 async def _never(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
     raise AssertionError("not asked")
     yield ""
+
+
+# -- SIGKILL in the middle of a streamed request -----------------------------------------------
+
+WORKER = Path(__file__).with_name("stream_worker.py")
+CHUNKS = [f"w{i} " for i in range(10)]  # what the worker's model streams, in this order
+
+
+def _worker(store: Path, ledger: Path, kill_after_deltas: int | None) -> list[str]:
+    """Run the worker; SIGKILL it once its handler printed ``kill_after_deltas`` deltas.
+    The whole lines it printed."""
+    env = dict(os.environ, STREAM_LEDGER=str(ledger))
+    proc = subprocess.Popen(
+        [sys.executable, str(WORKER), str(store)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    lines: list[str] = []
+    for line in proc.stdout:
+        if not line.endswith("\n"):
+            break
+        lines.append(line.rstrip("\n"))
+        deltas = sum(1 for x in lines if x.startswith("[event] delta"))
+        if deltas == kill_after_deltas:
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    rc = proc.wait(timeout=120)
+    assert rc == (0 if kill_after_deltas is None else -signal.SIGKILL), err
+    return lines
+
+
+def _requests_made(ledger: Path) -> list[str]:
+    with closing(sqlite3.connect(ledger)) as db:
+        return [str(k) for (k,) in db.execute("SELECT key FROM requests ORDER BY rowid")]
+
+
+def test_killed_mid_stream_the_request_is_made_again_and_completed_ones_are_not(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL after the handler saw three deltas of the second request: it was not logged
+    (in doubt), so the resumed run makes it again and streams it from its start; the first
+    request (logged) is not made again: its response comes whole."""
+    store, ledger = tmp_path / "agents.db", tmp_path / "ledger.db"
+    before = _worker(store, ledger, 3)
+    assert [x for x in before if x.startswith("[event] delta")] == [
+        "[event] delta 0 w1 ",
+        "[event] delta 0 w2 ",
+        "[event] delta 0 w3 ",
+    ]
+    assert _requests_made(ledger) == ["0", "1"]
+    assert [s for s, _ in anyio.run(logged_requests, store, "chunky-1")] == [
+        "ok",
+        "auto",
+    ]  # in doubt (a read: made again)
+
+    after = _worker(store, ledger, None)
+    assert json.loads(after[-1].removeprefix("DONE ")) == {"output": "".join(CHUNKS)}
+    assert _requests_made(ledger) == ["0", "1", "1"]  # the first request was not made again
+    events = [x.removeprefix("[event] ") for x in after if x.startswith("[event]")]
+    first = events.index("FunctionToolCallEvent")
+    assert events[:first] == ['start 0 note {"what":"start"}', "end 0"]  # whole, from the log
+    texts = [e for e in events[first:] if e.startswith(("start", "delta"))]
+    assert texts == ["start 0 w0 "] + [f"delta 0 {c}" for c in CHUNKS[1:]]
+    assert [s for s, _ in anyio.run(logged_requests, store, "chunky-1")] == ["ok", "ok"]
