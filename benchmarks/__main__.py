@@ -23,6 +23,7 @@ BENCHMARKS = {
     "startup": "import actorlog, and process start to the first resumed step after a crash",
     "first_ask": "the first ask with a message id after a restart: long vs short id history",
     "parallel": "5 tool calls in one step: sequential vs parallel, live and after SIGKILL",
+    "pai_stream": "latency per streamed token, pydantic-ai alone vs DurableAgent",
 }
 
 
