@@ -108,8 +108,8 @@ async def measure(setup: str, tokens: int, runs: int, work: Path) -> dict[str, A
         latencies, totals = await _runs(probe, runs, one)
     else:
         durable = DurableAgent(agent, event_stream_handler=probe.handler)
-        store = MemoryStore() if setup == "DurableAgent, MemoryStore" else None
-        if store is None:
+        store: MemoryStore | SqliteStore = MemoryStore()
+        if setup == "DurableAgent, SQLite file":
             store = SqliteStore(work / "stream.db")
         async with ActorSystem(store, actors=[AgentActor]) as system:
 
