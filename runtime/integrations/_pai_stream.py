@@ -188,6 +188,14 @@ class DeltaForwarder:
         )
 
 
+class RequestAbandoned(Exception):
+    """The run stopped while a response streamed: the request's logged outcome."""
+
+    def __init__(self, why: BaseException) -> None:
+        reason = type(why).__name__ + (f": {why}" if str(why) else "")
+        super().__init__(f"the run stopped while the response streamed ({reason})")
+
+
 class _Call:
     """The journaled call of one streamed request: its tool (``run``) waits for the response
     the stream delivers."""
@@ -244,13 +252,15 @@ async def streamed_request(
     open_stream: Callable[[], AbstractAsyncContextManager[StreamedResponse]],
     params: ModelRequestParameters,
     forward: DeltaForwarder | None,
+    handler_cancelled: Callable[[], bool],
 ) -> AsyncIterator[StreamedResponse]:
     """One streamed request: ``journal(fn)`` is the ``ctx.call`` whose tool awaits ``fn()``
     and whose logged result it returns; ``open_stream()`` opens the provider's stream.
 
-    A cancellation point throughout. A cancel (or an error of the consumer) before the
-    stream ended cancels the call, which settles it as its ``ctx.call`` would be settled;
-    the response is not logged and the request is made again on replay."""
+    A cancellation point throughout. A cancel before the stream ended cancels the call,
+    which settles it as its ``ctx.call`` would be settled (in doubt at shutdown: made again
+    on recovery); the run stopping while it streams (an error of the consumer, a cancel of
+    the handler's own: ``handler_cancelled()``) is logged as the request's failure."""
     call = _Call()
     with _tasks.outside():  # the call logs under the node ``journal`` gives it
         task = asyncio.ensure_future(journal(call.run))
@@ -271,7 +281,20 @@ async def streamed_request(
             raise
         async with stack:
             streamed = _Streamed(inner, params, forward, call, task)
-            yield streamed
+            try:
+                yield streamed
+            except BaseException as exc:
+                # The run stopped while the request streamed (its event stream handler
+                # raised, and pydantic-ai cancelled the request): unless the runtime stops
+                # the step (then the request is in doubt, made again on recovery), that is
+                # the request's outcome, logged as its failure, so a replay stops the run at
+                # the same request. (A call cancelled by the handler's own scope would wait,
+                # on replay, for a cancel the replay cannot repeat: it does not stream.)
+                if not call.response.done() and (isinstance(exc, Exception) or handler_cancelled()):
+                    call.response.set_exception(RequestAbandoned(exc))
+                    with anyio.CancelScope(shield=True):
+                        await asyncio.wait({task})
+                raise
             # The consumer stopped before the end without an error: the run goes on with
             # the response so far, so that is what is logged (and replayed).
             await streamed.finish()

@@ -548,7 +548,8 @@ class _JournaledModel(WrapperModel):
         def open_stream() -> AbstractAsyncContextManager[StreamedResponse]:
             return self.wrapped.request_stream(messages, model_settings, params, run_context)
 
-        async with streamed_request(journal, open_stream, params, forward) as stream:
+        stopped = self._actor_ctx._handler_cancelled
+        async with streamed_request(journal, open_stream, params, forward, stopped) as stream:
             yield stream
 
 

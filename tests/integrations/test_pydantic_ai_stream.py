@@ -444,3 +444,43 @@ def test_killed_mid_stream_the_request_is_made_again_and_completed_ones_are_not(
     texts = [e for e in events[first:] if e.startswith(("start", "delta"))]
     assert texts == ["start 0 w0 "] + [f"delta 0 {c}" for c in CHUNKS[1:]]
     assert [s for s, _ in anyio.run(logged_requests, store, "chunky-1")] == ["ok", "ok"]
+
+
+@pytest.mark.anyio
+async def test_a_handler_that_raises_mid_stream_fails_the_run_and_it_recovers(
+    tmp_path: Path,
+) -> None:
+    """The handler raises after two deltas: the run fails with its error, which is logged as
+    the request's outcome (a response is not); after a restart the actor recovers (the
+    failed run replays: it fails at that request, which does not stream, without waiting
+    for the handler) and asking again gives the recorded failure without a new request."""
+    asked: list[int] = []
+
+    async def stream_fn(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        asked.append(1)
+        for chunk in ["a", "b", "c", "d"]:
+            yield chunk
+
+    fail = [True]  # the first run's handler fails (not the replay's, nor the next run's)
+
+    async def handler(ctx: RunContext[Any], stream: Any) -> None:
+        n = 0
+        async for event in stream:
+            n += isinstance(event, PartDeltaEvent)
+            if n == 2 and fail[0]:
+                fail[0] = False
+                raise ValueError("the consumer went away")
+
+    agent = Agent(FunctionModel(stream_function=stream_fn), name="t-handler-raises")
+    durable = DurableAgent(agent, event_stream_handler=handler)
+    store = tmp_path / "agents.db"
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        with pytest.raises(HandlerError, match="the consumer went away"):
+            await durable.run(system, "s", "go", message_id="m")
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        with pytest.raises(HandlerError, match="the consumer went away"):
+            await durable.run(system, "s", "go", message_id="m")
+        ok = await durable.run(system, "s", "again", message_id="m2")
+    assert ok.output == "abcd"
+    assert asked == [1, 1]
+    assert [s for s, _ in await logged_requests(store, "s")] == ["error", "ok"]
