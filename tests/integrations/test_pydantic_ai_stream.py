@@ -34,6 +34,7 @@ from pydantic_ai.messages import (
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
+    TextPart,
     TextPartDelta,
     ToolCallPart,
     ToolCallPartDelta,
@@ -484,3 +485,44 @@ async def test_a_handler_that_raises_mid_stream_fails_the_run_and_it_recovers(
     assert ok.output == "abcd"
     assert asked == [1, 1]
     assert [s for s, _ in await logged_requests(store, "s")] == ["error", "ok"]
+
+
+@pytest.mark.anyio
+async def test_a_model_that_cannot_stream_is_handed_on_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ``FunctionModel`` without ``stream_function`` is asked without streaming: the
+    handler gets its response whole, and ``emit_deltas`` one delta per part."""
+    emitted: list[dict[str, Any]] = []
+    events: list[str] = []
+
+    def emit(self: Context, obj: Any) -> None:
+        emitted.append(obj)
+
+    monkeypatch.setattr(Context, "emit", emit, raising=False)
+
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("all at once")])
+
+    async def handler(ctx: RunContext[Any], stream: Any) -> None:
+        async for event in stream:
+            events.append(describe(event))
+
+    agent = Agent(FunctionModel(fn), name="t-whole")
+    durable = DurableAgent(agent, event_stream_handler=handler, emit_deltas=True)
+    async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
+        result = await durable.run(system, "s", "go", message_id="m")
+    assert result.output == "all at once"
+    assert events == ["start 0 all at once", "FinalResultEvent", "end 0"]
+    assert emitted == [
+        {"event": "pydantic_ai.request", "request": 0, "replayed": False},
+        {
+            "event": "pydantic_ai.delta",
+            "request": 0,
+            "part": 0,
+            "part_kind": "text",
+            "offset": 0,
+            "delta": "all at once",
+        },
+        {"event": "pydantic_ai.request_end", "request": 0},
+    ]
