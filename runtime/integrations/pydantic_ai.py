@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -37,7 +37,6 @@ from pydantic_ai.agent import EventStreamHandler
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
 from pydantic_ai.models import (
-    CompletedStreamedResponse,
     KnownModelName,
     Model,
     ModelRequestParameters,
@@ -69,6 +68,15 @@ from ._effects import (
     idempotency_key,
     reconciled,
     shown,
+)
+from ._pai_stream import (
+    DeltaForwarder,
+    _dump_response,
+    _load_response,
+    can_stream,
+    drain,
+    streamed_request,
+    whole_response,
 )
 from ._pai_tasks import _Identities
 
@@ -184,8 +192,11 @@ class DurableAgent(Generic[DepsT, OutputT]):
         default_tool_effect: ``ESCALATE`` unless said otherwise.
         model: the model to use instead of the agent's own.
         deps: the agent's dependencies (process-local: they are not logged).
-        event_stream_handler: receives the run's events; see docs/pydantic-ai.md for what
-            is replayed to it after a resume.
+        event_stream_handler: receives the run's events, the model's deltas live; see
+            docs/pydantic-ai.md for what it is given after a resume.
+        emit_deltas: also hand each model request's deltas to the step's callers with
+            ``ctx.emit`` (plain dicts, docs/pydantic-ai.md); model requests are then
+            streamed with or without a handler.
     """
 
     def __init__(
@@ -198,6 +209,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         model: Model | str | None = None,
         deps: DepsT | None = None,
         event_stream_handler: EventStreamHandler[DepsT] | None = None,
+        emit_deltas: bool = False,
     ) -> None:
         name = name or agent.name
         if not name:
@@ -210,7 +222,15 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self.default_tool_effect = default_tool_effect
         self.model = model
         self.deps = deps
+        if not isinstance(emit_deltas, bool):
+            raise ConfigurationError(f"emit_deltas must be True or False, not {shown(emit_deltas)}")
+        if emit_deltas and not callable(getattr(Context, "emit", None)):
+            raise ConfigurationError(
+                "emit_deltas=True needs ctx.emit (events from a step to its callers), which "
+                "this version of actorlog does not have"
+            )
         self.event_stream_handler = event_stream_handler
+        self.emit_deltas = emit_deltas
         _AGENTS[name] = self
 
     # -- caller side -----------------------------------------------------------------------
@@ -320,7 +340,13 @@ class DurableAgent(Generic[DepsT, OutputT]):
         base = self.model if self.model is not None else self.agent.model
         assert base is not None  # checked in __init__
         ids = _Identities(ctx)
-        model = _JournaledModel(base, ctx, self, ids)
+        emit: Callable[[Any], None] | None = None
+        if self.emit_deltas:
+            emit = ctx.emit  # type: ignore[attr-defined]  # ctx.emit: checked in __init__
+        model = _JournaledModel(base, ctx, self, ids, emit)
+        handler = self.event_stream_handler
+        if handler is None and emit is not None:
+            handler = drain  # streamed requests: pydantic-ai streams for a handler only
         toolsets: list[AbstractToolset[DepsT]] = [
             _JournaledToolset(ts, self, ctx, ids) for ts in self.agent.toolsets
         ]
@@ -341,7 +367,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 deps=self.deps,
                 run_id=run_id,
                 conversation_id=ctx.actor_id,
-                event_stream_handler=self.event_stream_handler,
+                event_stream_handler=handler,
                 infer_name=False,
             )
         all_messages = ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json")
@@ -429,17 +455,6 @@ def tools_fingerprint(
     return hashlib.sha256(blob).hexdigest()
 
 
-def _dump_response(response: ModelResponse) -> Any:
-    return ModelMessagesTypeAdapter.dump_python([response], mode="json")[0]
-
-
-def _load_response(plain: Any) -> ModelResponse:
-    (msg,) = ModelMessagesTypeAdapter.validate_python([plain])
-    if not isinstance(msg, ModelResponse):
-        raise ConfigurationError(f"the log holds a {type(msg).__name__} for a model response")
-    return msg
-
-
 class _JournaledModel(WrapperModel):
     """Each request is ``ctx.call`` of a read effect whose result is the ModelResponse."""
 
@@ -449,17 +464,23 @@ class _JournaledModel(WrapperModel):
         ctx: Context,
         durable: DurableAgent[Any, Any],
         ids: _Identities,
+        emit: Callable[[Any], None] | None = None,
     ) -> None:
         super().__init__(wrapped)
         self._actor_ctx = ctx
         self._durable = durable
         self._ids = ids
+        #: ``ctx.emit`` when the deltas go to the step's callers (``emit_deltas``)
+        self._emit = emit
+        #: streamed requests so far in this run (their number in the emitted dicts)
+        self._requests = 0
 
     async def _journaled(
         self,
         messages: list[ModelMessage],
         params: ModelRequestParameters,
         call: Callable[[], Awaitable[ModelResponse]],
+        node: _tasks.Node | None = None,
     ) -> ModelResponse:
         async def model_request(model: str, request: str, tools: str | None = None) -> Any:
             response = await call()
@@ -474,7 +495,7 @@ class _JournaledModel(WrapperModel):
         t = Tool(model_request, name=MODEL_REQUEST, effect="read", idempotent=False, reconcile=None)
         ctx = self._actor_ctx
         args: list[Any] = [self.wrapped.model_name, fingerprint(messages)]
-        with _tasks._Set(self._ids.node()):
+        with _tasks._Set(self._ids.node() if node is None else node):
             # A request logged by a version before the tools were fingerprinted holds two
             # arguments: it is checked as it was logged (against the messages only).
             recorded = ctx._next_recorded_args()
@@ -503,18 +524,33 @@ class _JournaledModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
         run_context: RunContext[Any] | None = None,
     ) -> AsyncIterator[StreamedResponse]:
-        # The provider is asked without streaming: the response is logged whole, and the
-        # stream below is rebuilt from it, so live and replayed runs give the same events.
-        response = await self._journaled(
-            messages,
-            model_request_parameters,
-            lambda: self.wrapped.request(messages, model_settings, model_request_parameters),
-        )
-        # The handler sees each response as a whole (part start + one delta per part), built
-        # from the logged response: the same events live and after a resume.
-        yield CompletedStreamedResponse(
-            response, model_request_parameters=model_request_parameters, replay_events=True
-        )
+        params = model_request_parameters
+        self._requests += 1
+        forward = None if self._emit is None else DeltaForwarder(self._emit, self._requests - 1)
+        if not can_stream(self.wrapped):  # asked without streaming, handed on whole
+            ran = False
+
+            async def ask() -> ModelResponse:
+                nonlocal ran
+                ran = True
+                return await self.wrapped.request(messages, model_settings, params)
+
+            response = await self._journaled(messages, params, ask)
+            yield whole_response(response, params, forward, replayed=not ran)
+            return
+        # The provider's events are handed on as they arrive, the response logged at the
+        # end; a request served from the log is not streamed (_pai_stream).
+        node = self._ids.node()  # numbered now, in the order the run asks (_Identities)
+
+        def journal(call: Callable[[], Awaitable[ModelResponse]]) -> Awaitable[ModelResponse]:
+            return self._journaled(messages, params, call, node)
+
+        def open_stream() -> AbstractAsyncContextManager[StreamedResponse]:
+            return self.wrapped.request_stream(messages, model_settings, params, run_context)
+
+        stopped = self._actor_ctx._handler_cancelled
+        async with streamed_request(journal, open_stream, params, forward, stopped) as stream:
+            yield stream
 
 
 # -- journaling: tool calls -----------------------------------------------------------------

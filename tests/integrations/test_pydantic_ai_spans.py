@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 pytest.importorskip("pydantic_ai")
@@ -13,7 +15,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from pydantic_ai import Agent
+from pydantic_ai import Agent, RunContext
 from pydantic_ai.models.test import TestModel
 
 _EXPORTER = InMemorySpanExporter()
@@ -68,3 +70,25 @@ async def test_model_and_tool_spans_have_genai_attributes(spans: InMemorySpanExp
     step_attrs = dict(step.attributes or {})
     assert step_attrs["actorlog.pydantic_ai.agent"] == "t-spans"
     assert step_attrs["gen_ai.usage.input_tokens"] == result.usage.input_tokens
+
+
+@pytest.mark.anyio
+async def test_a_streamed_request_is_one_span_with_its_first_event_and_count(
+    spans: InMemorySpanExporter,
+) -> None:
+    """A streamed model request is one ``actorlog.tool_call`` span: the span event
+    ``actorlog.pydantic_ai.first_event`` and the number of events streamed, no span per
+    token."""
+
+    async def handler(ctx: RunContext[Any], stream: Any) -> None:
+        async for _ in stream:
+            pass
+
+    agent = Agent(TestModel(custom_output_text="one two three four"), name="t-stream-span")
+    durable = DurableAgent(agent, event_stream_handler=handler)
+    async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
+        await durable.run(system, "conv-stream", "hi", message_id="m-1")
+    (request,) = [s for s in spans.get_finished_spans() if _tool(s) == "pydantic_ai.model_request"]
+    attributes = request.attributes or {}
+    assert int(str(attributes["actorlog.pydantic_ai.stream_events"])) >= 4  # deltas, ends ...
+    assert [e.name for e in request.events].count("actorlog.pydantic_ai.first_event") == 1
