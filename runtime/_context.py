@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import anyio
 
 from . import _codec, _names, _records, _tasks, _telemetry
-from ._calls import StepHost, ToolCalls, abandoned_error, not_started_error
+from ._calls import StepHost, abandoned_error, not_started_error
 from ._ctxtasks import StepTasks, by_task
 from ._ctxtimers import TimerEffects, check_ref
 from ._errors import (
@@ -33,6 +33,7 @@ from ._errors import (
     ToolCallError,
 )
 from ._ids import idempotency_key
+from ._indoubt import InDoubtCalls
 from ._records import (
     EffectRecord,
     EntryKind,
@@ -77,7 +78,7 @@ def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
     return f"{tag}({a})"
 
 
-class Context(StepTasks, ToolCalls, TimerEffects):
+class Context(StepTasks, InDoubtCalls, TimerEffects):
     """The handler's door to the world. One per step; do not keep it after ``receive``."""
 
     def __init__(

@@ -81,7 +81,15 @@ class Escalations:
                 self.escalated[step_seq] = err
                 settle(waiters, step_seq, None, err)
                 _logs.in_doubt.warning("%s", err)
-            await w.event.wait()
+            try:
+                await w.event.wait()
+            except anyio.get_cancelled_exc_class():
+                if w.claimed is None:
+                    raise  # abandoned by the handler's own scope: the step settles it
+                # an operator's decision was logged first: it settles the call, and the call
+                # returns it as replay will (the scope's cancel comes at the next checkpoint)
+                with anyio.CancelScope(shield=True):
+                    await w.event.wait()
         finally:
             self.waiting.pop(intent_seq, None)
             self.escalated.pop(step_seq, None)
