@@ -25,7 +25,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from actorlog import ActorSystem, InDoubtError, ops
+from actorlog import ActorSystem, ConfigurationError, InDoubtError, ops
 from actorlog.stores import SqliteStore
 
 from tests.runtime._gated import GatedStore
@@ -176,6 +176,10 @@ async def _cancelled_while_waiting(system: ActorSystem, db: Path, msg: Race) -> 
     assert call.in_doubt and call.needs_ruling  # it may have happened: an operator rules
     listed = await ops.calls_needing_ruling(system.store, "r")
     assert [c.intent_seq for c in listed] == [intent_seq]
+    # nothing waits for the runtime's resolve any more: refused, nothing written
+    with pytest.raises(ConfigurationError):
+        await system.resolve("r", intent_seq, fail="no")
+    assert [c.intent_seq for c in await ops.calls_needing_ruling(system.store, "r")] == [intent_seq]
     # the actor goes on with the next message
     assert await ref.ask(Race("read", contestants=0), message_id="next") == "kicked:"
     return reply
