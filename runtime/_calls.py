@@ -46,7 +46,8 @@ class ToolCalls:
     fatal: BaseException | None
     #: intents of this step running (or waiting for an operator) now: seq -> tool name
     _open: dict[int, str]
-    #: intents whose tool was running when a cancellation reached it
+    #: intents whose current attempt may have taken effect: its tool runs, or its in-doubt
+    #: policy (a reconcile function, an operator) is settling it
     _in_flight: set[int]
     open_tools: dict[str, tuple[str, str]]
     #: replaying a step an operator cancelled: its scope (see ``Context.stop``/``_expect``)

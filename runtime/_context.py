@@ -116,7 +116,7 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         self.awaited = 0.0
         #: intents of this step running (or waiting for an operator) now: seq -> tool name
         self._open: dict[int, str] = {}
-        #: intents whose tool was running when a cancellation reached it (``_calls._attempt``)
+        #: intents whose current attempt may have taken effect (``_calls``, ``_indoubt``)
         self._in_flight: set[int] = set()
         #: tool name -> (effect, policy) of the calls this step ran (for a cancel's record)
         self.open_tools: dict[str, tuple[str, str]] = {}
