@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -223,3 +224,39 @@ async def test_a_timed_out_write_cancelled_while_waiting_for_an_operator_needs_a
     assert reply == "kicked:"
     assert ledger.read_text().splitlines() == ["start t0"]  # the one attempt, never re-run
     await _replays(db, Race("timeout", 1), reply)
+
+
+async def test_a_decision_being_logged_when_the_cancel_comes_settles_the_call(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    """One decision per intent: the operator's decision is being committed (held) when the
+    referee cancels the waiting call; the decision settles it (no cancelled result is
+    written too) and the call returns it, as replay does."""
+    db = await _crashed(tmp_path, anyio_backend, "escalate", contestants=1)
+    store = GatedStore(SqliteStore(db))
+    gate = store.gate("append", entry_kinds=("decision",))
+    async with ActorSystem(store, actors=[Racer]) as system:
+        with anyio.fail_after(30):
+            (intent_seq,) = await system.wait_in_doubt("r")
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: system.resolve("r", intent_seq, result="paid e0"))
+                await gate.reached.wait()  # the decision is logged, its commit held
+                KICK["go"].set()
+                await anyio.wait_all_tasks_blocked()
+                gate.open()
+            ref = await system.spawn(Racer, "r")
+            reply = await ref.ask(Race("escalate", 1), message_id="q")
+        step = await _step(db)
+    assert reply == "kicked:paid e0"
+    (call,) = step.calls
+    assert (call.status, call.value, call.settled_by) == ("resolved", "paid e0", "operator")
+    assert not call.in_doubt and [d.action for d in call.decisions] == ["result"]
+    conn = sqlite3.connect(db)
+    try:  # one settlement: no cancelled result next to the decision
+        (results,) = conn.execute(
+            "SELECT count(*) FROM entries WHERE kind = 'result' AND ref = ?", (intent_seq,)
+        ).fetchone()
+    finally:
+        conn.close()
+    assert results == 0
+    await _replays(db, Race("escalate", 1), reply)
