@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 import anyio
 import anyio.lowlevel
 
-from . import _codec, _decisions, _records, _telemetry, _tools
-from ._attempts import Settled, attempt_event, attempts_so_far, policy_attempt
+from . import _codec, _records, _telemetry, _tools
+from ._attempts import Settled, attempt_event
 from ._cancelling import is_call_error
-from ._cancelwrite import abandoned_in_doubt
+from ._cancelwrite import abandoned_error, not_started_error, settle_cancelled
 from ._errors import ActorlogError, EncodeError, ToolCallError, ToolTimeoutError
 from ._records import (
     DecisionAction,
@@ -26,9 +26,7 @@ from ._records import (
     ErrorInfo,
     EventKind,
     Outcome,
-    Recorded,
     ResultRecord,
-    SettledBy,
 )
 from ._stephost import StepHost
 from ._telemetry import ATTR, SPAN, tracer
@@ -49,7 +47,8 @@ class ToolCalls:
     fatal: BaseException | None
     #: intents of this step running (or waiting for an operator) now: seq -> tool name
     _open: dict[int, str]
-    #: intents whose tool was running when a cancellation reached it
+    #: intents whose current attempt may have taken effect: its tool runs, or its in-doubt
+    #: policy (a reconcile function, an operator) is settling it
     _in_flight: set[int]
     open_tools: dict[str, tuple[str, str]]
     #: replaying a step an operator cancelled: its scope (see ``Context.stop``/``_expect``)
@@ -150,29 +149,34 @@ class ToolCalls:
                 _telemetry.set_error(span, f"{exc.error_type}: {exc.message}")
                 raise
             except anyio.get_cancelled_exc_class():
-                if intent_seq in self._open and self._handler_cancelled():
-                    # a loser of a race or a deadline of the handler's own: recorded now
-                    self._open.pop(intent_seq)
-                    doubt: dict[str, Any] = {}
-                    if intent_seq in self._in_flight:  # its tool was running: in doubt
-                        doubt = await abandoned_in_doubt(
-                            self._cell,
-                            t,
-                            intent_seq,
-                            lambda: self._ask_reconcile(t, args, kwargs, intent_seq, key),
-                        )
-                    self._cell.journal.write(
-                        EntryKind.RESULT,
-                        t.name,
-                        intent_seq,
-                        _records.result_payload(
-                            error=abandoned_error(), settled_by=SettledBy.CANCELLED, doubt=doubt
-                        ),
-                    )
+                if await self._abandon(t, args, kwargs, intent_seq, key):
                     _telemetry.set_error(span, "Cancelled")
                 raise
             finally:
                 self._in_flight.discard(intent_seq)
+
+    async def _abandon(
+        self,
+        t: Tool[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        intent_seq: int,
+        key: str,
+    ) -> bool:
+        """A cancellation reached open call ``intent_seq``: if it is the handler's own (a
+        race's loser, a deadline), settle the call now, as cancelled, by its in-doubt policy
+        if its current attempt may have taken effect (``_in_flight``). True if settled."""
+        if intent_seq not in self._open or not self._handler_cancelled():
+            return False
+        del self._open[intent_seq]
+        await settle_cancelled(
+            self._cell,
+            t,
+            intent_seq,
+            lambda: self._ask_reconcile(t, args, kwargs, intent_seq, key),
+            doubtful=intent_seq in self._in_flight,
+        )
+        return True
 
     def _handler_cancelled(self) -> bool:
         """Is the cancellation now the handler's own (a task group's, a deadline's), not
@@ -291,14 +295,18 @@ class ToolCalls:
     ) -> int | Settled | None:
         """Attempt ``attempt`` may have taken effect (a write that timed out, or one running
         at a crash): its tool's in-doubt policy decides. ``None``: go on with the next
-        attempt (after the back-off); a number: an operator authorized it, start it now."""
+        attempt (after the back-off); a number: an operator authorized it, start it now.
+        Until its policy answers, a cancel of the handler's own settles the call by that
+        policy (``_in_flight``; the cancel is caught in ``_run``)."""
         policy = t.policy
+        self._in_flight.add(intent_seq)
         self._cell.note_event(
             EventKind.IN_DOUBT,
             {"intent_seq": intent_seq, "tool": t.name, "policy": policy, "attempt": attempt},
         )
         if policy in ("rerun", "rerun-same-key"):
             _telemetry.settled(intent_seq, t.name, policy, policy)
+            self._in_flight.discard(intent_seq)
             return None
         if policy == "reconcile":
             answer = await self._ask_reconcile(t, args, kwargs, intent_seq, key)
@@ -307,10 +315,12 @@ class ToolCalls:
                 return Settled(self._reconciled(t, intent_seq, answer, attempt))
             if isinstance(answer, NotHappened):
                 _telemetry.settled(intent_seq, t.name, policy, "reconcile.not_happened")
+                self._in_flight.discard(intent_seq)
                 return None
         decision = await self._guard(
             self._cell.wait_in_doubt(intent_seq, t.name, key, step_seq=self.step_seq)
         )
+        self._in_flight.discard(intent_seq)  # the operator ruled
         _telemetry.settled(intent_seq, t.name, policy, f"operator.{decision.action}", _by(decision))
         if decision.action == DecisionAction.RETRY:
             return await self._start_attempt(intent_seq, attempt + 1, "retry authorized")
@@ -395,110 +405,6 @@ class ToolCalls:
             outcome.reason if err is None else err.message,
         )
 
-    async def _settle(
-        self,
-        t: Tool[Any, Any],
-        rec: Recorded,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        arguments: dict[str, Any],
-        key: str,
-    ) -> Any:
-        """A recorded intent: serve its outcome, or settle it by its tool's in-doubt policy."""
-        # the attempt the last outcome is about: the original run, +1 for each attempt
-        # marked started, and the number an ``attempt_failed`` names
-        attempts = attempts_so_far(rec.outcomes)
-        if rec.outcomes:
-            # the outcome that settled it is the one the live step used; a later decision
-            # (only a store from before the one-decision rule holds one) is ignored
-            settled = _decisions.settling(rec.outcomes)
-            last = (settled or rec.outcomes[-1]).record
-            if isinstance(last, ResultRecord) and last.settled_by == SettledBy.CANCELLED:
-                why = last.error
-                if self.cancel_replay is not None and why and why.type == "StepCancelledError":
-                    self.cancel_replay.cancel()  # an operator's cancel cut it short here
-                # Live, the handler's own scope cancelled this call and the step went on
-                # without its result: take the same path, waiting for the same scope.
-                await anyio.sleep_forever()
-            if settled is not None:
-                with tracer.start_as_current_span(
-                    SPAN.TOOL_CALL,
-                    attributes={
-                        ATTR.ACTOR_ID: self.actor_id,
-                        ATTR.SEQ: self.step_seq,
-                        ATTR.TOOL: t.name,
-                        ATTR.TOOL_EFFECT: t.effect,
-                        ATTR.TOOL_POLICY: t.policy,
-                        ATTR.IDEMPOTENCY_KEY: key,
-                        ATTR.ATTEMPT: last.attempt if isinstance(last, ResultRecord) else attempts,
-                        ATTR.INTENT_SEQ: rec.seq,
-                        ATTR.SERVED_FROM_LOG: True,
-                        ATTR.TASK: _telemetry.CALL_TASK.get(),
-                    },
-                ) as span:
-                    for o in rec.outcomes:  # the recorded attempts, never slept again
-                        if o.record is last:
-                            break
-                        if isinstance(o.record, DecisionRecord):
-                            attempt_event(span, o.record)
-                    self.effects_from_log += 1
-                    return self._served(t, last)
-            assert isinstance(last, DecisionRecord)  # results always settle
-            if last.action == DecisionAction.RETRY:
-                # the operator authorized one more attempt; mark it started, then run
-                _telemetry.settled(rec.seq, t.name, t.policy, "operator.retry", _by(last))
-                return await self._authorized_retry(t, rec.seq, args, kwargs, key, attempts)
-            if last.action == DecisionAction.ATTEMPT_FAILED or policy_attempt(
-                rec.outcomes, t.policy
-            ):
-                # between attempts of the retry policy (a back-off), or an attempt that was
-                # running and that the tool's in-doubt policy settles: go on from there
-                return await self._run(
-                    t, args, kwargs, rec.seq, key, attempt=attempts, resume=rec.outcomes[-1]
-                )
-            # action == "attempt" with no result: the authorized retry of a write that
-            # escalates was interrupted too
-            return await self._escalate(t, rec, args, kwargs, key, attempts)
-        # in doubt: intent logged, no outcome
-        if self.cancel_replay is not None:  # an operator cancelled the step while it was down
-            self._open[rec.seq], self.open_tools[t.name] = t.name, (t.effect, t.policy)
-            self.cancel_replay.cancel()  # settled as cancelled (in doubt) by the step
-            await anyio.sleep_forever()
-        self._cell.note_event(
-            EventKind.IN_DOUBT, {"intent_seq": rec.seq, "tool": t.name, "policy": t.policy}
-        )
-        policy = t.policy
-        if policy in ("rerun", "rerun-same-key"):
-            _telemetry.settled(rec.seq, t.name, policy, policy)
-            return await self._rerun(t, args, kwargs, rec.seq, key, attempts)
-        if policy == "reconcile":
-            answer = await self._ask_reconcile(t, args, kwargs, rec.seq, key)
-            if isinstance(answer, Happened):
-                _telemetry.settled(rec.seq, t.name, policy, "reconcile.happened")
-                return self._reconciled(t, rec.seq, answer, attempts)
-            if isinstance(answer, NotHappened):
-                _telemetry.settled(rec.seq, t.name, policy, "reconcile.not_happened")
-                return await self._rerun(t, args, kwargs, rec.seq, key, attempts)
-        return await self._escalate(t, rec, args, kwargs, key, attempts)
-
-    async def _rerun(
-        self,
-        t: Tool[Any, Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        intent_seq: int,
-        key: str,
-        attempts: int,
-    ) -> Any:
-        """Re-run attempt ``attempts`` (interrupted, its in-doubt policy said go on) as the
-        next attempt, marked started first like every attempt after the first: killed in its
-        turn, the count goes on from it (a call never runs more attempts than its policy
-        allows because of a crash; docs/retries.md)."""
-        await self._start_attempt(
-            intent_seq, attempts + 1, f"re-run of interrupted attempt {attempts}"
-        )
-        return await self._run(t, args, kwargs, intent_seq, key, attempt=attempts + 1)
-
     async def _ask_reconcile(
         self,
         t: Tool[Any, Any],
@@ -551,60 +457,6 @@ class ToolCalls:
             )
             raise ToolCallError(t.name, info.type, info.message) from err
         return self._value(t, self._logged(plain))
-
-    async def _authorized_retry(
-        self,
-        t: Tool[Any, Any],
-        intent_seq: int,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        key: str,
-        attempts: int,
-    ) -> Any:
-        """Run an operator-authorized retry: mark the attempt started (durably), then run.
-        If this attempt is interrupted too, the call is in doubt again, never re-run blindly."""
-        await self._start_attempt(intent_seq, attempts + 1, "retry authorized")
-        return await self._run(t, args, kwargs, intent_seq, key, attempt=attempts + 1)
-
-    async def _escalate(
-        self,
-        t: Tool[Any, Any],
-        rec: Recorded,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        key: str,
-        attempts: int,
-    ) -> Any:
-        self._open[rec.seq] = t.name
-        # the decision as its entry was logged (and as replay will read it)
-        decision = await self._guard(
-            self._cell.wait_in_doubt(rec.seq, t.name, key, step_seq=self.step_seq)
-        )
-        del self._open[rec.seq]
-        action = decision.action
-        _telemetry.settled(rec.seq, t.name, t.policy, f"operator.{action}", _by(decision))
-        if action == DecisionAction.RETRY:
-            return await self._authorized_retry(t, rec.seq, args, kwargs, key, attempts)
-        return self._served(t, decision)
-
-
-def abandoned_error() -> ErrorInfo:
-    """The error a call is settled with when the handler's own scope cancelled it."""
-    return ErrorInfo(
-        "Cancelled",
-        "the handler's own cancel scope cancelled this call before "
-        "it returned, and the step went on; it may or may not have taken effect",
-    )
-
-
-def not_started_error() -> ErrorInfo:
-    """The error a call is settled with when the handler's own scope cancelled it while its
-    intent was being committed: its tool never started."""
-    return ErrorInfo(
-        "Cancelled",
-        "the handler's own cancel scope cancelled this call while its intent was being "
-        "committed, and the step went on; the tool did not run",
-    )
 
 
 def _by(decision: DecisionRecord) -> dict[str, str | int]:

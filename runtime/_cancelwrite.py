@@ -1,6 +1,8 @@
-"""A write the handler's own scope cancelled while its tool ran (a race's loser, a deadline;
-issue 25): what its in-doubt policy records in the cancelled result (docs/retries.md,
-"Cancelled while running"; FORMAT.md [F18])."""
+"""A call the handler's own scope cancelled (a race's loser, a deadline; issue 25): the
+cancelled result it is settled with, and, for a write that may have taken effect (its tool
+was running, or its in-doubt policy was settling an attempt that may have: a reconcile
+function asked, an operator's ruling awaited), what its in-doubt policy records in it
+(docs/retries.md, "Cancelled while running"; FORMAT.md [F18])."""
 
 from __future__ import annotations
 
@@ -9,13 +11,36 @@ from typing import Any
 
 import anyio
 
-from . import _codec, _telemetry
+from . import _codec, _records, _telemetry
 from ._errors import EncodeError
-from ._records import EventKind, doubt_keys
+from ._records import EntryKind, ErrorInfo, EventKind, SettledBy, doubt_keys
 from ._stephost import StepHost
 from ._tools import Happened, NotHappened, Tool
 
-__all__ = ["abandoned_in_doubt"]
+__all__ = ["abandoned_error", "abandoned_in_doubt", "not_started_error", "settle_cancelled"]
+
+
+async def settle_cancelled(
+    cell: StepHost,
+    t: Tool[Any, Any],
+    intent_seq: int,
+    ask: Callable[[], Awaitable[Happened | NotHappened | None]],
+    *,
+    doubtful: bool,
+) -> None:
+    """Write the cancelled result of call ``intent_seq`` (written, not flushed: the step's
+    entry or the next flush makes it durable). ``doubtful``: its current attempt may have
+    taken effect, so its in-doubt policy says what the result records
+    (:func:`abandoned_in_doubt`). A cancellation point only for a reconciled write."""
+    doubt = await abandoned_in_doubt(cell, t, intent_seq, ask) if doubtful else {}
+    cell.journal.write(
+        EntryKind.RESULT,
+        t.name,
+        intent_seq,
+        _records.result_payload(
+            error=abandoned_error(), settled_by=SettledBy.CANCELLED, doubt=doubt
+        ),
+    )
 
 
 async def abandoned_in_doubt(
@@ -56,3 +81,22 @@ async def abandoned_in_doubt(
                     return doubt_keys(False, "happened", plain)
     _telemetry.settled(intent_seq, t.name, policy, "cancelled.in_doubt")
     return doubt_keys(True, None)
+
+
+def abandoned_error() -> ErrorInfo:
+    """The error a call is settled with when the handler's own scope cancelled it."""
+    return ErrorInfo(
+        "Cancelled",
+        "the handler's own cancel scope cancelled this call before "
+        "it returned, and the step went on; it may or may not have taken effect",
+    )
+
+
+def not_started_error() -> ErrorInfo:
+    """The error a call is settled with when the handler's own scope cancelled it while its
+    intent was being committed: its tool never started."""
+    return ErrorInfo(
+        "Cancelled",
+        "the handler's own cancel scope cancelled this call while its intent was being "
+        "committed, and the step went on; the tool did not run",
+    )

@@ -596,13 +596,16 @@ class Cell(LoggedMessages):
         self, intent_seq: int, tool: str, key: str, *, step_seq: int
     ) -> DecisionRecord:
         """Escalate: wait (status ``in_doubt``) until an operator resolves the intent; the
-        asks of the step's message get ``InDoubtError`` meanwhile."""
+        asks of the step's message get ``InDoubtError`` meanwhile. A cancellation point
+        (the handler's own scope may cancel the call: the step settles it)."""
         self.status = "in_doubt"
-        decision = await self.escalations.wait(
-            self.journal, intent_seq, tool, key, step_seq=step_seq, waiters=self.waiters
-        )
-        self.status = "running"
-        return decision
+        try:
+            return await self.escalations.wait(
+                self.journal, intent_seq, tool, key, step_seq=step_seq, waiters=self.waiters
+            )
+        finally:
+            if self.status == "in_doubt" and not self.escalations.waiting:
+                self.status = "running"
 
     async def resolve(self, intent_seq: int, decision: DecisionRecord) -> None:
         """An operator's decision (see ``Escalations.resolve``)."""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import anyio
 
 from . import _codec, _names, _records, _tasks, _telemetry
-from ._calls import StepHost, ToolCalls, abandoned_error, not_started_error
+from ._calls import StepHost, abandoned_error, not_started_error
 from ._ctxtasks import StepTasks, by_task
 from ._ctxtimers import TimerEffects, check_ref
 from ._errors import (
@@ -34,6 +34,7 @@ from ._errors import (
 )
 from ._events import Emitter, encode_event
 from ._ids import idempotency_key
+from ._indoubt import InDoubtCalls
 from ._records import (
     EffectRecord,
     EntryKind,
@@ -78,7 +79,7 @@ def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
     return f"{tag}({a})"
 
 
-class Context(StepTasks, ToolCalls, TimerEffects):
+class Context(StepTasks, InDoubtCalls, TimerEffects):
     """The handler's door to the world. One per step; do not keep it after ``receive``."""
 
     def __init__(
@@ -116,7 +117,7 @@ class Context(StepTasks, ToolCalls, TimerEffects):
         self.awaited = 0.0
         #: intents of this step running (or waiting for an operator) now: seq -> tool name
         self._open: dict[int, str] = {}
-        #: intents whose tool was running when a cancellation reached it (``_calls._attempt``)
+        #: intents whose current attempt may have taken effect (``_calls``, ``_indoubt``)
         self._in_flight: set[int] = set()
         #: tool name -> (effect, policy) of the calls this step ran (for a cancel's record)
         self.open_tools: dict[str, tuple[str, str]] = {}

@@ -64,24 +64,36 @@ class Escalations:
     ) -> DecisionRecord:
         """Wait until an operator decides the intent. Its entry is made durable first;
         then the asks of message ``step_seq`` (in ``waiters``, and those that come while it
-        waits) get ``InDoubtError``, and the escalation is logged."""
+        waits) get ``InDoubtError``, and the escalation is logged. A cancellation point:
+        cancelled before an operator's decision started to be logged, it raises and nothing
+        waits for a decision any more (the step settles the call); once one did, it waits
+        for that decision's commit and returns it (one decision per intent; the caller's
+        next checkpoint is cancelled)."""
         w = self.waiting[intent_seq] = Waiting(tool, key, step_seq)
         _telemetry.add_in_doubt(1)
         try:
-            await journal.flush()
-            if w.decision is None:
-                err = InDoubtError(
-                    self.actor_id,
-                    intent_seq,
-                    tool,
-                    key,
-                    store=_logs.shown_store(self.store),
-                    step_seq=step_seq,
-                )
-                self.escalated[step_seq] = err
-                settle(waiters, step_seq, None, err)
-                _logs.in_doubt.warning("%s", err)
-            await w.event.wait()
+            try:
+                await journal.flush()
+                if w.decision is None:
+                    err = InDoubtError(
+                        self.actor_id,
+                        intent_seq,
+                        tool,
+                        key,
+                        store=_logs.shown_store(self.store),
+                        step_seq=step_seq,
+                    )
+                    self.escalated[step_seq] = err
+                    settle(waiters, step_seq, None, err)
+                    _logs.in_doubt.warning("%s", err)
+                await w.event.wait()
+            except anyio.get_cancelled_exc_class():
+                if w.claimed is None:
+                    raise  # abandoned by the handler's own scope: the step settles it
+                # an operator's decision was logged first: it settles the call, and the call
+                # returns it as replay will (the scope's cancel comes at the next checkpoint)
+                with anyio.CancelScope(shield=True):
+                    await w.event.wait()
         finally:
             self.waiting.pop(intent_seq, None)
             self.escalated.pop(step_seq, None)

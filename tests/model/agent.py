@@ -215,9 +215,19 @@ async def t_slow_write(tag: str, call: str, ms: int, *, idempotency_key: str) ->
     return call.upper()
 
 
+@tool(effect="write")
+async def t_slow_pay(tag: str, call: str, ms: int) -> str:
+    """A plain write (it escalates when in doubt): in doubt after a crash, the recovered
+    step waits for an operator until the handler's deadline cancels it."""
+    WORLD.runs.append(("slow_pay", f"{tag}/{call}"))
+    await _started(f"{tag}/{call}", ms)
+    return call.upper()
+
+
 #: the shapes of a concurrent step (``Op(kind="conc", arg="<shape>:<ms>,<ms>,...")``);
-#: ``race`` and ``timeout`` end by timing (their reply is predicted from the log)
-CONC_SHAPES = ("fanout", "nested", "native", "race", "timeout")
+#: ``race``, ``timeout`` and ``paydeadline`` end by timing (their reply is predicted from
+#: the log)
+CONC_SHAPES = ("fanout", "nested", "native", "race", "timeout", "paydeadline")
 #: the deadline of the ``timeout`` shape's call (``anyio.move_on_after``)
 TIMEOUT_AFTER = 0.03
 
@@ -274,6 +284,10 @@ async def _concurrent(ctx: Context, tag: str, arg: str) -> str:
     if shape == "timeout":  # a deadline around a call
         with anyio.move_on_after(TIMEOUT_AFTER):
             return "in time:" + await ctx.call(t_slow_read, tag, "t", ms(0))
+        return "timed out"
+    if shape == "paydeadline":  # a deadline around a write that escalates when in doubt
+        with anyio.move_on_after(TIMEOUT_AFTER):
+            return "in time:" + await ctx.call(t_slow_pay, tag, "p", ms(0))
         return "timed out"
     raise AssertionError(shape)
 

@@ -56,12 +56,7 @@ T = TypeVar("T")
 #: Rules (and rule variants, and checks) that find a defect on current main, with the item of
 #: issue 11 or 18 each waits for (issue 15 for InDoubtError; NEW: found by this test, with a
 #: regression test of its own). Delete a line when its fix is merged: the rule is then on.
-BROKEN_ON_MAIN: dict[str, str] = {
-    # found by CI on 5b6647b (concurrent model, SQLite): after a simulated crash, a read of a
-    # spawned task re-run as attempt 2 (its `attempt` decision logged) was left unsettled
-    # ("retry_interrupted") in a completed step; not yet reproduced or fixed (issue 25)
-    "conc_losers_settled": "issue 25: an interrupted re-run in a concurrent step left unsettled",
-}
+BROKEN_ON_MAIN: dict[str, str] = {}
 
 #: Every switch, on unless listed in BROKEN_ON_MAIN (or ACTORLOG_MODEL_DISABLE).
 SWITCHES = (
