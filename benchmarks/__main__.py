@@ -24,6 +24,7 @@ BENCHMARKS = {
     "first_ask": "the first ask with a message id after a restart: long vs short id history",
     "parallel": "5 tool calls in one step: sequential vs parallel, live and after SIGKILL",
     "streaming": "ctx.emit to ask_stream: latency per event and emit cost (memory, SQLite)",
+    "sse_chat": "examples/sse_chat: ctx.emit to the browser's EventSource and to httpx",
 }
 
 
