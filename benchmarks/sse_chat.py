@@ -1,16 +1,18 @@
 """The SSE example (examples/sse_chat): the latency of one token from ``ctx.emit`` to the
 browser's EventSource and to an HTTP client.
 
-    python -m benchmarks sse_chat [--tokens 300] [--delay 0.01] [--quick]
+    python -m benchmarks sse_chat [--tokens 300] [--delay 0.01] [--quick] [--write-docs]
 
 The example runs as its own process on a SQLite file (as ``python examples/sse_chat/app.py``
 does), its scripted model swapped for one whose tokens carry the wall-clock time
 (``time.time_ns()``) at which the model hands them over; the tool emits each at once. Two
-readers ask the same question (the same message id) and record the wall-clock time at which
+readers each ask a question and record the wall-clock time at which
 each token arrives: an httpx client reading the response's lines, and Chromium (Playwright)
 running an ``EventSource`` whose ``message`` listener reads ``performance.timeOrigin +
 performance.now()``. Same machine, same clock. The latency includes the emit, the caller's
-buffer, the SSE encoding, uvicorn, the loopback socket and the reader's parsing. Chromium is
+buffer, the SSE encoding, uvicorn, the loopback socket and the reader's parsing; no commit
+waits per token (a model call's events go out at once: its intent is durable before it runs).
+Compare the in-process latency in [streaming.md](streaming.md) (``paced``). Chromium is
 optional (skipped when ``chromium`` is not on PATH).
 """
 
@@ -20,15 +22,26 @@ import argparse
 import json
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+from ._common import (
+    Table,
+    bench_parser,
+    configure_output,
+    loadavg,
+    machine_info,
+    quick,
+    scratch_dir,
+    write_report,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sse_chat" / "app.py"
 
@@ -56,11 +69,6 @@ def serve(db: str, port: str, tokens: int, pause: float) -> None:
     app.MODEL = Timed()
     sys.argv = [str(EXAMPLE), "--db", db, "--port", port]
     app.main()
-
-
-def _stats(lat_us: list[float]) -> str:
-    q = statistics.quantiles(lat_us, n=100, method="inclusive")
-    return f"{len(lat_us):,} | {q[49]:,.0f} | {q[98]:,.0f} | {max(lat_us):,.0f}"
 
 
 def _http(base: str, q: str, out: list[float]) -> None:
@@ -102,27 +110,26 @@ def _browser(base: str, q: str) -> list[float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tokens", type=int, default=300, help="tokens per answer (300)")
-    parser.add_argument("--delay", type=float, default=0.01, help="s between tokens (0.01)")
-    parser.add_argument("--quick", action="store_true", help="30 tokens: a smoke run")
+    parser = bench_parser(__doc__, quick_help="--tokens 30", writes=True)
+    parser.add_argument("--tokens", type=int, default=300, help="tokens per answer")
+    parser.add_argument("--delay", type=float, default=0.01, help="seconds between tokens")
     parser.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.quick:
-        args.tokens = 30
+    quick(args, parser, tokens=30)
     if args.serve:
         db, port = args.serve
         serve(db, port, args.tokens, args.delay)
         return 0
-    with tempfile.TemporaryDirectory() as d:
-        import socket
-
+    configure_output(args)
+    with scratch_dir() as work:
+        info = machine_info(work)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = str(s.getsockname()[1])
-        cmd = [sys.executable, "-m", "benchmarks.sse_chat", "--serve", f"{d}/b.db", port]
+        cmd = [sys.executable, "-m", "benchmarks.sse_chat", "--serve", f"{work}/b.db", port]
         cmd += ["--tokens", str(args.tokens), "--delay", str(args.delay)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        out = subprocess.DEVNULL
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
         assert proc.stderr is not None
         for line in proc.stderr:
             if "Uvicorn running on" in line:
@@ -136,11 +143,18 @@ def main() -> int:
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=30)
-    print(f"{args.tokens} tokens, {args.delay} s apart, SQLite file (fsync)")
-    print("| reader | tokens | p50 (µs) | p99 (µs) | max (µs) |\n|---|---:|---:|---:|---:|")
-    print(f"| httpx (HTTP client) | {_stats(http)} |")
-    if browser:
-        print(f"| Chromium EventSource | {_stats(browser)} |")
+            proc.stderr.close()
+        info["load average (1, 5, 15 min) at end"] = loadavg()
+    table = Table(["reader", "tokens", "p50 (µs)", "p99 (µs)", "max (µs)"])
+    for reader, lat in [("httpx (HTTP client)", http), ("Chromium EventSource", browser)]:
+        if lat:
+            q = statistics.quantiles(lat, n=100, method="inclusive")
+            table.add(reader, len(lat), round(q[49]), round(q[98]), round(max(lat)))
+    print(f"{args.tokens} answer tokens (and 1 of the plan), {args.delay} s apart")
+    print(table.text())
+    body = "\n\n".join([__doc__.split("\n\n", 1)[1].strip(), table.markdown()])
+    title = "The SSE example: latency per token (ctx.emit to the browser)"
+    print(f"wrote {write_report('sse_chat', title, body, info=info)}")
     return 0
 
 
