@@ -25,6 +25,7 @@ BENCHMARKS = {
     "parallel": "5 tool calls in one step: sequential vs parallel, live and after SIGKILL",
     "streaming": "ctx.emit to ask_stream: latency per event and emit cost (memory, SQLite)",
     "pai_stream": "latency per streamed token, pydantic-ai alone vs DurableAgent",
+    "sse_chat": "examples/sse_chat: ctx.emit to the browser's EventSource and to httpx",
 }
 
 

@@ -24,6 +24,10 @@ decode). In ``burst`` an event waits for the rest of the burst and the message's
 event is delivered only once the entries before it are durable, the message included: the
 handler starts before its message's commit). ``after_call`` on SQLite pays a commit per event
 (the read's result, committed by the caller's stream or by the next intent).
+
+The SSE example (``examples/sse_chat``) carries these events on to a browser: ``python -m
+benchmarks sse_chat`` measures a token from ``ctx.emit`` to Chromium's ``EventSource`` and to an
+HTTP client, across the HTTP path and another process ([sse_chat.md](sse_chat.md)).
 """
 
 from __future__ import annotations
