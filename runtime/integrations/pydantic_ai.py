@@ -224,11 +224,6 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self.deps = deps
         if not isinstance(emit_deltas, bool):
             raise ConfigurationError(f"emit_deltas must be True or False, not {shown(emit_deltas)}")
-        if emit_deltas and not callable(getattr(Context, "emit", None)):
-            raise ConfigurationError(
-                "emit_deltas=True needs ctx.emit (events from a step to its callers), which "
-                "this version of actorlog does not have"
-            )
         self.event_stream_handler = event_stream_handler
         self.emit_deltas = emit_deltas
         _AGENTS[name] = self
@@ -342,7 +337,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         ids = _Identities(ctx)
         emit: Callable[[Any], None] | None = None
         if self.emit_deltas:
-            emit = ctx.emit  # type: ignore[attr-defined]  # ctx.emit: checked in __init__
+            emit = ctx.emit
         model = _JournaledModel(base, ctx, self, ids, emit)
         handler = self.event_stream_handler
         if handler is None and emit is not None:
