@@ -7,6 +7,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import attrs
 
 from . import _codec
+from ._door import Learner, Letter, admit_message
 from ._errors import ConfigurationError
 from ._tools import refuse_in_query, refuse_query_in_step
 
@@ -18,11 +19,16 @@ A = TypeVar("A")
 class Messenger(Protocol):
     """What a reference sends through: the ``ActorSystem`` that made it."""
 
+    @property
+    def registry(self) -> Learner:
+        """Where the door records message classes (``_door.admit_message``)."""
+        ...
+
     async def _deliver(
         self,
         cls: type[Any],
         actor_id: str,
-        msg: Any,
+        letter: Letter,
         *,
         message_id: str | None,
         sender: str | None,
@@ -58,14 +64,18 @@ class ActorRef(Generic[A]):
             ConfigurationError: ``message_id`` is not a non-empty str that UTF-8 can encode
                 (no lone surrogates), holds a NUL character (PostgreSQL text cannot), or is
                 too long; nothing was written.
+            EncodeError: ``msg`` is not an instance of an attrs class, a dataclass or a
+                pydantic model, or it cannot be encoded (or is over the payload limit);
+                nothing was written.
             MessageIdReusedError: ``message_id`` already names another message of this
                 actor (logged, in flight, or queued in a PostgreSQL inbox); nothing was
                 written.
         """
         _codec.validate_message_id(message_id)
         refuse_in_query(f"sent a message to actor {self.actor_id!r}")
+        letter = admit_message(self.system.registry, msg)
         await self.system._deliver(
-            self.cls, self.actor_id, msg, message_id=message_id, sender=None, want_reply=False
+            self.cls, self.actor_id, letter, message_id=message_id, sender=None, want_reply=False
         )
 
     async def ask(
@@ -80,6 +90,8 @@ class ActorRef(Generic[A]):
 
         Raises:
             ConfigurationError: a bad ``message_id`` (see ``send``); nothing was written.
+            EncodeError: a ``msg`` that cannot be a message (see ``send``); nothing was
+                written.
             MessageIdReusedError: ``message_id`` already names another message of this
                 actor; nothing was written.
             HandlerError: the handler raised (carries the original type and message).
@@ -94,10 +106,11 @@ class ActorRef(Generic[A]):
         if timeout is not None:
             _codec.validate_seconds(timeout, "timeout")
         refuse_in_query(f"asked actor {self.actor_id!r}")
+        letter = admit_message(self.system.registry, msg)
         return await self.system._deliver(
             self.cls,
             self.actor_id,
-            msg,
+            letter,
             message_id=message_id,
             sender=None,
             want_reply=True,

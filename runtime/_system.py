@@ -19,6 +19,7 @@ from anyio.abc import TaskGroup
 from . import _codec, _decisions, _names, _options, _recovery, _restart, _telemetry
 from ._actor import Actor
 from ._cell import Cell
+from ._door import Letter
 from ._errors import (
     ActorNotFoundError,
     ActorQuarantinedError,
@@ -425,27 +426,28 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         self,
         cls: type[Actor[Any]],
         actor_id: str,
-        msg: Any,
+        letter: Letter,
         *,
         message_id: str | None,
         sender: str | None,
         want_reply: bool,
         timeout: float | None = None,
     ) -> Any:
-        """The one delivery path of ``ActorRef.send``/``ask`` and ``ctx.send``: to the
-        actor's cell here, or (with leases, when another runtime owns it) through the
-        store's inbox. With ``want_reply``, waits for the step's reply, at most ``timeout``
-        seconds (routing and logging included)."""
+        """The one delivery path of ``ActorRef.send``/``ask``, ``ctx.send`` and timers, for
+        a message past the door (``_door.admit_message``): to the actor's cell here, or
+        (with leases, when another runtime owns it) through the store's inbox. With
+        ``want_reply``, waits for the step's reply, at most ``timeout`` seconds (routing and
+        logging included)."""
         if timeout is None:
-            return await self._route_and_post(cls, actor_id, msg, message_id, sender, want_reply)
+            return await self._route_and_post(cls, actor_id, letter, message_id, sender, want_reply)
         with anyio.fail_after(timeout):
-            return await self._route_and_post(cls, actor_id, msg, message_id, sender, want_reply)
+            return await self._route_and_post(cls, actor_id, letter, message_id, sender, want_reply)
 
     async def _route_and_post(
         self,
         cls: type[Actor[Any]],
         actor_id: str,
-        msg: Any,
+        letter: Letter,
         message_id: str | None,
         sender: str | None,
         want_reply: bool,
@@ -453,10 +455,10 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         own = self._ownership
         if own is not None and not await own.route(cls, actor_id):
             return await own.post_remote(
-                cls, actor_id, msg, message_id=message_id, sender=sender, want_reply=want_reply
+                cls, actor_id, letter, message_id=message_id, sender=sender, want_reply=want_reply
             )
         slot = await self._post_local(
-            cls, actor_id, msg, message_id=message_id, sender=sender, want_reply=want_reply
+            cls, actor_id, letter, message_id=message_id, sender=sender, want_reply=want_reply
         )
         return None if slot is None else await slot.wait()
 
@@ -464,7 +466,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         self,
         cls: type[Actor[Any]],
         actor_id: str,
-        msg: Any,
+        letter: Letter,
         *,
         message_id: str | None,
         sender: str | None,
@@ -475,7 +477,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
             cell = await self._cell(cls, actor_id)
             try:
                 return await cell.post(
-                    msg, message_id=message_id, sender=sender, want_reply=want_reply
+                    letter, message_id=message_id, sender=sender, want_reply=want_reply
                 )
             except Moved:
                 continue  # it passivated before we held it: the next cell is held from birth

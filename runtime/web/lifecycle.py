@@ -12,7 +12,7 @@ owns the actor through its inbox, at once.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -44,47 +44,55 @@ async def _writable(request: Request, what: str) -> AsyncIterator[Store]:
         ) from None
 
 
-async def cancel(request: Request) -> Response:
-    """Cancel the actor's running step (``ops.lifecycle.cancel``)."""
+async def _command(
+    request: Request,
+    what: str,
+    command: Callable[..., Awaitable[object]],
+    said: Callable[[bool], str],
+) -> Response:
+    """The console's cancel and terminate: one authorized form, the command over the store
+    opened for writing, and the actor's page with what was done (``said(live)``: whether a
+    runtime that owns the actor acts on it now, i.e. the store has leases)."""
     try:
         form = await _authorized_form(request)
     except Refused as exc:
         return _refused(request, exc)
     actor_id = _text(form, "id")
-    async with _writable(request, "cancel") as store:
-        await life.cancel(
-            store, actor_id, by=_text(form, "by") or None, reason=_text(form, "reason")
-        )
+    async with _writable(request, what) as store:
+        await command(store, actor_id, by=_text(form, "by") or None, reason=_text(form, "reason"))
         live = store.capabilities.leases
-    return _to_actor(
-        actor_id,
-        "cancel of the running step requested. "
-        + (
-            "The runtime that owns it cancels that step now (its tool call is recorded "
-            "cancelled, a write tool's as in doubt)."
-            if live
-            else "No runtime runs it now: the next runtime to resume its interrupted step "
-            "cancels that step."
+    return _to_actor(actor_id, said(live))
+
+
+async def cancel(request: Request) -> Response:
+    """Cancel the actor's running step (``ops.lifecycle.cancel``)."""
+    return await _command(
+        request,
+        "cancel",
+        life.cancel,
+        lambda live: (
+            "cancel of the running step requested. "
+            + (
+                "The runtime that owns it cancels that step now (its tool call is recorded "
+                "cancelled, a write tool's as in doubt)."
+                if live
+                else "No runtime runs it now: the next runtime to resume its interrupted step "
+                "cancels that step."
+            )
         ),
     )
 
 
 async def terminate(request: Request) -> Response:
     """End the actor for good (``ops.lifecycle.terminate``)."""
-    try:
-        form = await _authorized_form(request)
-    except Refused as exc:
-        return _refused(request, exc)
-    actor_id = _text(form, "id")
-    async with _writable(request, "terminate") as store:
-        await life.terminate(
-            store, actor_id, by=_text(form, "by") or None, reason=_text(form, "reason")
-        )
-        live = store.capabilities.leases
-    return _to_actor(
-        actor_id,
-        "terminated: it takes no more steps; its log stays for audit until deleted."
-        + (" Its owner (if one runs it) cancels a running step now." if live else ""),
+    return await _command(
+        request,
+        "terminate",
+        life.terminate,
+        lambda live: (
+            "terminated: it takes no more steps; its log stays for audit until "
+            "deleted." + (" Its owner (if one runs it) cancels a running step now." if live else "")
+        ),
     )
 
 
