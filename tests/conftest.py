@@ -17,6 +17,7 @@ from actorlog.stores import MemoryStore, SqliteStore
 
 from tests import _pg, _soak
 from tests._owner import OwnerProcess
+from tests._pgserver import CrashableServer
 
 StoreFactory = Callable[[], Store]
 
@@ -68,6 +69,18 @@ async def make_store(
 
 _FIGURES_KEY = "actorlog_torture_figures"
 _WORKERS_FIGURES: collections.Counter[str] = collections.Counter()
+
+
+@pytest.fixture
+def own_server() -> Iterator[CrashableServer]:
+    """A PostgreSQL server of the test's own (``tests/_pgserver.py``), durable, which it may
+    crash, stop, damage and start again; destroyed at the end."""
+    srv = CrashableServer()
+    try:
+        srv.start()
+        yield srv
+    finally:
+        srv.destroy()
 
 
 @pytest.fixture
