@@ -27,6 +27,7 @@ from . import (
     _telemetry,
 )
 from ._actor import Actor, accepted_messages, reply_type
+from ._door import Letter
 from ._errors import (
     ActorFinishedError,
     ActorlogError,
@@ -47,7 +48,6 @@ from ._mailbox import (
     Mailbox,
     Moved,
     Reply,
-    Undecodable,
     settle,
 )
 from ._records import (
@@ -102,7 +102,9 @@ class CellHost(Protocol):
 
     def spawn_task(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None: ...
 
-    async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str, sender: str) -> None:
+    async def deliver(
+        self, ref: ActorRef[Any], letter: Letter, *, message_id: str, sender: str
+    ) -> None:
         """``ctx.send``: the runtime's one delivery path."""
         ...
 
@@ -186,8 +188,12 @@ class Cell(LoggedMessages):
     def closing(self) -> bool:
         return self.host.closing
 
-    async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str) -> None:
-        await self.host.deliver(ref, msg, message_id=message_id, sender=self.actor_id)
+    @property
+    def registry(self) -> Registry:
+        return self.host.registry
+
+    async def deliver(self, ref: ActorRef[Any], letter: Letter, *, message_id: str) -> None:
+        await self.host.deliver(ref, letter, message_id=message_id, sender=self.actor_id)
 
     async def spawn(self, cls: type[Any], actor_id: str, **options: Any) -> ActorRef[Any]:
         return await self.host.spawn(cls, actor_id, **options)
@@ -398,7 +404,7 @@ class Cell(LoggedMessages):
 
     async def post(
         self,
-        msg: Any,
+        letter: Letter,
         *,
         message_id: str | None,
         sender: str | None,
@@ -414,19 +420,12 @@ class Cell(LoggedMessages):
         A cancellation point: a cancelled post leaves no slot behind; the message may or
         may not be logged (posting again with the same ``message_id`` settles it).
         """
-        if isinstance(msg, Undecodable):
-            tag, body = msg.type_tag, msg.body
-        else:
-            _codec.check_attrs_instance(msg, "message")
-            tag = _codec.type_tag(type(msg))
-            body = _codec.to_plain(msg, "message", check=False)
+        tag, body = letter.type_tag, letter.body  # checked, tagged and learned at the door
         self.holds += 1  # not idle while a post is on its way in
         try:
             if not self.ready.is_set():
                 await self.ready.wait()
             self.check_usable()
-            if not isinstance(msg, Undecodable):
-                self.host.registry.learn(type(msg))
             if message_id is not None:
                 _codec.validate_message_id(message_id)
                 found = await self._find_message(message_id)
@@ -454,7 +453,7 @@ class Cell(LoggedMessages):
             try:
                 seq = self.journal.write(EntryKind.MESSAGE, tag, 0, payload, message_id=message_id)
             except EncodeError as exc:
-                raise EncodeError("message", type(msg), exc.reason) from exc
+                raise EncodeError("message", letter.cls or Letter, exc.reason) from exc
             self.inflight_ids[message_id] = seq
             slot = Reply(self.waiters, seq) if want_reply else None
             # The handler gets the message decoded from the bytes just logged, as replay
@@ -462,8 +461,8 @@ class Cell(LoggedMessages):
             # It may start before the commit completes: nothing it does escapes before the
             # journal is flushed, and every flush covers this entry.
             env = Envelope(seq, tag, None, message_id, trace, incarnation=self.incarnation)
-            if isinstance(msg, Undecodable):
-                env.decode_error = msg.error
+            if letter.error is not None:
+                env.decode_error = letter.error
             else:
                 try:
                     body = self.journal.last_logged("body")

@@ -28,7 +28,7 @@ from ._checks import parse_json
 from ._clicheck import ClassSpecError, cmd_replay_check, cmd_restart
 from ._clihistory import HistoryPrinter
 from ._clilifecycle import cmd_cancel, cmd_delete, cmd_deleted, cmd_terminate
-from ._cliparse import build_parser
+from ._cliparse import build_parser, decision
 from ._clitimers import print_timers
 from ._errors import ActorlogError, ConfigurationError
 from ._term import (
@@ -322,9 +322,7 @@ async def cmd_resolve(args: argparse.Namespace, out: Out) -> int:
     else:
         kwargs["fail"] = args.fail
     async with ops.opened(_store_url(args.store), read_only=False) as store:
-        d = await ops.resolve(
-            store, args.actor, args.intent_seq, by=args.by, reason=args.reason or "", **kwargs
-        )
+        d = await ops.resolve(store, args.actor, args.intent_seq, **decision(args), **kwargs)
     what = {
         "result": f"result {short(d.value, 60)}",
         "retry": "retry",

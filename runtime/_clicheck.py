@@ -12,6 +12,7 @@ from typing import Any
 
 from . import _replaycheck, ops
 from ._actor import Actor
+from ._cliparse import decision
 from ._term import Out, json_line
 
 __all__ = ["cmd_replay_check", "cmd_restart", "load_class"]
@@ -102,7 +103,7 @@ def _plain(d: _replaycheck.Divergence) -> dict[str, Any]:
 async def cmd_restart(args: argparse.Namespace, out: Out) -> int:
     url = args.store if "://" in args.store else "sqlite:///" + os.path.abspath(args.store)
     async with ops.opened(url, read_only=False) as store:
-        was = await ops.restart(store, args.actor, by=args.by, reason=args.reason or "")
+        was = await ops.restart(store, args.actor, **decision(args))
     out.line(f"recorded the restart of {args.actor} (it was quarantined: {was})")
     out.line(
         out.s.dim(

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from . import ops
+from ._cliparse import decision
 from ._errors import StoreLockedError
 from ._term import Out, clean, json_line, when
 from .ops import lifecycle as life
@@ -48,7 +49,7 @@ def _live(store: Store) -> bool:
 
 async def cmd_cancel(args: argparse.Namespace, out: Out) -> int:
     async with _writable(args.store, "cancel") as store:
-        await life.cancel(store, args.actor, by=args.by, reason=args.reason or "")
+        await life.cancel(store, args.actor, **decision(args))
         live = _live(store)
     out.line(f"cancel of {clean(args.actor)}'s running step requested")
     out.line(
@@ -65,7 +66,7 @@ async def cmd_cancel(args: argparse.Namespace, out: Out) -> int:
 
 async def cmd_terminate(args: argparse.Namespace, out: Out) -> int:
     async with _writable(args.store, "terminate") as store:
-        await life.terminate(store, args.actor, by=args.by, reason=args.reason or "")
+        await life.terminate(store, args.actor, **decision(args))
         live = _live(store)
     out.line(f"terminated {clean(args.actor)}: it takes no more steps; its log stays for audit")
     if live:
@@ -81,8 +82,7 @@ async def cmd_delete(args: argparse.Namespace, out: Out) -> int:
                 args.actor,
                 yes=args.yes,
                 force=args.force,
-                by=args.by,
-                reason=args.reason or "",
+                **decision(args),
             )
         except life.DeleteRefusedError as exc:
             print(f"actorlog: refused: {clean(exc)}", file=sys.stderr)

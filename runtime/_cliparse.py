@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
@@ -19,6 +19,24 @@ exit codes: 0 done; 1 verify found damage, replay-check found a divergence, or f
 refused without --yes/--force; 2 could not do it (bad arguments, store unreadable, actor or
 entry not found, intent not in doubt, a write refused because the actor's log is damaged).
 """
+
+
+def _decision_args(sp: argparse.ArgumentParser, who: str, why: str | None) -> None:
+    """``--reason TEXT`` (unless ``why`` is None) and ``--by WHO``: who makes the change a
+    command writes, and why; both are recorded with it (:func:`decision` reads them)."""
+    if why is not None:
+        sp.add_argument("--reason", metavar="TEXT", help=why)
+    sp.add_argument("--by", metavar="WHO", help=f"{who} (default: user@host)")
+
+
+class Decision(TypedDict):
+    by: str | None
+    reason: str
+
+
+def decision(args: argparse.Namespace) -> Decision:
+    """``by=`` and ``reason=`` for an ``ops`` write, from ``--by`` and ``--reason``."""
+    return {"by": args.by, "reason": args.reason or ""}
 
 
 def _nonneg_int(text: str) -> int:
@@ -92,7 +110,10 @@ def build_parser(
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    def add(name: str, help: str, description: str = "") -> argparse.ArgumentParser:
+    def add(
+        name: str, help: str, description: str = "", *, actor: str | None = None
+    ) -> argparse.ArgumentParser:
+        """A command taking STORE, and ACTOR (with ``actor``, its help) right after it."""
         sp = sub.add_parser(
             name,
             help=help,
@@ -103,6 +124,8 @@ def build_parser(
         )
         sp.set_defaults(fn=commands[name])
         sp.add_argument("store", metavar="STORE", help="store URL or SQLite file path")
+        if actor is not None:
+            sp.add_argument("actor", metavar="ACTOR", help=actor)
         return sp
 
     sp = add(
@@ -125,8 +148,8 @@ def build_parser(
         "Show one actor's timeline: each step with its message, tool calls "
         "(intent, result, idempotency key, duration), reply or error; snapshots; "
         "recoveries, operator decisions and damage found.",
+        actor="actor id",
     )
-    sp.add_argument("actor", metavar="ACTOR", help="actor id")
     sp.add_argument(
         "--since",
         type=_nonneg_int,
@@ -140,8 +163,7 @@ def build_parser(
         "--html", metavar="FILE", help="write a self-contained HTML timeline (no network resources)"
     )
 
-    sp = add("show", "one log entry in full, decoded, with its checksum checked")
-    sp.add_argument("actor", metavar="ACTOR", help="actor id")
+    sp = add("show", "one log entry in full, decoded, with its checksum checked", actor="actor id")
     sp.add_argument("seq", metavar="SEQ", type=_pos_int, help="entry seq")
     sp.add_argument("--json", action="store_true", help="as JSON")
 
@@ -160,8 +182,8 @@ def build_parser(
         "Settle a tool call that may or may not have happened (an intent with no result "
         "whose tool escalates). The decision (who, when, why) is appended to the actor's "
         "log; the actor continues when a runtime next recovers it.",
+        actor="actor id",
     )
-    sp.add_argument("actor", metavar="ACTOR", help="actor id")
     sp.add_argument(
         "intent_seq",
         metavar="INTENT_SEQ",
@@ -180,8 +202,7 @@ def build_parser(
         metavar="MESSAGE",
         help="it did not happen: the handler's ctx.call raises ToolCallError",
     )
-    sp.add_argument("--reason", metavar="TEXT", help="why (recorded in the log)")
-    sp.add_argument("--by", metavar="WHO", help="who decides (default: user@host)")
+    _decision_args(sp, "who decides", "why (recorded in the log)")
 
     sp = add(
         "fork",
@@ -190,8 +211,8 @@ def build_parser(
         "1..SEQ are copied with fresh checksums, plus the newest snapshot at or before "
         "SEQ. External write effects after SEQ that already happened in the original run "
         "are listed first; without --yes the fork is refused when there are any.",
+        actor="actor id to fork",
     )
-    sp.add_argument("actor", metavar="ACTOR", help="actor id to fork")
     # positional like resolve's ACTOR INTENT_SEQ; --at/--as are the same, spelled as options
     sp.add_argument("seq", metavar="SEQ", type=_pos_int, nargs="?", help="fork point (or --at SEQ)")
     sp.add_argument("new_id", metavar="NEW_ID", nargs="?", help="the new id (or --as NEW_ID)")
@@ -202,7 +223,7 @@ def build_parser(
         action="store_true",
         help="fork even though external effects after SEQ already happened",
     )
-    sp.add_argument("--by", metavar="WHO", help="who forks (default: user@host)")
+    _decision_args(sp, "who forks", None)
 
     sp = add(
         "compact",
@@ -221,7 +242,7 @@ def build_parser(
         help="'since-snapshot', or a window such as 30d, 12h, 90m, 3600s (overrides each "
         "actor's own; recorded as your decision)",
     )
-    sp.add_argument("--by", metavar="WHO", help="who compacts (default: user@host)")
+    _decision_args(sp, "who compacts", None)
     sp.add_argument("--json", action="store_true", help="one JSON object per actor")
 
     # -- ownership (docs/scaling.md) ----------------------------------------------------
@@ -298,15 +319,15 @@ def build_parser(
         "handler's non-determinism). The next runtime to start it recovers it with the "
         "code it runs; a runtime running now: call system.restart(actor_id) there. Refused "
         "(exit 2, nothing recorded) if the actor is not quarantined or its log is damaged.",
+        actor="actor id",
     )
-    sp.add_argument("actor", metavar="ACTOR", help="actor id")
-    sp.add_argument("--reason", metavar="TEXT", help="why (recorded in the history)")
-    sp.add_argument("--by", metavar="WHO", help="who restarts it (default: user@host)")
+    _decision_args(sp, "who restarts it", "why (recorded in the history)")
     # -- ending actors (docs/operators.md, "Ending actors") ----------------------------------
     _lifecycle_commands(add)
 
-    sp = add("export", "an actor's whole log, snapshots and history as JSON lines")
-    sp.add_argument("actor", metavar="ACTOR", help="actor id")
+    sp = add(
+        "export", "an actor's whole log, snapshots and history as JSON lines", actor="actor id"
+    )
     sp.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     sp.add_argument(
         "--raw", action="store_true", help="also include every payload's exact bytes (base64)"
@@ -347,12 +368,10 @@ def _lifecycle_commands(add: Callable[..., argparse.ArgumentParser]) -> None:
         ),
     }
     for name, (short, long) in helps.items():
-        sp = add(name, short, long + where)
-        sp.add_argument("actor", metavar="ACTOR", help="actor id")
+        sp = add(name, short, long + where, actor="actor id")
         if name == "delete":
             sp.add_argument("--yes", action="store_true", help="confirm: delete an ended actor")
             sp.add_argument(
                 "--force", action="store_true", help="delete although the actor has not ended"
             )
-        sp.add_argument("--reason", metavar="TEXT", help="why (recorded)")
-        sp.add_argument("--by", metavar="WHO", help="who (default: user@host)")
+        _decision_args(sp, "who", "why (recorded)")

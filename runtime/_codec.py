@@ -367,6 +367,23 @@ def encode_plain(obj: dict[str, Any], what: str) -> bytes:
     return data
 
 
+def encode_body(plain: Any, what: str, cls: type) -> str:
+    """An already-plain value as compact JSON text ([F9]), proven to encode to UTF-8 within
+    the payload limit (the check ``to_plain`` makes, keeping the text).
+
+    Raises:
+        EncodeError: it cannot be encoded, or the result exceeds the size limit.
+    """
+    try:
+        text = _encode(plain)
+        size = len(text.encode())  # to bytes too: a lone surrogate only fails there
+    except _ENCODE_ERRORS as exc:
+        raise EncodeError(what, cls, str(exc)) from exc
+    if size > MAX_PAYLOAD_BYTES:
+        raise EncodeError(what, cls, f"encoded size {size} bytes exceeds {MAX_PAYLOAD_BYTES}")
+    return text
+
+
 def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
     """Unstructure ``value`` and (with ``check``) prove it encodes to UTF-8 JSON within the
     payload limit.

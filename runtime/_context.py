@@ -24,6 +24,7 @@ from . import _codec, _names, _records, _tasks, _telemetry
 from ._calls import StepHost, abandoned_error, not_started_error
 from ._ctxtasks import StepTasks, by_task
 from ._ctxtimers import TimerEffects, check_ref
+from ._door import Letter, admit_message
 from ._errors import (
     ActorlogError,
     ConfigurationError,
@@ -347,22 +348,23 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         message id is derived from this step, so a replay re-delivers it and the receiver
         deduplicates it."""
         check_ref(ref, "ctx.send()")  # every check before the effect index moves
-        _codec.check_attrs_instance(msg, "message")
-        _codec.to_plain(msg, "message")
+        letter = admit_message(self._cell.registry, msg)
+        letter.encoded()  # it fits in the receiver's log: checked before the send is logged
         node = self._task("ctx.send()")
         with _tasks.outside():
-            await self._send(node, ref, msg)
+            await self._send(node, ref, letter, type(msg))
 
-    async def _send(self, node: Node, ref: ActorRef[Any], msg: Any) -> None:
+    async def _send(self, node: Node, ref: ActorRef[Any], letter: Letter, cls: type) -> None:
         index = node.index
         mid = self._effect_id(node, index)
         value = {
             "target": ref.actor_id,
-            "message_type": _codec.type_tag(type(msg)),
+            "message_type": letter.type_tag,
             "message_id": mid,
         }
         recorded = self._recorded_at(node, index)
-        value["message_type"] = _names.replay_tag(type(msg), recorded, "message_type")  # alias
+        # the tag as recorded where it is an alias of the message class's
+        value["message_type"] = _names.replay_tag(cls, recorded, "message_type")
         node.index += 1
         if recorded is not None and recorded.type_tag == "send":
             # A recorded send keeps its recorded message id: in a fork's copied history it
@@ -389,7 +391,7 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         try:
             if rec is None:
                 await self._guard(self._cell.journal.flush())
-            await self._delivery(node, "send", self._cell.deliver(ref, msg, message_id=mid))
+            await self._delivery(node, "send", self._cell.deliver(ref, letter, message_id=mid))
         except anyio.get_cancelled_exc_class():
             if not self._handler_cancelled():
                 raise  # the runtime's cancel: the step is not complete, recovery re-delivers
@@ -399,7 +401,9 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
             with anyio.CancelScope(shield=True):
                 await self._guard(self._cell.journal.flush())
                 try:
-                    await self._delivery(node, "send", self._cell.deliver(ref, msg, message_id=mid))
+                    await self._delivery(
+                        node, "send", self._cell.deliver(ref, letter, message_id=mid)
+                    )
                 except ToolCallError:
                     pass  # its failure is recorded (send.failed); the task is cancelled
             raise

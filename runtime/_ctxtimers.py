@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from . import _records, _tasks, _timers, _traceends
+from ._door import admit_message
 from ._errors import ConfigurationError
 from ._records import EffectRecord, EntryKind
 from ._ref import ActorRef
@@ -142,7 +143,8 @@ class TimerEffects:
         due = _timers.due_time(delay=delay, at=at, what="ctx.send_later()")
         if not self._cell.timers_kept():
             raise ConfigurationError(f"the store {_timers.NO_TIMERS}")
-        row = _timers.new_row(ref.cls, ref.actor_id, msg, due=due, sender=self.actor_id)
+        letter = admit_message(self._cell.registry, msg)
+        row = _timers.new_row(ref.cls, ref.actor_id, letter, due=due, sender=self.actor_id)
         node = self._task("ctx.send_later()")
         with _tasks.outside():
             return await self._send_later(node, ref, row, due)

@@ -17,6 +17,7 @@ from ._snapshots import RecoveryCost
 if TYPE_CHECKING:
     from ._actor import Actor
     from ._cell import Cell
+    from ._door import Letter
     from ._options import SpawnOptions
     from ._ownership import Ownership
     from ._ref import ActorRef
@@ -107,9 +108,11 @@ class Host:
     def spawn_task(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         self._spawn_task(fn, *args)
 
-    async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str, sender: str) -> None:
+    async def deliver(
+        self, ref: ActorRef[Any], letter: Letter, *, message_id: str, sender: str
+    ) -> None:
         await self._deliver(
-            ref.cls, ref.actor_id, msg, message_id=message_id, sender=sender, want_reply=False
+            ref.cls, ref.actor_id, letter, message_id=message_id, sender=sender, want_reply=False
         )
 
     async def spawn(self, cls: type[Any], actor_id: str, **options: Any) -> ActorRef[Any]:

@@ -28,7 +28,6 @@ __all__ = [
     "Mailbox",
     "Moved",
     "Reply",
-    "Undecodable",
     "settle",
     "reply_value",
     "step_outcome",
@@ -234,16 +233,6 @@ class Envelope:
     parent: OtelContext | None = None
     #: [F13] the incarnation id recorded in the message entry (None: logged before them)
     incarnation: str | None = None
-
-
-@attrs.frozen
-class Undecodable:
-    """A message from the store's inbox that this runtime cannot decode (a type it does not
-    know yet, as in a rolling deploy): posted as it came, its step fails with ``error``."""
-
-    type_tag: str
-    body: Any
-    error: BaseException
 
 
 def step_outcome(

@@ -47,6 +47,7 @@ from anyio.abc import TaskGroup
 
 from . import _codec, _lifecycle, _reuse, _rulings
 from ._actor import Actor, reply_type
+from ._door import Letter, admit_message, undecodable
 from ._errors import (
     ActorlogError,
     ConfigurationError,
@@ -55,7 +56,6 @@ from ._errors import (
     SequenceConflictError,
 )
 from ._leases import LEASE_MARGIN, ChangeFeed, ChangeKind, Lease, OwnershipChange
-from ._mailbox import Undecodable
 from ._records import EntryKind
 from ._remote import RemoteAsks, ReplyAnnouncer
 from .store import LeaseStore, ReplyStore, Store
@@ -413,27 +413,25 @@ class Ownership:
         self,
         cls: type[Actor[Any]],
         actor_id: str,
-        msg: Any,
+        letter: Letter,
         *,
         message_id: str | None,
         sender: str | None,
         want_reply: bool,
     ) -> Any:
-        """Queue ``msg`` for the actor's owner; with ``want_reply``, wait for its step.
+        """Queue a message past the door for the actor's owner; with ``want_reply``, wait
+        for its step.
 
         A ``message_id`` that already names another message, queued or logged, raises
         ``MessageIdReusedError`` (``_reuse``); nothing is queued."""
-        _codec.check_attrs_instance(msg, "message")
         registry = self.system.registry
-        registry.learn(type(msg))
         given_id = message_id is not None
         if message_id is None:
             message_id = _codec.new_message_id()
         elif not isinstance(message_id, str) or not message_id:
             raise ConfigurationError("message_id must be a non-empty str")
-        plain = _codec.to_plain(msg, "message")
-        body = json.dumps(plain)
-        tag = _codec.type_tag(type(msg))
+        body = letter.encoded()
+        tag = letter.type_tag
         given = (tag, json.loads(body))  # as the owner will read it
         if self.client and actor_id not in self._registered:
             # A runtime places an actor it finds with inbox messages and no live lease; it
@@ -510,21 +508,22 @@ class Ownership:
                     await self.store.inbox_delete(actor_id, message_id)
                     self.announcer.queue(actor_id, message_id)  # the refused step
                     continue
+                registry = self.system.registry
                 try:
-                    msg: Any = self.system.registry.decode_message(tag, plain)
+                    letter = admit_message(registry, registry.decode_message(tag, plain))
                 except ConfigurationError as exc:
                     # A type this runtime does not know (yet): logged as it came, its step
                     # fails with the decode error (as for a local message) and the inbox
                     # moves on instead of retrying it forever in front of the others.
-                    msg = Undecodable(tag, plain, exc)
+                    letter = undecodable(tag, plain, exc)
                 if self._replies is None:
-                    await cell.post(msg, message_id=message_id, sender=sender, want_reply=False)
+                    await cell.post(letter, message_id=message_id, sender=sender, want_reply=False)
                     slot = None
                 else:
                     # With a reply slot the step is flushed as soon as it completes (and the
                     # slot set only then), so its announcement never precedes its durability.
                     slot = await cell.post(
-                        msg, message_id=message_id, sender=sender, want_reply=True
+                        letter, message_id=message_id, sender=sender, want_reply=True
                     )
                     try:
                         await cell.journal.flush()  # the message, before it leaves the inbox

@@ -213,7 +213,7 @@ async def durable_state(
         decode=lambda plain: _codec.structure(plain, state_type),
     )
     actor.state = initial if plan.state_data is None else plan.state
-    host = _replaycheck._Host(store, actor_id)
+    host = _replaycheck._Host(store, actor_id, registry)
     where = f"{cls.__qualname__} (actor {actor_id!r}, read_state)"
     for m in plan.messages:
         if m.step is None:

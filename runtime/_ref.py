@@ -7,6 +7,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import attrs
 
 from . import _codec, _events
+from ._door import Learner, Letter, admit_message
 from ._errors import ConfigurationError
 from ._events import AskStream
 from ._mailbox import Reply
@@ -20,11 +21,16 @@ A = TypeVar("A")
 class Messenger(Protocol):
     """What a reference sends through: the ``ActorSystem`` that made it."""
 
+    @property
+    def registry(self) -> Learner:
+        """Where the door records message classes (``_door.admit_message``)."""
+        ...
+
     async def _deliver(
         self,
         cls: type[Any],
         actor_id: str,
-        msg: Any,
+        letter: Letter,
         *,
         message_id: str | None,
         sender: str | None,
@@ -35,7 +41,7 @@ class Messenger(Protocol):
     def status(self, actor_id: str) -> str: ...
 
     async def _stream(
-        self, cls: type[Any], actor_id: str, msg: Any, message_id: str | None
+        self, cls: type[Any], actor_id: str, letter: Letter, message_id: str | None
     ) -> Reply | None: ...
 
     async def _query(
@@ -64,14 +70,18 @@ class ActorRef(Generic[A]):
             ConfigurationError: ``message_id`` is not a non-empty str that UTF-8 can encode
                 (no lone surrogates), holds a NUL character (PostgreSQL text cannot), or is
                 too long; nothing was written.
+            EncodeError: ``msg`` is not an instance of an attrs class, a dataclass or a
+                pydantic model, or it cannot be encoded (or is over the payload limit);
+                nothing was written.
             MessageIdReusedError: ``message_id`` already names another message of this
                 actor (logged, in flight, or queued in a PostgreSQL inbox); nothing was
                 written.
         """
         _codec.validate_message_id(message_id)
         refuse_in_query(f"sent a message to actor {self.actor_id!r}")
+        letter = admit_message(self.system.registry, msg)
         await self.system._deliver(
-            self.cls, self.actor_id, msg, message_id=message_id, sender=None, want_reply=False
+            self.cls, self.actor_id, letter, message_id=message_id, sender=None, want_reply=False
         )
 
     async def ask(
@@ -86,6 +96,8 @@ class ActorRef(Generic[A]):
 
         Raises:
             ConfigurationError: a bad ``message_id`` (see ``send``); nothing was written.
+            EncodeError: a ``msg`` that cannot be a message (see ``send``); nothing was
+                written.
             MessageIdReusedError: ``message_id`` already names another message of this
                 actor; nothing was written.
             HandlerError: the handler raised (carries the original type and message).
@@ -100,10 +112,11 @@ class ActorRef(Generic[A]):
         if timeout is not None:
             _codec.validate_seconds(timeout, "timeout")
         refuse_in_query(f"asked actor {self.actor_id!r}")
+        letter = admit_message(self.system.registry, msg)
         return await self.system._deliver(
             self.cls,
             self.actor_id,
-            msg,
+            letter,
             message_id=message_id,
             sender=None,
             want_reply=True,
@@ -143,15 +156,18 @@ class ActorRef(Generic[A]):
             ConfigurationError: a bad ``message_id`` or ``buffer`` (raised here, at the
                 call; nothing was written), or the actor runs in another process (raised by
                 the iteration, before anything is written).
+            EncodeError: a ``msg`` that cannot be a message (see ``send``; raised here, at
+                the call); nothing was written.
             Exception: the iteration raises what ``ask`` raises (``HandlerError``,
                 ``MessageIdReusedError``, ``ActorQuarantinedError``, ...).
         """
         _codec.validate_message_id(message_id)
         _events.check_buffer(buffer)
         refuse_in_query(f"asked actor {self.actor_id!r}")
+        letter = admit_message(self.system.registry, msg)
 
         async def open_() -> Reply | None:
-            return await self.system._stream(self.cls, self.actor_id, msg, message_id)
+            return await self.system._stream(self.cls, self.actor_id, letter, message_id)
 
         return AskStream(open_, buffer)
 

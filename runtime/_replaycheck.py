@@ -24,6 +24,7 @@ from . import _codec, _lifecycle, _recovery, _tools
 from ._actor import Actor
 from ._cancelling import is_call_error
 from ._context import Context
+from ._door import Learner, Letter
 from ._errors import ActorlogError, ConfigurationError, NonDeterminismError
 from ._records import DecisionRecord, EventKind
 from ._registry import Registry
@@ -108,8 +109,9 @@ class _ReadOnlyJournal(Journal):
 class _Host:
     """The ``StepHost`` of a replayed step: nothing it offers acts on the world."""
 
-    def __init__(self, store: Store, actor_id: str) -> None:
+    def __init__(self, store: Store, actor_id: str, registry: Learner) -> None:
         self.actor_id = actor_id
+        self.registry = registry
         self.fencing_token = 0
         self.closing = False
         self.sleeping = False
@@ -127,7 +129,7 @@ class _Host:
     ) -> DecisionRecord:
         raise _ReachedLive
 
-    async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str) -> None:
+    async def deliver(self, ref: ActorRef[Any], letter: Letter, *, message_id: str) -> None:
         raise _ReachedLive
 
     async def put_timer(self, row: TimerRow) -> None:
@@ -142,10 +144,13 @@ class _Host:
     def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]:
         from ._ref import ActorRef
 
-        return ActorRef(_NoMessenger(), cls, actor_id)
+        return ActorRef(_NoMessenger(self.registry), cls, actor_id)
 
 
 class _NoMessenger:
+    def __init__(self, registry: Learner) -> None:
+        self.registry = registry
+
     async def _deliver(self, *args: Any, **kwargs: Any) -> Any:
         raise _ReachedLive
 
@@ -247,7 +252,7 @@ async def _replay_actor(
         on_reject=lambda _i, _r: None,
     )
     actor.state = initial
-    host = _Host(store, actor_id)
+    host = _Host(store, actor_id, registry)
     where = f"{cls.__qualname__} (actor {actor_id!r}, replay-check)"
     tag = _codec.type_tag(cls)
     done = 0

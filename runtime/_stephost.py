@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ._door import Learner, Letter
     from ._records import DecisionRecord
     from ._ref import ActorRef
     from ._wal import Journal
@@ -46,7 +47,14 @@ class StepHost(Protocol):
         operator's decision (its asks get ``InDoubtError`` meanwhile)."""
         ...
 
-    async def deliver(self, ref: ActorRef[Any], msg: Any, *, message_id: str) -> None: ...
+    @property
+    def registry(self) -> Learner:
+        """Where ``ctx.send`` and ``ctx.send_later`` admit their messages (``_door``)."""
+        ...
+
+    async def deliver(self, ref: ActorRef[Any], letter: Letter, *, message_id: str) -> None:
+        """``ctx.send``: deliver a message past the door."""
+        ...
 
     #: a step of this actor waits in ``ctx.sleep`` (shutdown does not wait for it)
     sleeping: bool

@@ -16,7 +16,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from . import _codec, _decisions, _names, _options, _recovery, _restart, _telemetry
+from . import _codec, _decisions, _door, _names, _options, _recovery, _restart, _telemetry
 from ._actor import Actor
 from ._cell import Cell
 from ._errors import (
@@ -426,27 +426,27 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         self,
         cls: type[Actor[Any]],
         actor_id: str,
-        msg: Any,
+        letter: _door.Letter,
         *,
         message_id: str | None,
         sender: str | None,
         want_reply: bool,
         timeout: float | None = None,
     ) -> Any:
-        """The one delivery path of ``ActorRef.send``/``ask`` and ``ctx.send``: to the
-        actor's cell here, or (with leases, when another runtime owns it) through the
-        store's inbox. With ``want_reply``, waits for the step's reply, at most ``timeout``
-        seconds (routing and logging included)."""
+        """The one delivery path (``ref.send``/``ask``, ``ctx.send``, timers) of a message past
+        the door (``_door.admit_message``): to the actor's cell here, or (leases: another
+        runtime owns it) through the store's inbox. With ``want_reply``, waits for the reply,
+        at most ``timeout`` seconds (routing and logging included)."""
         if timeout is None:
-            return await self._route_and_post(cls, actor_id, msg, message_id, sender, want_reply)
+            return await self._route_and_post(cls, actor_id, letter, message_id, sender, want_reply)
         with anyio.fail_after(timeout):
-            return await self._route_and_post(cls, actor_id, msg, message_id, sender, want_reply)
+            return await self._route_and_post(cls, actor_id, letter, message_id, sender, want_reply)
 
     async def _route_and_post(
         self,
         cls: type[Actor[Any]],
         actor_id: str,
-        msg: Any,
+        letter: _door.Letter,
         message_id: str | None,
         sender: str | None,
         want_reply: bool,
@@ -454,24 +454,24 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
         own = self._ownership
         if own is not None and not await own.route(cls, actor_id):
             return await own.post_remote(
-                cls, actor_id, msg, message_id=message_id, sender=sender, want_reply=want_reply
+                cls, actor_id, letter, message_id=message_id, sender=sender, want_reply=want_reply
             )
         slot = await self._post_local(
-            cls, actor_id, msg, message_id=message_id, sender=sender, want_reply=want_reply
+            cls, actor_id, letter, message_id=message_id, sender=sender, want_reply=want_reply
         )
         return None if slot is None else await slot.wait()
 
-    async def _stream(self, cls: Any, actor_id: str, msg: Any, mid: str | None) -> Reply | None:
+    async def _stream(self, cls: Any, actor_id: str, letter: _door.Letter, mid: str | None) -> Any:
         """``ask_stream``'s delivery: here only (events do not travel between processes)."""
         if self._ownership is not None and not await self._ownership.route(cls, actor_id):
             raise not_here(actor_id)  # before anything is written
-        return await self._post_local(cls, actor_id, msg, message_id=mid, want_reply=True)
+        return await self._post_local(cls, actor_id, letter, message_id=mid, want_reply=True)
 
     async def _post_local(
         self,
         cls: type[Actor[Any]],
         actor_id: str,
-        msg: Any,
+        letter: _door.Letter,
         *,
         message_id: str | None,
         sender: str | None = None,
@@ -482,7 +482,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries):
             cell = await self._cell(cls, actor_id)
             try:
                 return await cell.post(
-                    msg, message_id=message_id, sender=sender, want_reply=want_reply
+                    letter, message_id=message_id, sender=sender, want_reply=want_reply
                 )
             except Moved:
                 continue  # it passivated before we held it: the next cell is held from birth

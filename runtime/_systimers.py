@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from . import _codec, _timers
 from ._ctxtimers import check_ref
+from ._door import admit_message
 from ._timers import Timers
 from .store import TimerRow
 
@@ -70,8 +71,8 @@ class SystemTimers:
         self._check_open()
         check_ref(ref, "send_later()")
         due = _timers.due_time(delay=delay, at=at, what="send_later()")
-        row = _timers.new_row(ref.cls, ref.actor_id, msg, due=due, message_id=message_id)
-        self.registry.learn(type(msg))
+        letter = admit_message(self.registry, msg)
+        row = _timers.new_row(ref.cls, ref.actor_id, letter, due=due, message_id=message_id)
         await self._timers.put(row)
         return row.timer_id
 
@@ -131,13 +132,12 @@ class SystemTimers:
         row = _timers.new_row(
             ref.cls,
             ref.actor_id,
-            msg,
+            admit_message(self.registry, msg),
             due=due,
             timer_id=_timers.schedule_id(name),
             message_id=_timers.schedule_id(name),
             recurrence=rec,
         )
-        self.registry.learn(type(msg))
         await self._timers.put(row, replace=True)
         return datetime.datetime.fromtimestamp(due, tz=datetime.UTC)
 

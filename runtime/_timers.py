@@ -31,6 +31,7 @@ import anyio
 import anyio.lowlevel
 
 from . import _codec, _traceends
+from ._door import Letter, admit_message
 from ._errors import (
     ActorFinishedError,
     ActorNotFoundError,
@@ -161,6 +162,8 @@ class Classes(Protocol):
 
     def decode_message(self, tag: str, body: Any) -> Any: ...
 
+    def learn(self, cls: type) -> None: ...
+
 
 def schedule_id(name: str) -> str:
     """The timer id of the schedule ``name``."""
@@ -266,7 +269,7 @@ def firing_message_id(prefix: str, at: float) -> str:
 def new_row(
     cls: type[Any],
     actor_id: str,
-    msg: Any,
+    letter: Letter,
     *,
     due: float,
     timer_id: str | None = None,
@@ -274,12 +277,16 @@ def new_row(
     sender: str | None = None,
     recurrence: dict[str, Any] | None = None,
 ) -> TimerRow:
-    """A pending timer delivering ``msg`` to ``actor_id`` (of class ``cls``) at ``due``;
-    its message id is ``message_id`` or ``timer:<timer id>``."""
+    """A pending timer delivering a message past the door (``letter``) to ``actor_id`` (of
+    class ``cls``) at ``due``; its message id is ``message_id`` or ``timer:<timer id>``.
+
+    Raises:
+        ConfigurationError: a bad ``actor_id`` or ``message_id``.
+        EncodeError: the message does not encode within the payload limit.
+    """
     _codec.validate_actor_id(actor_id)
-    _codec.check_attrs_instance(msg, "message")
     _codec.validate_message_id(message_id)
-    body = json.dumps(_codec.to_plain(msg, "message"))
+    body = letter.encoded()
     if timer_id is None:
         timer_id = f"{actor_id}/{message_id}" if message_id else uuid.uuid4().hex
     return TimerRow(
@@ -288,7 +295,7 @@ def new_row(
         actor_type=_codec.type_tag(cls),
         due=due,
         message_id=message_id or f"timer:{timer_id}",
-        type_tag=_codec.type_tag(type(msg)),
+        type_tag=letter.type_tag,
         body=body,
         sender=sender,
         recurrence=None if recurrence is None else json.dumps(recurrence),
@@ -435,8 +442,9 @@ class Timers:
                         mid = firing_message_id(t.message_id, firing)
                         span.set_attributes({ATTR.SCHEDULE_FIRING: firing, ATTR.MESSAGE_ID: mid})
                     msg = self.registry.decode_message(t.type_tag, json.loads(t.body))
+                    letter = admit_message(self.registry, msg)
                     await self._deliver(
-                        cls, t.actor_id, msg, message_id=mid, sender=t.sender, want_reply=False
+                        cls, t.actor_id, letter, message_id=mid, sender=t.sender, want_reply=False
                     )
                     span.set_attribute(ATTR.TIMER_OUTCOME, "delivered")
             except Exception as exc:

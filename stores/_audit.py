@@ -9,6 +9,8 @@ from typing import Any
 
 from actorlog.store import AuditRow, StoreCorruptError
 
+from ._sql import SqlConnection
+
 __all__ = ["PostgresAudit", "SqliteAudit"]
 
 _COLS = "SELECT id, at, kind, actor_id, detail FROM store_audit"
@@ -21,18 +23,12 @@ def _row(r: Any) -> AuditRow:
         raise StoreCorruptError("store_audit", f"an audit row cannot be read: {exc}") from exc
 
 
-class _SqlAudit:
+class _SqlAudit(SqlConnection):
     _marks: tuple[str, str, str, str, str] = ("?", "?", "?", "?", "?")
-
-    async def _audit_fetch(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
-        raise NotImplementedError
-
-    async def _audit_write(self, sql: str, args: tuple[Any, ...]) -> None:
-        raise NotImplementedError
 
     async def delete_actor(self, actor_id: str, detail: str) -> AuditRow:
         m = self._marks
-        await self._audit_write(
+        await self._command(
             f"INSERT INTO store_audit (at, kind, actor_id, detail) "
             f"VALUES ({m[0]}, {m[1]}, {m[2]}, {m[3]})",
             (time.time(), "deleted", actor_id, detail),
@@ -43,38 +39,22 @@ class _SqlAudit:
 
     async def read_audit(self, actor_id: str | None = None) -> list[AuditRow]:
         # a store written before the table existed, opened read-only: no deletions yet
-        if not await self._audit_fetch(self._exists_sql, ()):
+        if not await self._query(self._exists_sql):
             return []
         if actor_id is None:
-            rows = await self._audit_fetch(f"{_COLS} ORDER BY id", ())
+            rows = await self._query(f"{_COLS} ORDER BY id")
         else:
             sql = f"{_COLS} WHERE actor_id = {self._marks[0]} ORDER BY id"
-            rows = await self._audit_fetch(sql, (actor_id,))
+            rows = await self._query(sql, (actor_id,))
         return [_row(tuple(r)) for r in rows]
 
 
 class SqliteAudit(_SqlAudit):
-    """Mixed into ``SqliteStore`` (its ``_fetch(sql, params)`` and ``_write``)."""
-
-    async def _audit_fetch(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
-        fetch: Any = self._fetch  # type: ignore[attr-defined]
-        return list(await fetch(sql, args))
-
-    async def _audit_write(self, sql: str, args: tuple[Any, ...]) -> None:
-        write: Any = self._write  # type: ignore[attr-defined]
-        await write(sql, args)
+    """Mixed into ``SqliteStore``."""
 
 
 class PostgresAudit(_SqlAudit):
-    """Mixed into ``PostgresStore`` (its ``_fetch(sql, *args)`` and ``_execute``)."""
+    """Mixed into ``PostgresStore``."""
 
     _marks = ("$1", "$2", "$3", "$4", "$5")
     _exists_sql = "SELECT 1 WHERE to_regclass('store_audit') IS NOT NULL"
-
-    async def _audit_fetch(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
-        fetch: Any = self._fetch  # type: ignore[attr-defined]
-        return list(await fetch(sql, *args))
-
-    async def _audit_write(self, sql: str, args: tuple[Any, ...]) -> None:
-        execute: Any = self._execute  # type: ignore[attr-defined]
-        await execute(sql, *args)

@@ -1,4 +1,5 @@
-"""What the SQL stores (SQLite, PostgreSQL) share: column lists, the log query, row mappers.
+"""What the SQL stores (SQLite, PostgreSQL) share: column lists, the log query, row mappers,
+and :class:`SqlConnection`, the one connection protocol of their mixins.
 
 The column orders are ``actorlog.store``'s (the order its checked row builders take), so a
 ``SELECT`` of these lists feeds them directly. Only the placeholder style differs between the
@@ -8,7 +9,7 @@ two databases (``?`` and ``$n``), and how a list of kinds is passed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from actorlog.store import (
     ACTOR_COLUMNS,
@@ -24,6 +25,7 @@ __all__ = [
     "ENTRY_COLS",
     "SNAPSHOT_INFO_COLS",
     "Dialect",
+    "SqlConnection",
     "entries",
     "entry_values",
     "select_entries",
@@ -35,6 +37,24 @@ SNAPSHOT_INFO_COLS = ", ".join(SNAPSHOT_INFO_COLUMNS)
 ACTOR_COLS = ", ".join(ACTOR_COLUMNS)
 
 Dialect = Literal["sqlite", "postgres"]
+
+
+class SqlConnection:
+    """What the SQL stores' mixins (compaction, audit, timers) use of their store: one
+    query and one command, each with its parameters as one sequence in the dialect's
+    placeholders (``?`` in SQLite, ``$1`` ... in PostgreSQL). The store implements both
+    and translates its driver's errors there (``StoreUnavailableError``,
+    ``StoreCorruptError``, ``StoreClosedError`` for a store opened read-only)."""
+
+    if TYPE_CHECKING:
+
+        async def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+            """Run one statement; its rows."""
+            ...
+
+        async def _command(self, sql: str, params: Sequence[Any] = ()) -> int:
+            """Run one writing statement; how many rows it changed."""
+            ...
 
 
 def entries(rows: Sequence[Any], actor_id: str, after_seq: int = 0) -> list[EntryRow]:

@@ -12,24 +12,19 @@ reused for new entries otherwise.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from actorlog.store import ConfigurationError, LogStartRow
+
+from ._sql import SqlConnection
 
 __all__ = ["SqliteCompaction"]
 
 
-class SqliteCompaction:
-    """The compaction methods of ``SqliteStore`` (through the few members it declares)."""
-
-    if TYPE_CHECKING:
-
-        async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-        async def _write(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+class SqliteCompaction(SqlConnection):
+    """The compaction methods of ``SqliteStore``."""
 
     async def compact(self, actor_id: str, upto_seq: int, *, checksum: int) -> int:
-        rows = await self._fetch(
+        rows = await self._query(
             "SELECT first_seq, last_seq FROM actors WHERE actor_id = ?", (actor_id,)
         )
         if not rows:
@@ -43,21 +38,21 @@ class SqliteCompaction:
         if upto_seq < first:
             return 0
         # the WHERE makes a compaction that lost a race with another one a no-op
-        await self._write(
+        await self._command(
             "INSERT OR REPLACE INTO log_starts (actor_id, first_seq, checksum, at) "
             "SELECT ?, ?, ?, ? WHERE ? > (SELECT max(first_seq, 1) FROM actors "
             "WHERE actor_id = ?)",
             (actor_id, upto_seq + 1, checksum, time.time(), upto_seq + 1, actor_id),
         )
-        await self._write("PRAGMA incremental_vacuum")
+        await self._command("PRAGMA incremental_vacuum")
         return upto_seq + 1 - first
 
     async def log_start(self, actor_id: str) -> LogStartRow | None:
-        if not await self._fetch(
+        if not await self._query(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'log_starts'"
         ):
             return None  # a file no writer of this version has opened: never compacted
-        rows = await self._fetch(
+        rows = await self._query(
             "SELECT actor_id, first_seq, checksum, at FROM log_starts WHERE actor_id = ?",
             (actor_id,),
         )

@@ -4,11 +4,12 @@ mapper, and the SQLite methods (PostgreSQL's are in ``postgres/timers.py``)."""
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from actorlog.store import CorruptEntryError, TimerRow
+
+from ._sql import SqlConnection
 
 __all__ = [
     "TIMER_COLS",
@@ -82,36 +83,20 @@ def timer_values(t: TimerRow) -> tuple[Any, ...]:
     return tuple(t)
 
 
-class SqliteTimers:
-    """``TimerStore`` for ``SqliteStore`` (mixed in; the table is in ``_sqlite_schema``).
-    ``SqliteStore`` provides the connection methods declared here."""
-
-    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        raise NotImplementedError
-
-    def _writer(self) -> Any:
-        raise NotImplementedError
-
-    def _error(self, what: str, exc: Exception) -> Exception:
-        raise NotImplementedError
-
-    async def _changed(self, sql: str, params: Sequence[Any]) -> int:
-        try:
-            return int(await self._writer().changes(sql, params))
-        except (sqlite3.Error, ValueError, OverflowError) as exc:
-            raise self._error("timer write", exc) from exc
+class SqliteTimers(SqlConnection):
+    """``TimerStore`` for ``SqliteStore`` (mixed in; the table is in ``_sqlite_schema``)."""
 
     async def put_timer(self, timer: TimerRow, *, replace: bool = False) -> bool:
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         values = timer_values(timer._replace(state="pending"))
-        n = await self._changed(
+        n = await self._command(
             f"{verb} INTO timers ({TIMER_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             values,
         )
         return n > 0
 
     async def get_timer(self, timer_id: str) -> TimerRow | None:
-        rows = await self._fetch(f"SELECT {TIMER_COLS} FROM timers WHERE timer_id = ?", (timer_id,))
+        rows = await self._query(f"SELECT {TIMER_COLS} FROM timers WHERE timer_id = ?", (timer_id,))
         return timer_row(rows[0]) if rows else None
 
     async def cancel_timer(self, timer_id: str) -> str | None:
@@ -122,7 +107,7 @@ class SqliteTimers:
                 return None
             if not cancellable(t):
                 return t.state
-            n = await self._changed(
+            n = await self._command(
                 "UPDATE timers SET state = 'cancelled' WHERE timer_id = ? AND state = ? "
                 "AND (state = 'pending' OR recurrence IS NOT NULL)",
                 (timer_id, t.state),
@@ -132,7 +117,7 @@ class SqliteTimers:
             # it changed between the read and the update (claimed, fired, replaced): again
 
     async def claim_timer(self, timer_id: str, due: float) -> bool:
-        n = await self._changed(
+        n = await self._command(
             "UPDATE timers SET state = 'firing' "
             "WHERE timer_id = ? AND due = ? AND state IN ('pending', 'firing')",
             (timer_id, due),
@@ -152,11 +137,11 @@ class SqliteTimers:
                 "WHERE timer_id = ? AND due = ? AND state IN ('pending', 'firing')"
             )
             params = (next_due, timer_id, due)
-        n = await self._changed(sql, params)
+        n = await self._command(sql, params)
         return n > 0
 
     async def fail_timer(self, timer_id: str, due: float, reason: str) -> bool:
-        n = await self._changed(
+        n = await self._command(
             "UPDATE timers SET state = ? "
             "WHERE timer_id = ? AND due = ? AND state IN ('pending', 'firing')",
             (f"failed: {reason}", timer_id, due),
@@ -167,7 +152,7 @@ class SqliteTimers:
         self, before: float, *, limit: int = 100, owner: str | None = None
     ) -> list[TimerRow]:
         # two indexed reads (partial indexes on pending and firing), merged by due time
-        rows = await self._fetch(
+        rows = await self._query(
             f"SELECT * FROM (SELECT {TIMER_COLS} FROM timers WHERE state = 'pending' AND "
             f"due <= ? ORDER BY due, timer_id LIMIT ?) UNION ALL SELECT * FROM (SELECT "
             f"{TIMER_COLS} FROM timers WHERE state = 'firing' AND due <= ? ORDER BY due, "
@@ -177,7 +162,7 @@ class SqliteTimers:
         return [readable_row(r) for r in rows]
 
     async def next_due(self) -> float | None:
-        rows = await self._fetch(
+        rows = await self._query(
             "SELECT min(due) FROM (SELECT min(due) AS due FROM timers WHERE state = 'pending' "
             "UNION ALL SELECT min(due) FROM timers WHERE state = 'firing')"
         )
@@ -186,16 +171,16 @@ class SqliteTimers:
 
     async def list_timers(self, actor_id: str | None = None) -> list[TimerRow]:
         if actor_id is None:
-            rows = await self._fetch(f"SELECT {TIMER_COLS} FROM timers ORDER BY due, timer_id")
+            rows = await self._query(f"SELECT {TIMER_COLS} FROM timers ORDER BY due, timer_id")
         else:
-            rows = await self._fetch(
+            rows = await self._query(
                 f"SELECT {TIMER_COLS} FROM timers WHERE actor_id = ? ORDER BY due, timer_id",
                 (actor_id,),
             )
         return [readable_row(r) for r in rows]
 
     async def delete_timers_before(self, before: float) -> int:
-        return await self._changed(
+        return await self._command(
             "DELETE FROM timers WHERE state NOT IN ('pending', 'firing') AND due < ?",
             (before,),
         )

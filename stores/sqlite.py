@@ -377,6 +377,17 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         except (sqlite3.Error, ValueError, OverflowError) as exc:
             raise self._error("write", exc) from exc
 
+    # the connection protocol of the SQL mixins (``_sql.SqlConnection``)
+
+    async def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return await self._fetch(sql, params)
+
+    async def _command(self, sql: str, params: Sequence[Any] = ()) -> int:
+        try:
+            return int(await self._writer().changes(sql, params))
+        except (sqlite3.Error, ValueError, OverflowError) as exc:
+            raise self._error("write", exc) from exc
+
     # -- actors ----------------------------------------------------------------------------
 
     async def register_actor(self, actor_id: str, actor_type: str) -> ActorRow:

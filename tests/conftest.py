@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import collections
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,8 @@ from actorlog.store import Store
 from actorlog.stores import MemoryStore, SqliteStore
 
 from tests import _pg, _soak
+from tests._owner import OwnerProcess
+from tests._pgserver import CrashableServer
 
 StoreFactory = Callable[[], Store]
 
@@ -67,6 +69,33 @@ async def make_store(
 
 _FIGURES_KEY = "actorlog_torture_figures"
 _WORKERS_FIGURES: collections.Counter[str] = collections.Counter()
+
+
+@pytest.fixture
+def own_server() -> Iterator[CrashableServer]:
+    """A PostgreSQL server of the test's own (``tests/_pgserver.py``), durable, which it may
+    crash, stop, damage and start again; destroyed at the end."""
+    srv = CrashableServer()
+    try:
+        srv.start()
+        yield srv
+    finally:
+        srv.destroy()
+
+
+@pytest.fixture
+def owner_processes() -> Iterator[Callable[..., OwnerProcess]]:
+    """``start(MODULE, *ARGS)``: a runtime in another process (``tests/_owner.py``), for
+    the tests of a store several runtimes share; every one started is reaped at the end."""
+    started: list[OwnerProcess] = []
+
+    def start(module: str, *args: object) -> OwnerProcess:
+        started.append(OwnerProcess(module, *args))
+        return started[-1]
+
+    yield start
+    for p in started:
+        p.close()
 
 
 def _local_figures() -> collections.Counter[str]:

@@ -1,7 +1,5 @@
 """The operator's view of a store: status, history, verify, resolve, fork, export.
 
-``actorlog.inspect``, its earlier name, remains as an alias that re-exports all of it.
-
 Every function takes an open :class:`~actorlog.store.Store` and reads the log the way recovery
 does, so what it reports is what a runtime would find. Only :func:`resolve` and :func:`fork`
 write, and only through the store's conditional append, so they can never interleave with a

@@ -12,7 +12,7 @@ owns the actor through its inbox, at once.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -44,48 +44,49 @@ async def _writable(request: Request, what: str) -> AsyncIterator[Store]:
         ) from None
 
 
-async def cancel(request: Request) -> Response:
-    """Cancel the actor's running step (``ops.lifecycle.cancel``)."""
+#: what the console's cancel and terminate do, and what the actor's page then says: always,
+#: and whether a runtime owns the actor now (a store with leases) or not
+_COMMANDS: dict[str, tuple[Callable[..., Awaitable[object]], str, str, str]] = {
+    "cancel": (
+        life.cancel,
+        "cancel of the running step requested. ",
+        "The runtime that owns it cancels that step now (its tool call is recorded "
+        "cancelled, a write tool's as in doubt).",
+        "No runtime runs it now: the next runtime to resume its interrupted step cancels "
+        "that step.",
+    ),
+    "terminate": (
+        life.terminate,
+        "terminated: it takes no more steps; its log stays for audit until deleted.",
+        " Its owner (if one runs it) cancels a running step now.",
+        "",
+    ),
+}
+
+
+async def _command(request: Request, what: str) -> Response:
+    """The console's cancel and terminate: one authorized form, the command over the store
+    opened for writing, and the actor's page with what was done (``_COMMANDS``)."""
+    command, done, live, offline = _COMMANDS[what]
     try:
         form = await _authorized_form(request)
     except Refused as exc:
         return _refused(request, exc)
     actor_id = _text(form, "id")
-    async with _writable(request, "cancel") as store:
-        await life.cancel(
-            store, actor_id, by=_text(form, "by") or None, reason=_text(form, "reason")
-        )
-        live = store.capabilities.leases
-    return _to_actor(
-        actor_id,
-        "cancel of the running step requested. "
-        + (
-            "The runtime that owns it cancels that step now (its tool call is recorded "
-            "cancelled, a write tool's as in doubt)."
-            if live
-            else "No runtime runs it now: the next runtime to resume its interrupted step "
-            "cancels that step."
-        ),
-    )
+    async with _writable(request, what) as store:
+        await command(store, actor_id, by=_text(form, "by") or None, reason=_text(form, "reason"))
+        leases = store.capabilities.leases
+    return _to_actor(actor_id, done + (live if leases else offline))
+
+
+async def cancel(request: Request) -> Response:
+    """Cancel the actor's running step (``ops.lifecycle.cancel``)."""
+    return await _command(request, "cancel")
 
 
 async def terminate(request: Request) -> Response:
     """End the actor for good (``ops.lifecycle.terminate``)."""
-    try:
-        form = await _authorized_form(request)
-    except Refused as exc:
-        return _refused(request, exc)
-    actor_id = _text(form, "id")
-    async with _writable(request, "terminate") as store:
-        await life.terminate(
-            store, actor_id, by=_text(form, "by") or None, reason=_text(form, "reason")
-        )
-        live = store.capabilities.leases
-    return _to_actor(
-        actor_id,
-        "terminated: it takes no more steps; its log stays for audit until deleted."
-        + (" Its owner (if one runs it) cancels a running step now." if live else ""),
-    )
+    return await _command(request, "terminate")
 
 
 async def _delete_page(

@@ -12,19 +12,20 @@ from typing import TYPE_CHECKING, Any
 
 from actorlog.store import ConfigurationError, LogStartRow, StoreError
 
+from .._sql import SqlConnection
 from .driver import DRIVER_ERRORS
 
 __all__ = ["CompactionMethods"]
 
 
-class CompactionMethods:
-    """The compaction methods of ``PostgresStore`` (through the few members it declares)."""
+class CompactionMethods(SqlConnection):
+    """The compaction methods of ``PostgresStore``: ``log_start`` through the connection
+    protocol; ``compact`` in one transaction of its own (a row lock and three statements)."""
 
     if TYPE_CHECKING:
 
         def _writable_pool(self) -> Any: ...
         def _failure(self, what: str, exc: BaseException) -> StoreError | ConfigurationError: ...
-        async def _fetch(self, sql: str, *args: Any) -> list[Any]: ...
 
     async def compact(self, actor_id: str, upto_seq: int, *, checksum: int) -> int:
         pool = self._writable_pool()
@@ -65,11 +66,11 @@ class CompactionMethods:
         return int(str(status).rsplit(" ", 1)[-1])
 
     async def log_start(self, actor_id: str) -> LogStartRow | None:
-        if not (await self._fetch("SELECT to_regclass('log_starts') IS NOT NULL"))[0][0]:
+        if not (await self._query("SELECT to_regclass('log_starts') IS NOT NULL"))[0][0]:
             return None  # a store no writer of this version has migrated: never compacted
-        rows = await self._fetch(
+        rows = await self._query(
             "SELECT actor_id, first_seq, checksum, at FROM log_starts WHERE actor_id = $1",
-            actor_id,
+            (actor_id,),
         )
         if not rows:
             return None

@@ -311,6 +311,14 @@ class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit, TimerMethods
     async def _execute(self, sql: str, *args: Any) -> None:
         await self._execute_count(sql, *args)
 
+    # the connection protocol of the SQL mixins (``_sql.SqlConnection``)
+
+    async def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return await self._fetch(sql, *params)
+
+    async def _command(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return await self._execute_count(sql, *params)
+
     # -- actors ----------------------------------------------------------------------------
 
     async def register_actor(self, actor_id: str, actor_type: str) -> ActorRow:

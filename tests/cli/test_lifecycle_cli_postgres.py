@@ -5,9 +5,7 @@ CI, where they fail (``tests/_pg.py``)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable
 
 import anyio
 import pytest
@@ -15,9 +13,10 @@ from actorlog import ActorFinishedError, ActorSystem
 from actorlog.stores import PostgresStore
 
 from tests import _pg
+from tests._owner import OwnerProcess
 
 from ._lifecycle_agents import Job, Work
-from ._support import HERE, Run, cli
+from ._support import Run, cli
 
 pytestmark = pytest.mark.anyio
 
@@ -36,68 +35,28 @@ async def pg() -> AsyncIterator[tuple[str, str]]:
     await _pg.drop_schemas(url, schema)
 
 
-class Worker:
-    def __init__(self, mode: str, url: str, schema: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.cli.lifecycle_worker", mode, url, schema],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=HERE.parent.parent,
-        )
-
-    def line(self) -> str:
-        assert self.proc.stdout is not None
-        got = self.proc.stdout.readline().strip()
-        if not got:
-            _, err = self.proc.communicate(timeout=10)
-            raise AssertionError(f"worker ended ({self.proc.returncode}): {err}")
-        return got
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for s in (self.proc.stdout, self.proc.stderr):
-            if s is not None:
-                s.close()
-
-
-@pytest.fixture
-def workers() -> Iterator[list[Worker]]:
-    started: list[Worker] = []
-    yield started
-    for w in started:
-        w.close()
-
-
 async def _cli(*args: str) -> Run:
     return await anyio.to_thread.run_sync(lambda: cli(*args))
 
 
-async def _line(w: Worker) -> str:
-    with anyio.fail_after(60):
-        return await anyio.to_thread.run_sync(w.line)
+Start = Callable[..., OwnerProcess]
+
+
+def _worker(start: Start, mode: str, url: str, schema: str) -> OwnerProcess:
+    return start("tests.cli.lifecycle_worker", mode, url, schema)
 
 
 async def test_cancel_reaches_the_owner_in_another_process(
-    pg: tuple[str, str], workers: list[Worker]
+    pg: tuple[str, str], owner_processes: Start
 ) -> None:
     url, schema = pg
-    w = Worker("pg-own", url, schema)
-    workers.append(w)
-    assert await _line(w) == "in-tool"
+    w = _worker(owner_processes, "pg-own", url, schema)
+    assert await w.next_line() == "in-tool"
     store_url = _pg.schema_url(url, schema)
     r = await _cli("cancel", store_url, "job-1", "--by", "ops", "--reason", "too slow")
     assert r.code == 0, r.err
-    assert await _line(w) == "outcome StepCancelledError"
-    assert await _line(w) == "after 2"  # the actor goes on
+    assert await w.next_line() == "outcome StepCancelledError"
+    assert await w.next_line() == "after 2"  # the actor goes on
     items = (await _cli("history", store_url, "job-1", "--json")).json_lines()
     kinds = [i["kind"] for i in items if i["type"] == "event"]
     assert "cancel_requested" in kinds and "cancelled" in kinds
@@ -109,19 +68,18 @@ async def test_cancel_reaches_the_owner_in_another_process(
 
 
 async def test_terminate_reaches_the_owner_then_delete(
-    pg: tuple[str, str], workers: list[Worker]
+    pg: tuple[str, str], owner_processes: Start
 ) -> None:
     url, schema = pg
-    w = Worker("pg-own", url, schema)
-    workers.append(w)
-    assert await _line(w) == "in-tool"
+    w = _worker(owner_processes, "pg-own", url, schema)
+    assert await w.next_line() == "in-tool"
     store_url = _pg.schema_url(url, schema)
     running = await _cli("delete", store_url, "job-1", "--force")
     assert running.code == 2 and "runs in runtime 'w1'" in running.err, running
     r = await _cli("terminate", store_url, "job-1", "--by", "ops", "--reason", "runaway")
     assert r.code == 0, r.err
-    assert await _line(w) == "outcome StepCancelledError"
-    assert await _line(w) == "after ActorFinishedError"
+    assert await w.next_line() == "outcome StepCancelledError"
+    assert await w.next_line() == "after ActorFinishedError"
     [a] = (await _cli("actors", store_url, "--json")).json_lines()
     assert a["status"] == "terminated"
     assert "terminated by ops: runaway" in (await _cli("history", store_url, "job-1")).out
@@ -134,12 +92,11 @@ async def test_terminate_reaches_the_owner_then_delete(
 
 
 async def test_remote_ask_to_a_finished_actor_owned_elsewhere(
-    pg: tuple[str, str], workers: list[Worker]
+    pg: tuple[str, str], owner_processes: Start
 ) -> None:
     url, schema = pg
-    w = Worker("pg-finished", url, schema)
-    workers.append(w)
-    assert await _line(w) == "finished"
+    w = _worker(owner_processes, "pg-finished", url, schema)
+    assert await w.next_line() == "finished"
     store = PostgresStore(url, schema=schema)
     async with ActorSystem(store, actors=[Job], owner="other", lease_ttl=5) as system:
         ref = system.ref(Job, "fin-1")

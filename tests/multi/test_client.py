@@ -3,10 +3,8 @@ answers after a take-over are announced like any other (point 7)."""
 
 from __future__ import annotations
 
-import functools
-import signal
-import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -14,11 +12,11 @@ import pytest
 from actorlog import ActorSystem, ConfigurationError
 from actorlog.stores import PostgresStore, SqliteStore
 
+from tests._owner import ROOT, OwnerProcess
+
 from .agents import Account, Deposit, Nap, Sleeper
 
 pytestmark = pytest.mark.anyio
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_a_client_places_nothing_and_is_answered_by_the_owner(
@@ -58,7 +56,9 @@ async def test_client_mode_needs_a_store_with_leases(tmp_path: Path) -> None:
         ActorSystem(SqliteStore(tmp_path / "a.db"), client=True)
 
 
-async def test_answers_after_a_takeover_are_announced(pg_url: str, pg_schema: str) -> None:
+async def test_answers_after_a_takeover_are_announced(
+    pg_url: str, pg_schema: str, owner_processes: Callable[..., OwnerProcess]
+) -> None:
     """A remote ask whose message the first owner had already logged (out of the inbox)
     when it was paused is answered by the new owner's announcement, not found by the
     asker's fallback poll (30 s here)."""
@@ -66,49 +66,36 @@ async def test_answers_after_a_takeover_are_announced(pg_url: str, pg_schema: st
     store = PostgresStore(pg_url, schema=pg_schema)
     await store.open()
     await store.close()
-    proc = subprocess.Popen(  # noqa: ASYNC220 -- started once, before any await on it
-        [sys.executable, "-m", "tests.multi.worker", "zombie", pg_url, pg_schema, str(ttl)],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stdin is not None
+    zombie = owner_processes("tests.multi.worker", "zombie", pg_url, pg_schema, ttl)
     client = ActorSystem(
         PostgresStore(pg_url, schema=pg_schema), client=True, reply_poll_interval=30.0
     )
-    try:
-        async with client, anyio.create_task_group() as tg:
-            line = await anyio.to_thread.run_sync(proc.stdout.readline)
-            assert line.strip() == "in-tool", line  # the zombie's first step naps
-            answer: list[str] = []
+    async with client, anyio.create_task_group() as tg:
+        line = await zombie.next_line()
+        assert line == "in-tool", line  # the zombie's first step naps
+        answer: list[str] = []
 
-            async def ask() -> None:
-                ref = client.ref(Sleeper, "z")
-                answer.append(await ref.ask(Nap(0.0), message_id="q-1", timeout=20))
+        async def ask() -> None:
+            ref = client.ref(Sleeper, "z")
+            answer.append(await ref.ask(Nap(0.0), message_id="q-1", timeout=20))
 
-            tg.start_soon(ask)
-            with anyio.fail_after(10):  # the owner logs it (behind the nap) ...
-                while await client.store.find_message("z", "q-1") is None:
+        tg.start_soon(ask)
+        with anyio.fail_after(10):  # the owner logs it (behind the nap) ...
+            while await client.store.find_message("z", "q-1") is None:
+                await anyio.sleep(0.02)
+        zombie.pause()  # ... and pauses before handling it
+        runtime = ActorSystem(
+            PostgresStore(pg_url, schema=pg_schema),
+            actors=[Sleeper],
+            owner="new",
+            lease_ttl=ttl,
+        )
+        async with runtime:  # takes z over after the lease, handles q-1 from the log
+            with anyio.fail_after(10):
+                while not answer:
                     await anyio.sleep(0.02)
-            proc.send_signal(signal.SIGSTOP)  # ... and pauses before handling it
-            runtime = ActorSystem(
-                PostgresStore(pg_url, schema=pg_schema),
-                actors=[Sleeper],
-                owner="new",
-                lease_ttl=ttl,
-            )
-            async with runtime:  # takes z over after the lease, handles q-1 from the log
-                with anyio.fail_after(10):
-                    while not answer:
-                        await anyio.sleep(0.02)
-        assert answer == ["rested"]
-    finally:
-        proc.send_signal(signal.SIGCONT)
-        proc.kill()
-        await anyio.to_thread.run_sync(functools.partial(proc.wait, timeout=30))
-        proc.stdout.close()
-        proc.stdin.close()
+    assert answer == ["rested"]
+    zombie.kill()
 
 
 async def test_client_mode_example_runs(pg_url: str, pg_schema: str) -> None:

@@ -10,16 +10,14 @@ check, its request arrives with the old token and the service refuses it.
 
 from __future__ import annotations
 
-import functools
-import signal
-import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Callable
 
 import anyio
 import pytest
 from actorlog import ActorSystem
 from actorlog.stores import PostgresStore
+
+from tests._owner import OwnerProcess
 
 from .._keys import Key
 from . import agents
@@ -28,12 +26,10 @@ from .fence_service import FenceService
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.mark.parametrize("pause_at", ["intent", "tool"])
 async def test_no_stale_call_reaches_the_outside_world_after_a_takeover(
-    pg_url: str, pg_schema: str, pause_at: str
+    pg_url: str, pg_schema: str, pause_at: str, owner_processes: Callable[..., OwnerProcess]
 ) -> None:
     ttl = 1.0
     service = FenceService()
@@ -44,63 +40,37 @@ async def test_no_stale_call_reaches_the_outside_world_after_a_takeover(
     store = PostgresStore(pg_url, schema=pg_schema)
     await store.open()  # the schema exists before the worker starts
     await store.close()
-    proc = subprocess.Popen(  # noqa: ASYNC220 -- started once, before any await on it
-        [
-            sys.executable,
-            "-m",
-            "tests.multi.worker",
-            "fenced",
-            pg_url,
-            pg_schema,
-            str(ttl),
-            str(port),
-            pause_at,
-        ],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stdin is not None
-    try:
-        async with listener, anyio.create_task_group() as tg:
-            tg.start_soon(listener.serve, service.handle)
-            line = await anyio.to_thread.run_sync(proc.stdout.readline)
-            assert line.strip() == "paused-here", line
-            proc.send_signal(signal.SIGSTOP)
-            store = PostgresStore(pg_url, schema=pg_schema)
-            async with ActorSystem(store, actors=[Remote], owner="new", lease_ttl=ttl):
-                # The paused runtime's lease expires; the take-over scan recovers r here,
-                # and the in-doubt idempotent call runs again with the new token.
-                with anyio.fail_after(ttl * 15):
-                    while not await store.find_ref("r", "step", 1):
-                        await anyio.sleep(0.05)
-                before = [(r.seq, r.kind) for r in await store.read("r")]
-                lease = await store.get_lease("r")
-                assert lease is not None and lease[0] == "new"
-                new_token = lease[1]
-                proc.send_signal(signal.SIGCONT)
-                line = await anyio.to_thread.run_sync(proc.stdout.readline)
-                assert line.strip() == "stopped LeaseLostError", line
-                assert [(r.seq, r.kind) for r in await store.read("r")] == before
-            tg.cancel_scope.cancel()
-        zombie_calls = [r for r in service.log if r.owner == "zombie"]
-        if pause_at == "intent":
-            # Paused after its intent committed, before the tool: it starts no tool.
-            assert zombie_calls == [], service.log
-        else:
-            # Paused inside the tool: its request arrives, with the old token, and is refused.
-            assert [(r.token, r.accepted) for r in zombie_calls] == [(new_token - 1, False)]
-        assert [(r.owner, r.key, r.token) for r in service.accepted()] == [
-            ("new", Key("r", 1, 0), new_token)
-        ]
-        proc.stdin.write("\n")
-        proc.stdin.flush()
-        assert await anyio.to_thread.run_sync(functools.partial(proc.wait, timeout=30)) == 0
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGCONT)
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stdin.close()
+    zombie = owner_processes("tests.multi.worker", "fenced", pg_url, pg_schema, ttl, port, pause_at)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, service.handle)
+        line = await zombie.next_line()
+        assert line == "paused-here", line
+        zombie.pause()
+        store = PostgresStore(pg_url, schema=pg_schema)
+        async with ActorSystem(store, actors=[Remote], owner="new", lease_ttl=ttl):
+            # The paused runtime's lease expires; the take-over scan recovers r here,
+            # and the in-doubt idempotent call runs again with the new token.
+            with anyio.fail_after(ttl * 15):
+                while not await store.find_ref("r", "step", 1):
+                    await anyio.sleep(0.05)
+            before = [(r.seq, r.kind) for r in await store.read("r")]
+            lease = await store.get_lease("r")
+            assert lease is not None and lease[0] == "new"
+            new_token = lease[1]
+            zombie.resume()
+            line = await zombie.next_line()
+            assert line == "stopped LeaseLostError", line
+            assert [(r.seq, r.kind) for r in await store.read("r")] == before
+        tg.cancel_scope.cancel()
+    zombie_calls = [r for r in service.log if r.owner == "zombie"]
+    if pause_at == "intent":
+        # Paused after its intent committed, before the tool: it starts no tool.
+        assert zombie_calls == [], service.log
+    else:
+        # Paused inside the tool: its request arrives, with the old token, and is refused.
+        assert [(r.token, r.accepted) for r in zombie_calls] == [(new_token - 1, False)]
+    assert [(r.owner, r.key, r.token) for r in service.accepted()] == [
+        ("new", Key("r", 1, 0), new_token)
+    ]
+    zombie.say()
+    assert await zombie.wait() == 0

@@ -32,15 +32,10 @@ directly. The figures (failover time per fault against the lease) are printed (`
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import random
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -50,6 +45,7 @@ import pytest
 from actorlog import ActorlogError, ActorSystem, HandlerError, ops
 from actorlog.stores import PostgresStore
 
+from tests._owner import OwnerProcess
 from tests._pgserver import CrashableServer
 
 from . import agents
@@ -58,7 +54,6 @@ from .fence_service import FenceService
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parents[2]
 SOAK = os.environ.get("ACTORLOG_SOAK", "") not in ("", "0")
 SEED = int(os.environ.get("ACTORLOG_HISTORY_SEED", "12"))
 SECONDS = float(os.environ.get("ACTORLOG_HISTORY_SECONDS", "120" if SOAK else "15"))
@@ -89,53 +84,32 @@ class Fault:
 class Runtimes:
     def __init__(self, url: str, schema: str, port: int) -> None:
         self.url, self.schema, self.port = url, schema, port
-        self.procs: dict[str, subprocess.Popen[str]] = {}
+        self.procs: dict[str, OwnerProcess] = {}
         self.count = 0
 
     async def start(self) -> str:
         name = f"w{self.count}"
         self.count += 1
-        proc = subprocess.Popen(  # noqa: ASYNC220 -- read from a thread below
-            [
-                sys.executable,
-                "-m",
-                "tests.multi.worker",
-                "history",
-                self.url,
-                self.schema,
-                name,
-                str(TTL),
-                str(self.port),
-            ],
-            cwd=ROOT,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
+        proc = OwnerProcess(
+            "tests.multi.worker", "history", self.url, self.schema, name, TTL, self.port
         )
-        assert proc.stdout is not None
-        line = await anyio.to_thread.run_sync(proc.stdout.readline)
-        assert line.strip() == "ready", line
         self.procs[name] = proc
+        line = await proc.next_line()
+        assert line == "ready", line
         return name
 
     async def stop_all(self) -> None:
         for proc in self.procs.values():
-            proc.send_signal(signal.SIGCONT)
-            assert proc.stdin is not None
-            proc.stdin.write("\n")
-            proc.stdin.flush()
+            proc.resume()
+            proc.say()
         for proc in self.procs.values():
-            await anyio.to_thread.run_sync(functools.partial(proc.wait, timeout=30))
+            await proc.wait()
 
     def kill_all(self) -> None:
         for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGCONT)
+            if proc.proc.poll() is None:
                 proc.kill()
-                proc.wait()
-            for stream in (proc.stdin, proc.stdout):
-                if stream is not None:
-                    stream.close()
+            proc.close()
 
 
 async def _connect(url: str, schema: str) -> Any:
@@ -237,21 +211,18 @@ async def _history(pg_url: str, pg_schema: str, server: CrashableServer | None) 
                             await anyio.to_thread.run_sync(server.start)
                         elif action == "kill":
                             held = await _held(pg_url, pg_schema, victim)
-                            proc.send_signal(signal.SIGKILL)
-                            await anyio.to_thread.run_sync(proc.wait)
+                            await anyio.to_thread.run_sync(proc.kill)
                             faults.append(Fault("kill", victim, time.monotonic(), held))
                             del runtimes.procs[victim]
-                            assert proc.stdin is not None and proc.stdout is not None
-                            proc.stdin.close()
-                            proc.stdout.close()
+                            proc.close()
                             await runtimes.start()
                         elif action == "pause":
                             held = await _held(pg_url, pg_schema, victim)
                             seconds = rng.uniform(0.3, 2.5) * TTL
-                            proc.send_signal(signal.SIGSTOP)
+                            proc.pause()
                             faults.append(Fault("pause", victim, time.monotonic(), held, seconds))
                             await anyio.sleep(seconds)
-                            proc.send_signal(signal.SIGCONT)
+                            proc.resume()
 
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(nemesis)

@@ -10,14 +10,10 @@ and every idempotent effect (``ledger``, keyed by idempotency key) happened once
 
 from __future__ import annotations
 
-import functools
 import os
 import random
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -26,11 +22,12 @@ import pytest
 from actorlog import ActorSystem, ops
 from actorlog.stores import PostgresStore
 
+from tests._owner import OwnerProcess
+
 from .agents import Sleeper
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parents[2]
 TTL = float(os.environ.get("ACTORLOG_MULTI_TTL", "2.0"))
 N_ACTORS = int(os.environ.get("ACTORLOG_MULTI_ACTORS", "200"))
 N_ASKS = int(os.environ.get("ACTORLOG_MULTI_ASKS", "3"))
@@ -54,15 +51,6 @@ CREATE TABLE lost (owner TEXT, actor_id TEXT);
 """
 
 
-def _start(pg_url: str, schema: str, owner: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.multi.worker", pg_url, schema, owner, str(TTL), str(CLIENTS)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-
-
 async def _answered(conn: Any) -> int:
     return int(await conn.fetchval("SELECT count(*) FROM work WHERE answer IS NOT NULL"))
 
@@ -73,12 +61,13 @@ async def _wait_answered(conn: Any, at_least: int, timeout: float) -> None:
             await anyio.sleep(0.05)
 
 
-async def test_three_runtimes_kill_and_pause(pg_url: str, pg_schema: str) -> None:
+async def test_three_runtimes_kill_and_pause(
+    pg_url: str, pg_schema: str, owner_processes: Callable[..., OwnerProcess]
+) -> None:
     store = PostgresStore(pg_url, schema=pg_schema)
     await store.open()  # creates the schema and actorlog's tables
     await store.close()
     conn = await asyncpg.connect(pg_url, server_settings={"search_path": f'"{pg_schema}"'})
-    procs: list[subprocess.Popen[str]] = []
     try:
         await conn.execute(TABLES)
         rng = random.Random(7)
@@ -91,17 +80,18 @@ async def test_three_runtimes_kill_and_pause(pg_url: str, pg_schema: str) -> Non
             "work", records=work, columns=["message_id", "actor_id", "n"]
         )
         total = len(work)
-        procs = [_start(pg_url, pg_schema, f"w{i}") for i in range(3)]
+        procs = [
+            owner_processes("tests.multi.worker", pg_url, pg_schema, f"w{i}", TTL, CLIENTS)
+            for i in range(3)
+        ]
         for p in procs:
-            assert p.stdout is not None
-            line = await anyio.to_thread.run_sync(p.stdout.readline)
-            assert line.strip() == "ready", line
+            line = await p.next_line(timeout=120)
+            assert line == "ready", line
         t_start = time.monotonic()
 
         # SIGKILL runtime w0 mid-stream.
         await _wait_answered(conn, total // 4, 60)
-        procs[0].send_signal(signal.SIGKILL)
-        procs[0].wait()
+        procs[0].kill()
         killed_at = time.monotonic()
         w0_actors = {
             r[0] for r in await conn.fetch("SELECT actor_id FROM leases WHERE owner = 'w0'")
@@ -124,18 +114,17 @@ async def test_three_runtimes_kill_and_pause(pg_url: str, pg_schema: str) -> Non
 
         # SIGSTOP runtime w1 past its leases, then let it continue as a zombie.
         await _wait_answered(conn, total // 2, 60)
-        procs[1].send_signal(signal.SIGSTOP)
+        procs[1].pause()
         w1_actors = {
             r[0] for r in await conn.fetch("SELECT actor_id FROM leases WHERE owner = 'w1'")
         }
         await anyio.sleep(TTL * 2.5)
-        procs[1].send_signal(signal.SIGCONT)
+        procs[1].resume()
 
         # Everything gets answered; the survivors exit once no ask is left.
         await _wait_answered(conn, total, 90)
         for p in procs[1:]:
-            rc = await anyio.to_thread.run_sync(functools.partial(p.wait, timeout=30))
-            assert rc == 0
+            assert await p.wait() == 0
         elapsed = time.monotonic() - t_start
 
         # Every ask answered; every message logged once with exactly one step.
@@ -172,64 +161,39 @@ async def test_three_runtimes_kill_and_pause(pg_url: str, pg_schema: str) -> Non
             f"{len(w1_actors)} actors; tool executions {calls} for {total} effects"
         )
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGCONT)
-                p.kill()
-                p.wait()
-            if p.stdout is not None:
-                p.stdout.close()
         await conn.close()
 
 
-def _start_zombie(pg_url: str, schema: str, ttl: float) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.multi.worker", "zombie", pg_url, schema, str(ttl)],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-
-
-async def test_paused_runtime_cannot_write_after_a_takeover(pg_url: str, pg_schema: str) -> None:
+async def test_paused_runtime_cannot_write_after_a_takeover(
+    pg_url: str, pg_schema: str, owner_processes: Callable[..., OwnerProcess]
+) -> None:
     """A runtime SIGSTOPped inside a tool call, its lease taken over meanwhile, resumes: the
     tool returns, and the database rejects its append (fencing token): the log has only the
     new owner's entries, and the zombie stops the actor with LeaseLostError."""
     ttl = 1.0
-    proc = _start_zombie(pg_url, pg_schema, ttl)
-    assert proc.stdout is not None and proc.stdin is not None
-    try:
-        line = await anyio.to_thread.run_sync(proc.stdout.readline)
-        assert line.strip() == "in-tool", line
-        proc.send_signal(signal.SIGSTOP)
-        store = PostgresStore(pg_url, schema=pg_schema)
-        async with ActorSystem(store, actors=[Sleeper], owner="new", lease_ttl=ttl) as system:
-            # The zombie's lease expires; the take-over scan recovers z here and finishes
-            # the interrupted step (a read tool runs again).
-            with anyio.fail_after(ttl * 10):
-                while not await store.find_ref("z", "step", 1):
-                    await anyio.sleep(0.05)
-            before = [(r.seq, r.kind) for r in await store.read("z")]
-            proc.send_signal(signal.SIGCONT)
-            line = await anyio.to_thread.run_sync(proc.stdout.readline)
-            assert line.strip() == "stopped LeaseLostError", line
-            after = [(r.seq, r.kind) for r in await store.read("z")]
-            assert after == before  # nothing from the zombie
-            assert [k for _, k in after].count("step") == 1
-            assert system.status("z") in ("running", "idle")
-            # The zombie recorded no history either: the operator sees the new owner's view.
-            await anyio.sleep(0.5)
-            kinds = [e.kind for e in await store.read_events("z")]
-            assert "stopped" not in kinds and "quarantined" not in kinds, kinds
-            assert (await ops.actor_status(store, "z")).status in ("idle", "running")
-        proc.stdin.write("\n")
-        proc.stdin.flush()
-        assert await anyio.to_thread.run_sync(functools.partial(proc.wait, timeout=30)) == 0
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGCONT)
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stdin.close()
+    zombie = owner_processes("tests.multi.worker", "zombie", pg_url, pg_schema, ttl)
+    line = await zombie.next_line()
+    assert line == "in-tool", line
+    zombie.pause()
+    store = PostgresStore(pg_url, schema=pg_schema)
+    async with ActorSystem(store, actors=[Sleeper], owner="new", lease_ttl=ttl) as system:
+        # The zombie's lease expires; the take-over scan recovers z here and finishes
+        # the interrupted step (a read tool runs again).
+        with anyio.fail_after(ttl * 10):
+            while not await store.find_ref("z", "step", 1):
+                await anyio.sleep(0.05)
+        before = [(r.seq, r.kind) for r in await store.read("z")]
+        zombie.resume()
+        line = await zombie.next_line()
+        assert line == "stopped LeaseLostError", line
+        after = [(r.seq, r.kind) for r in await store.read("z")]
+        assert after == before  # nothing from the zombie
+        assert [k for _, k in after].count("step") == 1
+        assert system.status("z") in ("running", "idle")
+        # The zombie recorded no history either: the operator sees the new owner's view.
+        await anyio.sleep(0.5)
+        kinds = [e.kind for e in await store.read_events("z")]
+        assert "stopped" not in kinds and "quarantined" not in kinds, kinds
+        assert (await ops.actor_status(store, "z")).status in ("idle", "running")
+    zombie.say()
+    assert await zombie.wait() == 0

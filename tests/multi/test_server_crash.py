@@ -8,8 +8,6 @@ The server is the test's own (``tests/_pgserver.py``), durable (``fsync``,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import anyio
 import pytest
 from actorlog import (
@@ -31,19 +29,9 @@ ACTORS = 6
 PER_ACTOR = 25
 
 
-@pytest.fixture
-def server() -> Iterator[CrashableServer]:
-    srv = CrashableServer()
-    try:
-        srv.start()
-        yield srv
-    finally:
-        srv.destroy()
-
-
 @pytest.mark.parametrize("owner", [None, "runtime-a"])
 async def test_server_crash_mid_stream_loses_nothing_and_repeats_nothing(
-    server: CrashableServer, owner: str | None
+    own_server: CrashableServer, owner: str | None
 ) -> None:
     LEDGER.clear()
     done = [0]
@@ -51,7 +39,7 @@ async def test_server_crash_mid_stream_loses_nothing_and_repeats_nothing(
     progress = anyio.Event()
 
     async with ActorSystem(
-        PostgresStore(server.url),
+        PostgresStore(own_server.url),
         actors=[Account],
         owner=owner,
         lease_ttl=2.0,
@@ -82,10 +70,10 @@ async def test_server_crash_mid_stream_loses_nothing_and_repeats_nothing(
                 for a in range(ACTORS):
                     tg.start_soon(sender, a)
                 await progress.wait()
-                server.crash()
+                own_server.crash()
                 await anyio.sleep(1.0)  # the senders meet the outage
                 failed_during = len(errors)
-                server.start()
+                own_server.start()
         assert done[0] == ACTORS * PER_ACTOR
 
     # the outage surfaced at the call that met it as the store's own error (or, with
@@ -96,7 +84,7 @@ async def test_server_crash_mid_stream_loses_nothing_and_repeats_nothing(
 
     # every step once, every idempotent write once, and the log verifies after recovery
     assert len({key for key, _ in LEDGER}) == ACTORS * PER_ACTOR
-    store = PostgresStore(server.url)
+    store = PostgresStore(own_server.url)
     await store.open()
     try:
         report = await ops.verify(store)
@@ -106,7 +94,7 @@ async def test_server_crash_mid_stream_loses_nothing_and_repeats_nothing(
             assert len(steps) == PER_ACTOR
     finally:
         await store.close()
-    async with ActorSystem(PostgresStore(server.url), actors=[Account]) as system:
+    async with ActorSystem(PostgresStore(own_server.url), actors=[Account]) as system:
         ref = system.ref(Account, "acct-0")
         assert await ref.ask(Deposit(1), message_id="0-1") == 1  # recorded reply, no new step
         assert await ref.ask(Deposit(1)) == PER_ACTOR + 1

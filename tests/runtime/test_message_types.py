@@ -142,6 +142,21 @@ async def test_a_value_that_cannot_be_a_message_is_refused_at_the_call(
     assert "@attrs.define" in text
 
 
+@pytest.mark.parametrize("how", ["send", "ask"])
+async def test_a_refused_message_starts_and_stores_nothing(
+    make_store: StoreFactory, how: str
+) -> None:
+    """A message is checked at the door (``ref.send``/``ask``), before the actor is
+    started: an actor never spawned is not registered in the store by a refused call."""
+    async with ActorSystem(make_store(), actors=[Probe]) as system:
+        ref = system.ref(Probe, "never-started")
+        with pytest.raises(EncodeError):
+            await getattr(ref, how)({"question": "x"})
+        assert system.status("never-started") == "unknown"  # no cell was started
+        assert await system.store.get_actor("never-started") is None
+        assert await system.store.read("never-started") == []
+
+
 def test_message_decorates_dataclasses_and_pydantic_models() -> None:
     @message(name="dc-note")
     @dataclasses.dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import actorlog
 import actorlog.stores
+import pytest
 
 
 def test_all_lists_exactly_the_public_names() -> None:
@@ -52,14 +53,17 @@ def test_help_of_the_package_is_a_page_not_a_book() -> None:
     assert "class InDoubtError" in errors_page
 
 
-def test_inspect_is_the_old_name_of_ops() -> None:
-    """``actorlog.inspect`` keeps working: it re-exports every public name of ``actorlog.ops``."""
-    import actorlog.inspect
+def test_there_is_no_inspect_alias_shadowing_the_stdlib() -> None:
+    """``actorlog.inspect``, the pre-release name of ``actorlog.ops``, is gone: it shadowed the
+    standard library's ``inspect`` inside the package."""
+    import importlib
+
     import actorlog.ops
 
-    assert actorlog.inspect.__all__ == actorlog.ops.__all__
-    for name in actorlog.ops.__all__:
-        assert getattr(actorlog.inspect, name) is getattr(actorlog.ops, name), name
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("actorlog.inspect")
+    assert not hasattr(actorlog, "inspect")
+    assert actorlog.ops.__all__
 
 
 def test_public_classes_show_the_package_module() -> None:

@@ -13,7 +13,6 @@ import contextlib
 import io
 import json
 import os
-from collections.abc import Iterator
 
 import anyio
 import asyncpg
@@ -26,16 +25,6 @@ from tests._pgserver import CrashableServer
 from tests.torture.helpers import Add, Counter, Get
 
 PAGE = 8192
-
-
-@pytest.fixture
-def server() -> Iterator[CrashableServer]:
-    srv = CrashableServer()
-    try:
-        srv.start()
-        yield srv
-    finally:
-        srv.destroy()
 
 
 async def _build(url: str) -> None:
@@ -81,16 +70,16 @@ def _cli(*args: str) -> tuple[int, str, str]:
     ("relation", "sqlstate"), [("entries", "XX001"), ("entries_pkey", "XX002")]
 )
 def test_a_page_the_server_cannot_read_is_store_corrupt(
-    server: CrashableServer, relation: str, sqlstate: str
+    own_server: CrashableServer, relation: str, sqlstate: str
 ) -> None:
-    anyio.run(_build, server.url, backend="asyncio")
-    path = os.path.join(server.data, anyio.run(_relation_file, server.url, relation))
-    server.stop()
+    anyio.run(_build, own_server.url, backend="asyncio")
+    path = os.path.join(own_server.data, anyio.run(_relation_file, own_server.url, relation))
+    own_server.stop()
     _damage(path, relation)
-    server.start()
+    own_server.start()
 
     async def reads() -> None:
-        store = PostgresStore(server.url, read_only=True)
+        store = PostgresStore(own_server.url, read_only=True)
         await store.open()
         try:
             with pytest.raises(StoreCorruptError) as info:
@@ -105,7 +94,7 @@ def test_a_page_the_server_cannot_read_is_store_corrupt(
     anyio.run(reads, backend="asyncio")
 
     async def recover() -> BaseException:
-        async with ActorSystem(PostgresStore(server.url), actors=[Counter]) as system:
+        async with ActorSystem(PostgresStore(own_server.url), actors=[Counter]) as system:
             try:
                 ref = await system.spawn(Counter, "victim")
                 await ref.ask(Get(), timeout=30)
@@ -118,7 +107,7 @@ def test_a_page_the_server_cannot_read_is_store_corrupt(
 
     assert isinstance(anyio.run(recover, backend="asyncio"), StoreCorruptError)
 
-    code, out, err = _cli("verify", server.url, "--json")
+    code, out, err = _cli("verify", own_server.url, "--json")
     assert code == 1, (out, err)
     findings = json.loads(out)["findings"]
     assert [(f["actor_id"], f["check"]) for f in findings] == [("victim", "integrity")]
