@@ -10,8 +10,7 @@ import os
 import sys
 from typing import Any
 
-from . import _replaycheck, ops
-from ._actor import Actor
+from . import Actor, _replaycheck, ops
 from ._cliparse import decision
 from ._term import Out, json_line
 

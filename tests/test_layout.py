@@ -1,4 +1,4 @@
-"""The module layout of ``runtime/`` and ``stores/`` (docs: ../shared/STYLE.md, issue 13).
+"""The module layout of ``runtime/`` and ``stores/`` (docs/architecture.md; issues 13 and 27).
 
 Built from the sources with ``ast``: every import counts, also under ``TYPE_CHECKING`` and
 inside functions, because a circle hidden there is still a circle for the reader. Each
@@ -22,6 +22,62 @@ KNOWN_CYCLES: list[set[str]] = []
 #: Imports of the runtime's private modules from ``stores/`` allowed (none: stores import
 #: only the public ``actorlog.store``); each pair is (store module, imported module).
 KNOWN_PRIVATE_IMPORTS_FROM_STORES: set[tuple[str, str]] = set()
+
+#: The private packages, bottom up (issue 27; docs/architecture.md draws them). A module of one
+#: may import its own package and those below it, never one above. The journal layer is the
+#: ground floor: ``_journal`` with its public faces ``actorlog.store`` (the store plugin API)
+#: and ``actorlog.errors``.
+LAYERS: list[tuple[str, ...]] = [
+    ("actorlog._journal", "actorlog.store", "actorlog.errors"),
+    ("actorlog._tracing",),
+    ("actorlog._durability",),
+    ("actorlog._effects",),
+    ("actorlog._core",),
+    ("actorlog._cluster",),
+    ("actorlog._runtime",),
+]
+#: The public surface on top (with ``actorlog.stores``): the private packages import none of
+#: it, except where listed in KNOWN_UPWARD.
+PUBLIC_TOP = (
+    "actorlog",
+    "actorlog.ops",
+    "actorlog.web",
+    "actorlog.cli",
+    "actorlog.testing",
+    "actorlog.integrations",
+    "actorlog.inspect",
+)
+#: The actor core's internals: the operators' code (``ops``, ``web``, ``cli``, ``_views``) uses
+#: the public API, ``ops``, the journal layer, ``_tracing`` and ``_durability``, never these.
+CORE_INTERNALS = ("actorlog._effects", "actorlog._core", "actorlog._cluster", "actorlog._runtime")
+OPERATORS = ("actorlog.ops", "actorlog.web", "actorlog.cli", "actorlog._views")
+
+#: Imports that break a layer rule today, each with its reason; (importer, imported module).
+#: The list may only shrink, like the others.
+KNOWN_UPWARD: dict[tuple[str, str], str] = {
+    ("actorlog._runtime.query", "actorlog.testing._replay"): (
+        "a read-only query runs the handler on the replay tester's read-only host (_Host), "
+        "imported lazily; the host could move down into _core"
+    ),
+    ("actorlog._runtime.options", "actorlog.stores"): (
+        "ActorSystem(store='sqlite:///...') opens a store URL (open_store), imported lazily"
+    ),
+}
+KNOWN_OPERATOR_IMPORTS: dict[tuple[str, str], str] = {
+    ("actorlog.ops.reads", "actorlog._core.recovery"): (
+        "ops.recovery_plan and verify read an actor the way recovery does (recovery.plan reads "
+        "and verifies, never writes); plan could move down into _durability"
+    ),
+    ("actorlog.ops.reads", "actorlog._cluster.leases"): (
+        "ops.leases returns the public Lease type (actorlog.Lease), defined with the ownership feed"
+    ),
+    ("actorlog.ops.restart", "actorlog._core.restart"): (
+        "the offline restart writes the same `restarted` event detail as ActorSystem.restart"
+    ),
+}
+
+#: A folder holds about 15 modules at most (issue 27): more is two concepts.
+MAX_FOLDER_MODULES = 15
 
 #: No module needs banners: ~600 lines at most (issue 13). A module that grows past this is
 #: two modules.
@@ -115,9 +171,79 @@ def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
 
 def test_the_graph_sees_imports_under_type_checking_and_in_functions() -> None:
     graph = _graph()
-    assert "actorlog._ref" in graph["actorlog._context"]  # only under TYPE_CHECKING
+    assert "actorlog._effects.ref" in graph["actorlog._effects.stephost"]  # under TYPE_CHECKING
     assert "actorlog.stores" in graph["actorlog.ops.reads"]  # inside opened()
-    assert "actorlog.ops" in graph["actorlog._cli"]  # ``from . import ops``
+    assert "actorlog.ops" in graph["actorlog.cli._main"]  # ``from .. import ops``
+
+
+def _in(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def _layer(module: str) -> int | None:
+    for rank, packages in enumerate(LAYERS):
+        if _in(module, packages):
+            return rank
+    return None
+
+
+def _broken(found: set[tuple[str, str]], known: dict[tuple[str, str], str], what: str) -> None:
+    assert found <= set(known), f"{what}; new: {sorted(found - set(known))}"
+    gone = sorted(set(known) - found)
+    assert not gone, f"fixed, remove from the known list: {gone}"
+
+
+def test_private_packages_import_only_their_own_layer_and_below() -> None:
+    """The journal imports nothing above it; each private package only those below it."""
+    graph = _graph()
+    found: set[tuple[str, str]] = set()
+    for module, imports in graph.items():
+        rank = _layer(module)
+        if rank is None:
+            continue
+        for imported in imports:
+            other = _layer(imported)
+            if other is None and _in(imported, (*PUBLIC_TOP, "actorlog.stores")):
+                found.add((module, imported))  # up into the public surface
+            elif other is not None and other > rank:
+                found.add((module, imported))
+    _broken(found, KNOWN_UPWARD, "a private package imports one above it (docs/architecture.md)")
+
+
+def test_stores_import_only_the_store_api() -> None:
+    graph = _graph()
+    found = {
+        (module, imported)
+        for module, imports in graph.items()
+        if _in(module, ("actorlog.stores",))
+        for imported in imports
+        if not _in(imported, ("actorlog.stores", "actorlog.store", "actorlog.errors"))
+    }
+    assert not found, f"stores import only actorlog.store and actorlog.errors: {sorted(found)}"
+
+
+def test_operators_never_import_the_actor_core() -> None:
+    """``ops``, ``web``, ``cli`` and ``_views`` use the public API and ``ops``."""
+    graph = _graph()
+    found = {
+        (module, imported)
+        for module, imports in graph.items()
+        if _in(module, OPERATORS)
+        for imported in imports
+        if _in(imported, CORE_INTERNALS)
+    }
+    _broken(found, KNOWN_OPERATOR_IMPORTS, "operator code imports the actor core's internals")
+
+
+def test_every_package_says_what_lives_there_and_no_folder_is_crowded() -> None:
+    for folder in (*PACKAGES.values(), ROOT / "stores" / "postgres"):
+        for init in sorted(folder.rglob("__init__.py")):
+            doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+            assert doc, f"{init.relative_to(ROOT)}: a package says what lives there and may import"
+            modules = [p for p in init.parent.glob("*.py") if p.name != "__init__.py"]
+            assert len(modules) <= MAX_FOLDER_MODULES, (
+                f"{init.parent.relative_to(ROOT)} holds {len(modules)} modules: split it by concept"
+            )
 
 
 def test_no_import_cycles_but_the_known_ones() -> None:
@@ -130,7 +256,7 @@ def test_no_import_cycles_but_the_known_ones() -> None:
     )
 
 
-def test_stores_import_only_the_public_runtime_modules() -> None:
+def test_stores_import_no_private_runtime_module() -> None:
     graph = _graph()
     private = {
         (module, imported)
