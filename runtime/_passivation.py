@@ -10,14 +10,13 @@ here). The cells are reached through the small interface below, never through th
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 import anyio
 
-__all__ = ["KeyedLock", "Passivatable", "Passivator"]
+__all__ = ["Passivatable", "Passivator"]
 
 
 class Passivatable(Protocol):
@@ -81,28 +80,3 @@ class Passivator:
                 await wake.wait()
             for cell in self.choose(time.monotonic()):
                 cell.passivate()
-
-
-class KeyedLock:
-    """One lock per key, held only while in use: spawns of different actors run (and commit
-    their registrations) concurrently; two spawns of one actor id never start two cells."""
-
-    __slots__ = ("_locks",)
-
-    def __init__(self) -> None:
-        self._locks: dict[str, tuple[anyio.Lock, list[int]]] = {}
-
-    @contextlib.asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
-        entry = self._locks.get(key)
-        if entry is None:
-            entry = self._locks[key] = (anyio.Lock(), [0])
-        lock, users = entry
-        users[0] += 1
-        try:
-            async with lock:
-                yield
-        finally:
-            users[0] -= 1
-            if not users[0]:
-                del self._locks[key]

@@ -12,8 +12,9 @@ store with leases, its owner, reached through the inbox (``RULING_TAG``).
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import anyio
@@ -21,12 +22,12 @@ import anyio
 from . import _codec, _records
 from ._entrykinds import EventKind
 from ._errors import ActorlogError, ActorNotFoundError, AlreadyDecidedError, ConfigurationError
-from ._passivation import KeyedLock
 from ._records import DecisionAction, DecisionRecord, ResultRecord, SettledBy
 from .store import EventRow, Store
 
 __all__ = [
     "RULING_TAG",
+    "KeyedLock",
     "check",
     "command",
     "detail_of",
@@ -39,6 +40,32 @@ __all__ = [
 
 #: type tag of a ruling sent to the actor's owner through a leased store's inbox
 RULING_TAG = "actorlog.ruling"
+
+
+class KeyedLock:
+    """One lock per key, held only while in use: rulings on different actors (and spawns of
+    them, ``ActorSystem``) run concurrently; two on one actor id never do."""
+
+    __slots__ = ("_locks",)
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[anyio.Lock, list[int]]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        entry = self._locks.get(key)
+        if entry is None:
+            entry = self._locks[key] = (anyio.Lock(), [0])
+        lock, users = entry
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._locks[key]
+
 
 #: the live rulings of this process, one at a time per actor (check, then record)
 _LOCKS = KeyedLock()

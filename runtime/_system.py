@@ -32,12 +32,12 @@ from ._lifecycle import Lifecycle
 from ._mailbox import Moved, Reply
 from ._options import SpawnOptions
 from ._ownership import Ownership
-from ._passivation import KeyedLock, Passivator
+from ._passivation import Passivator
 from ._query import Queries
 from ._recovery import RecoveryReport
 from ._ref import ActorRef
 from ._registry import Registry
-from ._rulings import rule_live
+from ._rulings import KeyedLock, rule_live
 from ._snapshots import SnapshotPolicy
 from ._systimers import SystemTimers
 from .store import Store
