@@ -170,7 +170,7 @@ async def _stall_run(path: Path, size: int, snapshots: int, offload: bool) -> tu
     """(longest event-loop stall, mean snapshot duration), both in ms, while an actor with a
     ``size``-byte state takes ``snapshots`` snapshots; ``offload`` False forces encoding on
     the loop (the behaviour before off-loop encoding)."""
-    import actorlog._snapshots as cell_module
+    import actorlog._durability.snapshots as cell_module
 
     saved = cell_module.OFFLOAD_BYTES
     cell_module.OFFLOAD_BYTES = saved if offload else 1 << 62

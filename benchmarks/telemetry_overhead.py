@@ -29,12 +29,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import actorlog._calls as _calls
-import actorlog._step as _step
+import actorlog._core.step as _step
+import actorlog._effects.calls as _calls
 import anyio
 import attrs
-from actorlog import Actor, ActorSystem, Context, _telemetry, tool
-from actorlog._telemetry import ATTR, SPAN
+from actorlog import Actor, ActorSystem, Context, tool
+from actorlog._tracing import telemetry as _telemetry
+from actorlog._tracing.telemetry import ATTR, SPAN
 from actorlog.store import Store
 from actorlog.stores import MemoryStore, SqliteStore
 from opentelemetry import trace

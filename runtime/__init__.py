@@ -51,116 +51,52 @@ from __future__ import annotations
 import logging as _logging
 
 from . import errors
-from ._actor import Actor
-from ._context import Context
-from ._events import AskStream, StepEvent
-from ._ids import idempotency_key
-from ._leases import Lease, OwnershipChange
-from ._names import message
-from ._recovery import RecoveryReport
-from ._ref import ActorRef
-from ._retry import Retry
-from ._system import ActorSystem
-from ._tools import Happened, NotHappened, Tool, tool
+from ._cluster.leases import Lease, OwnershipChange
+from ._core.recovery import RecoveryReport
+from ._durability.events import AskStream, StepEvent
+from ._effects.actor import Actor
+from ._effects.context import Context
+from ._effects.ref import ActorRef
+from ._effects.retry import Retry
+from ._effects.tools import Happened, NotHappened, Tool, tool
+from ._journal.ids import idempotency_key
+from ._journal.names import message
+from ._runtime.system import ActorSystem
 
 # the exceptions: documented in actorlog.errors, importable from here
 from .errors import (
     ActorFinishedError as ActorFinishedError,
-)
-from .errors import (
     ActorlogError as ActorlogError,
-)
-from .errors import (
     ActorNotFoundError as ActorNotFoundError,
-)
-from .errors import (
     ActorQuarantinedError as ActorQuarantinedError,
-)
-from .errors import (
     ActorStoppedError as ActorStoppedError,
-)
-from .errors import (
     AlreadyDecidedError as AlreadyDecidedError,
-)
-from .errors import (
     ConfigurationError as ConfigurationError,
-)
-from .errors import (
     CorruptEntryError as CorruptEntryError,
-)
-from .errors import (
     EncodeError as EncodeError,
-)
-from .errors import (
     HandlerError as HandlerError,
-)
-from .errors import (
     InDoubtError as InDoubtError,
-)
-from .errors import (
     LeaseLostError as LeaseLostError,
-)
-from .errors import (
     LogCompactedError as LogCompactedError,
-)
-from .errors import (
     MessageIdReusedError as MessageIdReusedError,
-)
-from .errors import (
     NonDeterminismError as NonDeterminismError,
-)
-from .errors import (
     ReadOnlyQueryError as ReadOnlyQueryError,
-)
-from .errors import (
     RecoveryError as RecoveryError,
-)
-from .errors import (
     SequenceConflictError as SequenceConflictError,
-)
-from .errors import (
     SnapshotError as SnapshotError,
-)
-from .errors import (
     StepCancelledError as StepCancelledError,
-)
-from .errors import (
     StoreClosedError as StoreClosedError,
-)
-from .errors import (
     StoreCorruptError as StoreCorruptError,
-)
-from .errors import (
     StoreError as StoreError,
-)
-from .errors import (
     StoreLockedError as StoreLockedError,
-)
-from .errors import (
     StoreUnavailableError as StoreUnavailableError,
-)
-from .errors import (
     StoreURLError as StoreURLError,
-)
-from .errors import (
     ToolCalledDirectlyError as ToolCalledDirectlyError,
-)
-from .errors import (
     ToolCallError as ToolCallError,
-)
-from .errors import (
     ToolTimeoutError as ToolTimeoutError,
-)
-from .errors import (
     TornTailError as TornTailError,
-)
-from .errors import (
     UnstableNameWarning as UnstableNameWarning,
-)
-from .errors import (
     UnsupportedFormatError as UnsupportedFormatError,
-)
-from .errors import (
     WALError as WALError,
 )
 

@@ -43,7 +43,7 @@ Warnings: ``UnstableNameWarning`` (a class recorded under a ``__main__.`` tag).
 
 from __future__ import annotations
 
-from ._errors import (
+from ._journal.errors import (
     ActorFinishedError,
     ActorlogError,
     ActorNotFoundError,

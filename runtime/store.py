@@ -2,7 +2,7 @@
 
 This module is public API. Third parties write stores against it (like Akka's journal plugin
 API). A store sees only encoded rows: bytes plus checksum, never message or state classes.
-It never computes or checks checksums itself; the runtime does (``actorlog._codec``), so a
+It never computes or checks checksums itself; the runtime does (``actorlog._journal.codec``), so a
 store cannot "repair" damage by accident.
 
 Contract (every store; the public kit ``actorlog.testing`` checks it, docs/stores.md):
@@ -52,12 +52,12 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import attrs
 
-from . import _rows
-from ._checks import shown, validate_seconds
+from ._journal import rows as _rows
+from ._journal.checks import shown, validate_seconds
 
 # The errors a store raises and the rows it keeps, re-exported so that stores import only
 # this module.
-from ._errors import (
+from ._journal.errors import (
     ConfigurationError,
     CorruptEntryError,
     LeaseLostError,
@@ -70,7 +70,7 @@ from ._errors import (
     StoreURLError,
     UnsupportedFormatError,
 )
-from ._rows import (
+from ._journal.rows import (
     ACTOR_COLUMNS,
     ENTRY_COLUMNS,
     EVENT_COLUMNS,
@@ -86,7 +86,7 @@ from ._rows import (
     snapshot_data,
     snapshot_info,
 )
-from ._storetimers import TimerRow, TimerStore
+from ._journal.storetimers import TimerRow, TimerStore
 
 __all__ = [
     "ACTOR_COLUMNS",

@@ -68,6 +68,7 @@ MOVES: dict[str, str] = {
     "runtime/_entrykinds.py": "runtime/_journal/entrykinds.py",
     "runtime/_entryreads.py": "runtime/_journal/entryreads.py",
     "runtime/_storetimers.py": "runtime/_journal/storetimers.py",
+    "runtime/_door.py": "runtime/_journal/door.py",
     # _tracing: spans, metrics and logs (docs/tracing.md)
     "runtime/_telemetry.py": "runtime/_tracing/telemetry.py",
     "runtime/_traceends.py": "runtime/_tracing/traceends.py",
@@ -86,6 +87,8 @@ MOVES: dict[str, str] = {
     "runtime/_retention.py": "runtime/_durability/retention.py",
     "runtime/_lifecycle.py": "runtime/_durability/lifecycle.py",
     "runtime/_timers.py": "runtime/_durability/timers.py",
+    "runtime/_events.py": "runtime/_durability/events.py",
+    "runtime/_rulings.py": "runtime/_durability/rulings.py",
     # _effects: what a handler is given and does
     "runtime/_actor.py": "runtime/_effects/actor.py",
     "runtime/_ref.py": "runtime/_effects/ref.py",
@@ -101,6 +104,7 @@ MOVES: dict[str, str] = {
     "runtime/_cancelling.py": "runtime/_effects/cancelling.py",
     "runtime/_cancelwrite.py": "runtime/_effects/cancelwrite.py",
     "runtime/_stephost.py": "runtime/_effects/stephost.py",
+    "runtime/_indoubt.py": "runtime/_effects/indoubt.py",
     # _core: one live actor: its cell, its steps, its recovery
     "runtime/_cell.py": "runtime/_core/cell.py",
     "runtime/_step.py": "runtime/_core/step.py",
@@ -156,6 +160,17 @@ MOVES: dict[str, str] = {
     "tests/conftest.py": "tests/conftest.py",
     "tests/_keys.py": "tests/_keys.py",
     "tests/_pg.py": "tests/_pg.py",
+    "tests/_owner.py": "tests/_owner.py",
+    "tests/runtime/abandon_agents.py": "tests/effects/abandon_agents.py",
+    "tests/runtime/abandon_worker.py": "tests/effects/abandon_worker.py",
+    "tests/runtime/test_abandoned_while_settling.py": (
+        "tests/effects/test_abandoned_while_settling.py"
+    ),
+    "tests/runtime/test_live_rulings.py": "tests/durability/test_live_rulings.py",
+    "tests/runtime/stream_agents.py": "tests/durability/stream_agents.py",
+    "tests/runtime/stream_worker.py": "tests/durability/stream_worker.py",
+    "tests/runtime/test_streaming.py": "tests/durability/test_streaming.py",
+    "tests/runtime/test_streaming_crash.py": "tests/durability/test_streaming_crash.py",
     "tests/_pgserver.py": "tests/_pgserver.py",
     "tests/_soak.py": "tests/_soak.py",
     "tests/_sqlitefile.py": "tests/_sqlitefile.py",

@@ -1,6 +1,6 @@
 """The PostgreSQL server the tests run against, and fresh schemas on it.
 
-One place for what ``tests/conftest.py``, ``tests/stores``, ``tests/multi`` and
+One place for what ``tests/conftest.py``, ``tests/stores``, ``tests/cluster`` and
 ``tests/torture`` all need:
 
 * :func:`postgres_url` resolves the server from ``ACTORLOG_TEST_POSTGRES_URL`` (or

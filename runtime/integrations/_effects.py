@@ -13,9 +13,9 @@ from typing import Any
 
 import attrs
 
-from .._checks import shown
-from .._errors import ConfigurationError
-from .._tools import Effect, Happened, NotHappened
+from .._effects.tools import Effect, Happened, NotHappened
+from .._journal.checks import shown
+from .._journal.errors import ConfigurationError
 
 __all__ = [
     "ESCALATE",

@@ -28,9 +28,9 @@ from openai.types.responses.response_prompt_param import ResponsePromptParam
 from opentelemetry import trace
 from pydantic_core import to_jsonable_python
 
-from .._context import Context
-from .._errors import ConfigurationError
-from .._tools import Tool
+from .._effects.context import Context
+from .._effects.tools import Tool
+from .._journal.errors import ConfigurationError
 from ._effects import ToolEffect
 
 __all__ = [

@@ -52,8 +52,8 @@ from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.usage import RequestUsage
 
-from .. import _tasks
-from .._errors import ConfigurationError
+from .._effects import tasks as _tasks
+from .._journal.errors import ConfigurationError
 
 __all__ = ["DeltaForwarder", "can_stream", "drain", "streamed_request", "whole_response"]
 

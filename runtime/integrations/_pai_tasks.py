@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from .. import _tasks
-from .._context import Context
+from .._effects import tasks as _tasks
+from .._effects.context import Context
 
 __all__ = ["_Identities"]
 

@@ -53,11 +53,11 @@ from agents.tool_context import ToolContext
 from opentelemetry import trace
 from pydantic_core import to_jsonable_python
 
-from .._actor import Actor
-from .._context import Context
-from .._errors import ConfigurationError
-from .._system import ActorSystem
-from .._tools import Happened, Tool
+from .._effects.actor import Actor
+from .._effects.context import Context
+from .._effects.tools import Happened, Tool
+from .._journal.errors import ConfigurationError
+from .._runtime.system import ActorSystem
 from ._effects import (
     _KEY,
     ESCALATE,

@@ -50,12 +50,12 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_ai.usage import RunUsage
 from pydantic_core import to_jsonable_python
 
-from .. import _tasks
-from .._actor import Actor
-from .._context import Context
-from .._errors import ConfigurationError
-from .._system import ActorSystem
-from .._tools import Happened, Tool
+from .._effects import tasks as _tasks
+from .._effects.actor import Actor
+from .._effects.context import Context
+from .._effects.tools import Happened, Tool
+from .._journal.errors import ConfigurationError
+from .._runtime.system import ActorSystem
 from ._effects import (
     _KEY,
     ESCALATE,

@@ -7,9 +7,10 @@ from datetime import timedelta
 
 import attrs
 
-from .. import _codec, _decisions, _retention
-from .._entrykinds import EventKind
-from .._errors import ActorNotFoundError, ConfigurationError
+from .._durability import decisions as _decisions, retention as _retention
+from .._journal import codec as _codec
+from .._journal.entrykinds import EventKind
+from .._journal.errors import ActorNotFoundError, ConfigurationError
 from ..store import CompactingStore, Store
 
 __all__ = ["CompactResult", "compact"]

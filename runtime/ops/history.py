@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from .. import _codec
-from .._records import (
+from .._journal import codec as _codec
+from .._journal.records import (
     DecisionAction,
     DecisionRecord,
     EffectRecord,

@@ -21,8 +21,9 @@ from typing import Any
 
 import attrs
 
-from .. import _codec, _decisions, _lifecycle
-from .._errors import ConfigurationError
+from .._durability import decisions as _decisions, lifecycle as _lifecycle
+from .._journal import codec as _codec
+from .._journal.errors import ConfigurationError
 from ..store import AuditStore, Store
 from .reads import _actor_row, _status, leases
 from .verify import refuse_damaged

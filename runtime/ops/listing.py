@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import _codec
-from .._errors import ConfigurationError
+from .._journal import codec as _codec
+from .._journal.errors import ConfigurationError
 from ..store import ActorRow, Store
 from .models import ActorPage, ActorStatus, InDoubtIntent
 from .reads import _reading, _status

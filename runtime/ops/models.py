@@ -8,9 +8,7 @@ from typing import Any
 
 import attrs
 
-from .._errors import (
-    ActorlogError,
-)
+from .._journal.errors import ActorlogError
 
 #: ``InDoubtIntent.state`` values that wait for an operator.
 NEEDS_OPERATOR = ("in_doubt", "retry_interrupted")

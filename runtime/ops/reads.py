@@ -14,17 +14,19 @@ from typing import Any
 
 import anyio
 
-from .. import _codec, _decisions, _recovery
-from .._errors import (
+from .._cluster.leases import Lease
+from .._core import recovery as _recovery
+from .._durability import decisions as _decisions
+from .._journal import codec as _codec
+from .._journal.errors import (
     ActorNotFoundError,
     CorruptEntryError,
     RecoveryError,
     StoreUnavailableError,
     WALError,
 )
-from .._ids import idempotency_key
-from .._leases import Lease
-from .._records import EntryKind, EventKind, IntentRecord, Record, Recorded, decode_entry
+from .._journal.ids import idempotency_key
+from .._journal.records import EntryKind, EventKind, IntentRecord, Record, Recorded, decode_entry
 from ..store import ActorRow, AuditStore, EntryRow, SnapshotInfo, Store
 from .models import (
     ActorStatus,

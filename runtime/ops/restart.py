@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
-from .. import _codec, _restart, _traceends
-from .._errors import ConfigurationError
-from .._records import EventKind
+from .._core import restart as _restart
+from .._journal import codec as _codec
+from .._journal.errors import ConfigurationError
+from .._journal.records import EventKind
+from .._tracing import traceends as _traceends
 from ..store import Store
 from .reads import _actor_row, _events, _failure, _status
 from .verify import refuse_damaged

@@ -8,15 +8,16 @@ happened and returned this; ``fail=``: it did not happen) is recorded as a ``res
 event of the operator history with ``"ruling": true``: the record of what the operator
 found, shown by ``history`` (``Call.ruling``), after which the call no longer needs one.
 A retry cannot run (the handler that asked for it went on), and a call takes one ruling.
-The check and the record are :mod:`actorlog._rulings`', shared with ``ActorSystem.resolve``
-(which rules live, through the actor's owner on PostgreSQL) and the console.
+The check and the record are :mod:`actorlog._durability.rulings`, shared with
+``ActorSystem.resolve`` (which rules live, through the actor's owner on PostgreSQL) and the console.
 """
 
 from __future__ import annotations
 
-from .. import _codec, _rulings
-from .._errors import ActorNotFoundError
-from .._records import DecisionRecord
+from .._durability import rulings as _rulings
+from .._journal import codec as _codec
+from .._journal.errors import ActorNotFoundError
+from .._journal.records import DecisionRecord
 from ..store import Store
 from .history import history
 from .models import ActorStatus, Call, Decision

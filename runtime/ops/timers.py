@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-from .. import _codec
+from .._journal import codec as _codec
 from ..store import Store, TimerRow, TimerStore
 
 __all__ = ["timer_view", "timers"]

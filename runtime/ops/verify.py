@@ -7,14 +7,14 @@ import inspect
 import math
 from collections.abc import Callable
 
-from .. import _codec
-from .._errors import (
+from .._journal import codec as _codec
+from .._journal.errors import (
     ActorNotFoundError,
     ConfigurationError,
     CorruptEntryError,
     StoreCorruptError,
 )
-from .._records import EntryKind
+from .._journal.records import EntryKind
 from ..store import ActorRow, CompactingStore, IntegrityCheckingStore, Store
 from .models import (
     Finding,

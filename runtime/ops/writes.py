@@ -13,12 +13,10 @@ from typing import Any
 
 import attrs
 
-from .. import _codec, _decisions, _records
-from .._errors import (
-    ConfigurationError,
-    CorruptEntryError,
-)
-from .._records import (
+from .._durability import decisions as _decisions
+from .._journal import codec as _codec, records as _records
+from .._journal.errors import ConfigurationError, CorruptEntryError
+from .._journal.records import (
     DecisionAction,
     EffectRecord,
     EntryKind,

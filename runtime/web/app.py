@@ -21,7 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import ops
-from .._errors import (
+from .._journal.errors import (
     ActorlogError,
     ActorNotFoundError,
     AlreadyDecidedError,
@@ -31,7 +31,7 @@ from .._errors import (
     StoreLockedError,
     WALError,
 )
-from .._html import CSS
+from .._views.html import CSS
 from ..ops.listing import SORTS, STATUSES
 from ..ops.rulings import rulings_if_any
 from ..store import Store

@@ -12,8 +12,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import ops
-from .._checks import parse_json as parse_json
-from .._errors import ConfigurationError
+from .._journal.checks import parse_json as parse_json
+from .._journal.errors import ConfigurationError
 from ..store import Store
 from .config import SESSION_COOKIE, ServeConfig
 from .render import page

@@ -10,7 +10,7 @@ import secrets
 
 import attrs
 
-from .._errors import ConfigurationError
+from .._journal.errors import ConfigurationError
 
 #: the environment variable a write token may come from (instead of ``--token``)
 TOKEN_ENV = "ACTORLOG_SERVE_TOKEN"

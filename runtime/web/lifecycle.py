@@ -18,8 +18,9 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from .. import _decisions, ops
-from .._errors import StoreLockedError
+from .. import ops
+from .._durability import decisions as _decisions
+from .._journal.errors import StoreLockedError
 from ..ops import lifecycle as life
 from ..store import Store
 from . import common as _app

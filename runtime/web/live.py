@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from .._errors import ActorlogError, ActorNotFoundError
+from .._journal.errors import ActorlogError, ActorNotFoundError
 from ..store import Store
 from .common import config_of, parse_int, signed_in, store_of
 from .config import ServeConfig

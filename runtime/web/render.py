@@ -1,5 +1,5 @@
 """Pages from templates (Jinja2, autoescaped) and the actor timeline, drawn by the same code
-as ``actorlog history --html`` (:func:`actorlog._html.render_item`)."""
+as ``actorlog history --html`` (:func:`actorlog._views.html.render_item`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import jinja2
 from markupsafe import Markup
 from starlette.responses import HTMLResponse
 
-from .._html import render_item, trace_link
-from .._term import (
+from .._views.html import render_item, trace_link
+from .._views.term import (
     ago,
     call_text,
     clean,

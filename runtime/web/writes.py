@@ -24,8 +24,9 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from .. import _decisions, ops
-from .._errors import ConfigurationError
+from .. import ops
+from .._durability import decisions as _decisions
+from .._journal.errors import ConfigurationError
 from . import common as _app
 from .config import SESSION_COOKIE
 

@@ -18,8 +18,9 @@ from typing import Any
 
 import anyio
 import attrs
-from actorlog import Actor, Context, _codec, tool
-from actorlog._records import (
+from actorlog import Actor, Context, tool
+from actorlog._journal import codec as _codec
+from actorlog._journal.records import (
     EffectRecord,
     IntentRecord,
     MessageRecord,

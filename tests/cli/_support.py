@@ -35,7 +35,7 @@ def cli(
     *args: str | os.PathLike[str], env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> Run:
     """Run the real ``actorlog`` console script."""
-    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "actorlog._cli"]
+    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "actorlog.cli._main"]
     full_env = {**os.environ, "NO_COLOR": "", "COLUMNS": "200", **(env or {})}
     p = subprocess.run(
         [*cmd, *map(str, args)],

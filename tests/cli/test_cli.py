@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from actorlog import _codec
+from actorlog._journal import codec as _codec
 
 from .._keys import Key
 from ._support import (
@@ -587,7 +587,7 @@ def test_html_timeline_in_headless_chromium(crashed: Path, chromium: str, tmp_pa
 
 def test_python_m_entry_point_works(crashed: Path) -> None:
     p = subprocess.run(
-        [sys.executable, "-m", "actorlog._cli", "verify", str(crashed)],
+        [sys.executable, "-m", "actorlog.cli._main", "verify", str(crashed)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -595,7 +595,7 @@ def test_python_m_entry_point_works(crashed: Path) -> None:
     assert p.returncode == 0
     flip_byte(crashed, 2)
     p = subprocess.run(
-        [sys.executable, "-m", "actorlog._cli", "verify", str(crashed)],
+        [sys.executable, "-m", "actorlog.cli._main", "verify", str(crashed)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -604,7 +604,7 @@ def test_python_m_entry_point_works(crashed: Path) -> None:
 
 
 def test_passwords_in_store_urls_are_not_echoed() -> None:
-    from actorlog._cli import shown_url
+    from actorlog.cli._main import shown_url
 
     assert (
         shown_url("postgresql://ops:s3cret@db:5432/agents") == "postgresql://ops:***@db:5432/agents"

@@ -10,8 +10,8 @@ import pytest
 from actorlog import ActorSystem
 from actorlog.stores import SqliteStore
 
+from tests.durability.test_retention import Auditor
 from tests.runtime.agents import Add
-from tests.runtime.test_retention import Auditor
 
 from ._support import cli
 

@@ -1,6 +1,6 @@
 """``actorlog history``, its HTML export and the ``ops`` API show which task of a step made
 each call, when each call ran, and which calls overlapped (issue 25, "The proof"), in the
-same words (``actorlog._term.concurrency_text``). The log is written entry by entry
+same words (``actorlog._views.term.concurrency_text``). The log is written entry by entry
 (tests/cli/_fanout.py); tests/runtime/test_concurrent_surface.py has the same from a real
 concurrent handler."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 from actorlog import ActorSystem, idempotency_key, ops
-from actorlog._records import EffectRecord, MessageRecord
+from actorlog._journal.records import EffectRecord, MessageRecord
 from actorlog.stores import SqliteStore
 
 from tests.cli._fanout import (

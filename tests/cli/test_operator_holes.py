@@ -17,16 +17,8 @@ from typing import Any
 
 import anyio
 import pytest
-from actorlog import (
-    Actor,
-    ActorSystem,
-    ConfigurationError,
-    Context,
-    _codec,
-    _records,
-    ops,
-    tool,
-)
+from actorlog import Actor, ActorSystem, ConfigurationError, Context, ops, tool
+from actorlog._journal import codec as _codec, records as _records
 from actorlog.store import Store
 from actorlog.stores import MemoryStore, SqliteStore
 

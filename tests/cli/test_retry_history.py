@@ -10,7 +10,7 @@ import pytest
 from actorlog import ActorSystem
 from actorlog.stores import SqliteStore
 
-from tests.runtime import test_retry as agents
+from tests.effects import test_retry as agents
 
 from ._support import cli
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import anyio
 import pytest
 from actorlog import ActorSystem
-from actorlog._term import when
+from actorlog._views.term import when
 from actorlog.stores import SqliteStore
 
-from tests.timers.agents import Get, Later, Nap, Note, Recorder, Sender, Sleeper
+from tests.time.agents import Get, Later, Nap, Note, Recorder, Sender, Sleeper
 
 from ._support import cli
 
@@ -85,7 +85,7 @@ def test_history_says_what_send_later_sends_and_when(timed: Path) -> None:
     r = cli("history", timed, "snd", "--color", "never")
     assert r.code == 0, r.err
     expected = (
-        f"send_later send tests.timers.agents.Note to rec at {when(v['due'])}, "  # type: ignore[arg-type]
+        f"send_later send tests.time.agents.Note to rec at {when(v['due'])}, "  # type: ignore[arg-type]
         "timer id snd/"
     )
     assert expected in r.out, r.out
@@ -97,7 +97,7 @@ def test_history_labels_timer_and_schedule_firings(timed: Path) -> None:
     r = cli("history", timed, "rec", "--color", "never")
     assert r.code == 0, r.err
     found = re.search(
-        r"timer (snd/[0-9a-f]{16}/1/1) fired: message timer:\1 tests\.timers\.agents\.Note", r.out
+        r"timer (snd/[0-9a-f]{16}/1/1) fired: message timer:\1 tests\.time\.agents\.Note", r.out
     )
     assert found, r.out
     r = cli("history", timed, "rec2", "--color", "never")
@@ -105,7 +105,7 @@ def test_history_labels_timer_and_schedule_firings(timed: Path) -> None:
     # catch_up_once: one message for the latest missed firing (09:00 UTC of a day)
     found = re.search(
         r"schedule daily fired \(firing of (\S+T09:00:00\+00:00)\): "
-        r"message schedule:daily@\1 tests\.timers\.agents\.Note",
+        r"message schedule:daily@\1 tests\.time\.agents\.Note",
         r.out,
     )
     assert found, r.out

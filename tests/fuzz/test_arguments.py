@@ -42,9 +42,9 @@ from actorlog import (
     idempotency_key,
     message,
     ops,
+    stores as stores_pkg,
     tool,
 )
-from actorlog import stores as stores_pkg
 from actorlog.stores import MemoryStore, SqliteStore, open_store
 
 from . import _world

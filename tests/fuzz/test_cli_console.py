@@ -24,7 +24,7 @@ from urllib.parse import urlencode
 
 import anyio
 import pytest
-from actorlog._cli import main
+from actorlog.cli._main import main
 
 from . import _world
 from .test_arguments import FULL, Findings

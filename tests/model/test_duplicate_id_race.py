@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 from actorlog import ActorSystem, ops
-from actorlog import _seenids as seenids_module
+from actorlog._durability import seenids as seenids_module
 from actorlog.store import EntryRow, Store
 from actorlog.stores import SqliteStore
 

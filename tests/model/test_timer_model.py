@@ -2,7 +2,7 @@
 timers driven by a fake clock, crashed at every durability boundary of a timer.
 
 In the style of ``machine.py`` (Hypothesis rules, the system on a blocking portal), separate
-from it. The clock is the runtime's private seam ``actorlog._timers.CLOCK``: every timer,
+from it. The clock is the runtime's private seam ``actorlog._durability.timers.CLOCK``: every timer,
 schedule and ``ctx.sleep`` reads it, so a rule moves time and then lets the timer loop look
 (``Timers.fire_due``, the loop's own pass) instead of waiting.
 
@@ -42,11 +42,10 @@ import anyio.from_thread
 import attrs
 import pytest
 from actorlog import Actor, ActorSystem, Context
-from actorlog import _timers as timers_mod
+from actorlog._durability import timers as timers_mod
 from actorlog.store import Store, TimerRow
 from actorlog.stores import MemoryStore, SqliteStore
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     precondition,

@@ -1,5 +1,5 @@
 """Agents whose steps run effects concurrently (issue 25), shared by
-tests/runtime/test_concurrent_steps.py and its SIGKILL worker."""
+tests/effects/test_concurrent_steps.py and its SIGKILL worker."""
 
 from __future__ import annotations
 

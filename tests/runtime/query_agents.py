@@ -1,4 +1,4 @@
-"""Actors for the read-only query tests (tests/runtime/test_query.py, tests/multi)."""
+"""Actors for the read-only query tests (tests/runtime/test_query.py, tests/cluster)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from ._setvalues import NAMESPACE, WORDS, Count, Counter
 
 
 def _encode_lines() -> None:
-    from actorlog import _codec
+    from actorlog._journal import codec as _codec
 
     for line in sys.stdin:
         value = eval(line, dict(NAMESPACE))  # the parent's repr of a generated value

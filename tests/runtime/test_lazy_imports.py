@@ -36,10 +36,10 @@ NOT_AT_IMPORT = (
     "actorlog.integrations",
     "actorlog.stores.postgres",
     "actorlog.stores.memory",
-    "actorlog._cli",
-    "actorlog._html",
-    "actorlog._term",
-    "actorlog._replaycheck",
+    "actorlog.cli._main",
+    "actorlog._views.html",
+    "actorlog._views.term",
+    "actorlog.testing._replay",
 )
 
 
@@ -80,7 +80,7 @@ def test_lazily_loaded_names_still_resolve() -> None:
         import sys
         import actorlog
         from actorlog.stores import MemoryStore
-        from actorlog import _codec
+        from actorlog._journal import codec as _codec
 
         assert actorlog.MemoryStore is MemoryStore
         assert "cattrs" not in sys.modules

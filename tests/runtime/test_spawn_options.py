@@ -9,8 +9,8 @@ import pytest
 from actorlog import ActorSystem
 from actorlog.store import Store
 
+from ..durability.test_snapshot_policy import Counter
 from .agents import Add
-from .test_snapshot_policy import Counter
 
 pytestmark = pytest.mark.anyio
 

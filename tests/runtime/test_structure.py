@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 import pytest
-from actorlog import _codec
+from actorlog._journal import codec as _codec
 
 T = TypeVar("T")
 

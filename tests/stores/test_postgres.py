@@ -8,12 +8,8 @@ from typing import TYPE_CHECKING
 import anyio
 import asyncpg
 import pytest
-from actorlog._codec import make_row
-from actorlog._errors import (
-    SequenceConflictError,
-    StoreUnavailableError,
-    StoreURLError,
-)
+from actorlog._journal.codec import make_row
+from actorlog._journal.errors import SequenceConflictError, StoreUnavailableError, StoreURLError
 from actorlog.stores import PostgresStore, open_store
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import anyio
 import asyncpg
 import pytest
 from actorlog import ActorQuarantinedError, ActorSystem, StoreCorruptError, ops
-from actorlog._cli import main as cli_main
+from actorlog.cli._main import main as cli_main
 from actorlog.stores import PostgresStore
 
 from tests._pgserver import CrashableServer

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 import pytest
-from actorlog._codec import make_row
+from actorlog._journal.codec import make_row
 from actorlog.store import EntryRow
 from actorlog.stores import PostgresStore
 

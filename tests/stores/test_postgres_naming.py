@@ -99,7 +99,7 @@ def test_postgres_store_under_trio_says_asyncio_only_and_names_sqlite() -> None:
 async def test_bad_input_is_configuration_not_an_unavailable_store(postgres_url: str) -> None:
     """A lone surrogate or an integer beyond 64 bits is the caller's error, not a transient
     failure; in a group commit it fails only its own append."""
-    from actorlog._codec import make_row
+    from actorlog._journal.codec import make_row
 
     schema = _pg.new_schema("actorlog_badinput")
     store = PostgresStore(postgres_url, schema=schema)
@@ -134,7 +134,7 @@ async def test_bad_input_is_configuration_not_an_unavailable_store(postgres_url:
 
 
 async def test_a_damaged_last_seq_is_damage_not_another_runtime(postgres_url: str) -> None:
-    from actorlog._codec import make_row
+    from actorlog._journal.codec import make_row
 
     schema = _pg.new_schema("actorlog_lastseq")
     store = PostgresStore(postgres_url, schema=schema)

@@ -12,7 +12,7 @@ import anyio
 import asyncpg
 import pytest
 from actorlog import LeaseLostError
-from actorlog._codec import make_row
+from actorlog._journal.codec import make_row
 from actorlog.store import EntryRow
 from actorlog.stores import PostgresStore
 from actorlog.stores._sql import ENTRY_COLS, entry_values

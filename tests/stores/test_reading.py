@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from actorlog._codec import make_row
-from actorlog._errors import StoreClosedError
+from actorlog._journal.codec import make_row
+from actorlog._journal.errors import StoreClosedError
 from actorlog.store import SnapshotInfo, SnapshotRow, Store
 
 pytestmark = pytest.mark.anyio

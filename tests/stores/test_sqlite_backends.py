@@ -13,10 +13,10 @@ from pathlib import Path
 import anyio
 import anyio.lowlevel
 import pytest
-from actorlog._kit import msg
 from actorlog.store import StoreClosedError, TimerRow
 from actorlog.stores import SqliteStore
 from actorlog.stores._sqlite_conn import Connection
+from actorlog.testing._kit import msg
 
 
 async def _write(path: Path, actor: str, upto: int) -> None:

@@ -85,7 +85,7 @@ async def recover_victim(path: Path) -> object:
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "actorlog._cli", *args],
+        [sys.executable, "-m", "actorlog.cli._main", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -274,7 +274,7 @@ async def test_a_damaged_last_seq_is_damage_not_another_runtime(tmp_path: Path) 
     await store.open()
     try:
         (last,) = (await store.read("victim"))[-1:]
-        from actorlog._codec import make_row
+        from actorlog._journal.codec import make_row
 
         row = make_row("victim", last.seq + 1, "message", "t", 0, "new", b"{}")
         with pytest.raises(CorruptEntryError) as info:
@@ -298,7 +298,7 @@ async def test_a_value_sqlite_cannot_take_is_not_a_closed_store(tmp_path: Path) 
             await store.find_message("a", "m\udc80")
         with pytest.raises(ConfigurationError):
             await store.read("a", after_seq=2**70)
-        from actorlog._codec import make_row
+        from actorlog._journal.codec import make_row
 
         await store.register_actor("a", "t")
         await store.register_actor("b", "t")
@@ -433,7 +433,7 @@ async def test_an_append_refused_by_a_damaged_message_id_index_is_store_corrupti
     await store.open()
     try:
         before = await store.read("victim")
-        from actorlog._codec import make_row
+        from actorlog._journal.codec import make_row
 
         row = make_row("victim", before[-1].seq + 1, "message", "t", 0, "victim-1", b"{}")
         with pytest.raises(StoreCorruptError) as info:

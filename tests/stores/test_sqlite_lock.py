@@ -89,7 +89,7 @@ async def test_a_second_runtime_is_refused_naming_the_holder_until_it_dies(
         async with ops.opened(f"sqlite:///{path}", read_only=False):
             pass
     fork = await anyio.run_process(
-        [sys.executable, "-m", "actorlog._cli", "fork", f"sqlite:///{path}", "a", *FORK_ARGS],
+        [sys.executable, "-m", "actorlog.cli._main", "fork", f"sqlite:///{path}", "a", *FORK_ARGS],
         check=False,
     )
     stderr = fork.stderr.decode()

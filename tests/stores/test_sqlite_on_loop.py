@@ -16,9 +16,9 @@ from pathlib import Path
 import anyio
 import pytest
 from actorlog import StoreURLError
-from actorlog._kit import msg
 from actorlog.store import ConfigurationError, SequenceConflictError
 from actorlog.stores import SqliteStore, open_store
+from actorlog.testing._kit import msg
 
 pytestmark = pytest.mark.anyio
 

@@ -1,7 +1,7 @@
 """OpenTelemetry SDK wiring for the telemetry tests.
 
 The global TracerProvider and MeterProvider can be set only once per process, and
-``actorlog._telemetry`` took its tracer and meter at import time (proxies that follow the
+``actorlog._tracing.telemetry`` took its tracer and meter at import time (proxies that follow the
 global providers once set). So one session fixture installs an SDK provider with an
 in-memory span exporter and an in-memory metric reader, and each test gets the exporter
 cleared. If something else in the session already installed an SDK TracerProvider, our

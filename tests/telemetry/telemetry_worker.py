@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio
 from actorlog import ActorSystem
-from actorlog._telemetry import ATTR, SPAN
+from actorlog._tracing.telemetry import ATTR, SPAN
 from actorlog.stores import SqliteStore
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter

@@ -6,12 +6,12 @@ from __future__ import annotations
 import anyio
 import pytest
 from actorlog import ActorSystem, ops
-from actorlog._telemetry import ATTR, SPAN
+from actorlog._tracing.telemetry import ATTR, SPAN
 from actorlog.stores import MemoryStore
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tests.durability.test_retention import Auditor, Keeper
 from tests.runtime.agents import Add
-from tests.runtime.test_retention import Auditor, Keeper
 
 from .conftest import attrs_of, named
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import anyio
 import pytest
 from actorlog import ActorSystem
-from actorlog._telemetry import ATTR, EVENT, SPAN
+from actorlog._tracing.telemetry import ATTR, EVENT, SPAN
 from actorlog.store import Store
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from actorlog._telemetry import ATTR, EVENT, METRIC, SPAN
+from actorlog._tracing.telemetry import ATTR, EVENT, METRIC, SPAN
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "tracing.md"
 NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 from actorlog import ActorSystem
-from actorlog._telemetry import ATTR, EVENT, SPAN
+from actorlog._tracing.telemetry import ATTR, EVENT, SPAN
 from actorlog.stores import MemoryStore
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ..runtime.stream_agents import Narrator, Tell
+from ..durability.stream_agents import Narrator, Tell
 from .conftest import one
 
 pytestmark = pytest.mark.anyio

@@ -7,13 +7,13 @@ from __future__ import annotations
 import anyio
 import pytest
 from actorlog import ActorSystem, ConfigurationError, StepCancelledError, ops
-from actorlog._telemetry import ATTR, EVENT, SPAN
+from actorlog._tracing.telemetry import ATTR, EVENT, SPAN
 from actorlog.store import Store
 from actorlog.stores import MemoryStore
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from tests.runtime import test_lifecycle as lc
+from tests.durability import test_lifecycle as lc
 
 from .conftest import attrs_of, named
 
@@ -77,7 +77,7 @@ async def test_cancel_is_a_lifecycle_span_and_an_event_on_the_cut_step(
     (ev,) = [e for e in step.events if e.name == EVENT.STEP_CANCELLED]
     a = dict(ev.attributes or {})
     assert (a[ATTR.LIFECYCLE_BY], a[ATTR.LIFECYCLE_REASON]) == ("ops", "too slow")
-    assert list(a[ATTR.CANCELLED_CALLS]) == ["tests.runtime.test_lifecycle.slow_write"]  # type: ignore[arg-type]
+    assert list(a[ATTR.CANCELLED_CALLS]) == ["tests.durability.test_lifecycle.slow_write"]  # type: ignore[arg-type]
 
 
 async def test_terminate_and_delete_are_lifecycle_spans(spans: InMemorySpanExporter) -> None:
@@ -108,7 +108,7 @@ async def test_terminate_and_delete_are_lifecycle_spans(spans: InMemorySpanExpor
 
 async def store_delete_unended(store: Store) -> None:
     """A delete refused inside the traced part: an actor that never ended, not forced."""
-    from actorlog import _lifecycle
+    from actorlog._durability import lifecycle as _lifecycle
 
     async with ActorSystem(store, actors=[lc.Worker]) as system:
         await (await system.spawn(lc.Worker, "v")).ask(lc.Work("x"))

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 from actorlog import ActorSystem
-from actorlog._telemetry import ATTR
+from actorlog._tracing.telemetry import ATTR
 from actorlog.store import Store
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 

@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent(
     import json
     from actorlog.stores import MemoryStore
     from tests.telemetry.telemetry_agents import Ask, Researcher
-    from tests.runtime.stream_agents import Narrator, Tell
+    from tests.durability.stream_agents import Narrator, Tell
 
     async def main() -> None:
         store = MemoryStore()

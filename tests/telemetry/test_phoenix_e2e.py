@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from actorlog._telemetry import ATTR, EVENT, SPAN
+from actorlog._tracing.telemetry import ATTR, EVENT, SPAN
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS, HANG_AT = 8, 6

@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterator
 import anyio
 import pytest
 from actorlog import ActorSystem, Retry, tool
-from actorlog._telemetry import ATTR, EVENT, SPAN
+from actorlog._tracing.telemetry import ATTR, EVENT, SPAN
 from actorlog.store import Store
 from actorlog.stores import MemoryStore
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.runtime import test_retry as rt
+from tests.effects import test_retry as rt
 
 from .conftest import attrs_of, one
 

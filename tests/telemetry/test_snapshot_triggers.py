@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from actorlog import ActorSystem, ops
-from actorlog._snapshots import SnapshotPolicy, SnapshotTrigger
-from actorlog._telemetry import ATTR, SPAN
+from actorlog._durability.snapshots import SnapshotPolicy, SnapshotTrigger
+from actorlog._tracing.telemetry import ATTR, SPAN
 from actorlog.store import Store
 from actorlog.stores import SqliteStore
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

@@ -22,7 +22,7 @@ from actorlog import (
     LogCompactedError,
     RecoveryError,
 )
-from actorlog._telemetry import ATTR, EVENT, SPAN, record_failure
+from actorlog._tracing.telemetry import ATTR, EVENT, SPAN, record_failure
 from actorlog.store import EntryRow, Store
 from actorlog.stores import MemoryStore, SqliteStore
 from opentelemetry import trace
@@ -539,7 +539,7 @@ async def test_a_retried_call_is_one_span_with_an_event_per_failed_attempt(
 ) -> None:
     """docs/tracing.md, "Retries": one tool_call span, one attempt_failed event per failed
     attempt, live and served from the log on replay."""
-    from tests.runtime import test_retry as agents
+    from tests.effects import test_retry as agents
 
     agents.RUNS.clear()
     agents.FAIL["flaky_read"] = 2

@@ -11,12 +11,12 @@ from collections.abc import Callable
 import anyio
 import pytest
 from actorlog import ActorSystem
-from actorlog._telemetry import ATTR, EVENT, SPAN
+from actorlog._tracing.telemetry import ATTR, EVENT, SPAN
 from actorlog.stores import MemoryStore
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.timers.agents import Get, Later, Nap, Note, Recorder, Sender, Sleeper
+from tests.time.agents import Get, Later, Nap, Note, Recorder, Sender, Sleeper
 
 from .conftest import attrs_of, named, one
 

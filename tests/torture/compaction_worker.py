@@ -16,7 +16,8 @@ from typing import ClassVar
 
 import anyio
 import attrs
-from actorlog import Actor, ActorSystem, Context, _retention, message, ops
+from actorlog import Actor, ActorSystem, Context, message, ops
+from actorlog._durability import retention as _retention
 from actorlog.stores import open_store
 
 

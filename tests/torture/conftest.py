@@ -16,8 +16,10 @@ import pytest
 from actorlog.store import Store
 from actorlog.stores import MemoryStore, SqliteStore
 
-from tests._soak import base_seed
-from tests._soak import soak_factor as soak_factor  # re-exported
+from tests._soak import (
+    base_seed,
+    soak_factor as soak_factor,  # re-exported
+)
 
 #: the base seed of this session (tests derive theirs from it; the same in every xdist worker)
 BASE_SEED = base_seed()

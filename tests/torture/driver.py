@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from actorlog._codec import verify_row
-from actorlog._errors import CorruptEntryError
+from actorlog._journal.codec import verify_row
+from actorlog._journal.errors import CorruptEntryError
 from actorlog.store import EntryRow
 
 from .faulty import BOUNDARIES

@@ -30,7 +30,7 @@ from actorlog import (
     UnsupportedFormatError,
     tool,
 )
-from actorlog._codec import MAX_ACTOR_ID_CHARS, MAX_PAYLOAD_BYTES
+from actorlog._journal.codec import MAX_ACTOR_ID_CHARS, MAX_PAYLOAD_BYTES
 from actorlog.stores import SqliteStore, open_store
 
 from .conftest import StoreFactory

@@ -29,8 +29,8 @@ import attrs
 import hypothesis
 import pytest
 from actorlog import ActorQuarantinedError, ActorSystem, Context, CorruptEntryError
-from actorlog._codec import encode_plain, make_row, type_tag
-from actorlog._records import message_payload
+from actorlog._journal.codec import encode_plain, make_row, type_tag
+from actorlog._journal.records import message_payload
 from actorlog.store import KINDS, EntryRow, SnapshotInfo, Store
 from actorlog.stores import MemoryStore, SqliteStore
 from hypothesis import strategies as st

@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 from actorlog import ActorSystem, StoreError
-from actorlog._records import DecisionRecord, ResultRecord, decode_entry
+from actorlog._journal.records import DecisionRecord, ResultRecord, decode_entry
 from actorlog.stores.url import open_store
 
 from tests import _pg

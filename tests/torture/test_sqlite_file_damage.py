@@ -39,7 +39,7 @@ from actorlog import (
     StoreCorruptError,
     ops,
 )
-from actorlog._cli import main as cli_main
+from actorlog.cli._main import main as cli_main
 from actorlog.stores import SqliteStore
 
 from tests._sqlitefile import SqliteFile, flip

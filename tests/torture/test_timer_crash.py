@@ -1,6 +1,6 @@
 """Torture: a runtime SIGKILLed during a durable sleep and before its timers fire (issue 14,
 part 2): after a restart the sleep resumes and finishes once, and each timer's message arrives
-exactly once (the worker: timer_worker.py; the actors: tests/timers/agents.py)."""
+exactly once (the worker: timer_worker.py; the actors: tests/time/agents.py)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ import anyio
 from actorlog import ActorSystem
 from actorlog.stores import SqliteStore
 
-from tests.timers.agents import Get, Later, Nap, Note, Recorder, Sender, Sleeper
+from tests.time.agents import Get, Later, Nap, Note, Recorder, Sender, Sleeper
 
 ACTORS = [Sleeper, Recorder, Sender]
 
@@ -41,7 +41,9 @@ class _AheadClock:
 def fake_clock(ahead: float) -> None:
     """Move the wall clock of the timer code forward (the event loop's clock is untouched:
     a wait is computed from the wall clock, then slept on the loop's)."""
-    from actorlog import _ctxtimers, _systimers, _timers
+    from actorlog._durability import timers as _timers
+    from actorlog._effects import ctxtimers as _ctxtimers
+    from actorlog._runtime import systimers as _systimers
 
     for module in (_timers, _ctxtimers, _systimers):
         module.time = _AheadClock(ahead)  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ import tempfile
 
 import anyio
 from actorlog import ActorSystem
-from actorlog._cli import main
+from actorlog.cli._main import main
 from actorlog.stores import SqliteStore
 
 from tests.upgrading.old_fan_agents import Ask, OldFan

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio.to_thread
 import pytest
 from actorlog import ActorlogError, ActorSystem, ConfigurationError, ops
-from actorlog._cli import main
+from actorlog.cli._main import main
 from actorlog.ops import lifecycle
 from actorlog.stores import SqliteStore
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import anyio
 import pytest
 from actorlog import ActorSystem, ops
-from actorlog._codec import encode_plain, verify_row
-from actorlog._records import IntentRecord, MessageRecord, decode_entry
+from actorlog._journal.codec import encode_plain, verify_row
+from actorlog._journal.records import IntentRecord, MessageRecord, decode_entry
 from actorlog.store import EntryRow, Store
 from actorlog.stores import MemoryStore, SqliteStore
 

@@ -13,7 +13,7 @@ import anyio
 import attrs
 import pytest
 from actorlog import Actor, ActorSystem, Context, message, tool
-from actorlog._cli import main
+from actorlog.cli._main import main
 from actorlog.stores import SqliteStore
 from actorlog.testing import replay
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 import pytest
 from actorlog import Actor, ActorQuarantinedError, ActorSystem, Context, message, tool
-from actorlog._cli import main
+from actorlog.cli._main import main
 from actorlog.stores import SqliteStore
 from actorlog.testing import replay
 

@@ -23,7 +23,7 @@ from actorlog import (
     NonDeterminismError,
     ops,
 )
-from actorlog._cli import main
+from actorlog.cli._main import main
 from actorlog.stores import SqliteStore
 from actorlog.testing import replay
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import attrs
 from actorlog import ActorSystem
-from actorlog._codec import make_row, snapshot_digest
-from actorlog._rows import SnapshotRow
+from actorlog._journal.codec import make_row, snapshot_digest
+from actorlog._journal.rows import SnapshotRow
 from actorlog.stores import SqliteStore
 
 from tests.web._agents import Chat, Say

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import contextlib
 
-from tests._owner import OwnerProcess
-from tests._owner import owning as _owning
+from tests._owner import OwnerProcess, owning as _owning
 
 
 def owning(url: str, schema: str) -> contextlib.AbstractContextManager[OwnerProcess]:

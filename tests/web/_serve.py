@@ -49,7 +49,7 @@ def serve(db: Path | str, *args: str, host: str = "127.0.0.1") -> Iterator[Serve
     """Run ``actorlog serve DB ARGS`` on a free port of ``host`` until the block ends (then
     Ctrl-C); ``db`` a SQLite file or a store URL."""
     port = free_port()
-    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "actorlog._cli"]
+    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "actorlog.cli._main"]
     proc = subprocess.Popen(
         [*cmd, "serve", str(db), "--port", str(port), "--host", host, *args],
         stdout=subprocess.DEVNULL,

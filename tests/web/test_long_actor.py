@@ -20,7 +20,7 @@ import anyio
 import httpx
 import pytest
 import uvicorn
-from actorlog._codec import make_row
+from actorlog._journal.codec import make_row
 from actorlog.stores import SqliteStore
 from actorlog.web import ServeConfig, create_app
 from actorlog.web.live import LiveClients

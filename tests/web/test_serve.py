@@ -68,7 +68,7 @@ def test_binding_wider_without_a_token_warns() -> None:
 def test_without_the_web_extra_serve_says_what_to_install(crashed: Path) -> None:
     code = (
         "import sys; sys.modules['starlette'] = None\n"  # as if not installed
-        "from actorlog._cli import main\n"
+        "from actorlog.cli._main import main\n"
         f"sys.exit(main(['serve', {str(crashed)!r}]))"
     )
     p = subprocess.run(
@@ -80,7 +80,7 @@ def test_without_the_web_extra_serve_says_what_to_install(crashed: Path) -> None
 
 def test_importing_actorlog_does_not_import_the_console() -> None:
     code = (
-        "import sys, actorlog, actorlog.ops, actorlog._cli\n"
+        "import sys, actorlog, actorlog.ops, actorlog.cli._main\n"
         "print(sorted(m for m in ('starlette', 'jinja2', 'uvicorn') if m in sys.modules))"
     )
     out = subprocess.run(

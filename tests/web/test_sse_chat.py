@@ -26,8 +26,7 @@ import pytest
 from actorlog import ops
 from playwright import sync_api
 
-from tests.web.sse_chat_worker import GATE_AT
-from tests.web.sse_chat_worker import app as example
+from tests.web.sse_chat_worker import GATE_AT, app as example
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = example.ScriptedModel().reply("plan: ")

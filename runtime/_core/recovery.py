@@ -1,0 +1,613 @@
+"""Recovery: the newest valid snapshot plus the verified log tail (docs/recovery.md).
+
+``plan`` reads and verifies; it never writes. It returns the state to start from and, in
+order, the steps to replay (completed), the step that was interrupted (with its recorded
+effects) and the messages still to handle. ``recover`` drives it for a cell: it re-runs the
+completed steps' handlers with their effects served from the log, queues the interrupted
+step and the pending messages, and traces it all as one ``actorlog.recover`` span. It
+reaches the cell through :class:`Recovering`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import anyio
+import attrs
+
+from .._durability import lifecycle as _lifecycle
+from .._durability.attempts import in_doubt_attempt, in_doubt_event
+from .._durability.incarnation import log_incarnation
+from .._durability.mailbox import Envelope
+from .._durability.snapshots import RecoveryCost
+from .._durability.wal import Journal
+from .._effects import tools as _tools
+from .._effects.actor import Actor
+from .._effects.calls import StepHost
+from .._effects.cancelling import is_call_error
+from .._effects.context import Context
+from .._effects.registry import Registry
+from .._journal import codec as _codec
+from .._journal.errors import (
+    ActorlogError,
+    ActorNotFoundError,
+    CorruptEntryError,
+    LogCompactedError,
+    RecoveryError,
+    StoreClosedError,
+    StoreUnavailableError,
+)
+from .._journal.records import (
+    DecisionRecord,
+    EffectRecord,
+    EntryKind,
+    EventKind,
+    IntentRecord,
+    MessageRecord,
+    Outcome,
+    Recorded,
+    ResultRecord,
+    StepRecord,
+    decode_entry,
+)
+from .._tracing import logs as _logs, telemetry as _telemetry
+from .._tracing.telemetry import ATTR, EVENT, SPAN, tracer
+from ..store import EntryRow, SnapshotInfo, Store, UnfinishedStore
+
+__all__ = [
+    "PendingMessage",
+    "Plan",
+    "Recovering",
+    "RecoveryReport",
+    "decode_failed",
+    "plan",
+    "recover",
+]
+
+_READ_CHUNK = 20_000
+
+
+@attrs.frozen
+class RecoveryReport:
+    """What the last recovery of an actor did (``ActorSystem.last_recovery``).
+
+    Also readable by key, as the dict it replaces (``report["entries_read"]``);
+    ``as_dict()`` gives that dict (the detail of the ``recovered`` history event).
+    """
+
+    #: seq of the snapshot recovery started from (0: none, the initial state)
+    snapshot_seq: int
+    #: the snapshots tried and not used, newest first: ``(seq, reason)``
+    snapshots_rejected: list[tuple[int, str]]
+    #: log entries read and verified
+    entries_read: int
+    #: completed steps whose handlers were re-run with their effects served from the log
+    steps_replayed: int
+    #: messages logged but not yet handled (the interrupted step included), queued again
+    pending_messages: int
+    #: tool calls of the interrupted step with an intent and no outcome
+    in_doubt: int
+    #: seconds the recovery took
+    duration_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in attrs.fields(RecoveryReport)}
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in attrs.fields_dict(RecoveryReport):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in attrs.fields_dict(RecoveryReport) else default
+
+
+@attrs.define
+class PendingMessage:
+    seq: int
+    message_id: str | None
+    type_tag: str
+    body: Any
+    sender: str | None
+    trace: dict[str, str] | None
+    recorded: list[Recorded] = attrs.Factory(list)
+    #: [F13] the incarnation id recorded in the message entry
+    incarnation: str | None = None
+    #: the step's record if the step completed
+    step: StepRecord | None = None
+
+
+@attrs.define
+class Plan:
+    state_data: Any  # plain (unstructured) state, or None for the initial state
+    snapshot_seq: int
+    snapshot_size: int
+    handled_seq: int
+    rejected: list[tuple[int, str]]
+    messages: list[PendingMessage]  # every message after handled_seq, in seq order
+    entries_read: int
+    last_seq: int
+    #: the state decoded into its class (only when ``plan`` was given ``decode``)
+    state: Any = None
+    #: Unix time the snapshot used was written, or the actor registered if none was
+    snapshot_created_at: float = 0.0
+    #: [F13] the incarnation id recorded in the log's last message (None: an empty log, or
+    #: one whose last message was logged before incarnations existed)
+    incarnation: str | None = None
+
+
+def _verify_snapshot(info: SnapshotInfo, data: bytes, state_tag: str, schema_version: int) -> Any:
+    """Return the decoded plain state, or raise ValueError with the reason it was rejected."""
+    if info.type_tag != state_tag:
+        raise ValueError(f"state type {info.type_tag} is not {state_tag}")
+    if info.schema_version != schema_version:
+        raise ValueError(f"schema version {info.schema_version} is not {schema_version}")
+    if info.handled_seq > info.seq:
+        raise ValueError(f"handled seq {info.handled_seq} is beyond its seq {info.seq}")
+    if len(data) != info.size or _codec.info_digest(info, data) != info.digest:
+        raise ValueError("digest mismatch")
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise ValueError(f"undecodable: {exc}") from exc
+
+
+async def plan(
+    store: Store,
+    actor_id: str,
+    *,
+    state_tag: str,
+    schema_version: int,
+    on_reject: Callable[[SnapshotInfo, str], None],
+    decode: Callable[[Any], Any] | None = None,
+) -> Plan:
+    """Read what recovery needs. Raises ``CorruptEntryError`` or ``LogCompactedError``.
+
+    A snapshot is used only if every check passes: its metadata (types included), its
+    digest, its JSON and, with ``decode``, decoding it into the state class. Damage of any
+    kind rejects it and the next older one is tried; with none left, the plan starts from
+    the initial state at seq 1. A store that fails (``StoreUnavailableError``, possibly
+    transient) is not damage: that error is raised, and recovering again retries.
+    """
+    actor = await store.get_actor(actor_id)
+    last_seq = actor.last_seq if actor else 0
+    first_seq = actor.first_seq if actor else 0
+
+    state_data: Any = None
+    snap_seq = 0
+    snap_size = 0
+    handled = 0
+    rejected: list[tuple[int, str]] = []
+    state: Any = None
+    created_at = actor.created_at if actor else 0.0
+    try:
+        infos = await store.list_snapshots(actor_id)
+    except (StoreUnavailableError, StoreClosedError):
+        raise  # the store failed, possibly transiently: stop the actor; a retry recovers
+    except Exception as exc:  # damaged snapshot metadata: replay without one
+        infos = []
+        rejected.append((0, f"snapshots unreadable: {exc}"))
+        on_reject(_unreadable(actor_id), f"snapshots unreadable: {exc}")
+    for info in infos:
+        reason = ""
+        try:
+            if not isinstance(info.seq, int) or info.seq > last_seq:
+                reason = f"covers seq {info.seq} beyond the log's last seq {last_seq}"
+            else:
+                snap = await store.load_snapshot(actor_id, info.seq)
+                if snap is None:
+                    reason = "missing"
+                else:
+                    state_data = _verify_snapshot(info, snap.data, state_tag, schema_version)
+                    if decode is not None:
+                        try:
+                            state = decode(state_data)
+                        except Exception as exc:
+                            reason = f"does not decode into {state_tag}: {exc}"
+        except (StoreUnavailableError, StoreClosedError):
+            raise
+        except Exception as exc:
+            reason = f"unreadable: {exc}" if not isinstance(exc, ValueError) else str(exc)
+        if reason:
+            rejected.append((info.seq, reason))
+            on_reject(info, reason)
+            state_data = state = None
+            continue
+        snap_seq, handled, snap_size = info.seq, info.handled_seq, info.size
+        created_at = info.created_at
+        break
+
+    if snap_seq == 0 and first_seq > 1:
+        raise LogCompactedError(actor_id, first_seq)
+
+    entries_read = 0
+    messages: dict[int, PendingMessage] = {}
+
+    def add_message(row: EntryRow, m: MessageRecord) -> None:
+        messages[row.seq] = PendingMessage(
+            seq=row.seq,
+            message_id=row.message_id,
+            type_tag=row.type_tag,
+            body=m.body,
+            sender=m.sender,
+            trace=m.trace,
+            incarnation=m.incarnation,
+        )
+
+    # Messages logged before the snapshot's seq but not yet handled. The whole seq range
+    # since the last handled message is read and chain-verified (a range, not a scan of
+    # history): selecting only kind='message' would silently skip a message whose kind or
+    # seq was damaged, losing an acknowledged message.
+    if handled < snap_seq:
+        expected_m = handled + 1
+        for row in await store.read(actor_id, after_seq=handled, upto_seq=snap_seq):
+            _codec.verify_row(row, actor_id, expected_m)
+            expected_m += 1
+            entries_read += 1
+            p = decode_entry(row)
+            if isinstance(p, MessageRecord):
+                add_message(row, p)
+        if expected_m <= snap_seq:
+            raise CorruptEntryError(
+                actor_id, expected_m, "seq chain", f"missing under the snapshot at seq {snap_seq}"
+            )
+
+    # The tail, verified entry by entry along the seq chain.
+    intents: dict[int, Recorded] = {}
+    task_effects: dict[tuple[int, str], int] = {}  # (step's message seq, task) -> effects
+    expected = snap_seq + 1
+    while True:
+        rows = await store.read(actor_id, after_seq=expected - 1, limit=_READ_CHUNK)
+        for row in rows:
+            _codec.verify_row(row, actor_id, expected)
+            expected += 1
+            entries_read += 1
+            p = decode_entry(row)
+            if isinstance(p, MessageRecord):
+                add_message(row, p)
+            elif isinstance(p, IntentRecord | EffectRecord):
+                msg = messages.get(row.ref)
+                if msg is None:
+                    if row.ref <= handled:
+                        continue  # belongs to a step the snapshot already reflects
+                    raise CorruptEntryError(
+                        actor_id, row.seq, "reference", f"refers to unknown message seq {row.ref}"
+                    )
+                rec = Recorded(kind=p.KIND, seq=row.seq, type_tag=row.type_tag, record=p)
+                # [F18] contiguous from 0 within each task of the step
+                made = task_effects.get((row.ref, p.task), 0)
+                if p.index != made:
+                    why = f"effect index {p.index} of task {p.task!r} out of order ({made})"
+                    raise CorruptEntryError(actor_id, row.seq, "reference", why)
+                task_effects[(row.ref, p.task)] = made + 1
+                msg.recorded.append(rec)
+                if p.KIND == EntryKind.INTENT:
+                    intents[row.seq] = rec
+            elif isinstance(p, ResultRecord | DecisionRecord):
+                rec_i = intents.get(row.ref)
+                if rec_i is None:
+                    if row.ref <= snap_seq:
+                        continue
+                    raise CorruptEntryError(
+                        actor_id, row.seq, "reference", f"refers to unknown intent seq {row.ref}"
+                    )
+                rec_i.outcomes.append(Outcome(p, row.type_tag, row.seq))
+            elif isinstance(p, StepRecord):
+                msg = messages.get(row.ref)
+                if msg is None:
+                    if row.ref <= handled:
+                        continue
+                    raise CorruptEntryError(
+                        actor_id, row.seq, "reference", f"step of unknown message seq {row.ref}"
+                    )
+                msg.step = p
+        if len(rows) < _READ_CHUNK:
+            break
+    if expected - 1 < last_seq:
+        raise CorruptEntryError(
+            actor_id, expected, "seq chain", f"log ends at seq {expected - 1}, expected {last_seq}"
+        )
+    last = max(messages) if messages else 0
+    inc = await log_incarnation(store, actor, last, messages[last].incarnation if last else None)
+    ordered = [m for s, m in sorted(messages.items()) if s > handled]
+    # Steps complete in message order; a completed step after an incomplete one is damage.
+    seen_incomplete = False
+    for m in ordered:
+        if m.step is None:
+            seen_incomplete = True
+        elif seen_incomplete:
+            raise RecoveryError(actor_id, m.seq, "a step completed after an unfinished one")
+    return Plan(
+        state_data=state_data,
+        snapshot_seq=snap_seq,
+        snapshot_size=snap_size,
+        handled_seq=handled,
+        rejected=rejected,
+        messages=ordered,
+        entries_read=entries_read,
+        last_seq=max(last_seq, expected - 1),
+        state=state,
+        snapshot_created_at=created_at if isinstance(created_at, int | float) else 0.0,
+        incarnation=inc,
+    )
+
+
+def _unreadable(actor_id: str) -> SnapshotInfo:
+    """A stand-in for metadata that could not be read (reported as snapshot seq 0)."""
+    return SnapshotInfo(actor_id, 0, 0, "", 0, b"", 0, 0.0)
+
+
+# -- the replay driver ------------------------------------------------------------------
+
+
+class Recovering(StepHost, Protocol):
+    """What the replay driver needs of the cell it recovers (``Cell``)."""
+
+    cls: type[Actor[Any]]
+    actor: Actor[Any]
+    actor_type: str
+    store: Store
+    journal: Journal  # replaced here, once the log's last seq is known
+    cost: RecoveryCost
+    handled_seq: int
+    snapshot_seq: int
+    snapshot_bytes: int
+    replay_cpu: float
+    steps_since_snapshot: int
+    last_snapshot_at: float
+    last_recovery: RecoveryReport | None
+    status: str
+    #: (finished | terminated, reason) once the actor ended (``_lifecycle``)
+    ended: tuple[str, str] | None
+    ready: anyio.Event
+    #: [F13] the incarnation id of this actor's log, written into every new message
+    incarnation: str | None
+
+    async def load_options(self) -> None: ...
+
+    def decode_message(self, tag: str, body: Any) -> Any: ...
+
+    def queue(self, env: Envelope) -> None: ...
+
+    @property
+    def where(self) -> str:
+        """The actor, as error messages name it."""
+        ...
+
+
+async def recover(cell: Recovering) -> None:
+    """Recover the cell's actor: the newest valid snapshot, the verified tail replayed,
+    the interrupted step and pending messages queued (traced as ``actorlog.recover``)."""
+    await cell.load_options()
+    t0 = time.perf_counter()
+    initial = cell.actor.initial_state()
+    state_type = type(initial)
+    state_tag = _codec.type_tag(state_type)
+    attributes = {ATTR.ACTOR_ID: cell.actor_id, ATTR.ACTOR_TYPE: cell.actor_type}
+    with tracer.start_as_current_span(SPAN.RECOVER, attributes=attributes) as span:
+        rejected_events: list[tuple[int, str]] = []
+
+        def on_reject(info: Any, reason: str) -> None:
+            rejected_events.append((info.seq, reason))
+            span.add_event(
+                EVENT.SNAPSHOT_REJECTED,
+                {ATTR.SNAPSHOT_SEQ: info.seq, ATTR.REJECT_REASON: reason},
+            )
+            cell.note_event(EventKind.SNAPSHOT_REJECTED, {"seq": info.seq, "reason": reason})
+
+        try:
+            found = await plan(
+                cell.store,
+                cell.actor_id,
+                state_tag=state_tag,
+                schema_version=cell.cls.schema_version,
+                on_reject=on_reject,
+                decode=lambda plain: _codec.structure(plain, state_type),
+            )
+            cell.journal = Journal(cell.store, cell.actor_id, found.last_seq)
+            # a new log (or one from before incarnations) starts its incarnation here
+            cell.incarnation = found.incarnation or _codec.new_incarnation()
+            cell.actor.state = initial if found.state_data is None else found.state
+            t_loaded = time.perf_counter()
+            cell.handled_seq = found.handled_seq
+            cell.snapshot_seq, cell.snapshot_bytes = found.snapshot_seq, found.snapshot_size
+            replayed = 0
+            for m in found.messages:
+                if m.step is None:
+                    break
+                t_step = time.perf_counter()
+                await _replay(cell, m)
+                cell.replay_cpu += time.perf_counter() - t_step
+                replayed += 1
+            pending = found.messages[replayed:]
+            # Count toward the next snapshot from the last one, not from this start: an
+            # actor restarted more often than snapshot_every steps still snapshots.
+            cell.steps_since_snapshot = replayed
+            age = max(time.time() - found.snapshot_created_at, 0.0)
+            cell.last_snapshot_at = time.monotonic() - age
+            in_doubt = 0
+            parent = _telemetry.context_with(span)
+            for i, m in enumerate(pending):
+                env = _envelope(cell, m)
+                if i == 0 and m.recorded:
+                    env.recorded = m.recorded
+                    env.parent = parent
+                    for rec in m.recorded:
+                        intent = rec.record
+                        if not isinstance(intent, IntentRecord):
+                            continue
+                        # no outcome, or an attempt of a retry that left none (_attempts)
+                        attempt = in_doubt_attempt(rec.outcomes)
+                        if attempt is not None:
+                            in_doubt += 1
+                            in_doubt_event(span, m.seq, rec.seq, rec.type_tag, intent, attempt)
+                cell.queue(env)
+            duration = time.perf_counter() - t0
+            cell.cost.observe(
+                duration=duration,
+                load_seconds=max(t_loaded - t0 - found.entries_read * cell.cost.per_entry, 0.0),
+                snapshot_bytes=found.snapshot_size,
+                entries=found.entries_read,
+                replay_cpu=cell.replay_cpu,
+            )
+            span.set_attributes(
+                {
+                    ATTR.SNAPSHOT_SEQ: found.snapshot_seq,
+                    ATTR.SNAPSHOTS_REJECTED: len(found.rejected),
+                    ATTR.ENTRIES_READ: found.entries_read,
+                    ATTR.ENTRIES_CUT: 0,
+                    ATTR.STEPS_REPLAYED: replayed,
+                    ATTR.IN_DOUBT: in_doubt,
+                    ATTR.PENDING_MESSAGES: len(pending),
+                    ATTR.RECOVER_DURATION: duration,
+                }
+            )
+            _telemetry.record_recovery(duration, replayed, cell.actor_type)
+            report = cell.last_recovery = RecoveryReport(
+                snapshot_seq=found.snapshot_seq,
+                snapshots_rejected=found.rejected,
+                entries_read=found.entries_read,
+                steps_replayed=replayed,
+                pending_messages=len(pending),
+                in_doubt=in_doubt,
+                duration_s=duration,
+            )
+            if found.entries_read or found.snapshot_seq:
+                cell.note_event(EventKind.RECOVERED, report.as_dict())
+                _log_recovered(cell, report)
+        except ActorlogError as exc:
+            _telemetry.record_failure(span, exc, cell.actor_id)
+            raise
+    cell.status = "running"
+    cell.ready.set()
+
+
+def _log_recovered(cell: Recovering, r: RecoveryReport) -> None:
+    _logs.recovery.info(
+        "recovered actor %s (%s) in %.3fs: snapshot seq %d%s, %d entries read, %d steps "
+        "replayed, %d messages pending, %d tool calls in doubt",
+        cell.actor_id,
+        cell.actor_type,
+        r.duration_s,
+        r.snapshot_seq,
+        f" ({len(r.snapshots_rejected)} rejected)" if r.snapshots_rejected else "",
+        r.entries_read,
+        r.steps_replayed,
+        r.pending_messages,
+        r.in_doubt,
+    )
+
+
+def _envelope(cell: Recovering, m: PendingMessage) -> Envelope:
+    env = Envelope(m.seq, m.type_tag, None, m.message_id, m.trace, incarnation=m.incarnation)
+    try:
+        env.message = cell.decode_message(m.type_tag, m.body)
+    except ActorlogError as exc:
+        env.decode_error = exc
+    return env
+
+
+async def _replay(cell: Recovering, m: PendingMessage) -> None:
+    if m.step is not None and _lifecycle.refused_step(m.step, len(m.recorded)):
+        cell.handled_seq = m.seq  # refused because the actor had ended: its handler never ran
+        return
+    if m.step is not None and decode_failed(m.step):
+        # live, the handler never ran (its message did not decode, or the class running
+        # then did not accept it): not now either, even if the code now could
+        cell.handled_seq = m.seq
+        return
+    msg = cell.decode_message(m.type_tag, m.body)
+    ctx = Context(cell, m.seq, m.recorded, complete=True, incarnation=m.incarnation)
+    step = m.step
+    with tracer.start_as_current_span(
+        SPAN.REPLAY_STEP,
+        links=_telemetry.link_to(None if step is None else step.span),
+        attributes={
+            ATTR.ACTOR_ID: cell.actor_id,
+            ATTR.ACTOR_TYPE: cell.actor_type,
+            ATTR.SEQ: m.seq,
+            ATTR.MESSAGE_TYPE: m.type_tag,
+            ATTR.MESSAGE_ID: m.message_id or "",
+            ATTR.OUTCOME: "ok" if step is not None and step.ok else "error",
+            ATTR.FINISHED_LIVE: False,
+        },
+    ) as span:
+        raised: BaseException | None = None
+        try:
+            with anyio.CancelScope() as scope, _tools.in_step(cell.where), ctx._handler_task():
+                err = None if step is None else step.error
+                if err is not None and err.type == "StepCancelledError":
+                    ctx.cancel_replay = scope  # cancelled live: cut where its log ends
+                await cell.actor.receive(ctx, msg)
+        except BaseException as exc:
+            if not is_call_error(exc):
+                raise
+            raised = exc  # the recorded outcome stands; only effects must match
+        if ctx.stopped is not None:
+            if cell.ended is None:  # the history missed it (a crash right after the step)
+                cell.note_event(EventKind.FINISHED, {"seq": m.seq, "reason": ctx.stopped})
+            cell.ended = ("finished", ctx.stopped)
+        if ctx.fatal is None:
+            try:
+                ctx.check_consumed(raised)
+            except ActorlogError:
+                pass
+        span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
+        if ctx.fatal is not None:
+            _telemetry.set_error(span, str(ctx.fatal))
+            raise ctx.fatal
+    cell.handled_seq = m.seq
+
+
+def decode_failed(step: StepRecord) -> bool:
+    """A recorded step whose handler never ran: its message could not be decoded, or the
+    actor's class did not accept its type (``_step``)."""
+    err = step.error
+    if step.ok or err is None:
+        return False
+    if err.type == "ConfigurationError":
+        return err.message.startswith(("unknown message type", "cannot decode"))
+    return err.type == "TypeError" and " does not accept messages of type " in err.message
+
+
+async def unfinished(
+    store: Store, registry: Registry
+) -> tuple[list[tuple[type[Actor[Any]], str]], dict[str, BaseException]]:
+    """At start (without leases): the actors with unfinished work to recover, as (class,
+    id), and those that cannot be: a summary row that cannot be read (whether it has work is
+    unknown), or a class this runtime does not run (recorded as a ``quarantined`` event).
+    Spawning one of those with its class raises the same error or recovers it."""
+    starts: list[tuple[type[Actor[Any]], str]] = []
+    quarantined: dict[str, BaseException] = {}
+    # one query where the store offers it (the others: every summary row, filtered here)
+    rows = await (
+        store.unfinished_actors() if isinstance(store, UnfinishedStore) else store.list_actors()
+    )
+    for row in rows:
+        if row.damage is not None:
+            err = CorruptEntryError(row.actor_id, 0, "column type", row.damage)
+            quarantined[row.actor_id] = err
+            continue
+        if row.handled_seq >= row.last_message_seq:
+            continue
+        cls = registry.actor_class(row.actor_type)
+        if cls is None:
+            quarantined[row.actor_id] = ActorNotFoundError(
+                f"actor {row.actor_id!r} has unfinished work but its class "
+                f"{row.actor_type!r} is not registered with this system; spawn it with "
+                "its class (or add it to actors=[...]) to recover it"
+            )
+            try:
+                await store.record_event(
+                    row.actor_id,
+                    EventKind.QUARANTINED,
+                    f'{{"error": "class {row.actor_type} not registered"}}',
+                )
+            except Exception:
+                pass
+            continue
+        starts.append((cls, row.actor_id))
+    return starts, quarantined

@@ -1,0 +1,133 @@
+"""Observability of ownership (issue 12, point 6): who owns an actor (API and CLI), a stream
+of ownership changes, a log line and OpenTelemetry events when a runtime loses actors."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import anyio
+import anyio.lowlevel
+import pytest
+from actorlog import ActorSystem, ConfigurationError, Lease, OwnershipChange, ops
+from actorlog.stores import MemoryStore, PostgresStore
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests import _pg
+
+from .agents import Account, Deposit
+
+pytestmark = pytest.mark.anyio
+
+
+def _exporter() -> InMemorySpanExporter:
+    exporter = InMemorySpanExporter()
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return exporter
+
+
+def _system(url: str, schema: str, owner: str, ttl: float = 0.6) -> ActorSystem:
+    return ActorSystem(
+        PostgresStore(url, schema=schema), actors=[Account], owner=owner, lease_ttl=ttl
+    )
+
+
+async def test_ownership_api_changes_log_line_and_spans(
+    pg_url: str, pg_schema: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    exporter = _exporter()
+    caplog.set_level(logging.WARNING, logger="actorlog.ownership")
+    changes: list[OwnershipChange] = []
+    async with _system(pg_url, pg_schema, "a") as a, anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            async for change in a.ownership_changes():
+                changes.append(change)
+
+        tg.start_soon(watch)
+        await anyio.lowlevel.checkpoint()  # subscribed
+        ref = await a.spawn(Account, "acct")
+        assert await ref.ask(Deposit(1)) == 1
+        lease = await a.ownership("acct")
+        assert isinstance(lease, Lease)
+        assert lease.owner == "a" and lease.token == 1 and 0 < lease.expires_in <= 0.6
+        assert lease.live
+        listed = [(x.actor_id, x.owner, x.token) for x in await ops.leases(a.store)]
+        assert listed == [("acct", "a", 1)]
+        # Another runtime takes it over: this one notices at its next renewal.
+        other = PostgresStore(pg_url, schema=pg_schema)
+        await other.open()
+        try:
+            await other._execute("UPDATE leases SET expires_at = now()")
+            assert await other.acquire_lease("acct", "b", 30) == 2
+            with anyio.fail_after(5):
+                while not any(c.kind == "lost" for c in changes):
+                    await anyio.sleep(0.02)
+            lease = await a.ownership("acct")
+            assert lease is not None and (lease.owner, lease.token) == ("b", 2)
+        finally:
+            await other.close()
+        tg.cancel_scope.cancel()
+    assert [(c.kind, c.actor_id, c.token) for c in changes] == [
+        ("acquired", "acct", 1),
+        ("lost", "acct", 1),
+    ]
+    assert any(
+        r.name == "actorlog.ownership" and "lost actor acct" in r.getMessage()
+        for r in caplog.records
+    )
+    events = [
+        (e.name, e.attributes.get("actorlog.lease.token") if e.attributes else None)
+        for s in exporter.get_finished_spans()
+        if s.name == "actorlog.ownership"
+        for e in s.events
+    ]
+    assert ("actorlog.lease.acquired", 1) in events and ("actorlog.lease.lost", 1) in events
+
+
+async def test_a_takeover_is_reported_as_such(pg_url: str, pg_schema: str) -> None:
+    store = PostgresStore(pg_url, schema=pg_schema)
+    await store.open()
+    try:  # a runtime "died" holding the lease, with a queued message
+        await store.register_actor("acct", "tests.cluster.agents.Account")
+        assert await store.acquire_lease("acct", "dead", 0.3) is not None
+        await store.inbox_put("acct", "m1", "tests.cluster.agents.Deposit", '{"n": 3}', None)
+    finally:
+        await store.close()
+    async with _system(pg_url, pg_schema, "b", ttl=0.6) as b:
+        with anyio.fail_after(10):
+            async for change in b.ownership_changes():
+                assert (change.kind, change.actor_id, change.token) == ("taken_over", "acct", 2)
+                break
+
+
+async def test_cli_leases_lists_owner_token_and_expiry(pg_url: str, pg_schema: str) -> None:
+    async with _system(pg_url, pg_schema, "a", ttl=30) as a:
+        await a.spawn(Account, "acct")
+        url = _pg.schema_url(pg_url, pg_schema)
+        cmd = [sys.executable, "-m", "actorlog.cli._main", "leases", url]
+        table = await anyio.run_process(cmd)
+        lines = table.stdout.decode().splitlines()
+        assert lines[0].split() == ["ACTOR", "OWNER", "TOKEN", "EXPIRES", "IN"]
+        assert lines[1].split()[:3] == ["acct", "a", "1"]
+        as_json = await anyio.run_process([*cmd, "--json"])
+        row = json.loads(as_json.stdout)
+        assert (row["actor_id"], row["owner"], row["token"], row["live"]) == ("acct", "a", 1, True)
+        assert 0 < row["expires_in"] <= 30
+
+
+async def test_without_leases() -> None:
+    async with ActorSystem(MemoryStore(), actors=[Account]) as m:
+        await m.spawn(Account, "x")
+        assert await m.ownership("x") is None
+        with pytest.raises(ConfigurationError):
+            m.ownership_changes()
+        assert await ops.leases(m.store) == []

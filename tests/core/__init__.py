@@ -1,0 +1,1 @@
+"""Tests of actorlog._core: the cell, delivery and recovery of one live actor."""

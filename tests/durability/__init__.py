@@ -1,0 +1,3 @@
+"""Tests of actorlog._durability: commits, message ids, snapshots, retention, lifecycle, in-doubt
+decisions.
+"""

@@ -1,0 +1,3 @@
+"""Tests of actorlog._effects: ctx.call, tools and retries, concurrent effects in a step,
+cancellation, live equals replay.
+"""

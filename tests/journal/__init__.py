@@ -1,0 +1,1 @@
+"""Tests of actorlog._journal: codec, records, names, ids, argument checks."""

@@ -1,0 +1,199 @@
+"""Golden bytes: frames and checksums written by hand from docs/FORMAT.md.
+
+Every frame below was written field by field from the frame table of FORMAT.md section 3.5
+([F6]) and the snapshot frame of section 4 ([F12]); the CRC-32 and SHA-256 values were
+computed from those hand-written bytes by a bit-by-bit CRC-32 and ``hashlib`` outside this
+code base, and are pasted here as literals. The codec under test must produce exactly these
+bytes and accept exactly these checksums; if it does not, either the code or the spec changed
+the format, and existing stores would no longer open.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+
+import pytest
+from actorlog import CorruptEntryError, EncodeError, testing
+from actorlog._journal.codec import (
+    _frame_parts,
+    encode_json,
+    entry_checksum,
+    make_row,
+    snapshot_digest,
+    verify_row,
+)
+from actorlog.store import FORMAT_VERSION, KINDS, EntryRow
+
+# fmt: off
+#: (actor_id, seq, kind, type_tag, ref, message_id, payload) -> (frame hex, CRC-32)
+GOLDEN_ENTRIES: list[tuple[tuple[str, int, str, str, int, str | None, bytes], str, int]] = [
+    (
+        ("a1", 1, "message", "t.Msg", 0, "m1", b'{"x":1}'),
+        "01"                  # format version 1                    [F1]
+        "01"                  # kind code: message = 1              [F4]
+        "0000000000000001"    # seq, 8 bytes big-endian             [F2]
+        "0000000000000000"    # ref 0
+        "0002" "6131"         # len("a1"), "a1"
+        "0005" "742e4d7367"   # len("t.Msg"), "t.Msg"
+        "0002" "6d31"         # len("m1"), "m1"
+        "00000007" "7b2278223a317d",  # len(payload), {"x":1}
+        0xFF161B6D,
+    ),
+    (
+        ("a1", 2, "step", "t.Msg", 1, None, b'{"ok":true}'),
+        "01" "04"             # step = 4
+        "0000000000000002" "0000000000000001"
+        "0002" "6131"
+        "0005" "742e4d7367"
+        "ffff"                # message_id NULL: 0xFFFF and no bytes
+        "0000000b" "7b226f6b223a747275657d",
+        0x84227B7A,
+    ),
+    (
+        ("\u00e9b", 259, "intent", "search", 258, None, b"{}"),
+        "01" "02"             # intent = 2
+        "0000000000000103" "0000000000000102"
+        "0003" "c3a962"       # "éb": lengths count UTF-8 bytes (3), not characters (2) [F3]
+        "0006" "736561726368"
+        "ffff"
+        "00000002" "7b7d",
+        0xBC13DBA0,
+    ),
+    (
+        ("x", 5, "decision", "retry", 4, None, b""),
+        "01" "06"             # decision = 6
+        "0000000000000005" "0000000000000004"
+        "0001" "78"
+        "0005" "7265747279"
+        "ffff"
+        "00000000",           # an empty payload still has its length field
+        0x83667A0D,
+    ),
+]
+
+#: (actor_id, seq, handled_seq, type_tag, schema_version, data) -> (frame hex, SHA-256)
+GOLDEN_SNAPSHOT = (
+    ("a1", 7, 5, "t.State", 3, b'{"n":3}'),
+    "01"                      # format version
+    "0002" "6131"             # len("a1"), "a1"
+    "0000000000000007"        # seq
+    "0000000000000005"        # handled_seq
+    "00000003"                # schema_version, 4 bytes
+    "0007" "742e5374617465"   # len("t.State"), "t.State"
+    "0000000000000007"        # len(data), 8 bytes
+    "7b226e223a337d",         # {"n":3}
+    "44f2945ca1f5dab95a6cd76baca497a08d685ed4eb7b4cb4832ad2de9546059e",
+)
+# fmt: on
+
+_IDS = [g[0][2] for g in GOLDEN_ENTRIES]
+
+
+def test_format_version_and_kind_codes() -> None:
+    """[F1] the format is version 1; [F4] kind codes are 1..6 in table order."""
+    assert FORMAT_VERSION == 1
+    assert KINDS == ("message", "intent", "result", "step", "effect", "decision")
+
+
+@pytest.mark.parametrize(("fields", "frame_hex", "crc"), GOLDEN_ENTRIES, ids=_IDS)
+def test_entry_frame_is_the_documented_bytes(
+    fields: tuple[str, int, str, str, int, str | None, bytes], frame_hex: str, crc: int
+) -> None:
+    """[F6] the codec frames an entry exactly as FORMAT.md's table says ([F2] big-endian)."""
+    head, payload = _frame_parts(*fields)
+    assert (head + payload).hex() == frame_hex
+
+
+@pytest.mark.parametrize(("fields", "frame_hex", "crc"), GOLDEN_ENTRIES, ids=_IDS)
+def test_entry_checksum_is_the_crc32_of_the_documented_frame(
+    fields: tuple[str, int, str, str, int, str | None, bytes], frame_hex: str, crc: int
+) -> None:
+    """[F6] the checksum is the zlib CRC-32 of the frame: the hand-computed value, the
+    value zlib gives for the literal bytes, and the codec's value agree."""
+    assert zlib.crc32(bytes.fromhex(frame_hex)) == crc
+    assert entry_checksum(*fields) == crc
+
+
+@pytest.mark.parametrize(("fields", "frame_hex", "crc"), GOLDEN_ENTRIES, ids=_IDS)
+def test_golden_entry_verifies(
+    fields: tuple[str, int, str, str, int, str | None, bytes], frame_hex: str, crc: int
+) -> None:
+    """[F7] a row with the golden checksum is valid at its position, and make_row writes
+    that checksum."""
+    row = EntryRow(*fields, checksum=crc)
+    verify_row(row, fields[0], fields[1])
+    assert make_row(*fields) == row
+
+
+@pytest.mark.parametrize(("fields", "frame_hex", "crc"), GOLDEN_ENTRIES, ids=_IDS)
+def test_decode_rejects_crc_mismatch(
+    fields: tuple[str, int, str, str, int, str | None, bytes], frame_hex: str, crc: int
+) -> None:
+    """[F7] rule 4: one flipped checksum bit is corruption."""
+    row = EntryRow(*fields, checksum=crc ^ 1)
+    with pytest.raises(CorruptEntryError) as info:
+        verify_row(row, fields[0], fields[1])
+    assert info.value.check == "checksum"
+
+
+def test_decode_rejects_a_changed_covered_field() -> None:
+    """[F6] the checksum covers identity and position: the golden checksum with another
+    seq, ref, message id or payload does not verify."""
+    fields, _, crc = GOLDEN_ENTRIES[0]
+    actor, seq, kind, tag, ref, mid, payload = fields
+    for changed in (
+        EntryRow(actor, seq, kind, tag, ref + 1, mid, payload, crc),
+        EntryRow(actor, seq, kind, tag, ref, "m2", payload, crc),
+        EntryRow(actor, seq, kind, tag, ref, None, payload, crc),
+        EntryRow(actor, seq, kind, tag, ref, mid, b'{"x":2}', crc),
+        EntryRow(actor, seq, "step", tag, ref, mid, payload, crc),
+    ):
+        with pytest.raises(CorruptEntryError):
+            verify_row(changed, actor, seq)
+
+
+def test_decode_rejects_wrong_position() -> None:
+    """[F7] rules 1 and 2: a valid row read for another actor or seq is corruption."""
+    fields, _, crc = GOLDEN_ENTRIES[0]
+    row = EntryRow(*fields, checksum=crc)
+    with pytest.raises(CorruptEntryError) as info:
+        verify_row(row, "a2", 1)
+    assert info.value.check == "identity"
+    with pytest.raises(CorruptEntryError) as info:
+        verify_row(row, "a1", 2)
+    assert info.value.check == "seq chain"
+
+
+def test_snapshot_digest_is_the_sha256_of_the_documented_frame() -> None:
+    """[F12] the snapshot digest is SHA-256 of the snapshot frame of FORMAT.md section 4."""
+    fields, frame_hex, digest = GOLDEN_SNAPSHOT
+    assert hashlib.sha256(bytes.fromhex(frame_hex)).hexdigest() == digest
+    assert snapshot_digest(*fields).hex() == digest
+
+
+def test_payload_json_is_compact_utf8() -> None:
+    """[F3] payloads are compact UTF-8 JSON: no insignificant whitespace, non-ASCII text as
+    UTF-8 bytes (not \\u escapes)."""
+    assert encode_json({"k": "\u00e9", "n": [1, 2]}, "test") == bytes.fromhex(
+        "7b226b223a22c3a9222c226e223a5b312c325d7d"  # {"k":"é","n":[1,2]}
+    )
+
+
+def test_payload_json_has_no_nan() -> None:
+    """[F3] NaN and Infinity are not JSON: refused at the call."""
+    with pytest.raises(EncodeError):
+        encode_json({"x": float("nan")}, "test")
+
+
+@pytest.mark.parametrize(("fields", "frame_hex", "crc"), GOLDEN_ENTRIES, ids=_IDS)
+def test_the_store_kit_frames_as_the_codec_does(
+    fields: tuple[str, int, str, str, int, str | None, bytes], frame_hex: str, crc: int
+) -> None:
+    """[F6] [F12] actorlog.testing computes checksums and digests from FORMAT.md's
+    pseudocode, independently of the codec: both give the golden values."""
+    actor_id, seq, kind, tag, ref, message_id, payload = fields
+    row = testing.make_entry(actor_id, seq, kind, tag, ref, message_id=message_id, payload=payload)
+    assert row.checksum == testing.entry_checksum(row) == crc
+    snap_fields, _, digest = GOLDEN_SNAPSHOT
+    assert testing.snapshot_digest(*snap_fields).hex() == digest
