@@ -1,7 +1,6 @@
 """The argument fuzz of ``actorlog.integrations.pydantic_ai`` (see test_arguments.py), for
 the parameter issue 26 added: ``DurableAgent(emit_deltas=...)`` given each hostile value
-must succeed (True/False) or raise an ``ActorlogError`` at the call, with ``ctx.emit``
-present (stood in for until it is merged) and without it."""
+must succeed (True/False) or raise an ``ActorlogError`` at the call."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from actorlog import Context
 from actorlog.integrations.pydantic_ai import DurableAgent
 from pydantic_ai import Agent
 from pydantic_ai.models.test import TestModel
@@ -20,14 +18,7 @@ from ._world import HOSTILE
 from .test_arguments import Findings, judge, outcome_of, values
 
 
-@pytest.mark.parametrize("has_emit", [True, False])
-def test_emit_deltas_refuses_hostile_values(
-    has_emit: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if has_emit:
-        monkeypatch.setattr(Context, "emit", lambda self, obj: None, raising=False)
-    else:
-        monkeypatch.delattr(Context, "emit", raising=False)
+def test_emit_deltas_refuses_hostile_values() -> None:
     f = Findings("DurableAgent(emit_deltas=...)")
     agent: Agent[Any, Any] = Agent(TestModel(), name="fuzz-pai")
     for value in values():

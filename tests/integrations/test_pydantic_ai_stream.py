@@ -1,7 +1,7 @@
 """Streamed model requests (docs/pydantic-ai.md, "Streaming and event stream handlers"): the
 handler gets the provider's deltas live, the complete response is logged once, a request
 served from the log is not streamed (its parts come whole), a run recorded without streaming
-resumes, and ``emit_deltas`` hands the deltas to the step's callers."""
+resumes, and ``emit_deltas`` hands the deltas to the step's ``ref.ask_stream`` callers."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from actorlog import ActorSystem, ConfigurationError, Context, HandlerError, ops
-from actorlog.integrations.pydantic_ai import READ, AgentActor, DurableAgent
+from actorlog import ActorSystem, ConfigurationError, HandlerError, ops
+from actorlog.integrations.pydantic_ai import READ, AgentActor, DurableAgent, RunPrompt
 from actorlog.stores import MemoryStore, SqliteStore
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
@@ -293,21 +293,28 @@ def reduce(emitted: list[dict[str, Any]]) -> dict[tuple[int, int], str]:
     return texts
 
 
+async def stream_events(
+    system: ActorSystem, durable: DurableAgent[Any, Any], actor_id: str, message_id: str
+) -> tuple[list[dict[str, Any]], list[bool], Any]:
+    """Run ``durable`` on "go" through ``ref.ask_stream``: the events' data, their
+    ``replayed`` flags, and the reply."""
+    ref = await system.spawn(AgentActor, actor_id)
+    stream = ref.ask_stream(RunPrompt(durable.name, "go"), message_id=message_id)
+    data: list[dict[str, Any]] = []
+    flags: list[bool] = []
+    async for ev in stream:
+        data.append(ev.data)
+        flags.append(ev.replayed)
+    return data, flags, stream.reply
+
+
 @pytest.mark.anyio
-async def test_emit_deltas_hands_the_deltas_to_the_callers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Without a handler, ``emit_deltas=True`` streams the requests and gives ``ctx.emit``
-    plain dicts: live, each delta at its offset; after a resume, a request served from the
-    log as one dict per part (offset 0, the whole text, ``replayed``), then the live ones.
-    (``ctx.emit`` is another piece of issue 26: until it is merged it is stood in for here
-    by a recorder on Context; with it, the same dicts reach ``ref.ask_stream``.)"""
+async def test_emit_deltas_hands_the_deltas_to_the_callers(tmp_path: Path) -> None:
+    """Without a handler, ``emit_deltas=True`` streams the requests and hands plain dicts
+    to the ``ref.ask_stream`` caller: live, each delta at its offset; after a resume, a
+    request served from the log as one dict per part (offset 0, the whole text,
+    ``replayed``), then the live ones."""
     emitted: list[dict[str, Any]] = []
-
-    def emit(self: Context, obj: Any) -> None:
-        emitted.append(obj)
-
-    monkeypatch.setattr(Context, "emit", emit, raising=False)
     asked: list[int] = []
     block = True
     reached = anyio.Event()
@@ -326,13 +333,17 @@ async def test_emit_deltas_hands_the_deltas_to_the_callers(
         ActorSystem(SqliteStore(store), actors=[AgentActor], shutdown_grace=0.1) as system,
         anyio.create_task_group() as tg,
     ):
+        ref = await system.spawn(AgentActor, "s")
 
         async def go() -> None:
-            await durable.run(system, "s", "go", message_id="m")
+            async for ev in ref.ask_stream(RunPrompt("t-emit", "go"), message_id="m"):
+                emitted.append(ev.data)
 
         tg.start_soon(go)
         with anyio.fail_after(30):
             await reached.wait()
+            while len(emitted) < 4:  # the caller gets the events the step emitted so far
+                await anyio.sleep(0.001)
         tg.cancel_scope.cancel()
     call = {"tool_name": "lookup", "tool_call_id": "c0"}
     delta = {"event": "pydantic_ai.delta", "request": 0, "part": 0}
@@ -344,12 +355,11 @@ async def test_emit_deltas_hands_the_deltas_to_the_callers(
     ]
 
     block = False
-    emitted.clear()
     async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
-        result = await durable.run(system, "s", "go", message_id="m")
-    assert result.output == "found x" and asked == [0, 1]
+        again, flags, reply = await stream_events(system, durable, "s", "m")
+    assert reply["output"] == "found x" and asked == [0, 1]
     text = {"event": "pydantic_ai.delta", "request": 1, "part": 0, "part_kind": "text"}
-    assert emitted == [
+    assert again == [
         {"event": "pydantic_ai.request", "request": 0, "replayed": True},
         {**delta, "part_kind": "tool-call", "offset": 0, "delta": '{"q": "x"}', **call},
         {"event": "pydantic_ai.request_end", "request": 0},
@@ -359,17 +369,18 @@ async def test_emit_deltas_hands_the_deltas_to_the_callers(
         {**text, "offset": 4, "delta": "d x"},
         {"event": "pydantic_ai.request_end", "request": 1},
     ]
-    assert reduce(emitted) == {(0, 0): '{"q": "x"}', (1, 0): "found x"}
+    # the request served from the log says so in its dict; the StepEvent's own flag is
+    # False, as the emits come after the last recorded effect (docs/streaming.md)
+    assert flags == [False] * 8
+    assert reduce(again) == reduce(emitted + again) == {(0, 0): '{"q": "x"}', (1, 0): "found x"}
 
 
-def test_emit_deltas_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_emit_deltas_is_checked() -> None:
     agent = Agent(FunctionModel(stream_function=_never), name="t-emit-checked")
     for bad in ["yes", 1, None]:
         with pytest.raises(ConfigurationError, match="emit_deltas"):
             DurableAgent(agent, emit_deltas=bad)  # type: ignore[arg-type]
-    monkeypatch.delattr(Context, "emit", raising=False)  # an actorlog without ctx.emit
-    with pytest.raises(ConfigurationError, match=r"ctx\.emit"):
-        DurableAgent(agent, emit_deltas=True)
+    assert DurableAgent(agent, emit_deltas=True).emit_deltas is True
 
 
 async def _never(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
@@ -488,18 +499,10 @@ async def test_a_handler_that_raises_mid_stream_fails_the_run_and_it_recovers(
 
 
 @pytest.mark.anyio
-async def test_a_model_that_cannot_stream_is_handed_on_whole(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_model_that_cannot_stream_is_handed_on_whole() -> None:
     """A ``FunctionModel`` without ``stream_function`` is asked without streaming: the
-    handler gets its response whole, and ``emit_deltas`` one delta per part."""
-    emitted: list[dict[str, Any]] = []
+    handler gets its response whole, and the ``ask_stream`` caller one delta per part."""
     events: list[str] = []
-
-    def emit(self: Context, obj: Any) -> None:
-        emitted.append(obj)
-
-    monkeypatch.setattr(Context, "emit", emit, raising=False)
 
     def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=[TextPart("all at once")])
@@ -511,8 +514,8 @@ async def test_a_model_that_cannot_stream_is_handed_on_whole(
     agent = Agent(FunctionModel(fn), name="t-whole")
     durable = DurableAgent(agent, event_stream_handler=handler, emit_deltas=True)
     async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
-        result = await durable.run(system, "s", "go", message_id="m")
-    assert result.output == "all at once"
+        emitted, flags, reply = await stream_events(system, durable, "s", "m")
+    assert reply["output"] == "all at once"
     assert events == ["start 0 all at once", "FinalResultEvent", "end 0"]
     assert emitted == [
         {"event": "pydantic_ai.request", "request": 0, "replayed": False},
@@ -526,3 +529,4 @@ async def test_a_model_that_cannot_stream_is_handed_on_whole(
         },
         {"event": "pydantic_ai.request_end", "request": 0},
     ]
+    assert flags == [False, False, False]
