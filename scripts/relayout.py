@@ -121,6 +121,7 @@ MOVES: dict[str, str] = {
     "runtime/_passivation.py": "runtime/_runtime/passivation.py",
     "runtime/_query.py": "runtime/_runtime/query.py",
     "runtime/_systimers.py": "runtime/_runtime/systimers.py",
+    "runtime/_runtime/operate.py": "runtime/_runtime/operate.py",  # made after the sweep
     # _views: what operators read, on a terminal and in HTML (the CLI and the console)
     "runtime/_term.py": "runtime/_views/term.py",
     "runtime/_html.py": "runtime/_views/html.py",
