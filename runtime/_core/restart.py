@@ -28,12 +28,7 @@ if TYPE_CHECKING:
     from ..store import Store
     from .cell import Cell
 
-__all__ = ["detail", "quarantined_class", "restartable"]
-
-
-def detail(by: str | None, reason: str, error: object) -> dict[str, Any]:
-    """The detail of a ``restarted`` event: who, why, and the error it was quarantined with."""
-    return {"by": by or _decisions.whoami(), "reason": reason, "error": str(error)}
+__all__ = ["quarantined_class", "restartable"]
 
 
 async def quarantined_class(
@@ -82,7 +77,7 @@ async def quarantined_class(
             "cannot help, refused, nothing written. Run 'actorlog verify' and deal with the "
             "damage first (docs/operators.md, 'Damage')"
         )
-    found = detail(by, reason, error)
+    found = _decisions.restarted_detail(by, reason, error)
     with _traceends.lifecycle_span("restart", actor_id, found["by"], reason):
         await store.record_event(actor_id, EventKind.RESTARTED, json.dumps(found))
     if cell is not None and cells.get(actor_id) is cell:

@@ -190,3 +190,9 @@ def operator_record(
         reason=reason or str(fail),
         at=now,
     )
+
+
+def restarted_detail(by: str | None, reason: str, error: object) -> dict[str, Any]:
+    """The detail of a ``restarted`` event (``ActorSystem.restart`` and the offline
+    ``actorlog restart`` write the same): who, why, and the error it was quarantined with."""
+    return {"by": by or whoami(), "reason": reason, "error": str(error)}

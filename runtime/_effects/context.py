@@ -32,14 +32,7 @@ from .._journal.errors import (
     ToolCallError,
 )
 from .._journal.ids import idempotency_key
-from .._journal.records import (
-    EffectRecord,
-    EntryKind,
-    ErrorInfo,
-    IntentRecord,
-    Recorded,
-    SettledBy,
-)
+from .._journal.records import EffectRecord, EntryKind, ErrorInfo, IntentRecord, Recorded, SettledBy
 from .._tracing import telemetry as _telemetry
 from . import tasks as _tasks
 from .calls import StepHost, abandoned_error, not_started_error

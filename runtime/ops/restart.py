@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .._core import restart as _restart
+from .._durability.decisions import restarted_detail
 from .._journal import codec as _codec
 from .._journal.errors import ConfigurationError
 from .._journal.records import EventKind
@@ -45,7 +45,7 @@ async def restart(store: Store, actor_id: str, *, by: str | None = None, reason:
         )
     await refuse_damaged(store, actor_id, "restart")
     problem = status.problem or failure[1]
-    detail = _restart.detail(by, reason, problem)
+    detail = restarted_detail(by, reason, problem)
     with _traceends.lifecycle_span("restart", actor_id, detail["by"], reason):
         await store.record_event(actor_id, EventKind.RESTARTED, json.dumps(detail))
     return problem
