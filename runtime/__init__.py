@@ -51,7 +51,7 @@ from __future__ import annotations
 import logging as _logging
 
 from . import errors
-from ._cluster.leases import Lease, OwnershipChange
+from ._cluster.leases import OwnershipChange
 from ._core.recovery import RecoveryReport
 from ._durability.events import AskStream, StepEvent
 from ._effects.actor import Actor
@@ -60,6 +60,7 @@ from ._effects.ref import ActorRef
 from ._effects.retry import Retry
 from ._effects.tools import Happened, NotHappened, Tool, tool
 from ._journal.ids import idempotency_key
+from ._journal.leases import Lease
 from ._journal.names import message
 from ._runtime.system import ActorSystem
 

@@ -69,6 +69,7 @@ MOVES: dict[str, str] = {
     "runtime/_entryreads.py": "runtime/_journal/entryreads.py",
     "runtime/_storetimers.py": "runtime/_journal/storetimers.py",
     "runtime/_door.py": "runtime/_journal/door.py",
+    "runtime/_journal/leases.py": "runtime/_journal/leases.py",  # made after the sweep
     # _tracing: spans, metrics and logs (docs/tracing.md)
     "runtime/_telemetry.py": "runtime/_tracing/telemetry.py",
     "runtime/_traceends.py": "runtime/_tracing/traceends.py",
@@ -79,7 +80,7 @@ MOVES: dict[str, str] = {
     "runtime/_mailbox.py": "runtime/_durability/mailbox.py",
     "runtime/_logged.py": "runtime/_durability/logged.py",
     "runtime/_reuse.py": "runtime/_durability/reuse.py",
-    "runtime/_incarnation.py": "runtime/_durability/incarnation.py",
+    "runtime/_incarnation.py": "runtime/_durability/plan.py",  # merged into plan after the sweep
     "runtime/_decisions.py": "runtime/_durability/decisions.py",
     "runtime/_attempts.py": "runtime/_durability/attempts.py",
     "runtime/_escalation.py": "runtime/_durability/escalation.py",
@@ -110,6 +111,7 @@ MOVES: dict[str, str] = {
     "runtime/_step.py": "runtime/_core/step.py",
     "runtime/_recovery.py": "runtime/_core/recovery.py",
     "runtime/_restart.py": "runtime/_core/restart.py",
+    "runtime/_core/readonly.py": "runtime/_core/readonly.py",  # made after the sweep
     # _cluster: ownership across runtimes
     "runtime/_ownership.py": "runtime/_cluster/ownership.py",
     "runtime/_remote.py": "runtime/_cluster/remote.py",
@@ -251,7 +253,7 @@ PACKAGE_DOCS: dict[str, str] = {
         "The journal: the only code that knows bytes. Payload encoding and the checksum frame "
         "(``codec``), the typed record of each entry kind (``records``, ``entrykinds``, "
         "``entryreads``, ``fields``), the rows a store keeps (``rows``, ``storetimers``; public "
-        "through :mod:`actorlog.store`), stable names and ids (``names``, ``ids``), the exception "
+        "through :mod:`actorlog.store`) and its leases as read (``leases``), stable names and ids (``names``, ``ids``), the exception "
         "tree (``errors``; public as :mod:`actorlog.errors`) and the argument checks everyone "
         "shares (``checks``). With ``actorlog.store`` and ``actorlog.errors`` it is the journal "
         "layer, the ground floor: it imports nothing of actorlog above it."
@@ -265,10 +267,12 @@ PACKAGE_DOCS: dict[str, str] = {
     "runtime/_durability": (
         "Durability: one actor's log at run time and what keeps it true. The append-before-"
         "execute journal (``wal``, ``seenids``), the envelopes and reply slots of its mailbox "
-        "(``mailbox``), logged messages and their retries (``logged``, ``reuse``, "
-        "``incarnation``), in-doubt intents and the one decision that settles each "
+        "(``mailbox``), logged messages and their retries (``logged``, ``reuse``), the log read "
+        "and verified the way recovery reads it, writing nothing (``plan``, shared with the "
+        "offline readers), in-doubt intents and the one decision that settles each "
         "(``decisions``, ``attempts``, ``escalation``), snapshots and retention (``snapshots``, "
-        "``retention``), how an actor ends (``lifecycle``) and durable timers (``timers``). May "
+        "``retention``), how an actor ends (``lifecycle``), durable timers (``timers``), the "
+        "actor's events and the operators' rulings (``events``, ``rulings``). May "
         "import the journal layer and ``_tracing``; never the actor core above it."
     ),
     "runtime/_effects": (
@@ -282,13 +286,15 @@ PACKAGE_DOCS: dict[str, str] = {
     "runtime/_core": (
         "One live actor: its cell (lifecycle, posts, the step loop), one step run in its "
         "``Context`` (``step``), recovery from the newest valid snapshot and the log tail "
-        "(``recovery``) and the restart of a quarantined actor (``restart``). The cell reaches "
+        "(``recovery``), the read-only host a step is replayed on without acting (``readonly``; "
+        "``read_state`` and the replay tester) and the restart of a quarantined actor "
+        "(``restart``). The cell reaches "
         "the runtime only through ``CellHost``, a Protocol it defines. May import every package "
         "below it (the journal layer, ``_tracing``, ``_durability``, ``_effects``)."
     ),
     "runtime/_cluster": (
         "Ownership across runtimes (docs/scaling.md): leases and fencing, the feed of ownership "
-        "changes (``leases``), remote asks answered from the owner's log (``remote``) and the "
+        "changes (``leases``; the plain ``Lease`` record is in ``_journal``), remote asks answered from the owner's log (``remote``) and the "
         "ownership loop (``ownership``), which reaches the runtime only through "
         "``OwnershipHost``. May import every package below it, up to ``_core``."
     ),

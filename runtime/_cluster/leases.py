@@ -1,5 +1,6 @@
-"""Leases as the runtime reports them: ``Lease``, ``OwnershipChange``, and the feed of
-changes behind ``ActorSystem.ownership_changes`` (also logged and traced)."""
+"""This runtime's ownership as it changes: ``OwnershipChange`` and the feed of changes behind
+``ActorSystem.ownership_changes`` (also logged and traced); the lease margin. The plain
+``Lease`` record, which the operators read too, is in ``_journal/leases.py``."""
 
 from __future__ import annotations
 
@@ -13,36 +14,13 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from .._tracing import telemetry as _telemetry
 
-__all__ = ["LEASE_MARGIN", "ChangeFeed", "ChangeKind", "Lease", "OwnershipChange"]
+__all__ = ["LEASE_MARGIN", "ChangeFeed", "ChangeKind", "OwnershipChange"]
 
 logger = logging.getLogger("actorlog.ownership")
 
 #: A tool starts only while at least this fraction of the lease is left: its last
 #: confirmation began less than ``(1 - LEASE_MARGIN) x lease_ttl`` ago (docs/scaling.md).
 LEASE_MARGIN = 0.25
-
-
-@attrs.frozen
-class Lease:
-    """Who owns an actor, as the store says (``system.ownership``, ``actorlog.ops.leases``).
-
-    Attributes:
-        actor_id: the actor.
-        owner: the runtime holding the lease (its ``owner=`` name), or None if released.
-        token: the fencing token of the lease (grows with every change of owner).
-        expires_in: seconds until the lease expires, on the database's clock (<= 0: expired,
-            free to take).
-    """
-
-    actor_id: str
-    owner: str | None
-    token: int
-    expires_in: float
-
-    @property
-    def live(self) -> bool:
-        """Held by a runtime right now (not released, not expired)."""
-        return self.owner is not None and self.expires_in > 0
 
 
 ChangeKind = Literal["acquired", "taken_over", "lost", "released"]

@@ -56,9 +56,10 @@ from .._journal.errors import (
     MessageIdReusedError,
     SequenceConflictError,
 )
+from .._journal.leases import Lease
 from .._journal.records import EntryKind
 from ..store import LeaseStore, ReplyStore, Store
-from .leases import LEASE_MARGIN, ChangeFeed, ChangeKind, Lease, OwnershipChange
+from .leases import LEASE_MARGIN, ChangeFeed, ChangeKind, OwnershipChange
 from .remote import RemoteAsks, ReplyAnnouncer
 
 if TYPE_CHECKING:

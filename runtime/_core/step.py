@@ -223,7 +223,7 @@ def _cannot_run(cell: Stepping, env: Envelope) -> BaseException | None:
     if env.decode_error is not None:
         return env.decode_error
     if cell.accepts is not None and not isinstance(env.message, cell.accepts):
-        # (the text ``_recovery.decode_failed`` knows: replay skips such a step)
+        # (the text ``_durability.plan.decode_failed`` knows: replay skips such a step)
         return TypeError(f"{cell.cls.__qualname__} does not accept messages of type {env.type_tag}")
     return None
 

@@ -191,12 +191,12 @@ async def durable_state(
         CorruptEntryError, LogCompactedError, NonDeterminismError: as recovery would.
     """
     # imported here: ``import actorlog`` (which imports this module for ``ActorRef``) stays
-    # light (tests/runtime/test_lazy_imports.py); _replaycheck has the read-only host
-    from .._core import recovery as _recovery
+    # light (tests/runtime/test_lazy_imports.py)
+    from .._core.readonly import ReadOnlyHost
+    from .._durability.plan import decode_failed, plan as read_plan
     from .._effects.cancelling import is_call_error
     from .._effects.context import Context
     from .._journal import names as _names
-    from ..testing import _replay as _replaycheck
 
     row = await store.get_actor(actor_id)
     if row is None:
@@ -207,7 +207,7 @@ async def durable_state(
     actor.actor_id = actor_id
     initial = actor.initial_state()
     state_type = type(initial)
-    plan = await _recovery.plan(
+    plan = await read_plan(
         store,
         actor_id,
         state_tag=_codec.type_tag(state_type),
@@ -216,7 +216,7 @@ async def durable_state(
         decode=lambda plain: _codec.structure(plain, state_type),
     )
     actor.state = initial if plan.state_data is None else plan.state
-    host = _replaycheck._Host(store, actor_id, registry)
+    host = ReadOnlyHost(store, actor_id, registry)
     where = f"{cls.__qualname__} (actor {actor_id!r}, read_state)"
     for m in plan.messages:
         if m.step is None:
@@ -224,7 +224,7 @@ async def durable_state(
         try:
             msg = registry.decode_message(m.type_tag, m.body)
         except Exception:
-            if _recovery.decode_failed(m.step):
+            if decode_failed(m.step):
                 continue  # live, its handler never ran either
             raise
         ctx = Context(host, m.seq, m.recorded, complete=True, incarnation=m.incarnation)

@@ -16,7 +16,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from .._cluster.leases import Lease, OwnershipChange
+from .._cluster.leases import OwnershipChange
 from .._cluster.ownership import Ownership
 from .._core import recovery as _recovery, restart as _restart
 from .._core.cell import Cell
@@ -33,6 +33,7 @@ from .._journal.errors import (
     ActorStoppedError,
     ConfigurationError,
 )
+from .._journal.leases import Lease
 from .._tracing import telemetry as _telemetry
 from ..store import Store
 from . import options as _options

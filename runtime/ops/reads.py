@@ -14,9 +14,8 @@ from typing import Any
 
 import anyio
 
-from .._cluster.leases import Lease
-from .._core import recovery as _recovery
 from .._durability import decisions as _decisions
+from .._durability.plan import plan as read_plan
 from .._journal import codec as _codec
 from .._journal.errors import (
     ActorNotFoundError,
@@ -26,6 +25,7 @@ from .._journal.errors import (
     WALError,
 )
 from .._journal.ids import idempotency_key
+from .._journal.leases import Lease
 from .._journal.records import EntryKind, EventKind, IntentRecord, Record, Recorded, decode_entry
 from ..store import ActorRow, AuditStore, EntryRow, SnapshotInfo, Store
 from .models import (
@@ -238,7 +238,7 @@ async def _status(store: Store, row: ActorRow) -> ActorStatus:
     pending = 0
     status = "idle"
     try:
-        p = await _recovery.plan(
+        p = await read_plan(
             store,
             row.actor_id,
             state_tag=tag,

@@ -3,7 +3,7 @@
 
 Like Temporal's ``Replayer``: every actor's log (from a store, read only, or from
 ``actorlog export`` JSON lines) is copied into a ``MemoryStore`` and read by the recovery
-path itself (``_recovery.plan``); each step is re-run through the replaying ``Context``,
+path itself (``_durability/plan.py``); each step is re-run through the replaying ``Context``,
 which serves every effect from the log and raises ``NonDeterminismError`` where the code
 asks for another one. Nothing is ever written to the source; no tool, send or spawn runs:
 an interrupted step is replayed as far as its log goes and stopped where it would go live.
@@ -20,22 +20,20 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
-from .._core import recovery as _recovery
+from .._core.readonly import ReachedLive, ReadOnlyHost
 from .._durability import lifecycle as _lifecycle
-from .._durability.wal import Journal
+from .._durability.plan import decode_failed, plan as read_plan
 from .._effects import tools as _tools
 from .._effects.actor import Actor
 from .._effects.cancelling import is_call_error
 from .._effects.context import Context
 from .._effects.registry import Registry
 from .._journal import codec as _codec
-from .._journal.door import Learner, Letter
 from .._journal.errors import ActorlogError, ConfigurationError, NonDeterminismError
-from .._journal.records import DecisionRecord, EventKind
-from ..store import ActorRow, EntryRow, Store, TimerRow
+from ..store import ActorRow, EntryRow, Store
 
 if TYPE_CHECKING:
-    from .._effects.ref import ActorRef
+    pass
 
 __all__ = ["Divergence", "ReplayReport", "replay"]
 
@@ -97,74 +95,6 @@ class ReplayReport:
         """Raise ``AssertionError`` listing every divergence, unless ``ok`` (for tests)."""
         if not self.ok:
             raise AssertionError("replay diverged:\n" + "\n".join(self.lines()))
-
-
-class _ReachedLive(BaseException):
-    """The replayed step went past its log: a live run would act here. Stop (a
-    ``BaseException``: a handler's ``except Exception`` does not swallow it)."""
-
-
-class _ReadOnlyJournal(Journal):
-    def write(self, *args: Any, **kwargs: Any) -> int:
-        raise _ReachedLive
-
-
-class _Host:
-    """The ``StepHost`` of a replayed step: nothing it offers acts on the world."""
-
-    def __init__(self, store: Store, actor_id: str, registry: Learner) -> None:
-        self.actor_id = actor_id
-        self.registry = registry
-        self.fencing_token = 0
-        self.closing = False
-        self.sleeping = False
-        self.journal: Journal = _ReadOnlyJournal(store, actor_id, 0)
-
-    def check_lease(self) -> int:
-        raise _ReachedLive  # a tool would start here
-
-    def note_event(self, kind: str, detail: dict[str, Any]) -> None:
-        if kind == EventKind.IN_DOUBT:
-            raise _ReachedLive  # settling an in-doubt call acts (rerun, reconcile, operator)
-
-    async def wait_in_doubt(
-        self, intent_seq: int, tool: str, key: str, *, step_seq: int
-    ) -> DecisionRecord:
-        raise _ReachedLive
-
-    async def deliver(self, ref: ActorRef[Any], letter: Letter, *, message_id: str) -> None:
-        raise _ReachedLive
-
-    async def put_timer(self, row: TimerRow) -> None:
-        raise _ReachedLive  # a replayed send_later is served from the log; a new one acts
-
-    def timers_kept(self) -> bool:
-        return True  # a new send_later reaches put_timer: live, where the check stops
-
-    async def spawn(self, cls: type[Any], actor_id: str, **options: Any) -> ActorRef[Any]:
-        raise _ReachedLive
-
-    def ref(self, cls: type[Any], actor_id: str) -> ActorRef[Any]:
-        from .._effects.ref import ActorRef
-
-        return ActorRef(_NoMessenger(self.registry), cls, actor_id)
-
-
-class _NoMessenger:
-    def __init__(self, registry: Learner) -> None:
-        self.registry = registry
-
-    async def _deliver(self, *args: Any, **kwargs: Any) -> Any:
-        raise _ReachedLive
-
-    async def _query(self, *args: Any, **kwargs: Any) -> Any:
-        raise _ReachedLive
-
-    async def _stream(self, *args: Any, **kwargs: Any) -> Any:
-        raise _ReachedLive
-
-    def status(self, actor_id: str) -> str:
-        return "unknown"
 
 
 @attrs.define
@@ -247,7 +177,7 @@ async def _replay_actor(
     actor.actor_id = actor_id
     initial = actor.initial_state()
     state_type = type(initial)
-    plan = await _recovery.plan(
+    plan = await read_plan(
         store,
         actor_id,
         state_tag=_codec.type_tag(state_type),
@@ -255,14 +185,14 @@ async def _replay_actor(
         on_reject=lambda _i, _r: None,
     )
     actor.state = initial
-    host = _Host(store, actor_id, registry)
+    host = ReadOnlyHost(store, actor_id, registry)
     where = f"{cls.__qualname__} (actor {actor_id!r}, replay-check)"
     tag = _codec.type_tag(cls)
     done = 0
     for m in plan.messages:
         if m.step is not None and _lifecycle.refused_step(m.step, len(m.recorded)):
             continue  # refused because the actor had ended: its handler never ran
-        if m.step is not None and _recovery.decode_failed(m.step):
+        if m.step is not None and decode_failed(m.step):
             continue  # live, its handler never ran: recovery skips it too
         try:
             msg = registry.decode_message(m.type_tag, m.body)
@@ -277,7 +207,7 @@ async def _replay_actor(
                 if err is not None and err.type == "StepCancelledError":
                     ctx.cancel_replay = scope  # cancelled live: cut where its log ends
                 await actor.receive(ctx, msg)
-        except _ReachedLive:
+        except ReachedLive:
             pass
         except BaseException as exc:
             if not is_call_error(exc):
