@@ -253,7 +253,8 @@ PACKAGE_DOCS: dict[str, str] = {
         "The journal: the only code that knows bytes. Payload encoding and the checksum frame "
         "(``codec``), the typed record of each entry kind (``records``, ``entrykinds``, "
         "``entryreads``, ``fields``), the rows a store keeps (``rows``, ``storetimers``; public "
-        "through :mod:`actorlog.store`) and its leases as read (``leases``), stable names and ids (``names``, ``ids``), the exception "
+        "through :mod:`actorlog.store`) and its leases as read (``leases``), stable names and "
+        "ids (``names``, ``ids``), the exception "
         "tree (``errors``; public as :mod:`actorlog.errors`) and the argument checks everyone "
         "shares (``checks``). With ``actorlog.store`` and ``actorlog.errors`` it is the journal "
         "layer, the ground floor: it imports nothing of actorlog above it."
@@ -294,7 +295,8 @@ PACKAGE_DOCS: dict[str, str] = {
     ),
     "runtime/_cluster": (
         "Ownership across runtimes (docs/scaling.md): leases and fencing, the feed of ownership "
-        "changes (``leases``; the plain ``Lease`` record is in ``_journal``), remote asks answered from the owner's log (``remote``) and the "
+        "changes (``leases``; the plain ``Lease`` record is in ``_journal``), remote asks "
+        "answered from the owner's log (``remote``) and the "
         "ownership loop (``ownership``), which reaches the runtime only through "
         "``OwnershipHost``. May import every package below it, up to ``_core``."
     ),
