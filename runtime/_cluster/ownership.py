@@ -71,6 +71,12 @@ __all__ = ["Ownership", "OwnershipHost"]
 
 logger = logging.getLogger("actorlog.ownership")
 
+#: Seconds at most that a runtime which found an actor's lease held by another runtime routes
+#: to that actor through the inbox without asking the store again (a third of the lease time
+#: if shorter): a send stream to a remote actor takes the lease row's lock once per window,
+#: not once per message.
+FOREIGN_RECHECK = 1.0
+
 
 class OwnershipHost(Protocol):
     """What ownership needs of the runtime it serves (the ``ActorSystem``)."""
@@ -267,7 +273,7 @@ class Ownership:
         now = time.monotonic()
         if len(self._foreign) >= 10_000:
             self._foreign = {a: t for a, t in self._foreign.items() if t > now}
-        self._foreign[actor_id] = now + min(self.ttl / 3, 1.0)
+        self._foreign[actor_id] = now + min(self.ttl / 3, FOREIGN_RECHECK)
 
     def _lose(self, actor_id: str, why: str) -> None:
         token = self.tokens.pop(actor_id, None)
