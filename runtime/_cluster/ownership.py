@@ -118,7 +118,8 @@ class Ownership:
         self._scan_wake = anyio.Event()
         #: subscribers of ownership_changes()
         self.feed = ChangeFeed(owner)
-        self._taking_over = False
+        #: actors the take-over scan is taking over now (their change is ``taken_over``)
+        self._taking_over: set[str] = set()
         #: monotonic time each owned actor was last used here (routing, inbox delivery)
         self._used: dict[str, float] = {}
         #: actors whose lease another runtime held when we last tried, and until when we
@@ -233,7 +234,7 @@ class Ownership:
         self.tokens[actor_id] = token
         self.store.set_fence(actor_id, token)
         self._wake.set()  # deliver what is queued for it
-        kind: ChangeKind = "taken_over" if self._taking_over else "acquired"
+        kind: ChangeKind = "taken_over" if actor_id in self._taking_over else "acquired"
         self._changed(OwnershipChange(kind, actor_id, token))
         if self._tg is not None and self._replies is not None:
             self._tg.start_soon(self._announce_pending, actor_id, token)
@@ -584,13 +585,13 @@ class Ownership:
             cls = self.system.registry.actor_class(actor_type)
             if cls is None or self._live(actor_id) is not None:
                 continue
-            self._taking_over = True
+            self._taking_over.add(actor_id)
             try:
                 await self.route(cls, actor_id)
             except Exception:
                 pass  # quarantined or owned meanwhile: status() tells
             finally:
-                self._taking_over = False
+                self._taking_over.discard(actor_id)
 
     async def _takeover_loop(self) -> None:
         while True:
