@@ -146,6 +146,8 @@ class _HoldingStore(PostgresStore):
     """Holds the first lease acquisition of ``hold`` until ``release`` is set."""
 
     hold: str | None = None
+    reached: anyio.Event
+    release: anyio.Event
 
     async def acquire_lease(self, actor_id: str, owner: str, ttl: float) -> int | None:
         if actor_id == self.hold:
