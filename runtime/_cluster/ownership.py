@@ -72,6 +72,12 @@ __all__ = ["Ownership", "OwnershipHost"]
 
 logger = logging.getLogger("actorlog.ownership")
 
+#: Seconds at most that a runtime which found an actor's lease held by another runtime routes
+#: to that actor through the inbox without asking the store again (a third of the lease time
+#: if shorter): a send stream to a remote actor takes the lease row's lock once per window,
+#: not once per message.
+FOREIGN_RECHECK = 1.0
+
 
 class OwnershipHost(Protocol):
     """What ownership needs of the runtime it serves (the ``ActorSystem``)."""
@@ -113,7 +119,8 @@ class Ownership:
         self._scan_wake = anyio.Event()
         #: subscribers of ownership_changes()
         self.feed = ChangeFeed(owner)
-        self._taking_over = False
+        #: actors the take-over scan is taking over now (their change is ``taken_over``)
+        self._taking_over: set[str] = set()
         #: monotonic time each owned actor was last used here (routing, inbox delivery)
         self._used: dict[str, float] = {}
         #: actors whose lease another runtime held when we last tried, and until when we
@@ -228,7 +235,7 @@ class Ownership:
         self.tokens[actor_id] = token
         self.store.set_fence(actor_id, token)
         self._wake.set()  # deliver what is queued for it
-        kind: ChangeKind = "taken_over" if self._taking_over else "acquired"
+        kind: ChangeKind = "taken_over" if actor_id in self._taking_over else "acquired"
         self._changed(OwnershipChange(kind, actor_id, token))
         if self._tg is not None and self._replies is not None:
             self._tg.start_soon(self._announce_pending, actor_id, token)
@@ -268,7 +275,7 @@ class Ownership:
         now = time.monotonic()
         if len(self._foreign) >= 10_000:
             self._foreign = {a: t for a, t in self._foreign.items() if t > now}
-        self._foreign[actor_id] = now + min(self.ttl / 3, 1.0)
+        self._foreign[actor_id] = now + min(self.ttl / 3, FOREIGN_RECHECK)
 
     def _lose(self, actor_id: str, why: str) -> None:
         token = self.tokens.pop(actor_id, None)
@@ -579,13 +586,13 @@ class Ownership:
             cls = self.system.registry.actor_class(actor_type)
             if cls is None or self._live(actor_id) is not None:
                 continue
-            self._taking_over = True
+            self._taking_over.add(actor_id)
             try:
                 await self.route(cls, actor_id)
             except Exception:
                 pass  # quarantined or owned meanwhile: status() tells
             finally:
-                self._taking_over = False
+                self._taking_over.discard(actor_id)
 
     async def _takeover_loop(self) -> None:
         while True:

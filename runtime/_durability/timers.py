@@ -330,6 +330,9 @@ class Timers:
         #: timer id -> monotonic time until which a timer that failed for now is passed over
         self._later: dict[str, float] = {}
         self._firing = anyio.Lock()
+        #: timer id -> set when this runtime's firing of it under way (claimed, being
+        #: delivered) has finished (see :meth:`settled`)
+        self._inflight: dict[str, anyio.Event] = {}
 
     @property
     def index(self) -> TimerStore:
@@ -340,6 +343,16 @@ class Timers:
 
     def wake(self) -> None:
         self._wake.set()
+
+    async def settled(self, timer_id: str) -> None:
+        """Wait until a firing of ``timer_id`` under way in this runtime (claimed, being
+        delivered) has finished: its message is logged, or the delivery gave up. Called
+        after the store cancelled or replaced the timer, so no firing of it starts after
+        this returns: ``unschedule``/``cancel_timer``/``schedule`` return only when nothing
+        of the old timer is still on its way (in this runtime). A cancellation point."""
+        done = self._inflight.get(timer_id)
+        if done is not None:
+            await done.wait()
 
     async def put(self, row: TimerRow, *, replace: bool = False) -> bool:
         put = await self.index.put_timer(row, replace=replace)
@@ -420,6 +433,15 @@ class Timers:
                 t.actor_type,
             )
             return False
+        # registered before the claim: a cancel that lost to the claim finds it and waits
+        done = self._inflight[t.timer_id] = anyio.Event()
+        try:
+            return await self._claim_and_deliver(t, cls, at_now)
+        finally:
+            del self._inflight[t.timer_id]
+            done.set()
+
+    async def _claim_and_deliver(self, t: TimerRow, cls: Any, at_now: float) -> bool:
         if not await self.index.claim_timer(t.timer_id, t.due):
             return True  # cancelled, fired or moved meanwhile: nothing to deliver
         with _traceends.timer_fire_span(t, at_now) as span:

@@ -81,16 +81,19 @@ class SystemTimers:
         """Cancel a timer (``send_later``) before it fires. The answer is exact, also when
         the cancel races the firing (one atomic decision in the store): ``"cancelled"`` (it
         is never delivered; also if it was cancelled before), ``"fired"`` (too late: its
-        message was delivered or is being delivered), ``"failed"`` (it was settled as
+        message was delivered; a delivery under way in this runtime is waited for, so the
+        message is logged when this returns, unless that delivery failed for a passing
+        reason and is tried again), ``"failed"`` (it was settled as
         undeliverable, its state says why: never delivered) or ``"unknown"`` (no such timer,
         or its record was purged). A schedule is removed with :meth:`unschedule`."""
         self._check_open()
         _codec.validate_name(timer_id, "timer_id")
         was = await self._timers.index.cancel_timer(timer_id)
+        await self._timers.settled(timer_id)  # a delivery under way here ends first
         if was is None:
             return "unknown"
         # one atomic decision with the loop's claim: "pending" was cancelled by this call
-        # and is never delivered; a claimed one ("firing") is delivered or being delivered
+        # and is never delivered; a claimed one ("firing") was delivered (waited for above)
         if was in ("pending", "cancelled"):
             return "cancelled"
         return "failed" if was.startswith("failed") else "fired"
@@ -115,7 +118,7 @@ class SystemTimers:
         ``schedule:<name>@<firing time, ISO 8601 UTC>``. Firings missed while no runtime
         ran (found more than a minute late): ``missed="skip"`` drops them;
         ``"catch_up_once"`` delivers one message for the latest of them. Returns the first
-        firing time.
+        firing time, once a firing of an earlier definition under way here is delivered.
 
         Raises:
             ConfigurationError: bad arguments, a bad cron expression, cron without the
@@ -140,13 +143,19 @@ class SystemTimers:
             recurrence=rec,
         )
         await self._timers.put(row, replace=True)
+        await self._timers.settled(row.timer_id)  # a firing of the old definition ends first
         return datetime.datetime.fromtimestamp(due, tz=datetime.UTC)
 
     async def unschedule(self, name: str) -> bool:
-        """Stop the schedule ``name``: True if it was scheduled, False if unknown."""
+        """Stop the schedule ``name``: True if it was scheduled, False if unknown. A firing
+        this runtime had claimed before the call is delivered before it returns; none is
+        delivered after (on PostgreSQL, one that another runtime claimed first may be).
+        A cancellation point; a cancel leaves the schedule stopped if the store was."""
         self._check_open()
         _codec.validate_name(name, "schedule name")
-        was = await self._timers.index.cancel_timer(_timers.schedule_id(name))
+        timer_id = _timers.schedule_id(name)
+        was = await self._timers.index.cancel_timer(timer_id)
+        await self._timers.settled(timer_id)  # a firing under way here is delivered first
         return was in ("pending", "firing")
 
     async def timers(self, actor_id: str | None = None) -> list[TimerRow]:

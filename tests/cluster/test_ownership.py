@@ -94,19 +94,28 @@ async def test_ownership_api_changes_log_line_and_spans(
 
 
 async def test_a_takeover_is_reported_as_such(pg_url: str, pg_schema: str) -> None:
+    """The dead runtime's lease runs out only once ``b`` is up and subscribed: changes are
+    told "from the call on", so a lease that expired while ``b`` was starting (a loaded
+    machine; it was 0.3 s here) was taken over before the subscription and never seen."""
     store = PostgresStore(pg_url, schema=pg_schema)
     await store.open()
     try:  # a runtime "died" holding the lease, with a queued message
         await store.register_actor("acct", "tests.cluster.agents.Account")
-        assert await store.acquire_lease("acct", "dead", 0.3) is not None
+        assert await store.acquire_lease("acct", "dead", 3600) is not None
         await store.inbox_put("acct", "m1", "tests.cluster.agents.Deposit", '{"n": 3}', None)
+        async with _system(pg_url, pg_schema, "b", ttl=0.6) as b:
+            changes = b.ownership_changes()  # subscribed from here on
+            await store._execute("UPDATE leases SET expires_at = now()")  # it runs out
+            with anyio.fail_after(10):
+                async for change in changes:
+                    assert (change.kind, change.actor_id, change.token) == (
+                        "taken_over",
+                        "acct",
+                        2,
+                    )
+                    break
     finally:
         await store.close()
-    async with _system(pg_url, pg_schema, "b", ttl=0.6) as b:
-        with anyio.fail_after(10):
-            async for change in b.ownership_changes():
-                assert (change.kind, change.actor_id, change.token) == ("taken_over", "acct", 2)
-                break
 
 
 async def test_cli_leases_lists_owner_token_and_expiry(pg_url: str, pg_schema: str) -> None:
@@ -131,3 +140,50 @@ async def test_without_leases() -> None:
         with pytest.raises(ConfigurationError):
             m.ownership_changes()
         assert await ops.leases(m.store) == []
+
+
+class _HoldingStore(PostgresStore):
+    """Holds the first lease acquisition of ``hold`` until ``release`` is set."""
+
+    hold: str | None = None
+    reached: anyio.Event
+    release: anyio.Event
+
+    async def acquire_lease(self, actor_id: str, owner: str, ttl: float) -> int | None:
+        if actor_id == self.hold:
+            self.hold = None
+            self.reached.set()
+            await self.release.wait()
+        return await super().acquire_lease(actor_id, owner, ttl)
+
+
+async def test_an_actor_placed_during_a_takeover_is_reported_acquired(
+    pg_url: str, pg_schema: str
+) -> None:
+    """While the take-over scan is taking one actor over, another actor placed here on use
+    is ``acquired``, not ``taken_over`` (the scan's mark was one flag for the runtime)."""
+    dead = PostgresStore(pg_url, schema=pg_schema)
+    await dead.open()
+    try:
+        await dead.register_actor("acct", "tests.cluster.agents.Account")
+        assert await dead.acquire_lease("acct", "dead", 3600) is not None
+        await dead.inbox_put("acct", "m1", "tests.cluster.agents.Deposit", '{"n": 3}', None)
+        store = _HoldingStore(pg_url, schema=pg_schema)
+        store.reached, store.release = anyio.Event(), anyio.Event()
+        store.hold = "acct"
+        async with ActorSystem(store, actors=[Account], owner="b", lease_ttl=0.6) as b:
+            changes = b.ownership_changes()
+            await dead._execute("UPDATE leases SET expires_at = now()")  # the scan takes it
+            with anyio.fail_after(10):
+                await store.reached.wait()  # the take-over of acct is under way, held
+            await b.spawn(Account, "other")  # placed here meanwhile, on use
+            store.release.set()
+            seen: dict[str, str] = {}
+            with anyio.fail_after(10):
+                async for change in changes:
+                    seen[change.actor_id] = change.kind
+                    if len(seen) == 2:
+                        break
+            assert seen == {"other": "acquired", "acct": "taken_over"}
+    finally:
+        await dead.close()
