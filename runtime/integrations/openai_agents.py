@@ -64,12 +64,14 @@ from ._effects import (
     IDEMPOTENT,
     READ,
     ToolEffect,
+    ToolTemplates,
     adapter_of,
     check_timeout,
     effect_by_name,
     idempotency_key,
     reconciled,
     shown,
+    tool_for_call,
 )
 from ._openai_models import (
     MODEL_CALL,
@@ -242,6 +244,8 @@ class DurableAgent(Generic[TContext]):
         self.max_turns = max_turns
         self.event_handler = event_handler
         self.sequential_tools = sequential_tools
+        #: one journaling ``Tool`` per function tool, copied per call (tool_for_call)
+        self._templates = ToolTemplates(_tool_template)
         _AGENTS[name] = self
 
     def effect_of(self, tool_name: str) -> ToolEffect:
@@ -454,11 +458,38 @@ class _Run:
         return done
 
 
+async def _tool_call(args: Any, *, idempotency_key: str = "") -> Any:
+    raise NotImplementedError  # the signature of each call's own function (tool_for_call)
+
+
+def _tool_template(name: str, declared: ToolEffect) -> Tool[Any, Any]:
+    """The ``Tool`` the calls of the function tool ``name`` are journaled with (each with
+    its own function: ``tool_for_call``), made once per tool and declared effect."""
+    reconcile = None
+    if declared.reconcile is not None:
+        user_fn = declared.reconcile
+
+        async def reconcile(key: str, arguments: dict[str, Any]) -> Any:
+            args = arguments.get("args")
+            answer = await user_fn(key, args if isinstance(args, dict) else {})
+            if isinstance(answer, Happened):
+                return Happened(to_jsonable_python(answer.result, fallback=str))
+            return answer
+
+    return Tool(
+        _tool_call,
+        name=TOOL_PREFIX + name,
+        effect=declared.effect,
+        idempotent=declared.idempotent,
+        reconcile=reconcile,
+    )
+
+
 def _journaled_tool(
     t: FunctionTool, run: _Run
 ) -> Callable[[ToolContext[Any], str], Awaitable[Any]]:
     """``on_invoke_tool`` of the copy: ``ctx.call`` with the tool's declared effect."""
-    declared = run.durable.effect_of(t.name)
+    template = run.durable._templates.get(t.name, run.durable.effect_of(t.name))
     invoke = t.on_invoke_tool
 
     async def on_invoke_tool(tool_ctx: ToolContext[Any], input_json: str) -> Any:
@@ -471,24 +502,7 @@ def _journaled_tool(
                 _KEY.reset(token)
             return to_jsonable_python(value, fallback=str)
 
-        reconcile = None
-        if declared.reconcile is not None:
-            user_fn = declared.reconcile
-
-            async def reconcile(key: str, arguments: dict[str, Any]) -> Any:
-                args = arguments.get("args")
-                answer = await user_fn(key, args if isinstance(args, dict) else {})
-                if isinstance(answer, Happened):
-                    return Happened(to_jsonable_python(answer.result, fallback=str))
-                return answer
-
-        tool = Tool(
-            call,
-            name=TOOL_PREFIX + t.name,
-            effect=declared.effect,
-            idempotent=declared.idempotent,
-            reconcile=reconcile,
-        )
+        tool = tool_for_call(template, call)
         try:
             args: Any = json.loads(input_json) if input_json else {}
         except ValueError:
