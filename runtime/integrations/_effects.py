@@ -72,13 +72,20 @@ def tool_for_call(
     return copy
 
 
-class ToolTemplates:
-    """The template ``Tool`` of each (tool name, declared effect) of one agent, made by
-    ``make`` on first use and kept (at most ``limit``: a toolset whose names keep changing
-    cannot grow it without bound)."""
+async def _tool_call(args: Any, *, idempotency_key: str = "") -> Any:
+    raise NotImplementedError  # the signature of each call's own function (tool_for_call)
 
-    def __init__(self, make: Callable[[str, ToolEffect], Tool[Any, Any]], limit: int = 1024):
-        self._make = make
+
+class ToolTemplates:
+    """The template ``Tool`` of each (tool name, declared effect) of one agent: its name is
+    ``prefix + name``, its call ``(args, *, idempotency_key="")``, and a reconcile
+    function's ``Happened(result)`` is logged as ``Happened(settled(result))``. Made on
+    first use and kept (at most ``limit``: a toolset whose tool names keep changing cannot
+    grow it without bound)."""
+
+    def __init__(self, prefix: str, settled: Callable[[Any], Any], limit: int = 1024) -> None:
+        self._prefix = prefix
+        self._settled = settled
         self._limit = limit
         self._made: dict[tuple[str, ToolEffect], Tool[Any, Any]] = {}
 
@@ -94,6 +101,26 @@ class ToolTemplates:
                 self._made.clear()
             self._made[key] = found
         return found
+
+    def _make(self, name: str, declared: ToolEffect) -> Tool[Any, Any]:
+        reconcile = None
+        if declared.reconcile is not None:
+            user_fn, settled = declared.reconcile, self._settled
+
+            async def reconcile(key: str, arguments: dict[str, Any]) -> Any:
+                args = arguments.get("args")
+                answer = await user_fn(key, args if isinstance(args, dict) else {})
+                if isinstance(answer, Happened):
+                    return Happened(settled(answer.result))
+                return answer
+
+        return Tool(
+            _tool_call,
+            name=self._prefix + name,
+            effect=declared.effect,
+            idempotent=declared.idempotent,
+            reconcile=reconcile,
+        )
 
 
 #: ``await fn(idempotency_key, tool_args)`` -> ``Happened(result)`` / ``NotHappened()`` /

@@ -55,7 +55,6 @@ from pydantic_core import to_jsonable_python
 
 from .._effects.actor import Actor
 from .._effects.context import Context
-from .._effects.tools import Happened, Tool
 from .._journal.errors import ConfigurationError
 from .._runtime.system import ActorSystem
 from ._effects import (
@@ -245,7 +244,7 @@ class DurableAgent(Generic[TContext]):
         self.event_handler = event_handler
         self.sequential_tools = sequential_tools
         #: one journaling ``Tool`` per function tool, copied per call (tool_for_call)
-        self._templates = ToolTemplates(_tool_template)
+        self._templates = ToolTemplates(TOOL_PREFIX, _settled)
         _AGENTS[name] = self
 
     def effect_of(self, tool_name: str) -> ToolEffect:
@@ -458,31 +457,9 @@ class _Run:
         return done
 
 
-async def _tool_call(args: Any, *, idempotency_key: str = "") -> Any:
-    raise NotImplementedError  # the signature of each call's own function (tool_for_call)
-
-
-def _tool_template(name: str, declared: ToolEffect) -> Tool[Any, Any]:
-    """The ``Tool`` the calls of the function tool ``name`` are journaled with (each with
-    its own function: ``tool_for_call``), made once per tool and declared effect."""
-    reconcile = None
-    if declared.reconcile is not None:
-        user_fn = declared.reconcile
-
-        async def reconcile(key: str, arguments: dict[str, Any]) -> Any:
-            args = arguments.get("args")
-            answer = await user_fn(key, args if isinstance(args, dict) else {})
-            if isinstance(answer, Happened):
-                return Happened(to_jsonable_python(answer.result, fallback=str))
-            return answer
-
-    return Tool(
-        _tool_call,
-        name=TOOL_PREFIX + name,
-        effect=declared.effect,
-        idempotent=declared.idempotent,
-        reconcile=reconcile,
-    )
+def _settled(result: Any) -> Any:
+    """A reconcile function's ``Happened(result)``, as a call's result is logged."""
+    return to_jsonable_python(result, fallback=str)
 
 
 def _journaled_tool(
@@ -500,7 +477,7 @@ def _journaled_tool(
                 value = await invoke(tool_ctx, input_json)
             finally:
                 _KEY.reset(token)
-            return to_jsonable_python(value, fallback=str)
+            return _settled(value)
 
         tool = tool_for_call(template, call)
         try:
