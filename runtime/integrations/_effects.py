@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import contextvars
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 import attrs
 
-from .._effects.tools import Effect, Happened, NotHappened
+from .._effects.tools import Effect, Happened, NotHappened, Tool
 from .._journal.checks import shown
 from .._journal.errors import ConfigurationError
 
@@ -23,12 +23,14 @@ __all__ = [
     "READ",
     "ReconcileToolFn",
     "ToolEffect",
+    "ToolTemplates",
     "adapter_of",
     "check_timeout",
     "effect_by_name",
     "idempotency_key",
     "reconciled",
     "shown",
+    "tool_for_call",
 ]
 
 #: id(spec) -> (spec, its pydantic TypeAdapter): made once per output spec
@@ -50,6 +52,75 @@ def adapter_of(spec: Any) -> Any:
         _ADAPTERS.clear()
     _ADAPTERS[id(spec)] = (spec, adapter)  # the spec kept alive: its id stays its own
     return adapter
+
+
+def tool_for_call(
+    template: Tool[Any, Any], fn: Callable[..., Coroutine[Any, Any, Any]]
+) -> Tool[Any, Any]:
+    """``template`` running ``fn`` (a closure over one call's state, with the signature of
+    the template's function): the name, effect, in-doubt policy and everything ``Tool``
+    computed from the signature (its checks, arity, return type) are the template's, made
+    once per tool rather than once per journaled call (making a ``Tool`` costs an
+    ``inspect.signature`` and a ``typing.get_type_hints``). A copy like
+    ``Tool.with_options``'s: the log cannot tell it from a ``Tool`` made for the call."""
+    if "return_type" not in template.__dict__:
+        template.return_type  # noqa: B018 -- computed once, then copied with the dict
+    copy: Tool[Any, Any] = Tool.__new__(Tool)
+    copy.__dict__.update(template.__dict__)
+    copy.fn = fn
+    copy.__wrapped__ = fn  # type: ignore[attr-defined]  # functools.update_wrapper's field
+    return copy
+
+
+async def _tool_call(args: Any, *, idempotency_key: str = "") -> Any:
+    raise NotImplementedError  # the signature of each call's own function (tool_for_call)
+
+
+class ToolTemplates:
+    """The template ``Tool`` of each (tool name, declared effect) of one agent: its name is
+    ``prefix + name``, its call ``(args, *, idempotency_key="")``, and a reconcile
+    function's ``Happened(result)`` is logged as ``Happened(settled(result))``. Made on
+    first use and kept (at most ``limit``: a toolset whose tool names keep changing cannot
+    grow it without bound)."""
+
+    def __init__(self, prefix: str, settled: Callable[[Any], Any], limit: int = 1024) -> None:
+        self._prefix = prefix
+        self._settled = settled
+        self._limit = limit
+        self._made: dict[tuple[str, ToolEffect], Tool[Any, Any]] = {}
+
+    def get(self, name: str, declared: ToolEffect) -> Tool[Any, Any]:
+        key = (name, declared)
+        try:
+            found = self._made.get(key)
+        except TypeError:  # a ToolEffect holding an unhashable reconcile callable
+            return self._make(name, declared)
+        if found is None:
+            found = self._make(name, declared)
+            if len(self._made) >= self._limit:
+                self._made.clear()
+            self._made[key] = found
+        return found
+
+    def _make(self, name: str, declared: ToolEffect) -> Tool[Any, Any]:
+        reconcile = None
+        if declared.reconcile is not None:
+            user_fn, settled = declared.reconcile, self._settled
+
+            async def reconcile(key: str, arguments: dict[str, Any]) -> Any:
+                args = arguments.get("args")
+                answer = await user_fn(key, args if isinstance(args, dict) else {})
+                if isinstance(answer, Happened):
+                    return Happened(settled(answer.result))
+                return answer
+
+        return Tool(
+            _tool_call,
+            name=self._prefix + name,
+            effect=declared.effect,
+            idempotent=declared.idempotent,
+            reconcile=reconcile,
+        )
 
 
 #: ``await fn(idempotency_key, tool_args)`` -> ``Happened(result)`` / ``NotHappened()`` /

@@ -31,7 +31,7 @@ from pydantic_core import to_jsonable_python
 from .._effects.context import Context
 from .._effects.tools import Tool
 from .._journal.errors import ConfigurationError
-from ._effects import ToolEffect
+from ._effects import ToolEffect, tool_for_call
 
 __all__ = [
     "MODEL_CALL",
@@ -55,6 +55,19 @@ _STREAM_EVENTS: pydantic.TypeAdapter[list[TResponseStreamEvent]] = pydantic.Type
     list[TResponseStreamEvent]
 )
 USAGE: pydantic.TypeAdapter[Usage] = pydantic.TypeAdapter(Usage)
+
+
+async def _model_call(model: str, request: str) -> Any:
+    raise NotImplementedError  # the signature of each call's own function (tool_for_call)
+
+
+#: what each model call is journaled as, with its own function (``tool_for_call``)
+_MODEL_CALL: Tool[Any, Any] = Tool(
+    _model_call, name=MODEL_CALL, effect="read", idempotent=False, reconcile=None
+)
+_MODEL_STREAM: Tool[Any, Any] = Tool(
+    _model_call, name=MODEL_STREAM, effect="read", idempotent=False, reconcile=None
+)
 
 
 def model_name_of(model: Model | str | None) -> str:
@@ -197,7 +210,7 @@ class JournaledModel(Model):
             _usage_attributes(model, response.usage)
             return _dump_response(response)
 
-        t = Tool(model_call, name=MODEL_CALL, effect="read", idempotent=False, reconcile=None)
+        t = tool_for_call(_MODEL_CALL, model_call)
         key = fingerprint(
             system_instructions,
             input,
@@ -257,7 +270,7 @@ class JournaledModel(Model):
                         )
             return _STREAM_EVENTS.dump_python(events, mode="json")
 
-        t = Tool(model_stream, name=MODEL_STREAM, effect="read", idempotent=False, reconcile=None)
+        t = tool_for_call(_MODEL_STREAM, model_stream)
         key = fingerprint(
             system_instructions,
             input,

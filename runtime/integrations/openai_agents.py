@@ -55,7 +55,6 @@ from pydantic_core import to_jsonable_python
 
 from .._effects.actor import Actor
 from .._effects.context import Context
-from .._effects.tools import Happened, Tool
 from .._journal.errors import ConfigurationError
 from .._runtime.system import ActorSystem
 from ._effects import (
@@ -64,12 +63,14 @@ from ._effects import (
     IDEMPOTENT,
     READ,
     ToolEffect,
+    ToolTemplates,
     adapter_of,
     check_timeout,
     effect_by_name,
     idempotency_key,
     reconciled,
     shown,
+    tool_for_call,
 )
 from ._openai_models import (
     MODEL_CALL,
@@ -242,6 +243,8 @@ class DurableAgent(Generic[TContext]):
         self.max_turns = max_turns
         self.event_handler = event_handler
         self.sequential_tools = sequential_tools
+        #: one journaling ``Tool`` per function tool, copied per call (tool_for_call)
+        self._templates = ToolTemplates(TOOL_PREFIX, _settled)
         _AGENTS[name] = self
 
     def effect_of(self, tool_name: str) -> ToolEffect:
@@ -454,11 +457,16 @@ class _Run:
         return done
 
 
+def _settled(result: Any) -> Any:
+    """A reconcile function's ``Happened(result)``, as a call's result is logged."""
+    return to_jsonable_python(result, fallback=str)
+
+
 def _journaled_tool(
     t: FunctionTool, run: _Run
 ) -> Callable[[ToolContext[Any], str], Awaitable[Any]]:
     """``on_invoke_tool`` of the copy: ``ctx.call`` with the tool's declared effect."""
-    declared = run.durable.effect_of(t.name)
+    template = run.durable._templates.get(t.name, run.durable.effect_of(t.name))
     invoke = t.on_invoke_tool
 
     async def on_invoke_tool(tool_ctx: ToolContext[Any], input_json: str) -> Any:
@@ -469,26 +477,9 @@ def _journaled_tool(
                 value = await invoke(tool_ctx, input_json)
             finally:
                 _KEY.reset(token)
-            return to_jsonable_python(value, fallback=str)
+            return _settled(value)
 
-        reconcile = None
-        if declared.reconcile is not None:
-            user_fn = declared.reconcile
-
-            async def reconcile(key: str, arguments: dict[str, Any]) -> Any:
-                args = arguments.get("args")
-                answer = await user_fn(key, args if isinstance(args, dict) else {})
-                if isinstance(answer, Happened):
-                    return Happened(to_jsonable_python(answer.result, fallback=str))
-                return answer
-
-        tool = Tool(
-            call,
-            name=TOOL_PREFIX + t.name,
-            effect=declared.effect,
-            idempotent=declared.idempotent,
-            reconcile=reconcile,
-        )
+        tool = tool_for_call(template, call)
         try:
             args: Any = json.loads(input_json) if input_json else {}
         except ValueError:

@@ -53,7 +53,7 @@ from pydantic_core import to_jsonable_python
 from .._effects import tasks as _tasks
 from .._effects.actor import Actor
 from .._effects.context import Context
-from .._effects.tools import Happened, Tool
+from .._effects.tools import Tool
 from .._journal.errors import ConfigurationError
 from .._runtime.system import ActorSystem
 from ._effects import (
@@ -63,11 +63,13 @@ from ._effects import (
     READ,
     ReconcileToolFn,
     ToolEffect,
+    ToolTemplates,
     adapter_of,
     check_timeout,
     idempotency_key,
     reconciled,
     shown,
+    tool_for_call,
 )
 from ._pai_stream import (
     DeltaForwarder,
@@ -226,6 +228,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
             raise ConfigurationError(f"emit_deltas must be True or False, not {shown(emit_deltas)}")
         self.event_stream_handler = event_stream_handler
         self.emit_deltas = emit_deltas
+        #: one journaling ``Tool`` per tool, copied per call (tool_for_call)
+        self._templates = ToolTemplates(TOOL_PREFIX, _settled)
         _AGENTS[name] = self
 
     # -- caller side -----------------------------------------------------------------------
@@ -450,6 +454,16 @@ def tools_fingerprint(
     return hashlib.sha256(blob).hexdigest()
 
 
+async def _model_request(model: str, request: str, tools: str | None = None) -> Any:
+    raise NotImplementedError  # the signature of each request's own function (tool_for_call)
+
+
+#: what each model request is journaled as, with its own function (``tool_for_call``)
+_MODEL_REQUEST: Tool[Any, Any] = Tool(
+    _model_request, name=MODEL_REQUEST, effect="read", idempotent=False, reconcile=None
+)
+
+
 class _JournaledModel(WrapperModel):
     """Each request is ``ctx.call`` of a read effect whose result is the ModelResponse."""
 
@@ -487,7 +501,7 @@ class _JournaledModel(WrapperModel):
             span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)
             return _dump_response(response)
 
-        t = Tool(model_request, name=MODEL_REQUEST, effect="read", idempotent=False, reconcile=None)
+        t = tool_for_call(_MODEL_REQUEST, model_request)
         ctx = self._actor_ctx
         args: list[Any] = [self.wrapped.model_name, fingerprint(messages)]
         with _tasks._Set(self._ids.node() if node is None else node):
@@ -551,6 +565,11 @@ class _JournaledModel(WrapperModel):
 # -- journaling: tool calls -----------------------------------------------------------------
 
 
+def _settled(value: Any) -> dict[str, Any]:
+    """A tool's result (or a reconcile function's ``Happened(result)``), as it is logged."""
+    return {_MARK: "value", "value": to_jsonable_python(value)}
+
+
 @dataclass
 class _JournaledToolset(WrapperToolset[DepsT]):
     """Each tool call is ``ctx.call`` with the tool's declared effect."""
@@ -582,25 +601,9 @@ class _JournaledToolset(WrapperToolset[DepsT]):
                 return {_MARK: "approval", "metadata": exc.metadata}
             finally:
                 _KEY.reset(token)
-            return {_MARK: "value", "value": to_jsonable_python(value)}
+            return _settled(value)
 
-        reconcile = None
-        if declared.reconcile is not None:
-            user_fn = declared.reconcile
-
-            async def reconcile(key: str, arguments: dict[str, Any]) -> Any:
-                answer = await user_fn(key, arguments.get("args") or {})
-                if isinstance(answer, Happened):
-                    return Happened({_MARK: "value", "value": to_jsonable_python(answer.result)})
-                return answer
-
-        t = Tool(
-            call,
-            name=TOOL_PREFIX + name,
-            effect=declared.effect,
-            idempotent=declared.idempotent,
-            reconcile=reconcile,
-        )
+        t = tool_for_call(self.durable._templates.get(name, declared), call)
         with _tasks._Set(self.ids.node()):
             plain = await self.actor_ctx.call(t, to_jsonable_python(tool_args))
         if not (isinstance(plain, dict) and _MARK in plain):

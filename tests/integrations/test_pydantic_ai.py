@@ -392,3 +392,93 @@ def test_an_output_adapter_is_made_once_per_spec_and_a_failure_is_not_kept() -> 
     for _ in range(2):
         with pytest.raises(Exception):  # noqa: B017 (pydantic's own error for a non-type)
             adapter_of(object())
+
+
+@pytest.mark.anyio
+async def test_a_run_makes_no_tool_per_journaled_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each model request (whole and streamed) and tool call is journaled with a copy of one
+    ``Tool`` made per tool (``tool_for_call``): making a ``Tool`` per call cost an
+    ``inspect.signature`` and, for its return type, a ``typing.get_type_hints`` every time.
+    The calls keep their names, policies and idempotency keys."""
+    import functools
+
+    from actorlog import ops
+    from actorlog._effects.tools import Tool
+
+    made: list[str | None] = []
+    hinted: list[str] = []
+    real_init = Tool.__init__
+
+    def counting_init(self: Any, fn: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(kwargs.get("name"))
+        real_init(self, fn, *args, **kwargs)
+
+    def counting_return_type(self: Any) -> Any:
+        hinted.append(self.name)
+        return Any
+
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if not any(isinstance(m, ModelResponse) for m in messages):
+            parts = [ToolCallPart(n, {"x": n}, tool_call_id=n) for n in ("look", "book", "check")]
+            return ModelResponse(parts=list(parts))
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(FunctionModel(fn), name="t-tools-once")
+    keys: list[str] = []
+
+    @agent.tool_plain
+    async def look(x: str) -> str:
+        return x
+
+    @agent.tool_plain
+    async def book(x: str) -> str:
+        keys.append(idempotency_key())
+        return x
+
+    @agent.tool_plain
+    async def check(x: str) -> str:
+        return x
+
+    async def was_it_checked(key: str, args: dict[str, Any]) -> Happened | None:
+        return None
+
+    async def on_events(ctx: RunContext[Any], events: Any) -> None:
+        async for _ in events:
+            pass
+
+    tools = {"look": READ, "book": IDEMPOTENT, "check": reconciled(was_it_checked)}
+    whole = DurableAgent(agent, tools=tools)
+    streamed = DurableAgent(
+        agent, name="t-tools-once-streamed", tools=tools, event_stream_handler=on_events
+    )
+    store = MemoryStore()
+    async with ActorSystem(store, actors=[AgentActor]) as system:
+        for durable in (whole, streamed):  # the first run makes each tool's template
+            await durable.run(system, durable.name, "go", message_id="m-0")
+        monkeypatch.setattr(Tool, "__init__", counting_init)
+        counting = functools.cached_property(counting_return_type)
+        counting.__set_name__(Tool, "return_type")
+        monkeypatch.setattr(Tool, "return_type", counting)
+        results = [
+            await durable.run(
+                system, durable.name, "go", message_id=f"m-{k}", new_conversation=True
+            )
+            for durable in (whole, streamed)
+            for k in (1, 2)
+        ]
+        calls = [
+            c
+            for durable in (whole, streamed)
+            for step in (await ops.history(store, durable.name)).steps
+            for c in step.calls
+        ]
+    assert made == [] and hinted == [], (made, hinted)
+    assert [r.output for r in results] == ["done"] * 4
+    assert {(c.tool, c.policy) for c in calls} == {
+        ("pydantic_ai.model_request", "rerun"),
+        ("pydantic_ai.tool.look", "rerun"),
+        ("pydantic_ai.tool.book", "rerun-same-key"),
+        ("pydantic_ai.tool.check", "reconcile"),
+    }
+    books = [c.key for c in calls if c.tool == "pydantic_ai.tool.book"]
+    assert sorted(keys) == sorted(books) and len(set(keys)) == 6, (keys, books)
