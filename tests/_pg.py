@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import NoReturn
+from typing import Any, NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
@@ -113,3 +113,16 @@ async def drop_schemas(url: str, *schemas: str) -> None:
             await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
     finally:
         await conn.close()
+
+
+async def take_over(store: Any, actor_id: str, owner: str = "b", ttl: float = 30) -> int:
+    """Take ``actor_id``'s lease for ``owner`` as if its holder had paused past its lease:
+    expire the lease in SQL, then acquire it. The holder's renewal loop may renew the lease
+    between the two statements (a renewal extends a lease nobody took yet), so expire and
+    acquire again until the lease is taken; returns the new token."""
+    for _ in range(200):
+        await store._execute("UPDATE leases SET expires_at = now() WHERE actor_id = $1", actor_id)
+        token = await store.acquire_lease(actor_id, owner, ttl)
+        if token is not None:
+            return int(token)
+    raise AssertionError(f"the lease of {actor_id!r} was renewed 200 times in a row")

@@ -405,6 +405,10 @@ class Timers:
                 if not await self._fire(t, at):
                     self._later[t.timer_id] = time.monotonic() + RETRY_AFTER
                 await anyio.lowlevel.checkpoint()  # the rest of the runtime gets its turns
+        limit = BATCH + len(self._later) + len(tried)
+        came = await self.index.due_timers(now(), limit=limit, owner=self.owner)
+        if any(t.timer_id not in self._later and (t.timer_id, t.due) not in tried for t in came):
+            return 0.0  # came due during this pass: the next pass at once (the loop yields)
         nxt = await self.index.next_due()
         wait = MAX_WAIT if nxt is None else nxt - now()
         if wait <= 0 or self._later:

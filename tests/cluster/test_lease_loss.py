@@ -16,6 +16,8 @@ from actorlog._journal import codec as _codec, records as _records
 from actorlog.store import EntryRow
 from actorlog.stores import MemoryStore, PostgresStore
 
+from tests._pg import take_over
+
 from .._keys import Key
 from .agents import Account, Deposit
 
@@ -92,10 +94,7 @@ async def _thief(url: str, schema: str) -> AsyncIterator[PostgresStore]:
 
 
 async def _take_over(other: PostgresStore, actor_id: str, owner: str = "b") -> int:
-    await other._execute("UPDATE leases SET expires_at = now() WHERE actor_id = $1", actor_id)
-    token = await other.acquire_lease(actor_id, owner, 30)
-    assert token is not None
-    return token
+    return await take_over(other, actor_id, owner)
 
 
 async def test_a_rejected_append_with_a_step_in_flight_stops_and_never_quarantines(

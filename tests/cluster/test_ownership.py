@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests import _pg
+from tests._pg import take_over
 
 from .agents import Account, Deposit
 
@@ -66,8 +67,7 @@ async def test_ownership_api_changes_log_line_and_spans(
         other = PostgresStore(pg_url, schema=pg_schema)
         await other.open()
         try:
-            await other._execute("UPDATE leases SET expires_at = now()")
-            assert await other.acquire_lease("acct", "b", 30) == 2
+            assert await take_over(other, "acct") == 2
             with anyio.fail_after(5):
                 while not any(c.kind == "lost" for c in changes):
                     await anyio.sleep(0.02)

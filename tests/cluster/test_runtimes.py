@@ -7,6 +7,8 @@ import pytest
 from actorlog import ActorSystem, ConfigurationError, HandlerError, LeaseLostError
 from actorlog.stores import PostgresStore, SqliteStore
 
+from tests._pg import take_over
+
 from .agents import LEDGER, Account, Deposit
 
 pytestmark = pytest.mark.anyio
@@ -60,9 +62,7 @@ async def test_lost_lease_stops_the_actor_and_the_zombie_cannot_write(
         other = PostgresStore(pg_url, schema=pg_schema)
         await other.open()
         try:
-            await other._execute("UPDATE leases SET expires_at = now()")
-            token = await other.acquire_lease("acct", "b", 30)
-            assert token is not None
+            await take_over(other, "acct")
             # The zombie's next append is rejected by the database; it stops the actor.
             with pytest.raises(Exception) as info:
                 await ra.ask(Deposit(1), timeout=5)
@@ -87,9 +87,7 @@ async def test_renewal_notices_a_takeover(pg_url: str, pg_schema: str) -> None:
         other = PostgresStore(pg_url, schema=pg_schema)
         await other.open()
         try:
-            await other._execute("UPDATE leases SET expires_at = now()")
-            token = await other.acquire_lease("acct", "b", 30)
-            assert token is not None
+            token = await take_over(other, "acct")
             with anyio.fail_after(5):
                 while a.status("acct") != "stopped":
                     await anyio.sleep(0.02)
