@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import actorlog
 import actorlog.stores
 import pytest
@@ -47,8 +49,10 @@ def test_help_of_the_package_is_a_page_not_a_book() -> None:
     assert "Start here" in page and "class ActorSystem" in page
     assert "class InDoubtError" not in page
     # a page (it was 3,034 lines with the exceptions on it): about 1,200 lines on Python
-    # 3.11 and 1,400 on 3.12+, whose pydoc also lists inherited members of the mixins
-    assert len(page.splitlines()) < 1600, len(page.splitlines())
+    # 3.11, 1,400 on 3.12 and 1,650 on 3.13, whose pydoc also lists inherited members of the
+    # mixins and every attrs class's generated dunders (AskStream and StepEvent came in #26)
+    limit = 1600 if sys.version_info < (3, 13) else 1800
+    assert len(page.splitlines()) < limit, len(page.splitlines())
     errors_page = pydoc.plain(pydoc.render_doc(actorlog.errors))
     assert "class InDoubtError" in errors_page
 
