@@ -112,6 +112,7 @@ MOVES: dict[str, str] = {
     "runtime/_recovery.py": "runtime/_core/recovery.py",
     "runtime/_restart.py": "runtime/_core/restart.py",
     "runtime/_core/readonly.py": "runtime/_core/readonly.py",  # made after the sweep
+    "runtime/_core/replay.py": "runtime/_core/replay.py",  # made after the sweep
     # _cluster: ownership across runtimes
     "runtime/_ownership.py": "runtime/_cluster/ownership.py",
     "runtime/_remote.py": "runtime/_cluster/remote.py",
@@ -288,7 +289,8 @@ PACKAGE_DOCS: dict[str, str] = {
         "One live actor: its cell (lifecycle, posts, the step loop), one step run in its "
         "``Context`` (``step``), recovery from the newest valid snapshot and the log tail "
         "(``recovery``), the read-only host a step is replayed on without acting (``readonly``; "
-        "``read_state`` and the replay tester) and the restart of a quarantined actor "
+        "``read_state`` and the replay tester), the replay rules the three share (``replay``) "
+        "and the restart of a quarantined actor "
         "(``restart``). The cell reaches "
         "the runtime only through ``CellHost``, a Protocol it defines. May import every package "
         "below it (the journal layer, ``_tracing``, ``_durability``, ``_effects``)."

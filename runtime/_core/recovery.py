@@ -15,16 +15,13 @@ from typing import Any, Protocol
 import anyio
 import attrs
 
-from .._durability import lifecycle as _lifecycle
 from .._durability.attempts import in_doubt_attempt, in_doubt_event
 from .._durability.mailbox import Envelope
-from .._durability.plan import PendingMessage, decode_failed, plan
+from .._durability.plan import PendingMessage, plan
 from .._durability.snapshots import RecoveryCost
 from .._durability.wal import Journal
-from .._effects import tools as _tools
 from .._effects.actor import Actor
 from .._effects.calls import StepHost
-from .._effects.cancelling import is_call_error
 from .._effects.context import Context
 from .._effects.registry import Registry
 from .._journal import codec as _codec
@@ -40,6 +37,7 @@ from .._journal.records import (
 from .._tracing import logs as _logs, telemetry as _telemetry
 from .._tracing.telemetry import ATTR, EVENT, SPAN, tracer
 from ..store import Store, UnfinishedStore
+from .replay import handler_never_ran, run_recorded
 
 __all__ = ["Recovering", "RecoveryReport", "recover", "unfinished"]
 
@@ -250,12 +248,7 @@ def _envelope(cell: Recovering, m: PendingMessage) -> Envelope:
 
 
 async def _replay(cell: Recovering, m: PendingMessage) -> None:
-    if m.step is not None and _lifecycle.refused_step(m.step, len(m.recorded)):
-        cell.handled_seq = m.seq  # refused because the actor had ended: its handler never ran
-        return
-    if m.step is not None and decode_failed(m.step):
-        # live, the handler never ran (its message did not decode, or the class running
-        # then did not accept it): not now either, even if the code now could
+    if handler_never_ran(m):
         cell.handled_seq = m.seq
         return
     msg = cell.decode_message(m.type_tag, m.body)
@@ -274,17 +267,7 @@ async def _replay(cell: Recovering, m: PendingMessage) -> None:
             ATTR.FINISHED_LIVE: False,
         },
     ) as span:
-        raised: BaseException | None = None
-        try:
-            with anyio.CancelScope() as scope, _tools.in_step(cell.where), ctx._handler_task():
-                err = None if step is None else step.error
-                if err is not None and err.type == "StepCancelledError":
-                    ctx.cancel_replay = scope  # cancelled live: cut where its log ends
-                await cell.actor.receive(ctx, msg)
-        except BaseException as exc:
-            if not is_call_error(exc):
-                raise
-            raised = exc  # the recorded outcome stands; only effects must match
+        raised = await run_recorded(cell.actor, ctx, msg, m, cell.where)
         if ctx.stopped is not None:
             if cell.ended is None:  # the history missed it (a crash right after the step)
                 cell.note_event(EventKind.FINISHED, {"seq": m.seq, "reason": ctx.stopped})

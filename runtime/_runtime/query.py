@@ -25,6 +25,7 @@ from .._effects import tools as _tools
 from .._journal import codec as _codec
 from .._journal.errors import (
     ActorFinishedError,
+    ActorlogError,
     ActorNotFoundError,
     ConfigurationError,
     ReadOnlyQueryError,
@@ -193,8 +194,8 @@ async def durable_state(
     # imported here: ``import actorlog`` (which imports this module for ``ActorRef``) stays
     # light (tests/runtime/test_lazy_imports.py)
     from .._core.readonly import ReadOnlyHost
-    from .._durability.plan import decode_failed, plan as read_plan
-    from .._effects.cancelling import is_call_error
+    from .._core.replay import handler_never_ran, run_recorded
+    from .._durability.plan import plan as read_plan
     from .._effects.context import Context
     from .._journal import names as _names
 
@@ -221,21 +222,16 @@ async def durable_state(
     for m in plan.messages:
         if m.step is None:
             break  # interrupted or not yet handled: not part of the durable state
-        try:
-            msg = registry.decode_message(m.type_tag, m.body)
-        except Exception:
-            if decode_failed(m.step):
-                continue  # live, its handler never ran either
-            raise
+        if handler_never_ran(m):
+            continue  # refused (the actor had ended) or undecodable: its handler never ran
+        msg = registry.decode_message(m.type_tag, m.body)
         ctx = Context(host, m.seq, m.recorded, complete=True, incarnation=m.incarnation)
-        try:
-            with _tools.in_step(where), ctx._handler_task():
-                await actor.receive(ctx, msg)
-        except BaseException as exc:
-            if not is_call_error(exc):
-                raise
+        raised = await run_recorded(actor, ctx, msg, m, where)
         if ctx.fatal is None:
-            ctx.check_consumed()
+            try:
+                ctx.check_consumed(raised)
+            except ActorlogError:
+                pass  # as recovery: the fatal error it sets is raised below
         if ctx.fatal is not None:
             raise ctx.fatal
     return actor.state

@@ -17,15 +17,12 @@ import os
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import attrs
 
 from .._core.readonly import ReachedLive, ReadOnlyHost
-from .._durability import lifecycle as _lifecycle
-from .._durability.plan import decode_failed, plan as read_plan
-from .._effects import tools as _tools
+from .._core.replay import handler_never_ran, run_recorded
+from .._durability.plan import plan as read_plan
 from .._effects.actor import Actor
-from .._effects.cancelling import is_call_error
 from .._effects.context import Context
 from .._effects.registry import Registry
 from .._journal import codec as _codec
@@ -190,10 +187,8 @@ async def _replay_actor(
     tag = _codec.type_tag(cls)
     done = 0
     for m in plan.messages:
-        if m.step is not None and _lifecycle.refused_step(m.step, len(m.recorded)):
-            continue  # refused because the actor had ended: its handler never ran
-        if m.step is not None and decode_failed(m.step):
-            continue  # live, its handler never ran: recovery skips it too
+        if handler_never_ran(m):
+            continue  # as recovery: its handler never ran live
         try:
             msg = registry.decode_message(m.type_tag, m.body)
         except ActorlogError as exc:
@@ -202,17 +197,9 @@ async def _replay_actor(
         ctx = Context(host, m.seq, m.recorded, complete=complete, incarnation=m.incarnation)
         raised: BaseException | None = None
         try:
-            with anyio.CancelScope() as scope, _tools.in_step(where), ctx._handler_task():
-                err = None if m.step is None else m.step.error
-                if err is not None and err.type == "StepCancelledError":
-                    ctx.cancel_replay = scope  # cancelled live: cut where its log ends
-                await actor.receive(ctx, msg)
+            raised = await run_recorded(actor, ctx, msg, m, where)
         except ReachedLive:
             pass
-        except BaseException as exc:
-            if not is_call_error(exc):
-                raise
-            raised = exc
         if ctx.fatal is None and complete:
             try:
                 ctx.check_consumed(raised)

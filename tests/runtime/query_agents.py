@@ -26,6 +26,12 @@ class Slow:
     second: str
 
 
+@message(name="query.hold")
+@attrs.frozen
+class Hold:
+    item: str
+
+
 @message(name="query.peek_other")
 @attrs.frozen
 class PeekOther:
@@ -61,9 +67,19 @@ async def lookup(item: str) -> str:
     return item.upper()
 
 
+@tool(effect="read", name="query.held")
+async def held(item: str) -> str:
+    STARTED.setdefault(item, anyio.Event()).set()
+    await GATES[item].wait()
+    return item
+
+
 class Keeper(Actor[Items], name="query.keeper"):
-    async def receive(self, ctx: Context, msg: Add | Slow | PeekOther | Stop) -> int:
-        if isinstance(msg, Stop):
+    async def receive(self, ctx: Context, msg: Add | Slow | Hold | PeekOther | Stop) -> int:
+        if isinstance(msg, Hold):  # a step that waits inside a tool call
+            self.state.items.append(msg.item)
+            self.state.items.append(await ctx.call(held, msg.item))
+        elif isinstance(msg, Stop):
             ctx.stop(msg.why)
         elif isinstance(msg, Add):
             self.state.items.append(await ctx.call(lookup, msg.item))

@@ -23,6 +23,7 @@ from .query_agents import (
     SELF_REFS,
     STARTED,
     Add,
+    Hold,
     Items,
     Keeper,
     Last,
@@ -188,3 +189,42 @@ async def test_a_finished_actor_is_still_queryable(make_store: StoreFactory) -> 
         assert await ref.query(Last(5)) == ["A"]  # loaded, ended: its final state
     async with ActorSystem(make_store(), actors=[Keeper]) as system:
         assert await system.ref(Keeper, "k").query(Last(5)) == ["A"]  # after a restart
+
+
+async def test_read_state_cuts_a_step_cancelled_live_where_its_log_ends(
+    make_store: StoreFactory,
+) -> None:
+    """A step cancelled live (``system.cancel``) is replayed only as far as its log goes, as
+    recovery replays it. Before, ``read_state`` did not cut it and never returned."""
+    GATES["x"] = anyio.Event()
+    async with ActorSystem(make_store(), actors=[Keeper]) as system:
+        ref = await system.spawn(Keeper, "k")
+        await ref.ask(Add("a"))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ref.send, Hold("x"))
+            await STARTED.setdefault("x", anyio.Event()).wait()  # inside the tool call
+            assert await system.cancel("k")
+        await ref.ask(Add("b"))  # the actor goes on after the cancelled step
+        live = await ref.query(lambda s: list(s.items))
+    assert live == ["A", "x", "B"]
+    GATES["x"] = anyio.Event()  # never set: a tool run again would hang
+    async with ActorSystem(make_store(), actors=[]) as system:
+        with anyio.fail_after(30):
+            state = await system.read_state(Keeper, "k")
+    assert isinstance(state, Items) and state.items == live
+    assert RUNS == ["a", "b"]
+
+
+async def test_read_state_skips_a_message_refused_after_the_end(make_store: StoreFactory) -> None:
+    from actorlog import ActorFinishedError
+
+    async with ActorSystem(make_store(), actors=[Keeper]) as system:
+        ref = await system.spawn(Keeper, "k")
+        await ref.ask(Add("a"))
+        await system.terminate("k")
+        with pytest.raises(ActorFinishedError):
+            await ref.ask(Add("b"))
+    async with ActorSystem(make_store(), actors=[]) as system:
+        state = await system.read_state(Keeper, "k")
+    assert isinstance(state, Items) and state.items == ["A"]
+    assert RUNS == ["a"]
