@@ -118,10 +118,13 @@ async def cmd_actors(args: argparse.Namespace, out: Out) -> int:
         return await cmd_deleted(args, out)
     async with ops.opened(_store_url(args.store)) as store:
         actors = await ops.list_actors(store)
-        rulings = [] if args.json else await ops.waiting_rulings(store)
-    if args.json:
+        rulings = await ops.waiting_rulings(store)
+    if args.json:  # each actor's cancelled writes needing a ruling in its "needs_ruling"
+        ruled: dict[str, list[Any]] = {}
+        for a, c in rulings:
+            ruled.setdefault(a.actor_id, []).append(ops.to_json(c))
         for a in actors:
-            json_line(out.stream, ops.to_json(a))
+            json_line(out.stream, {**ops.to_json(a), "needs_ruling": ruled.get(a.actor_id, [])})
         return EXIT_OK
     s = out.s
     if not actors:

@@ -423,6 +423,7 @@ def to_json(obj: Any) -> Any:
 
 _DERIVED: dict[type, tuple[str, ...]] = {
     InDoubtIntent: ("needs_operator",),
+    Call: ("needs_ruling",),
     Step: ("started_at", "concurrent"),
     VerifyReport: ("ok",),
 }

@@ -253,8 +253,17 @@ async def test_actorlog_actors_lists_cancelled_writes_needing_a_ruling(tmp_path:
     assert "1 cancelled write(s) need a ruling:" in r.out
     assert f'a intent {call.intent_seq}: cancelwrite.transfer("t1") (handler)' in r.out
     assert f"actorlog resolve {db} a {call.intent_seq} --result JSON | --fail MESSAGE" in r.out
+    (row,) = cli("actors", db, "--json").json_lines()  # and in JSON, under the actor
+    (wanted,) = row["needs_ruling"]
+    assert (wanted["intent_seq"], wanted["tool"], wanted["needs_ruling"]) == (
+        call.intent_seq,
+        "cancelwrite.transfer",
+        True,
+    )
     assert cli("resolve", db, "a", str(call.intent_seq), "--result", '"ok"').code == 0
     assert "need a ruling" not in cli("actors", db).out
+    (row,) = cli("actors", db, "--json").json_lines()
+    assert row["needs_ruling"] == []
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
