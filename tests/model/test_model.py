@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
-from hypothesis.stateful import run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from .concurrent_machine import ConcurrentMachine
 from .machine import STATS, ModelMachine
@@ -56,52 +56,51 @@ def _settings(examples: int, steps: int) -> settings:
     )
 
 
+def run_model(
+    machine: type[RuleBasedStateMachine],
+    store_kind: str,
+    *,
+    examples: int,
+    steps: int,
+    backend: str = "asyncio",
+    base_dir: Path | None = None,
+    **flags: object,
+) -> None:
+    """Run ``machine`` (one of this folder's) on a store kind and backend: ``examples``
+    (times SOAK, or ACTORLOG_MODEL_EXAMPLES) of up to ``steps`` rules each."""
+    attributes: dict[str, object] = {"store_kind": store_kind, "backend": backend, **flags}
+    if base_dir is not None:
+        attributes["base_dir"] = str(base_dir)
+    name = f"{machine.__name__}On{store_kind.title()}{backend.title()}"
+    run_state_machine_as_test(
+        type(name, (machine,), attributes), settings=_settings(_examples(examples), steps)
+    )
+
+
 @pytest.mark.timeout(600 * SOAK)
 def test_model_on_memory_store() -> None:
-    class OnMemory(ModelMachine):
-        store_kind = "memory"
-
-    run_state_machine_as_test(OnMemory, settings=_settings(_examples(25), 30))
+    run_model(ModelMachine, "memory", examples=25, steps=30)
 
 
 @pytest.mark.timeout(600 * SOAK)
 def test_model_on_sqlite_file(tmp_path: Path) -> None:
-    class OnSqlite(ModelMachine):
-        store_kind = "sqlite"
-        base_dir = str(tmp_path)
-
-    run_state_machine_as_test(OnSqlite, settings=_settings(_examples(6), 25))
+    run_model(ModelMachine, "sqlite", examples=6, steps=25, base_dir=tmp_path)
 
 
 @pytest.mark.timeout(600 * SOAK)
 def test_model_on_sqlite_file_on_trio(tmp_path: Path) -> None:
-    class OnSqliteTrio(ModelMachine):
-        store_kind = "sqlite"
-        backend = "trio"
-        base_dir = str(tmp_path)
-
-    run_state_machine_as_test(OnSqliteTrio, settings=_settings(_examples(3), 25))
+    run_model(ModelMachine, "sqlite", examples=3, steps=25, backend="trio", base_dir=tmp_path)
 
 
 @pytest.mark.timeout(600 * SOAK)
 def test_model_issue24_on_memory_store() -> None:
     """With the rules of issue 24: retries, lifecycle, compaction, class upgrades."""
-
-    class Extended(ModelMachine):
-        store_kind = "memory"
-        extended = True
-
-    run_state_machine_as_test(Extended, settings=_settings(_examples(10), 25))
+    run_model(ModelMachine, "memory", examples=10, steps=25, extended=True)
 
 
 @pytest.mark.timeout(600 * SOAK)
 def test_model_issue24_on_sqlite_file(tmp_path: Path) -> None:
-    class ExtendedSqlite(ModelMachine):
-        store_kind = "sqlite"
-        base_dir = str(tmp_path)
-        extended = True
-
-    run_state_machine_as_test(ExtendedSqlite, settings=_settings(_examples(6), 20))
+    run_model(ModelMachine, "sqlite", examples=6, steps=20, base_dir=tmp_path, extended=True)
 
 
 # -- issue 25: concurrent effects inside a step (concurrent_machine.py) ---------------------
@@ -109,35 +108,19 @@ def test_model_issue24_on_sqlite_file(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(600 * SOAK)
 def test_concurrent_model_on_memory_store() -> None:
-    class OnMemory(ConcurrentMachine):
-        store_kind = "memory"
-
-    run_state_machine_as_test(OnMemory, settings=_settings(_examples(15), 12))
+    run_model(ConcurrentMachine, "memory", examples=15, steps=12)
 
 
 @pytest.mark.timeout(600 * SOAK)
 def test_concurrent_model_on_memory_store_on_trio() -> None:
-    class OnMemoryTrio(ConcurrentMachine):
-        store_kind = "memory"
-        backend = "trio"
-
-    run_state_machine_as_test(OnMemoryTrio, settings=_settings(_examples(8), 12))
+    run_model(ConcurrentMachine, "memory", examples=8, steps=12, backend="trio")
 
 
 @pytest.mark.timeout(600 * SOAK)
 def test_concurrent_model_on_sqlite_file(tmp_path: Path) -> None:
-    class OnSqlite(ConcurrentMachine):
-        store_kind = "sqlite"
-        base_dir = str(tmp_path)
-
-    run_state_machine_as_test(OnSqlite, settings=_settings(_examples(6), 10))
+    run_model(ConcurrentMachine, "sqlite", examples=6, steps=10, base_dir=tmp_path)
 
 
 @pytest.mark.timeout(600 * SOAK)
 def test_concurrent_model_on_sqlite_file_on_trio(tmp_path: Path) -> None:
-    class OnSqliteTrio(ConcurrentMachine):
-        store_kind = "sqlite"
-        backend = "trio"
-        base_dir = str(tmp_path)
-
-    run_state_machine_as_test(OnSqliteTrio, settings=_settings(_examples(4), 10))
+    run_model(ConcurrentMachine, "sqlite", examples=4, steps=10, backend="trio", base_dir=tmp_path)

@@ -7,33 +7,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis.stateful import run_state_machine_as_test
 
 from .stream_machine import StreamMachine
-from .test_model import SOAK, _examples, _settings
+from .test_model import SOAK, run_model
 
 
 @pytest.mark.timeout(600 * SOAK)
 def test_stream_model_on_memory_store() -> None:
-    class OnMemory(StreamMachine):
-        store_kind = "memory"
-
-    run_state_machine_as_test(OnMemory, settings=_settings(_examples(20), 12))
+    run_model(StreamMachine, "memory", examples=20, steps=12)
 
 
 @pytest.mark.timeout(600 * SOAK)
 def test_stream_model_on_memory_store_on_trio() -> None:
-    class OnMemoryTrio(StreamMachine):
-        store_kind = "memory"
-        backend = "trio"
-
-    run_state_machine_as_test(OnMemoryTrio, settings=_settings(_examples(8), 10))
+    run_model(StreamMachine, "memory", examples=8, steps=10, backend="trio")
 
 
 @pytest.mark.timeout(600 * SOAK)
 def test_stream_model_on_sqlite_file(tmp_path: Path) -> None:
-    class OnSqlite(StreamMachine):
-        store_kind = "sqlite"
-        base_dir = str(tmp_path)
-
-    run_state_machine_as_test(OnSqlite, settings=_settings(_examples(6), 10))
+    run_model(StreamMachine, "sqlite", examples=6, steps=10, base_dir=tmp_path)
