@@ -18,6 +18,12 @@ call, best and median of ``--resumes`` crash-and-resume rounds. With DBOS instal
 (``actorlog[peers]``) it runs in the same rounds, interleaved, and the ratio is shown
 (issue 17's target: actorlog's first resumed step in 1/20 of DBOS's time).
 
+Part 3, the floor: in the same rounds, a bare ``python -c`` that imports ``sqlite3``, opens a
+database file in WAL mode with ``synchronous=FULL`` (``SqliteStore``'s defaults), inserts one
+row and commits it, timed the same way from the parent's clock before the process starts to the
+child's clock after its commit. Shown: each build's start to first resumed step over that
+floor, medians (issue 28's target: at most 3x).
+
 ``--against REV`` measures another revision of this repository the same way, interleaved
 with the current code (its ``runtime/`` and ``stores/``, extracted with ``git archive`` into a
 scratch package): before and after in one run on one machine. Child processes run with
@@ -59,11 +65,22 @@ from ._common import (
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-__all__ = ["ImportRun", "Resume", "import_run", "main", "resume_round"]
+__all__ = ["FLOOR", "ImportRun", "Resume", "floor_round", "import_run", "main", "resume_round"]
 
 #: What a run on SQLite with asyncio imports whatever actorlog does (cattrs is imported only
 #: for values that are not plain): the floor of its start.
 DEPENDENCIES = "import anyio, anyio._backends._asyncio, attrs, sqlite3"
+
+#: Part 3's child: the floor of "a process that starts and makes one durable write".
+FLOOR = (
+    "import sqlite3, sys, time\n"
+    "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+    "c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA synchronous=FULL')\n"
+    "c.execute('CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v BLOB)')\n"
+    "c.execute('BEGIN'); c.execute('INSERT INTO t (v) VALUES (?)', (b'x' * 64,))\n"
+    "c.execute('COMMIT')\n"
+    "print(time.monotonic_ns())\n"
+)
 
 _LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|( +)(\S+)\s*$")
 
@@ -180,6 +197,21 @@ def resume_round(
     return Resume(build, r.start_to_main_s, r.start_to_ready_s, r.start_to_resume_s)
 
 
+def floor_round(work: Path, rep: int) -> float:
+    """Seconds from before the start of a fresh ``python -c FLOOR`` to its first commit."""
+    db = work / f"floor-{rep}.db"
+    t0 = time.monotonic_ns()
+    out = subprocess.run(
+        [sys.executable, "-c", FLOOR, str(db)],
+        capture_output=True,
+        text=True,
+        env=_env(None),
+        cwd=str(work),
+        check=True,
+    )
+    return (int(out.stdout.split()[-1]) - t0) / 1e9
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f}"
 
@@ -254,6 +286,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(top.text())
 
         resumes: dict[str, list[Resume]] = {}
+        floors: list[float] = []
         problems: list[str] = []
         peer = None if args.peer == "none" else args.peer
         if peer is not None and peers.available(peer) is not None:
@@ -267,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 runs.append((peer, None, peer))
             if rep % 2:
                 runs.reverse()
+            floors.append(floor_round(work, rep))
+            print(f"resume {rep + 1}/{args.resumes}: floor {floors[-1]:.3f} s")
             for build, pkg, system in runs:
                 print(f"resume {rep + 1}/{args.resumes}: {build} ... ", end="", flush=True)
                 got = resume_round(build, pkg, args.steps, work, rep, system)
@@ -297,9 +332,23 @@ def main(argv: Sequence[str] | None = None) -> None:
             fmt_num(min(r.to_first_step for r in rs)),
             fmt_num(medians[build]),
         )
+    if floors:
+        res.add(
+            "floor: python -c, sqlite3, one row committed",
+            "",
+            "",
+            fmt_num(min(floors)),
+            fmt_num(statistics.median(floors)),
+        )
     print()
     print(res.text())
     ratios = []
+    for build, m in medians.items():
+        if floors and build != peer:
+            ratios.append(
+                f"{build}: first resumed step at {m / statistics.median(floors):.1f}x the floor "
+                f"(medians; target 3x)"
+            )
     if peer is not None and peer in medians:
         for build, m in medians.items():
             if build != peer:
@@ -321,7 +370,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             + top.markdown()
             + f"\n\n## Process start to the first resumed step\n\n`benchmarks.peers`' run "
             f"of {args.steps} steps, SIGKILLed at step {int(args.steps * 0.75)} and resumed "
-            f"by a fresh process; {args.resumes} rounds, interleaved.\n\n"
+            f"by a fresh process; {args.resumes} rounds, interleaved. The floor: a fresh "
+            "`python -c` that opens a SQLite file (WAL, `synchronous=FULL`) and commits one "
+            "row, timed the same way in the same rounds.\n\n"
             + res.markdown()
             + (
                 "\n\n" + "\n".join(f"- {x}" for x in problems + ratios)
