@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import socket
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from datetime import timedelta
@@ -179,6 +178,8 @@ class ActorSystem(Lifecycle, SystemTimers, Queries, Operations):
                     "with this store there is no owner to deliver to; drop client=True to "
                     "run the actors here"
                 )
+            import uuid
+
             owner = owner or f"client-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         if owner is not None and self.store.capabilities.leases:
             from .._cluster.ownership import Ownership

@@ -298,6 +298,8 @@ NOT_AT_RESUME = (
     *NOT_AT_IMPORT,
     "actorlog._cluster",  # leases, ownership, remote asks: stores with capabilities.leases
     "actorlog._journal.leases",
+    "uuid",  # ids of messages sent without one, ctx.uuid(), client mode
+    "random",  # ctx.random(), retry jitter
     "pathlib",
     "urllib",
     "shutil",
