@@ -14,7 +14,9 @@ LangGraph invocations on C threads sharing one checkpointer, actorlog actors on 
 
 The tool's side effect is one line appended to the events file (``exec <i> <t_ns>``), so the
 parent counts how often each step's tool really ran. Times are ``time.monotonic_ns()``
-(system-wide on Linux, so comparable across processes). Only the standard library is imported
+(system-wide on Linux, so comparable across processes); at its first effect a process also
+notes its CPU time so far (``cpu <process_time_ns> <t_ns>``: steadier than wall time on a
+loaded machine). Only the standard library is imported
 at the top: the time to import a system is part of its start-up.
 """
 
@@ -50,6 +52,7 @@ class _Workload:
         self.steps = steps
         self.crash_at = crash_at
         self.tool_s = tool_ms / 1000
+        self.cpu_noted = False
 
     def tool(self, i: int) -> str:
         """The side-effecting tool call of step ``i``."""
@@ -61,6 +64,9 @@ class _Workload:
     def effect(self, i: int) -> str:
         """The side effect itself (async systems do the I/O wait their own way)."""
         _event("exec", i)
+        if not self.cpu_noted:  # the process's CPU time (all threads) to its first effect
+            self.cpu_noted = True
+            _event("cpu", time.process_time_ns())
         if self.crash_at is not None and i == self.crash_at:
             os.kill(os.getpid(), signal.SIGKILL)
         return f"value-{i:06d}"
