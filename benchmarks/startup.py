@@ -376,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         floor_cpu = statistics.median(f[1] for f in floors)
         dep_floor = statistics.median(f[0] for f in dep_floors)
         dep_floor_cpu = statistics.median(f[1] for f in dep_floors)
-        for label, runs in (
+        for label, samples in (
             ("floor: python -c, sqlite3, one row committed", floors),
             ("the same with anyio (asyncio backend) and attrs imported, in anyio.run", dep_floors),
         ):
@@ -384,10 +384,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                 label,
                 "",
                 "",
-                fmt_num(min(f[0] for f in runs)),
-                fmt_num(statistics.median(f[0] for f in runs)),
-                fmt_num(min(f[1] for f in runs)),
-                fmt_num(statistics.median(f[1] for f in runs)),
+                fmt_num(min(f[0] for f in samples)),
+                fmt_num(statistics.median(f[0] for f in samples)),
+                fmt_num(min(f[1] for f in samples)),
+                fmt_num(statistics.median(f[1] for f in samples)),
             )
     print()
     print(res.text())
