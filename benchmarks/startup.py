@@ -426,7 +426,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"of {args.steps} steps, SIGKILLed at step {int(args.steps * 0.75)} and resumed "
             f"by a fresh process; {args.resumes} rounds, interleaved. The floor: a fresh "
             "`python -c` that opens a SQLite file (WAL, `synchronous=FULL`) and commits one "
-            "row, timed the same way in the same rounds.\n\n"
+            "row, timed the same way in the same rounds; below it the same with what a run "
+            "of actorlog imports whatever actorlog does (anyio with its asyncio backend, "
+            "attrs), timed inside `anyio.run`. CPU: the process's CPU time (all threads) "
+            "from its start to that moment, steadier than wall time on a loaded machine. "
+            "What the ratio is made of: [README.md](README.md#start-up-issue-28).\n\n"
             + res.markdown()
             + (
                 "\n\n" + "\n".join(f"- {x}" for x in problems + ratios)
