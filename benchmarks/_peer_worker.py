@@ -14,7 +14,9 @@ LangGraph invocations on C threads sharing one checkpointer, actorlog actors on 
 
 The tool's side effect is one line appended to the events file (``exec <i> <t_ns>``), so the
 parent counts how often each step's tool really ran. Times are ``time.monotonic_ns()``
-(system-wide on Linux, so comparable across processes). Only the standard library is imported
+(system-wide on Linux, so comparable across processes); at its first effect a process also
+notes its CPU time so far (``cpu <process_time_ns> <t_ns>``: steadier than wall time on a
+loaded machine). Only the standard library is imported
 at the top: the time to import a system is part of its start-up.
 """
 
@@ -50,6 +52,7 @@ class _Workload:
         self.steps = steps
         self.crash_at = crash_at
         self.tool_s = tool_ms / 1000
+        self.cpu_noted = False
 
     def tool(self, i: int) -> str:
         """The side-effecting tool call of step ``i``."""
@@ -61,6 +64,9 @@ class _Workload:
     def effect(self, i: int) -> str:
         """The side effect itself (async systems do the I/O wait their own way)."""
         _event("exec", i)
+        if not self.cpu_noted:  # the process's CPU time (all threads) to its first effect
+            self.cpu_noted = True
+            _event("cpu", time.process_time_ns())
         if self.crash_at is not None and i == self.crash_at:
             os.kill(os.getpid(), signal.SIGKILL)
         return f"value-{i:06d}"
@@ -255,20 +261,35 @@ def _run_actorlog(w: _Workload, db: str, phase: str, per_message: bool, runs: in
 SYSTEMS = ("dbos", "dbos-wal", "langgraph-sync", "langgraph-default", "actorlog", "actorlog-msgs")
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
+class _Args:
+    """The command line, parsed by hand: argparse (and the ``re`` patterns it compiles) would
+    be the harness's cost in every system's start-up."""
 
+    def __init__(self, argv: list[str]) -> None:
+        usage = "usage: _peer_worker SYSTEM PHASE --db P --events P --steps N [options]"
+        opts: dict[str, str] = {}
+        pos: list[str] = []
+        it = iter(argv)
+        for a in it:
+            if a.startswith("--"):
+                opts[a[2:].replace("-", "_")] = next(it, "")
+            else:
+                pos.append(a)
+        if len(pos) != 2 or pos[0] not in SYSTEMS or pos[1] not in ("run", "resume", "concurrent"):
+            raise SystemExit(usage)
+        unknown = set(opts) - {"db", "events", "steps", "crash_at", "tool_ms", "runs"}
+        if unknown or not {"db", "events", "steps"} <= set(opts):
+            raise SystemExit(usage)
+        self.system, self.phase = pos
+        self.db, self.events, self.steps = opts["db"], opts["events"], int(opts["steps"])
+        self.crash_at = int(opts["crash_at"]) if "crash_at" in opts else None
+        self.tool_ms = float(opts.get("tool_ms", 0.0))
+        self.runs = int(opts.get("runs", 1))  # concurrent runs (phase concurrent)
+
+
+def main(argv: list[str] | None = None) -> int:
     global _events_fd
-    p = argparse.ArgumentParser()
-    p.add_argument("system", choices=SYSTEMS)
-    p.add_argument("phase", choices=("run", "resume", "concurrent"))
-    p.add_argument("--db", required=True)
-    p.add_argument("--events", required=True)
-    p.add_argument("--steps", type=int, required=True)
-    p.add_argument("--crash-at", type=int, default=None)
-    p.add_argument("--tool-ms", type=float, default=0.0)
-    p.add_argument("--runs", type=int, default=1, help="concurrent runs (phase concurrent)")
-    args = p.parse_args(argv)
+    args = _Args(sys.argv[1:] if argv is None else argv)
     _events_fd = os.open(args.events, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     os.write(_events_fd, f"start {args.phase} {_T_START}\n".encode())
     w = _Workload(args.steps, args.crash_at if args.phase == "run" else None, args.tool_ms)

@@ -111,6 +111,8 @@ class PeerResult:
     start_to_main_s: float = float("nan")
     start_to_ready_s: float = float("nan")
     start_to_resume_s: float = float("nan")
+    #: the resume process's CPU time (all its threads) from its start to its first effect
+    resume_cpu_s: float = float("nan")
     first_resumed_step: int = -1
     reexecuted: int = -1
     missing_steps: int = 0
@@ -284,6 +286,8 @@ def run_system(
             res.start_to_ready_s = (t - t0_resume) / 1e9
         elif kind == "pragmas":
             res.pragmas = value
+        elif kind == "cpu" and value.isdigit() and res.resume_cpu_s != res.resume_cpu_s:
+            res.resume_cpu_s = int(value) / 1e9
         elif kind == "correct":
             res.correct = True
     executed = [s for s, _ in run_exec + res_exec]

@@ -18,6 +18,15 @@ call, best and median of ``--resumes`` crash-and-resume rounds. With DBOS instal
 (``actorlog[peers]``) it runs in the same rounds, interleaved, and the ratio is shown
 (issue 17's target: actorlog's first resumed step in 1/20 of DBOS's time).
 
+Part 3, the floor: in the same rounds, a bare ``python -c`` that imports ``sqlite3``, opens a
+database file in WAL mode with ``synchronous=FULL`` (``SqliteStore``'s defaults), inserts one
+row and commits it, timed the same way from the parent's clock before the process starts to the
+child's clock after its commit; and the same with what a run of actorlog imports whatever
+actorlog does (anyio with its asyncio backend, attrs), timed inside ``anyio.run`` after the
+commit. Shown: each build's start to first resumed step over the floor, medians (issue 28's
+target: at most 3x), and the dependencies' floor over it; in wall time and in the CPU time
+each process used until then (all its threads; steadier than wall time on a loaded machine).
+
 ``--against REV`` measures another revision of this repository the same way, interleaved
 with the current code (its ``runtime/`` and ``stores/``, extracted with ``git archive`` into a
 scratch package): before and after in one run on one machine. Child processes run with
@@ -59,11 +68,42 @@ from ._common import (
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-__all__ = ["ImportRun", "Resume", "import_run", "main", "resume_round"]
+__all__ = [
+    "FLOOR",
+    "FLOOR_DEPS",
+    "ImportRun",
+    "Resume",
+    "floor_round",
+    "import_run",
+    "main",
+    "resume_round",
+]
 
 #: What a run on SQLite with asyncio imports whatever actorlog does (cattrs is imported only
 #: for values that are not plain): the floor of its start.
 DEPENDENCIES = "import anyio, anyio._backends._asyncio, attrs, sqlite3"
+
+#: Part 3's child: the floor of "a process that starts and makes one durable write".
+FLOOR = (
+    "import sqlite3, sys, time\n"
+    "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+    "c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA synchronous=FULL')\n"
+    "c.execute('CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v BLOB)')\n"
+    "c.execute('BEGIN'); c.execute('INSERT INTO t (v) VALUES (?)', (b'x' * 64,))\n"
+    "c.execute('COMMIT')\n"
+    "print(time.monotonic_ns(), time.process_time_ns())\n"
+)
+
+#: The same with what a run of actorlog on SQLite imports whatever actorlog does (anyio and
+#: its asyncio backend, attrs), timed inside ``anyio.run``: the part of the target
+#: that is not actorlog's own.
+FLOOR_DEPS = (
+    "import anyio, anyio._backends._asyncio, attrs\n"
+    + FLOOR.replace("print(time.monotonic_ns(), time.process_time_ns())\n", "")
+    + "async def main():\n    await anyio.sleep(0)\n"
+    + "    return time.monotonic_ns(), time.process_time_ns()\n"
+    + "print(*anyio.run(main))\n"
+)
 
 _LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|( +)(\S+)\s*$")
 
@@ -93,6 +133,7 @@ class Resume:
     to_main: float
     to_ready: float
     to_first_step: float
+    cpu_to_first_step: float
 
 
 def _env(pkg: Path | None) -> dict[str, str]:
@@ -177,7 +218,24 @@ def resume_round(
         r = peers.run_system(system, steps, 0.75, work / build, rep=rep)
     if r.status != "ok" or not r.correct:
         return f"{build}: {r.status}" + ("" if r.correct else " (wrong result)")
-    return Resume(build, r.start_to_main_s, r.start_to_ready_s, r.start_to_resume_s)
+    return Resume(build, r.start_to_main_s, r.start_to_ready_s, r.start_to_resume_s, r.resume_cpu_s)
+
+
+def floor_round(work: Path, rep: int, script: str = FLOOR) -> tuple[float, float]:
+    """Seconds from before the start of a fresh ``python -c FLOOR`` to its first commit, and
+    the CPU seconds of that process until then."""
+    db = work / f"floor-{rep}.db"
+    t0 = time.monotonic_ns()
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(db)],
+        capture_output=True,
+        text=True,
+        env=_env(None),
+        cwd=str(work),
+        check=True,
+    )
+    t, cpu = out.stdout.split()[-2:]
+    return (int(t) - t0) / 1e9, int(cpu) / 1e9
 
 
 def _ms(seconds: float) -> str:
@@ -254,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(top.text())
 
         resumes: dict[str, list[Resume]] = {}
+        floors: list[tuple[float, float]] = []
+        dep_floors: list[tuple[float, float]] = []
         problems: list[str] = []
         peer = None if args.peer == "none" else args.peer
         if peer is not None and peers.available(peer) is not None:
@@ -267,6 +327,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                 runs.append((peer, None, peer))
             if rep % 2:
                 runs.reverse()
+            floors.append(floor_round(work, rep))
+            dep_floors.append(floor_round(work, rep + args.resumes, FLOOR_DEPS))
+            print(
+                f"resume {rep + 1}/{args.resumes}: floor {floors[-1][0]:.3f} s, "
+                f"with the dependencies {dep_floors[-1][0]:.3f} s"
+            )
             for build, pkg, system in runs:
                 print(f"resume {rep + 1}/{args.resumes}: {build} ... ", end="", flush=True)
                 got = resume_round(build, pkg, args.steps, work, rep, system)
@@ -285,21 +351,58 @@ def main(argv: Sequence[str] | None = None) -> None:
             "start → ready (s)",
             "start → first resumed step, best (s)",
             "median (s)",
+            "CPU to it, best (s)",
+            "median (s) ",
         ]
     )
     medians: dict[str, float] = {}
+    cpu_medians: dict[str, float] = {}
     for build, rs in resumes.items():
         medians[build] = statistics.median(r.to_first_step for r in rs)
+        cpus = [r.cpu_to_first_step for r in rs if r.cpu_to_first_step == r.cpu_to_first_step]
+        cpu_medians[build] = statistics.median(cpus) if cpus else float("nan")
         res.add(
             build,
             fmt_num(min(r.to_main for r in rs)),
             fmt_num(min(r.to_ready for r in rs)),
             fmt_num(min(r.to_first_step for r in rs)),
             fmt_num(medians[build]),
+            fmt_num(min(cpus)) if cpus else "",
+            fmt_num(cpu_medians[build]) if cpus else "",
         )
+    floor = floor_cpu = dep_floor = dep_floor_cpu = float("nan")
+    if floors:
+        floor = statistics.median(f[0] for f in floors)
+        floor_cpu = statistics.median(f[1] for f in floors)
+        dep_floor = statistics.median(f[0] for f in dep_floors)
+        dep_floor_cpu = statistics.median(f[1] for f in dep_floors)
+        for label, samples in (
+            ("floor: python -c, sqlite3, one row committed", floors),
+            ("the same with anyio (asyncio backend) and attrs imported, in anyio.run", dep_floors),
+        ):
+            res.add(
+                label,
+                "",
+                "",
+                fmt_num(min(f[0] for f in samples)),
+                fmt_num(statistics.median(f[0] for f in samples)),
+                fmt_num(min(f[1] for f in samples)),
+                fmt_num(statistics.median(f[1] for f in samples)),
+            )
     print()
     print(res.text())
     ratios = []
+    if floors:
+        ratios.append(
+            f"the dependencies alone: {dep_floor / floor:.1f}x the floor "
+            f"({dep_floor_cpu / floor_cpu:.1f}x in CPU time; medians)"
+        )
+    for build, m in medians.items():
+        if floors and build != peer:
+            ratios.append(
+                f"{build}: first resumed step at {m / floor:.1f}x the floor "
+                f"({cpu_medians[build] / floor_cpu:.1f}x in CPU time; medians; target 3x)"
+            )
     if peer is not None and peer in medians:
         for build, m in medians.items():
             if build != peer:
@@ -321,7 +424,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             + top.markdown()
             + f"\n\n## Process start to the first resumed step\n\n`benchmarks.peers`' run "
             f"of {args.steps} steps, SIGKILLed at step {int(args.steps * 0.75)} and resumed "
-            f"by a fresh process; {args.resumes} rounds, interleaved.\n\n"
+            f"by a fresh process; {args.resumes} rounds, interleaved. The floor: a fresh "
+            "`python -c` that opens a SQLite file (WAL, `synchronous=FULL`) and commits one "
+            "row, timed the same way in the same rounds; below it the same with what a run "
+            "of actorlog imports whatever actorlog does (anyio with its asyncio backend, "
+            "attrs), timed inside `anyio.run`. CPU: the process's CPU time (all threads) "
+            "from its start to that moment, steadier than wall time on a loaded machine. "
+            "What the ratio is made of: [README.md](README.md#start-up-issue-28).\n\n"
             + res.markdown()
             + (
                 "\n\n" + "\n".join(f"- {x}" for x in problems + ratios)

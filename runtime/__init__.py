@@ -49,9 +49,9 @@ Where things are:
 from __future__ import annotations
 
 import logging as _logging
+import typing as _typing
 
 from . import errors
-from ._cluster.leases import OwnershipChange
 from ._core.recovery import RecoveryReport
 from ._durability.events import AskStream, StepEvent
 from ._effects.actor import Actor
@@ -60,9 +60,13 @@ from ._effects.ref import ActorRef
 from ._effects.retry import Retry
 from ._effects.tools import Happened, NotHappened, Tool, tool
 from ._journal.ids import idempotency_key
-from ._journal.leases import Lease
 from ._journal.names import message
 from ._runtime.system import ActorSystem
+
+if _typing.TYPE_CHECKING:  # loaded on first use (__getattr__): a run without leases never does
+    from ._cluster.leases import OwnershipChange
+    from ._journal.leases import Lease
+    from .stores import MemoryStore, PostgresStore, SqliteStore
 
 # the exceptions: documented in actorlog.errors, importable from here
 from .errors import (
@@ -127,13 +131,33 @@ __all__ = [
 __version__ = "0.1.0.dev0"
 
 
-def __getattr__(name: str) -> object:
-    # The stores live in actorlog.stores (which imports this package), so re-export lazily.
-    if name in ("MemoryStore", "SqliteStore", "PostgresStore"):
-        from actorlog import stores
+#: names loaded on first use: (module, whether ``dir()`` lists them before that)
+_LAZY = {
+    # the leases of shared stores (docs/scaling.md): a system without them never imports them
+    "OwnershipChange": ("actorlog._cluster.leases", True),
+    "Lease": ("actorlog._journal.leases", True),
+    # the stores live in actorlog.stores (which imports this package)
+    "MemoryStore": ("actorlog.stores", False),
+    "SqliteStore": ("actorlog.stores", False),
+    "PostgresStore": ("actorlog.stores", False),
+}
 
-        return getattr(stores, name)
-    raise AttributeError(f"module 'actorlog' has no attribute {name!r}")
+
+def __getattr__(name: str) -> object:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'actorlog' has no attribute {name!r}")
+    import importlib
+
+    obj = getattr(importlib.import_module(where[0]), name)
+    if where[1]:
+        obj.__module__ = "actorlog"
+        globals()[name] = obj
+    return obj
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *(n for n, (_, listed) in _LAZY.items() if listed)})
 
 
 for _name in (*__all__, *errors.__all__):

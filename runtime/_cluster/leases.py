@@ -108,3 +108,6 @@ class ChangeFeed:
     def close(self) -> None:
         for watcher in self._watchers:
             watcher.close()
+
+
+OwnershipChange.__module__ = "actorlog"  # its public name (imported lazily by actorlog)

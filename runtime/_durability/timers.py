@@ -23,7 +23,6 @@ import json
 import logging
 import math
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, cast
 
@@ -290,6 +289,8 @@ def new_row(
     _codec.validate_message_id(message_id)
     body = letter.encoded()
     if timer_id is None:
+        import uuid
+
         timer_id = f"{actor_id}/{message_id}" if message_id else uuid.uuid4().hex
     return TimerRow(
         timer_id=timer_id,

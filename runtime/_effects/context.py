@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import datetime
 import json
-import random as _random
 import threading
 import time
-import uuid as _uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -44,6 +42,8 @@ from .tasks import Node
 from .tools import Tool, as_tool, unwrap_partial
 
 if TYPE_CHECKING:
+    import uuid as _uuid
+
     from .ref import ActorRef
 
 __all__ = ["VERSION_TAG", "Context"]
@@ -275,10 +275,14 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
 
     def random(self) -> float:
         """A random float in [0, 1), recorded."""
+        import random as _random  # here: only handlers that ask for it import it
+
         return float(self._effect("random", _random.random, "ctx.random()"))
 
     def uuid(self) -> _uuid.UUID:
         """A random UUID, recorded."""
+        import uuid as _uuid
+
         return _uuid.UUID(self._effect("uuid", lambda: _uuid.uuid4().hex, "ctx.uuid()"))
 
     def version(self, change_id: str, /, *, default: int = 1, max: int = 2) -> int:

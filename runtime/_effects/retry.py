@@ -8,7 +8,6 @@ spelling follows stamina (``attempts``, ``on``). See docs/retries.md for what di
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Iterable
 from typing import Any
 
@@ -117,6 +116,8 @@ class Retry:
         if math.isinf(d):
             d = 1e9  # a factor > 1 without a cap: long, but a number that can be logged
         if self.jitter:
+            import random  # here: most runs never retry
+
             d = random.uniform(d / 2, d)
         return d
 

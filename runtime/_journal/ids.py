@@ -7,7 +7,6 @@ Their error messages show values with ``_checks.shown`` (the bounded ``repr``).
 from __future__ import annotations
 
 import os
-import uuid
 
 from .checks import is_utf8, shown, validate_int, validate_text
 from .errors import ConfigurationError
@@ -84,6 +83,8 @@ def new_incarnation() -> str:
 
 def new_message_id() -> str:
     """A fresh message id for a message sent without one."""
+    import uuid  # here: a run whose messages all carry ids never imports it
+
     return uuid.uuid4().hex
 
 

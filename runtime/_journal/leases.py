@@ -31,3 +31,6 @@ class Lease:
     def live(self) -> bool:
         """Held by a runtime right now (not released, not expired)."""
         return self.owner is not None and self.expires_in > 0
+
+
+Lease.__module__ = "actorlog"  # its public name (imported lazily by actorlog)

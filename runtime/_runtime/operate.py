@@ -3,11 +3,10 @@ last recovery did, its in-doubt calls and their resolution, restarting a quarant
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from .._cluster.ownership import Ownership
 from .._core import restart as _restart
 from .._core.cell import Cell
 from .._core.recovery import RecoveryReport
@@ -18,6 +17,9 @@ from .._effects.registry import Registry
 from .._journal import codec as _codec
 from .._journal.errors import ActorNotFoundError, ActorQuarantinedError
 from ..store import Store
+
+if TYPE_CHECKING:
+    from .._cluster.ownership import Ownership
 
 __all__ = ["Operations"]
 

@@ -5,19 +5,16 @@ from __future__ import annotations
 import os
 import socket
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from .._cluster.leases import OwnershipChange
-from .._cluster.ownership import Ownership
 from .._core import recovery as _recovery, restart as _restart
 from .._core.cell import Cell
 from .._durability.events import not_here
@@ -33,7 +30,6 @@ from .._journal.errors import (
     ActorStoppedError,
     ConfigurationError,
 )
-from .._journal.leases import Lease
 from .._tracing import telemetry as _telemetry
 from ..store import Store
 from . import options as _options
@@ -43,6 +39,11 @@ from .options import SpawnOptions
 from .passivation import Passivator
 from .query import Queries
 from .systimers import SystemTimers
+
+if TYPE_CHECKING:  # leases (actorlog._cluster) are imported by a system that uses them
+    from .._cluster.leases import OwnershipChange
+    from .._cluster.ownership import Ownership
+    from .._journal.leases import Lease
 
 __all__ = ["ActorRef", "ActorSystem"]
 
@@ -177,8 +178,12 @@ class ActorSystem(Lifecycle, SystemTimers, Queries, Operations):
                     "with this store there is no owner to deliver to; drop client=True to "
                     "run the actors here"
                 )
+            import uuid
+
             owner = owner or f"client-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         if owner is not None and self.store.capabilities.leases:
+            from .._cluster.ownership import Ownership
+
             self._ownership = Ownership(
                 self._host,
                 owner,

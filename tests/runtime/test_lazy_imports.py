@@ -40,6 +40,14 @@ NOT_AT_IMPORT = (
     "actorlog._views.html",
     "actorlog._views.term",
     "actorlog.testing._replay",
+    # issue 28: imported by what uses them, and anyio's streams and backend only at a run
+    "actorlog._cluster",
+    "actorlog._journal.leases",
+    "anyio.streams",
+    "anyio._backends",
+    "uuid",
+    "random",
+    "pathlib",
 )
 
 
@@ -290,3 +298,114 @@ def test_a_step_resumed_after_a_crash_replies_a_plain_list_without_cattrs(
     )
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "[]", f"cattrs imported: {resumed.stdout}"
+
+
+#: modules that a process resuming an actor on SQLite (no leases, no SDK) has not imported
+#: when its first resumed tool call runs (issue 28: start to first resumed effect)
+NOT_AT_RESUME = (
+    # anyio's asyncio backend (with its streams) is what a run on asyncio imports
+    *(m for m in NOT_AT_IMPORT if not m.startswith("anyio.")),
+    # actorlog._cluster: leases, ownership, remote asks (stores with capabilities.leases);
+    # uuid: ids of messages sent without one, ctx.uuid(), client mode; random: ctx.random(),
+    # retry jitter
+    "urllib",
+    "shutil",
+    "tempfile",
+)
+
+_FIRST_EFFECT = """
+import os
+import signal
+import sys
+
+import anyio
+import attrs
+from actorlog import Actor, ActorSystem, Context, tool
+from actorlog.stores import SqliteStore
+
+UNWANTED = {unwanted!r}
+
+
+@tool(effect="read", name="t.effect")
+async def effect(n: int) -> int:
+    if os.environ.get("KILL") and n == 2:
+        os.kill(os.getpid(), signal.SIGKILL)  # mid-step: calls 0 and 1 logged, 2 in doubt
+    if not os.environ.get("KILL"):
+        loaded = sorted(
+            m for m in sys.modules if any(m == u or m.startswith(u + ".") for u in UNWANTED)
+        )
+        print(loaded, flush=True)
+        os._exit(0)  # the first resumed effect: what is loaded by now is what it cost
+    return n
+
+
+@attrs.define
+class Go:
+    n: int
+
+
+@attrs.define
+class Done:
+    steps: int = 0
+
+
+class Runner(Actor[Done], name="t.runner"):
+    async def receive(self, ctx: Context, msg: Go) -> int:
+        self.state.steps += 1
+        return sum([await ctx.call(effect, i) for i in range(msg.n)])
+
+
+async def main(path: str) -> None:
+    async with ActorSystem(SqliteStore(path), actors=[Runner]) as system:
+        ref = await system.spawn(Runner, "r")
+        await ref.ask(Go(3), message_id="m1")
+
+
+anyio.run(main, sys.argv[1])
+"""
+
+
+def test_a_resumed_process_reaches_its_first_effect_without_what_it_does_not_use(
+    tmp_path: Path,
+) -> None:
+    """Killed mid-step, the actor is resumed by a fresh process: by its first resumed tool
+    call that process has imported none of NOT_AT_RESUME (leases, the operator API, the CLI,
+    cattrs for plain values, OpenTelemetry without an SDK, pathlib ...): each is time between
+    the restart and the first effect (issue 28)."""
+    script = tmp_path / "runner.py"
+    script.write_text(_FIRST_EFFECT.replace("{unwanted!r}", repr(NOT_AT_RESUME)))
+    db = str(tmp_path / "agents.db")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    killed = subprocess.run(
+        [sys.executable, str(script), db], env={**env, "KILL": "1"}, capture_output=True
+    )
+    assert killed.returncode == -9, killed.stderr
+    resumed = subprocess.run(
+        [sys.executable, str(script), db], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "[]", f"imported before the first effect: {resumed.stdout}"
+
+
+def test_the_lazily_loaded_public_names_are_the_same_objects_and_listed() -> None:
+    """``OwnershipChange`` and ``Lease`` load on first use and are listed by ``dir()``
+    before that, named ``actorlog.X`` whichever import path loaded them first."""
+    out = _run(
+        """
+        import sys
+        import actorlog
+
+        assert "actorlog._cluster.leases" not in sys.modules
+        assert {"Lease", "OwnershipChange"} <= set(dir(actorlog))
+        from actorlog._cluster.leases import OwnershipChange as direct
+
+        assert direct.__module__ == "actorlog"
+        from actorlog import Lease, OwnershipChange
+        from actorlog._journal.leases import Lease as record
+
+        assert OwnershipChange is direct and Lease is record
+        assert Lease.__module__ == "actorlog" and actorlog.Lease is Lease
+        print("ok")
+        """
+    )
+    assert out == "ok"
