@@ -60,9 +60,17 @@ from ._common import (  # noqa: E402
     scratch_dir,
     write_report,
 )
+from ._parallel_agent import (  # noqa: E402
+    COMMIT_TIME,
+    COMMITS,
+    CPU,
+    SHAPED,
+    SHAPED_NONE,
+    agent_rounds,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Sequence
 
 _T_IMPORTED = time.monotonic_ns()  # the imports done
 
@@ -193,132 +201,6 @@ def restart_round(work: Path, calls: int, delay: float, kill_at: int, round_no: 
             "step": float(r["step"] or "nan"),
         }
     return out
-
-
-# -- part 2: pydantic-ai --------------------------------------------------------------------
-
-
-class TimedSqliteStore(SqliteStore):
-    """``SqliteStore`` that counts its transactions (appends and actor registrations) and
-    the wall time each took. Benchmark-only: it wraps the store's private commit hooks."""
-
-    def __init__(self, path: str | Path) -> None:
-        super().__init__(path)
-        self.commits = 0
-        self.commit_seconds = 0.0
-
-    async def _commit(self, batch: Sequence[Any]) -> None:
-        t = time.perf_counter()
-        try:
-            await super()._commit(batch)
-        finally:
-            self.commits += 1
-            self.commit_seconds += time.perf_counter() - t
-
-    async def _register(self, batch: Sequence[Any]) -> None:
-        t = time.perf_counter()
-        try:
-            await super()._register(batch)
-        finally:
-            self.commits += 1
-            self.commit_seconds += time.perf_counter() - t
-
-
-def pydantic_ai_cases(
-    calls: int, delay: float, system: list[ActorSystem]
-) -> tuple[type[Actor[Any]], dict[str, Callable[[], Awaitable[Any]]]] | None:
-    """The actor class to register and, by name, a coroutine function running the agent once
-    (durable runs use ``system[0]``); None without pydantic-ai."""
-    try:
-        from actorlog.integrations.pydantic_ai import READ, AgentActor, DurableAgent
-        from pydantic_ai import Agent
-        from pydantic_ai.messages import (
-            ModelMessage,
-            ModelRequest,
-            ModelResponse,
-            TextPart,
-            ToolCallPart,
-            ToolReturnPart,
-        )
-        from pydantic_ai.models.function import AgentInfo, FunctionModel
-    except ImportError:
-        return None
-
-    def model_fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returns = [
-            str(p.content)
-            for m in messages
-            if isinstance(m, ModelRequest)
-            for p in m.parts
-            if isinstance(p, ToolReturnPart)
-        ]
-        if not returns:
-            parts = [ToolCallPart("fetch", {"i": i}, tool_call_id=f"c{i}") for i in range(calls)]
-            return ModelResponse(parts=list(parts))
-        return ModelResponse(parts=[TextPart("; ".join(returns))])
-
-    def make(name: str, wait: float) -> Agent[None, str]:
-        agent = Agent(FunctionModel(model_fn, model_name="fan-fn"), name=name)
-
-        @agent.tool_plain
-        async def fetch(i: int) -> str:
-            await anyio.sleep(wait)
-            return f"page {i}"
-
-        return agent
-
-    waiting, instant = make("fan-wait", delay), make("fan-instant", 0.0)
-    durable_waiting = DurableAgent(waiting, tools={"fetch": READ})
-    durable_instant = DurableAgent(instant, tools={"fetch": READ})
-    runs = iter(range(10**9))
-
-    async def alone(agent: Agent[None, str], sequential: bool = False) -> Any:
-        if sequential:
-            with Agent.parallel_tool_call_execution_mode("sequential"):
-                return (await agent.run("go")).output
-        return (await agent.run("go")).output
-
-    async def durable(d: DurableAgent[None, str]) -> Any:
-        n = next(runs)
-        return (await d.run(system[0], f"conv-{n}", "go", message_id=f"run-{n}")).output
-
-    return AgentActor, {
-        "pydantic-ai alone (parallel)": lambda: alone(waiting),
-        "pydantic-ai alone (sequential mode)": lambda: alone(waiting, True),
-        "DurableAgent (parallel)": lambda: durable(durable_waiting),
-        "pydantic-ai alone, tools that do not wait": lambda: alone(instant),
-        "DurableAgent, tools that do not wait": lambda: durable(durable_instant),
-    }
-
-
-#: per-run figures of the durable cases: the store's transactions and their wall time
-COMMITS, COMMIT_TIME = "commits", "commit time"
-
-
-async def agent_rounds(db: Path, calls: int, delay: float, rounds: int) -> dict[str, list[float]]:
-    """Seconds per run of each case; for each durable case also its store transactions
-    (``name + ": commits"``) and their wall time (``name + ": commit time"``)."""
-    holder: list[ActorSystem] = []
-    found = pydantic_ai_cases(calls, delay, holder)
-    if found is None:
-        return {}
-    actor, cases = found
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    store = TimedSqliteStore(db)
-    async with ActorSystem(store, actors=[actor]) as system:
-        holder.append(system)
-        for run in cases.values():  # warm up: imports, first spawn
-            await run()
-        for _ in range(rounds):
-            for name, run in cases.items():
-                n0, s0 = store.commits, store.commit_seconds
-                t = time.perf_counter()
-                await run()
-                times[name].append(time.perf_counter() - t)
-                if name.startswith("DurableAgent"):
-                    times.setdefault(f"{name}: {COMMITS}", []).append(store.commits - n0)
-                    times.setdefault(f"{name}: {COMMIT_TIME}", []).append(store.commit_seconds - s0)
-    return times
 
 
 # -- the report ------------------------------------------------------------------------------
@@ -489,6 +371,7 @@ def report(
                 "run",
                 "median",
                 "vs pydantic-ai alone (parallel)",
+                "CPU",
                 "store transactions",
                 "their wall time",
             ]
@@ -501,7 +384,8 @@ def report(
             t2.add(
                 name,
                 _ms(m),
-                f"{m / base:.2f}x" if "wait" not in name else "-",
+                f"{m / base:.2f}x" if "(" in name else "-",
+                _ms(_median(agent[f"{name}: {CPU}"])),
                 "-" if commits is None else f"{_median(commits):g}",
                 "-" if spent is None else _ms(_median(spent)),
             )
@@ -520,8 +404,14 @@ def report(
             "tools returning at once, so the difference between the two is what the log "
             "costs (its commits and the runtime's own work). *store transactions*: the "
             "store's commits during one run (the new actor's registration, the appends) "
-            f"and the wall time they took. Medians of {args.rounds} interleaved round(s) "
-            "after one warm-up run.\n"
+            "and the wall time they took. *CPU*: `time.process_time` over the run (every "
+            "thread: SQLite's writer thread included). The last two rows are actorlog "
+            f"without pydantic-ai: an actor spawned per run whose step makes 2 + {n} "
+            "journaled calls (2 reads around a task group of parallel ones), logging the "
+            "values a durable run logs (its model responses, tool results of the same "
+            "form), and keeping and replying its whole conversation, as `DurableAgent` "
+            "does; and the same step making no call. Medians of "
+            f"{args.rounds} interleaved round(s) after one warm-up run.\n"
         )
         lines.append(t2.markdown() + "\n")
 
@@ -531,14 +421,32 @@ def report(
         lines.append(
             f"- the issue's bound, pydantic-ai alone {_ms(base)} + the log's commits "
             f"({commits_n:g} transactions, {_ms(commit_time)}) = {_ms(base + commit_time)}: "
-            f"DurableAgent (parallel) {_ms(durable)} is {verdict(base + commit_time)}; the "
-            "rest is the runtime's own work (journaling, spawning the conversation's actor, "
-            "the model requests' fingerprints, the result's decoding)"
+            f"DurableAgent (parallel) {_ms(durable)} is {verdict(base + commit_time)}"
+            + (
+                "; what it spends over it is CPU work, split below"
+                if durable > base + commit_time
+                else ""
+            )
         )
         lines.append(
             f"- pydantic-ai alone {_ms(base)} + the log's whole cost measured with tools "
             f"that do not wait {_ms(cost)} = {_ms(base + cost)}: DurableAgent (parallel) is "
             f"{verdict(base + cost)}"
+        )
+        cpu = {name: _median(agent[f"{name}: {CPU}"]) for name in runs}
+        alone_cpu = cpu["pydantic-ai alone, tools that do not wait"]
+        durable_cpu = cpu["DurableAgent, tools that do not wait"]
+        runtime_cpu, step_cpu = cpu[SHAPED], cpu[SHAPED_NONE]
+        own = durable_cpu - alone_cpu - runtime_cpu
+        lines.append(
+            f"- CPU per run, tools that do not wait: DurableAgent {_ms(durable_cpu)}, "
+            f"pydantic-ai alone {_ms(alone_cpu)}: actorlog adds {_ms(durable_cpu - alone_cpu)}"
+            f". Of it, the runtime's work for the same journaled calls without pydantic-ai "
+            f"is {_ms(runtime_cpu)} ({_ms(step_cpu)} of it spawning the actor, the step, its "
+            f"state and reply; {_ms((runtime_cpu - step_cpu) / (n + 2))} per journaled "
+            f"call); the integration's own is the rest, {_ms(own)} (fingerprints, encoding "
+            "and decoding the responses and the conversation, the wrapped model and "
+            "toolsets pydantic-ai runs through)"
         )
         sequential_alone = _median(agent["pydantic-ai alone (sequential mode)"])
         lines.append(

@@ -6,9 +6,10 @@ It imports no agent framework, so each integration needs only its own extra inst
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import math
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -23,14 +24,15 @@ __all__ = [
     "READ",
     "ReconcileToolFn",
     "ToolEffect",
-    "ToolTemplates",
+    "JournalingTools",
     "adapter_of",
     "check_timeout",
     "effect_by_name",
     "idempotency_key",
     "reconciled",
+    "calling",
     "shown",
-    "tool_for_call",
+    "this_call",
 ]
 
 #: id(spec) -> (spec, its pydantic TypeAdapter): made once per output spec
@@ -54,34 +56,54 @@ def adapter_of(spec: Any) -> Any:
     return adapter
 
 
-def tool_for_call(
-    template: Tool[Any, Any], fn: Callable[..., Coroutine[Any, Any, Any]]
-) -> Tool[Any, Any]:
-    """``template`` running ``fn`` (a closure over one call's state, with the signature of
-    the template's function): the name, effect, in-doubt policy and everything ``Tool``
-    computed from the signature (its checks, arity, return type) are the template's, made
-    once per tool rather than once per journaled call (making a ``Tool`` costs an
-    ``inspect.signature`` and a ``typing.get_type_hints``). A copy like
-    ``Tool.with_options``'s: the log cannot tell it from a ``Tool`` made for the call."""
-    if "return_type" not in template.__dict__:
-        template.return_type  # noqa: B018 -- computed once, then copied with the dict
-    copy: Tool[Any, Any] = Tool.__new__(Tool)
-    copy.__dict__.update(template.__dict__)
-    copy.fn = fn
-    copy.__wrapped__ = fn  # type: ignore[attr-defined]  # functools.update_wrapper's field
-    return copy
+#: The work of the journaled call this context is making (``calling``): what the one ``Tool``
+#: of a tool (or of a model request) runs for that call.
+_WORK: contextvars.ContextVar[Callable[..., Coroutine[Any, Any, Any]] | None] = (
+    contextvars.ContextVar("actorlog_integration_work", default=None)
+)
+
+
+@contextlib.contextmanager
+def calling(work: Callable[..., Coroutine[Any, Any, Any]]) -> Iterator[None]:
+    """Around ``ctx.call(tool, ...)`` of a ``Tool`` made with ``this_call``: the tool runs
+    ``work`` (a closure over one call's state) with the call's arguments. The runtime runs a
+    tool inside its ``ctx.call`` (the first attempt, retries, a re-run after a crash), so
+    each call gets its own work, and each tool is one ``Tool``, made once (making one costs an
+    ``inspect.signature`` and a ``typing.get_type_hints``)."""
+    token = _WORK.set(work)
+    try:
+        yield
+    finally:
+        _WORK.reset(token)
+
+
+def this_call() -> Callable[..., Coroutine[Any, Any, Any]]:
+    """The work of the call being made (``calling``).
+
+    Raises:
+        ConfigurationError: outside the ``ctx.call`` of an integration (a journaling tool
+            called directly).
+    """
+    work = _WORK.get()
+    if work is None:
+        raise ConfigurationError(
+            "an agent integration's journaled call runs only inside the ctx.call its "
+            "DurableAgent makes"
+        )
+    return work
 
 
 async def _tool_call(args: Any, *, idempotency_key: str = "") -> Any:
-    raise NotImplementedError  # the signature of each call's own function (tool_for_call)
+    """Each tool call: the tool's arguments (logged), its key if it is idempotent."""
+    return await this_call()(args, idempotency_key=idempotency_key)
 
 
-class ToolTemplates:
-    """The template ``Tool`` of each (tool name, declared effect) of one agent: its name is
-    ``prefix + name``, its call ``(args, *, idempotency_key="")``, and a reconcile
-    function's ``Happened(result)`` is logged as ``Happened(settled(result))``. Made on
-    first use and kept (at most ``limit``: a toolset whose tool names keep changing cannot
-    grow it without bound)."""
+class JournalingTools:
+    """The ``Tool`` of each (tool name, declared effect) of one agent, which each of its calls
+    is journaled with (run inside ``calling(work)``): its name is ``prefix + name``, its call
+    ``(args, *, idempotency_key="")``, and a reconcile function's ``Happened(result)`` is
+    logged as ``Happened(settled(result))``. Made on first use and kept (at most ``limit``: a
+    toolset whose tool names keep changing cannot grow it without bound)."""
 
     def __init__(self, prefix: str, settled: Callable[[Any], Any], limit: int = 1024) -> None:
         self._prefix = prefix

@@ -31,7 +31,7 @@ from pydantic_core import to_jsonable_python
 from .._effects.context import Context
 from .._effects.tools import Tool
 from .._journal.errors import ConfigurationError
-from ._effects import ToolEffect, tool_for_call
+from ._effects import ToolEffect, calling, this_call
 
 __all__ = [
     "MODEL_CALL",
@@ -58,10 +58,11 @@ USAGE: pydantic.TypeAdapter[Usage] = pydantic.TypeAdapter(Usage)
 
 
 async def _model_call(model: str, request: str) -> Any:
-    raise NotImplementedError  # the signature of each call's own function (tool_for_call)
+    """Each model call: the model's name and a fingerprint of what it is asked (logged)."""
+    return await this_call()(model, request)
 
 
-#: what each model call is journaled as, with its own function (``tool_for_call``)
+#: what each model call is journaled as (run inside ``calling(work)``)
 _MODEL_CALL: Tool[Any, Any] = Tool(
     _model_call, name=MODEL_CALL, effect="read", idempotent=False, reconcile=None
 )
@@ -210,7 +211,6 @@ class JournaledModel(Model):
             _usage_attributes(model, response.usage)
             return _dump_response(response)
 
-        t = tool_for_call(_MODEL_CALL, model_call)
         key = fingerprint(
             system_instructions,
             input,
@@ -220,7 +220,8 @@ class JournaledModel(Model):
             handoffs,
             self.effect_of,
         )
-        return _load_response(await self.ctx.call(t, self.name, key))
+        with calling(model_call):
+            return _load_response(await self.ctx.call(_MODEL_CALL, self.name, key))
 
     async def stream_response(
         self,
@@ -270,7 +271,6 @@ class JournaledModel(Model):
                         )
             return _STREAM_EVENTS.dump_python(events, mode="json")
 
-        t = tool_for_call(_MODEL_STREAM, model_stream)
         key = fingerprint(
             system_instructions,
             input,
@@ -280,7 +280,8 @@ class JournaledModel(Model):
             handoffs,
             self.effect_of,
         )
-        plain = await self.ctx.call(t, self.name, key)
+        with calling(model_stream):
+            plain = await self.ctx.call(_MODEL_STREAM, self.name, key)
         for event in _STREAM_EVENTS.validate_python(plain):
             yield event
 

@@ -62,15 +62,15 @@ from ._effects import (
     ESCALATE,
     IDEMPOTENT,
     READ,
+    JournalingTools,
     ToolEffect,
-    ToolTemplates,
     adapter_of,
+    calling,
     check_timeout,
     effect_by_name,
     idempotency_key,
     reconciled,
     shown,
-    tool_for_call,
 )
 from ._openai_models import (
     MODEL_CALL,
@@ -243,8 +243,8 @@ class DurableAgent(Generic[TContext]):
         self.max_turns = max_turns
         self.event_handler = event_handler
         self.sequential_tools = sequential_tools
-        #: one journaling ``Tool`` per function tool, copied per call (tool_for_call)
-        self._templates = ToolTemplates(TOOL_PREFIX, _settled)
+        #: the journaling ``Tool`` of each function tool, made once (``JournalingTools``)
+        self._journaling = JournalingTools(TOOL_PREFIX, _settled)
         _AGENTS[name] = self
 
     def effect_of(self, tool_name: str) -> ToolEffect:
@@ -466,7 +466,7 @@ def _journaled_tool(
     t: FunctionTool, run: _Run
 ) -> Callable[[ToolContext[Any], str], Awaitable[Any]]:
     """``on_invoke_tool`` of the copy: ``ctx.call`` with the tool's declared effect."""
-    template = run.durable._templates.get(t.name, run.durable.effect_of(t.name))
+    tool = run.durable._journaling.get(t.name, run.durable.effect_of(t.name))
     invoke = t.on_invoke_tool
 
     async def on_invoke_tool(tool_ctx: ToolContext[Any], input_json: str) -> Any:
@@ -479,7 +479,6 @@ def _journaled_tool(
                 _KEY.reset(token)
             return _settled(value)
 
-        tool = tool_for_call(template, call)
         try:
             args: Any = json.loads(input_json) if input_json else {}
         except ValueError:
@@ -487,10 +486,12 @@ def _journaled_tool(
         if not run.durable.sequential_tools:
             # concurrent, as the SDK runs them: each tool call runs in a task the SDK
             # started, and actorlog identifies its effects by that task (FORMAT.md [F18])
-            return await run.ctx.call(tool, args)
+            with calling(call):
+                return await run.ctx.call(tool, args)
         # The SDK starts a turn's tool calls as concurrent tasks: they take the lock in the
         # order they were started (the order of the calls in the model's response).
         async with run.lock:
-            return await run.ctx.call(tool, args)
+            with calling(call):
+                return await run.ctx.call(tool, args)
 
     return on_invoke_tool

@@ -61,15 +61,16 @@ from ._effects import (
     ESCALATE,
     IDEMPOTENT,
     READ,
+    JournalingTools,
     ReconcileToolFn,
     ToolEffect,
-    ToolTemplates,
     adapter_of,
+    calling,
     check_timeout,
     idempotency_key,
     reconciled,
     shown,
-    tool_for_call,
+    this_call,
 )
 from ._pai_stream import (
     DeltaForwarder,
@@ -228,8 +229,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
             raise ConfigurationError(f"emit_deltas must be True or False, not {shown(emit_deltas)}")
         self.event_stream_handler = event_stream_handler
         self.emit_deltas = emit_deltas
-        #: one journaling ``Tool`` per tool, copied per call (tool_for_call)
-        self._templates = ToolTemplates(TOOL_PREFIX, _settled)
+        #: the journaling ``Tool`` of each tool, made once (``JournalingTools``)
+        self._journaling = JournalingTools(TOOL_PREFIX, _settled)
         _AGENTS[name] = self
 
     # -- caller side -----------------------------------------------------------------------
@@ -455,10 +456,11 @@ def tools_fingerprint(
 
 
 async def _model_request(model: str, request: str, tools: str | None = None) -> Any:
-    raise NotImplementedError  # the signature of each request's own function (tool_for_call)
+    """Each model request: the model's name and fingerprints of what it is asked (logged)."""
+    return await this_call()(model, request, tools)
 
 
-#: what each model request is journaled as, with its own function (``tool_for_call``)
+#: what each model request is journaled as (run inside ``calling(work)``)
 _MODEL_REQUEST: Tool[Any, Any] = Tool(
     _model_request, name=MODEL_REQUEST, effect="read", idempotent=False, reconcile=None
 )
@@ -501,7 +503,6 @@ class _JournaledModel(WrapperModel):
             span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)
             return _dump_response(response)
 
-        t = tool_for_call(_MODEL_REQUEST, model_request)
         ctx = self._actor_ctx
         args: list[Any] = [self.wrapped.model_name, fingerprint(messages)]
         with _tasks._Set(self._ids.node() if node is None else node):
@@ -510,7 +511,8 @@ class _JournaledModel(WrapperModel):
             recorded = ctx._next_recorded_args()
             if _FINGERPRINT_TOOLS and (recorded is None or len(recorded) != 2):
                 args.append(tools_fingerprint(params, self._durable))
-            plain = await ctx.call(t, *args)
+            with calling(model_request):
+                plain = await ctx.call(_MODEL_REQUEST, *args)
         return _load_response(plain)
 
     async def request(
@@ -603,8 +605,8 @@ class _JournaledToolset(WrapperToolset[DepsT]):
                 _KEY.reset(token)
             return _settled(value)
 
-        t = tool_for_call(self.durable._templates.get(name, declared), call)
-        with _tasks._Set(self.ids.node()):
+        t = self.durable._journaling.get(name, declared)
+        with _tasks._Set(self.ids.node()), calling(call):
             plain = await self.actor_ctx.call(t, to_jsonable_python(tool_args))
         if not (isinstance(plain, dict) and _MARK in plain):
             return plain  # an operator resolved the call with a bare result

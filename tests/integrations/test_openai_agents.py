@@ -18,7 +18,6 @@ from actorlog import (
     ConfigurationError,
     Happened,
     NonDeterminismError,
-    ops,
 )
 from actorlog.integrations.openai_agents import (
     ESCALATE,
@@ -379,77 +378,3 @@ async def test_an_event_handler_that_raises_stops_the_streamed_run() -> None:
         await anyio.sleep(0.5)  # what a run left running would do meanwhile
         assert model.calls == calls == 2  # triage, the planner's search call
         assert openai_travel.ORDER in ([], ["start search"])  # never finished
-
-
-@pytest.mark.anyio
-async def test_a_run_makes_no_tool_per_journaled_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each model call (plain and streamed) and function tool call is journaled with a copy
-    of one ``Tool`` made per tool (``tool_for_call``): making a ``Tool`` per call cost an
-    ``inspect.signature`` and, for its return type, a ``typing.get_type_hints`` every time.
-    The calls keep their names, policies and idempotency keys."""
-    import functools
-
-    from actorlog._effects.tools import Tool
-
-    made: list[str | None] = []
-    hinted: list[str] = []
-    real_init = Tool.__init__
-
-    def counting_init(self: Any, fn: Any, *args: Any, **kwargs: Any) -> None:
-        made.append(kwargs.get("name"))
-        real_init(self, fn, *args, **kwargs)
-
-    def counting_return_type(self: Any) -> Any:
-        hinted.append(self.name)
-        return Any
-
-    async def was_it_checked(key: str, args: dict[str, Any]) -> Happened | None:
-        return None
-
-    async def on_event(event: StreamEvent) -> None:
-        pass
-
-    tools = {"search": READ, "weather": reconciled(was_it_checked), "book": IDEMPOTENT}
-    plain = DurableAgent(
-        openai_travel.triage,
-        name="t-tools-once",
-        tools=tools,
-        run_config=RunConfig(model=TravelModel()),
-    )
-    streamed = DurableAgent(
-        openai_travel.triage,
-        name="t-tools-once-streamed",
-        tools=tools,
-        run_config=RunConfig(model=TravelModel()),
-        event_handler=on_event,
-    )
-    store = MemoryStore()
-    async with ActorSystem(store, actors=[AgentActor]) as system:
-        for durable in (plain, streamed):  # the first run makes each tool's template
-            await durable.run(system, durable.name, "plan a trip to Oslo", message_id="0")
-        monkeypatch.setattr(Tool, "__init__", counting_init)
-        counting = functools.cached_property(counting_return_type)
-        counting.__set_name__(Tool, "return_type")
-        monkeypatch.setattr(Tool, "return_type", counting)
-        results = [
-            await durable.run(system, durable.name, f"plan a trip to {city}", message_id=city)
-            for durable in (plain, streamed)
-            for city in ("Lisbon", "Rome")
-        ]
-        calls = [
-            c
-            for durable in (plain, streamed)
-            for step in (await ops.history(store, durable.name)).steps
-            for c in step.calls
-        ]
-    assert made == [] and hinted == [], (made, hinted)
-    for result in results:
-        assert result.final_output.startswith("Trip to ") and "(ref " in result.final_output
-    names = {(c.tool, c.policy) for c in calls}
-    assert names == {
-        ("openai_agents.model_call", "rerun"),
-        ("openai_agents.model_stream", "rerun"),
-        ("openai_agents.tool.search", "rerun"),
-        ("openai_agents.tool.weather", "reconcile"),
-        ("openai_agents.tool.book", "rerun-same-key"),
-    }, names
