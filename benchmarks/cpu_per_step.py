@@ -6,10 +6,15 @@ Each client asks its actor ``Step(i)`` with a ``message_id``; each step makes on
 ``ctx.call``. Measured as process CPU time (``time.process_time``) per ask, the best of
 ``--rounds`` runs: on a shared or loaded machine CPU time is far steadier than wall-clock
 throughput, so two builds can be compared by running this alternately with each.
+
+Beside it, in the same run, the floor: a bare asyncio actor per client (a task, an
+``asyncio.Queue``, a future per ask) awaiting the same ``echo`` coroutine; the ratio
+actorlog / bare is the figure that does not depend on the machine's speed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import anyio
@@ -61,6 +66,40 @@ async def cpu_per_ask(actors: int, asks: int) -> float:
         return (time.process_time() - t0) / (per_client * actors)
 
 
+async def bare_cpu_per_ask(actors: int, asks: int) -> float:
+    """The same workload on bare asyncio actors: per actor a task that takes
+    ``(message, future)`` from an ``asyncio.Queue``, awaits ``echo`` and sets the future."""
+    per_client = max(asks // actors, 1)
+    queues: list[asyncio.Queue[tuple[int, asyncio.Future[int]] | None]] = [
+        asyncio.Queue() for _ in range(actors)
+    ]
+    loop = asyncio.get_running_loop()
+    state = [0] * actors
+
+    async def actor(k: int) -> None:
+        inbox = queues[k]
+        while (item := await inbox.get()) is not None:
+            i, reply = item
+            value = await echo.fn(i)
+            state[k] += 1
+            reply.set_result(value)
+
+    async def client(k: int) -> None:
+        for i in range(per_client):
+            reply: asyncio.Future[int] = loop.create_future()
+            queues[k].put_nowait((i, reply))
+            await reply
+
+    workers = [asyncio.create_task(actor(k)) for k in range(actors)]
+    t0 = time.process_time()
+    await asyncio.gather(*(client(k) for k in range(actors)))
+    elapsed = time.process_time() - t0
+    for inbox in queues:
+        inbox.put_nowait(None)
+    await asyncio.gather(*workers)
+    return elapsed / (per_client * actors)
+
+
 def main() -> None:
     parser = bench_parser(__doc__, quick_help="--asks 400 --rounds 2", writes=False)
     parser.add_argument("--actors", default="1,100", help="concurrent actors, comma-separated")
@@ -69,8 +108,16 @@ def main() -> None:
     args = parser.parse_args()
     quick(args, parser, asks=400, rounds=2)
     for actors in (int(a) for a in args.actors.split(",")):
-        best = min(anyio.run(cpu_per_ask, actors, args.asks) for _ in range(args.rounds))
-        print(f"{actors:>5} actors: {best * 1e6:7.1f} µs CPU per ask (best of {args.rounds})")
+        ours: list[float] = []
+        bare: list[float] = []
+        for _ in range(args.rounds):  # interleaved: a load change hits both alike
+            ours.append(anyio.run(cpu_per_ask, actors, args.asks))
+            bare.append(asyncio.run(bare_cpu_per_ask(actors, args.asks)))
+        best, floor = min(ours), min(bare)
+        print(
+            f"{actors:>5} actors: {best * 1e6:7.1f} µs CPU per ask, bare asyncio actor "
+            f"{floor * 1e6:5.1f} µs: {best / floor:5.1f}x (best of {args.rounds})"
+        )
 
 
 if __name__ == "__main__":
