@@ -1,11 +1,14 @@
 """CPU time per durable step on MemoryStore: the runtime's own cost, without any I/O.
 
-    python -m benchmarks.cpu_per_step [--actors 1,100] [--asks 2000] [--rounds 4] [--quick]
+    python -m benchmarks.cpu_per_step [--actors 1,100] [--burst 100] [--asks 2000] [--rounds 4]
+                                      [--quick]
 
 Each client asks its actor ``Step(i)`` with a ``message_id``; each step makes one
 ``ctx.call``. Measured as process CPU time (``time.process_time``) per ask, the best of
-``--rounds`` runs: on a shared or loaded machine CPU time is far steadier than wall-clock
-throughput, so two builds can be compared by running this alternately with each.
+``--rounds`` runs; with ``--burst N`` also one actor asked by N concurrent clients (its asks
+queue up and are handled as bursts). On a shared or loaded machine CPU time is far steadier
+than wall-clock throughput, so two builds can be compared by running this alternately with
+each.
 
 Beside it, in the same run, the floor: a bare asyncio actor per client (a task, an
 ``asyncio.Queue``, a future per ask) awaiting the same ``echo`` coroutine; the ratio
@@ -49,27 +52,29 @@ class Stepper(Actor[Count], name="bench.cpu.Stepper"):
         return value
 
 
-async def cpu_per_ask(actors: int, asks: int) -> float:
-    """Process CPU seconds per ask, ``asks`` spread over ``actors`` concurrent clients."""
+async def cpu_per_ask(actors: int, asks: int, clients: int = 1) -> float:
+    """Process CPU seconds per ask, ``asks`` spread over ``actors`` actors, each asked by
+    ``clients`` concurrent clients (more than one: its asks queue up, a burst)."""
     async with ActorSystem(MemoryStore(), actors=[Stepper]) as system:
         refs = [await system.spawn(Stepper, f"a{i}") for i in range(actors)]
-        per_client = max(asks // actors, 1)
+        per_client = max(asks // (actors * clients), 1)
 
-        async def client(ref: ActorRef[Stepper]) -> None:
+        async def client(ref: ActorRef[Stepper], c: int) -> None:
             for i in range(per_client):
-                await ref.ask(Step(i), message_id=f"{ref.actor_id}-{i}")
+                await ref.ask(Step(i), message_id=f"{ref.actor_id}-{c}-{i}")
 
         t0 = time.process_time()
         async with anyio.create_task_group() as tg:
             for ref in refs:
-                tg.start_soon(client, ref)
-        return (time.process_time() - t0) / (per_client * actors)
+                for c in range(clients):
+                    tg.start_soon(client, ref, c)
+        return (time.process_time() - t0) / (per_client * actors * clients)
 
 
-async def bare_cpu_per_ask(actors: int, asks: int) -> float:
+async def bare_cpu_per_ask(actors: int, asks: int, clients: int = 1) -> float:
     """The same workload on bare asyncio actors: per actor a task that takes
     ``(message, future)`` from an ``asyncio.Queue``, awaits ``echo`` and sets the future."""
-    per_client = max(asks // actors, 1)
+    per_client = max(asks // (actors * clients), 1)
     queues: list[asyncio.Queue[tuple[int, asyncio.Future[int]] | None]] = [
         asyncio.Queue() for _ in range(actors)
     ]
@@ -92,30 +97,40 @@ async def bare_cpu_per_ask(actors: int, asks: int) -> float:
 
     workers = [asyncio.create_task(actor(k)) for k in range(actors)]
     t0 = time.process_time()
-    await asyncio.gather(*(client(k) for k in range(actors)))
+    await asyncio.gather(*(client(k) for k in range(actors) for _ in range(clients)))
     elapsed = time.process_time() - t0
     for inbox in queues:
         inbox.put_nowait(None)
     await asyncio.gather(*workers)
-    return elapsed / (per_client * actors)
+    return elapsed / (per_client * actors * clients)
 
 
 def main() -> None:
     parser = bench_parser(__doc__, quick_help="--asks 400 --rounds 2", writes=False)
     parser.add_argument("--actors", default="1,100", help="concurrent actors, comma-separated")
+    parser.add_argument(
+        "--burst",
+        type=int,
+        default=100,
+        help="also measure one actor asked by this many concurrent clients (0: not)",
+    )
     parser.add_argument("--asks", type=int, default=2000, help="asks per measurement")
     parser.add_argument("--rounds", type=int, default=4, help="runs per figure (best is kept)")
     args = parser.parse_args()
     quick(args, parser, asks=400, rounds=2)
-    for actors in (int(a) for a in args.actors.split(",")):
+    setups = [(int(a), 1) for a in args.actors.split(",")]
+    if args.burst > 1:
+        setups.append((1, args.burst))
+    for actors, clients in setups:
         ours: list[float] = []
         bare: list[float] = []
         for _ in range(args.rounds):  # interleaved: a load change hits both alike
-            ours.append(anyio.run(cpu_per_ask, actors, args.asks))
-            bare.append(asyncio.run(bare_cpu_per_ask(actors, args.asks)))
+            ours.append(anyio.run(cpu_per_ask, actors, args.asks, clients))
+            bare.append(asyncio.run(bare_cpu_per_ask(actors, args.asks, clients)))
         best, floor = min(ours), min(bare)
+        what = f"{actors:>5} actors" if clients == 1 else f"1 actor, {clients} clients"
         print(
-            f"{actors:>5} actors: {best * 1e6:7.1f} µs CPU per ask, bare asyncio actor "
+            f"{what}: {best * 1e6:7.1f} µs CPU per ask, bare asyncio actor "
             f"{floor * 1e6:5.1f} µs: {best / floor:5.1f}x (best of {args.rounds})"
         )
 

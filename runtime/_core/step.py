@@ -76,16 +76,18 @@ async def handle(cell: Stepping, env: Envelope) -> None:
     resumed = bool(env.recorded)
     name = SPAN.REPLAY_STEP if resumed else SPAN.STEP
     parent = env.parent if resumed else _telemetry.extract(env.trace)
-    attributes: dict[str, Any] = {
-        ATTR.ACTOR_ID: cell.actor_id,
-        ATTR.ACTOR_TYPE: cell.actor_type,
-        ATTR.SEQ: env.seq,
-        ATTR.MESSAGE_TYPE: env.type_tag,
-    }
-    if env.message_id is not None:
-        attributes[ATTR.MESSAGE_ID] = env.message_id
-    if resumed:
-        attributes[ATTR.FINISHED_LIVE] = True
+    attributes: dict[str, Any] | None = None
+    if _telemetry.enabled():  # no SDK: no span, and no attributes built for one
+        attributes = {
+            ATTR.ACTOR_ID: cell.actor_id,
+            ATTR.ACTOR_TYPE: cell.actor_type,
+            ATTR.SEQ: env.seq,
+            ATTR.MESSAGE_TYPE: env.type_tag,
+        }
+        if env.message_id is not None:
+            attributes[ATTR.MESSAGE_ID] = env.message_id
+        if resumed:
+            attributes[ATTR.FINISHED_LIVE] = True
     t0 = time.perf_counter()
     reply: Any = None
     error: BaseException | None = None
