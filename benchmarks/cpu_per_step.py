@@ -1,7 +1,7 @@
 """CPU time per durable step on MemoryStore: the runtime's own cost, without any I/O.
 
     python -m benchmarks.cpu_per_step [--actors 1,100] [--burst 100] [--asks 2000] [--rounds 4]
-                                      [--quick]
+                                      [--sqlite-burst] [--quick]
 
 Each client asks its actor ``Step(i)`` with a ``message_id``; each step makes one
 ``ctx.call``. Measured as process CPU time (``time.process_time``) per ask, the best of
@@ -18,12 +18,14 @@ actorlog / bare is the figure that does not depend on the machine's speed.
 from __future__ import annotations
 
 import asyncio
+import os
+import tempfile
 import time
 
 import anyio
 import attrs
 from actorlog import Actor, ActorRef, ActorSystem, Context, message, tool
-from actorlog.stores import MemoryStore
+from actorlog.stores import MemoryStore, SqliteStore
 
 from ._common import bench_parser, quick
 
@@ -50,6 +52,38 @@ class Stepper(Actor[Count], name="bench.cpu.Stepper"):
         value = await ctx.call(echo, msg.i)
         self.state.n += 1
         return value
+
+
+class Counter(Actor[Count], name="bench.cpu.Counter"):
+    """A step without a tool call: its only commit is its end (or its burst's)."""
+
+    async def receive(self, ctx: Context, msg: Step) -> int:
+        self.state.n += 1
+        return self.state.n
+
+
+async def sqlite_burst(clients: int, asks: int) -> tuple[float, float]:
+    """One actor on a SQLite file asked by ``clients`` concurrent clients, steps without a
+    tool call: (commits per ask, asks per second of wall-clock time)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SqliteStore(os.path.join(tmp, "burst.db"))
+        async with ActorSystem(store, actors=[Counter]) as system:
+            ref = await system.spawn(Counter, "burst")
+            await ref.ask(Step(0), message_id="warm-up")
+            before = len(store.batch_sizes)
+            per_client = max(asks // clients, 1)
+
+            async def client(c: int) -> None:
+                for i in range(per_client):
+                    await ref.ask(Step(i), message_id=f"{c}-{i}")
+
+            t0 = time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                for c in range(clients):
+                    tg.start_soon(client, c)
+            wall = time.perf_counter() - t0
+            n = per_client * clients
+            return (len(store.batch_sizes) - before) / n, n / wall
 
 
 async def cpu_per_ask(actors: int, asks: int, clients: int = 1) -> float:
@@ -114,6 +148,12 @@ def main() -> None:
         default=100,
         help="also measure one actor asked by this many concurrent clients (0: not)",
     )
+    parser.add_argument(
+        "--sqlite-burst",
+        action="store_true",
+        help="also: the --burst clients on one actor on a SQLite file, steps without a tool "
+        "call (commits per ask, asks/s)",
+    )
     parser.add_argument("--asks", type=int, default=2000, help="asks per measurement")
     parser.add_argument("--rounds", type=int, default=4, help="runs per figure (best is kept)")
     args = parser.parse_args()
@@ -132,6 +172,12 @@ def main() -> None:
         print(
             f"{what}: {best * 1e6:7.1f} µs CPU per ask, bare asyncio actor "
             f"{floor * 1e6:5.1f} µs: {best / floor:5.1f}x (best of {args.rounds})"
+        )
+    if args.sqlite_burst and args.burst > 1:
+        commits, rate = anyio.run(sqlite_burst, args.burst, min(args.asks, 1000))
+        print(
+            f"1 actor, {args.burst} clients, SQLite, no tool call: {commits:.3f} commits per "
+            f"ask, {rate:,.0f} asks/s"
         )
 
 
