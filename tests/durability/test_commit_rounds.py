@@ -208,6 +208,32 @@ async def test_a_burst_of_queued_asks_commits_once(
     assert [r.kind for r in rows].count("step") == n + 1
 
 
+@pytest.mark.parametrize(
+    ("backend_and_store", "anyio_backend"), [(("trio", "sqlite", None), "trio")], ids=["trio"]
+)
+async def test_a_burst_commits_once_on_trio_too(make_store: StoreFactory) -> None:
+    """The burst on trio: the background commit and the replies released by a flush."""
+    n = 20
+    async with ActorSystem(make_store(), actors=[Counter]) as system:
+        ref = await system.spawn(Counter, "burst")
+        await ref.ask(Step(0), message_id="warm-up")
+        before = len(commits(system.store))
+        replies: list[int] = []
+
+        async def one(k: int) -> None:
+            replies.append(await ref.ask(Step(1), message_id=f"b{k}"))
+            rows = await system.store.read("burst")
+            message = next(r.seq for r in rows if r.message_id == f"b{k}")
+            assert message in {r.ref for r in rows if r.kind == "step"}
+
+        async with anyio.create_task_group() as tg:
+            for k in range(n):
+                tg.start_soon(one, k)
+        during = commits(system.store)[before:]
+    assert sorted(replies) == list(range(1, n + 1))
+    assert sum(during) <= 4, during
+
+
 async def _log(make_store: StoreFactory, actor_id: str) -> list[Any]:
     store = make_store()
     await store.open()
