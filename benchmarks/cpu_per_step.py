@@ -1,21 +1,31 @@
 """CPU time per durable step on MemoryStore: the runtime's own cost, without any I/O.
 
-    python -m benchmarks.cpu_per_step [--actors 1,100] [--asks 2000] [--rounds 4] [--quick]
+    python -m benchmarks.cpu_per_step [--actors 1,100] [--burst 100] [--asks 2000] [--rounds 4]
+                                      [--sqlite-burst] [--quick]
 
 Each client asks its actor ``Step(i)`` with a ``message_id``; each step makes one
 ``ctx.call``. Measured as process CPU time (``time.process_time``) per ask, the best of
-``--rounds`` runs: on a shared or loaded machine CPU time is far steadier than wall-clock
-throughput, so two builds can be compared by running this alternately with each.
+``--rounds`` runs; with ``--burst N`` also one actor asked by N concurrent clients (its asks
+queue up and are handled as bursts). On a shared or loaded machine CPU time is far steadier
+than wall-clock throughput, so two builds can be compared by running this alternately with
+each.
+
+Beside it, in the same run, the floor: a bare asyncio actor per client (a task, an
+``asyncio.Queue``, a future per ask) awaiting the same ``echo`` coroutine; the ratio
+actorlog / bare is the figure that does not depend on the machine's speed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+import tempfile
 import time
 
 import anyio
 import attrs
 from actorlog import Actor, ActorRef, ActorSystem, Context, message, tool
-from actorlog.stores import MemoryStore
+from actorlog.stores import MemoryStore, SqliteStore
 
 from ._common import bench_parser, quick
 
@@ -44,33 +54,131 @@ class Stepper(Actor[Count], name="bench.cpu.Stepper"):
         return value
 
 
-async def cpu_per_ask(actors: int, asks: int) -> float:
-    """Process CPU seconds per ask, ``asks`` spread over ``actors`` concurrent clients."""
+class Counter(Actor[Count], name="bench.cpu.Counter"):
+    """A step without a tool call: its only commit is its end (or its burst's)."""
+
+    async def receive(self, ctx: Context, msg: Step) -> int:
+        self.state.n += 1
+        return self.state.n
+
+
+async def sqlite_burst(clients: int, asks: int) -> tuple[float, float]:
+    """One actor on a SQLite file asked by ``clients`` concurrent clients, steps without a
+    tool call: (commits per ask, asks per second of wall-clock time)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SqliteStore(os.path.join(tmp, "burst.db"))
+        async with ActorSystem(store, actors=[Counter]) as system:
+            ref = await system.spawn(Counter, "burst")
+            await ref.ask(Step(0), message_id="warm-up")
+            before = len(store.batch_sizes)
+            per_client = max(asks // clients, 1)
+
+            async def client(c: int) -> None:
+                for i in range(per_client):
+                    await ref.ask(Step(i), message_id=f"{c}-{i}")
+
+            t0 = time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                for c in range(clients):
+                    tg.start_soon(client, c)
+            wall = time.perf_counter() - t0
+            n = per_client * clients
+            return (len(store.batch_sizes) - before) / n, n / wall
+
+
+async def cpu_per_ask(actors: int, asks: int, clients: int = 1) -> float:
+    """Process CPU seconds per ask, ``asks`` spread over ``actors`` actors, each asked by
+    ``clients`` concurrent clients (more than one: its asks queue up, a burst)."""
     async with ActorSystem(MemoryStore(), actors=[Stepper]) as system:
         refs = [await system.spawn(Stepper, f"a{i}") for i in range(actors)]
-        per_client = max(asks // actors, 1)
+        per_client = max(asks // (actors * clients), 1)
 
-        async def client(ref: ActorRef[Stepper]) -> None:
+        async def client(ref: ActorRef[Stepper], c: int) -> None:
             for i in range(per_client):
-                await ref.ask(Step(i), message_id=f"{ref.actor_id}-{i}")
+                await ref.ask(Step(i), message_id=f"{ref.actor_id}-{c}-{i}")
 
         t0 = time.process_time()
         async with anyio.create_task_group() as tg:
             for ref in refs:
-                tg.start_soon(client, ref)
-        return (time.process_time() - t0) / (per_client * actors)
+                for c in range(clients):
+                    tg.start_soon(client, ref, c)
+        return (time.process_time() - t0) / (per_client * actors * clients)
+
+
+async def bare_cpu_per_ask(actors: int, asks: int, clients: int = 1) -> float:
+    """The same workload on bare asyncio actors: per actor a task that takes
+    ``(message, future)`` from an ``asyncio.Queue``, awaits ``echo`` and sets the future."""
+    per_client = max(asks // (actors * clients), 1)
+    queues: list[asyncio.Queue[tuple[int, asyncio.Future[int]] | None]] = [
+        asyncio.Queue() for _ in range(actors)
+    ]
+    loop = asyncio.get_running_loop()
+    state = [0] * actors
+
+    async def actor(k: int) -> None:
+        inbox = queues[k]
+        while (item := await inbox.get()) is not None:
+            i, reply = item
+            value = await echo.fn(i)
+            state[k] += 1
+            reply.set_result(value)
+
+    async def client(k: int) -> None:
+        for i in range(per_client):
+            reply: asyncio.Future[int] = loop.create_future()
+            queues[k].put_nowait((i, reply))
+            await reply
+
+    workers = [asyncio.create_task(actor(k)) for k in range(actors)]
+    t0 = time.process_time()
+    await asyncio.gather(*(client(k) for k in range(actors) for _ in range(clients)))
+    elapsed = time.process_time() - t0
+    for inbox in queues:
+        inbox.put_nowait(None)
+    await asyncio.gather(*workers)
+    return elapsed / (per_client * actors * clients)
 
 
 def main() -> None:
     parser = bench_parser(__doc__, quick_help="--asks 400 --rounds 2", writes=False)
     parser.add_argument("--actors", default="1,100", help="concurrent actors, comma-separated")
+    parser.add_argument(
+        "--burst",
+        type=int,
+        default=100,
+        help="also measure one actor asked by this many concurrent clients (0: not)",
+    )
+    parser.add_argument(
+        "--sqlite-burst",
+        action="store_true",
+        help="also: the --burst clients on one actor on a SQLite file, steps without a tool "
+        "call (commits per ask, asks/s)",
+    )
     parser.add_argument("--asks", type=int, default=2000, help="asks per measurement")
     parser.add_argument("--rounds", type=int, default=4, help="runs per figure (best is kept)")
     args = parser.parse_args()
     quick(args, parser, asks=400, rounds=2)
-    for actors in (int(a) for a in args.actors.split(",")):
-        best = min(anyio.run(cpu_per_ask, actors, args.asks) for _ in range(args.rounds))
-        print(f"{actors:>5} actors: {best * 1e6:7.1f} µs CPU per ask (best of {args.rounds})")
+    setups = [(int(a), 1) for a in args.actors.split(",")]
+    if args.burst > 1:
+        setups.append((1, args.burst))
+    for actors, clients in setups:
+        ours: list[float] = []
+        bare: list[float] = []
+        for _ in range(args.rounds):  # interleaved: a load change hits both alike
+            ours.append(anyio.run(cpu_per_ask, actors, args.asks, clients))
+            bare.append(asyncio.run(bare_cpu_per_ask(actors, args.asks, clients)))
+        best, floor = min(ours), min(bare)
+        what = f"{actors:>5} actors" if clients == 1 else f"1 actor, {clients} clients"
+        print(
+            f"{what}: {best * 1e6:7.1f} µs CPU per ask, bare asyncio actor "
+            f"{floor * 1e6:5.1f} µs: {best / floor:5.1f}x (best of {args.rounds})"
+        )
+    if args.sqlite_burst and args.burst > 1:
+        commits, rate = anyio.run(sqlite_burst, args.burst, min(args.asks, 1000))
+        print(
+            f"1 actor, {args.burst} clients, SQLite, no tool call: {commits:.3f} commits per "
+            f"ask, {rate:,.0f} asks/s"
+        )
 
 
 if __name__ == "__main__":

@@ -47,6 +47,9 @@ if TYPE_CHECKING:
     from .._effects.registry import Registry
     from ..store import Store, TimerRow
 
+#: at most this many replies of a burst wait for its one commit
+BURST_MAX = 64
+
 __all__ = ["Cell", "CellHost"]
 
 
@@ -134,6 +137,7 @@ class Cell(LoggedMessages):
         self.inflight_messages: dict[str, tuple[str, Any]] = {}
         #: posts on their way into this cell (and starts made for one): not idle meanwhile
         self.holds = 0
+        self._burst_commit = False  # a background commit of a burst's replies is pending
         self.escalations = Escalations(self.store, actor_id)
         #: intent seq -> the step waiting for an operator's decision on it
         self.in_doubt = self.escalations.waiting
@@ -474,6 +478,22 @@ class Cell(LoggedMessages):
         finally:
             self.holds -= 1
             self.last_active = time.monotonic()
+
+    def more_queued(self) -> bool:
+        """Another message waits in the mailbox, and the burst holds fewer than
+        ``BURST_MAX`` replies: the step just handled may leave its commit to the next."""
+        return bool(self._mailbox) and self.journal.deferred < BURST_MAX
+
+    def commit_burst(self) -> None:
+        """A reply waits for a later commit (a burst, ``_step.handle``): make sure one
+        comes even if the next step waits long before its first commit."""
+        if not self._burst_commit:
+            self._burst_commit = True
+            self.host.spawn_task(self._commit_burst)
+
+    async def _commit_burst(self) -> None:
+        self._burst_commit = False
+        await self._commit_queued(self.journal.last_seq)
 
     async def _commit_queued(self, seq: int) -> None:
         """Commit a message queued behind a running step (see ``post``). A failed commit is

@@ -7,6 +7,7 @@ The cell's step loop calls :func:`handle` for each envelope; the cell is reached
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import time
 from collections.abc import Callable, Coroutine
@@ -50,6 +51,10 @@ class Stepping(Recovering, _lifecycle.Endable, Protocol):
 
     def recovery_parts(self) -> tuple[float, float]: ...
 
+    def more_queued(self) -> bool: ...
+
+    def commit_burst(self) -> None: ...
+
     def prune_inflight(self) -> None: ...
 
     def outcome(self, seq: int, step: StepRecord) -> tuple[Any, BaseException | None]: ...
@@ -71,16 +76,18 @@ async def handle(cell: Stepping, env: Envelope) -> None:
     resumed = bool(env.recorded)
     name = SPAN.REPLAY_STEP if resumed else SPAN.STEP
     parent = env.parent if resumed else _telemetry.extract(env.trace)
-    attributes: dict[str, Any] = {
-        ATTR.ACTOR_ID: cell.actor_id,
-        ATTR.ACTOR_TYPE: cell.actor_type,
-        ATTR.SEQ: env.seq,
-        ATTR.MESSAGE_TYPE: env.type_tag,
-    }
-    if env.message_id is not None:
-        attributes[ATTR.MESSAGE_ID] = env.message_id
-    if resumed:
-        attributes[ATTR.FINISHED_LIVE] = True
+    attributes: dict[str, Any] | None = None
+    if _telemetry.enabled():  # no SDK: no span, and no attributes built for one
+        attributes = {
+            ATTR.ACTOR_ID: cell.actor_id,
+            ATTR.ACTOR_TYPE: cell.actor_type,
+            ATTR.SEQ: env.seq,
+            ATTR.MESSAGE_TYPE: env.type_tag,
+        }
+        if env.message_id is not None:
+            attributes[ATTR.MESSAGE_ID] = env.message_id
+        if resumed:
+            attributes[ATTR.FINISHED_LIVE] = True
     t0 = time.perf_counter()
     reply: Any = None
     error: BaseException | None = None
@@ -189,7 +196,11 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         time.monotonic() - cell.last_snapshot_at,
         cell.recovery_parts(),
     )
-    if wanted or due is not None or ctx.stopped is not None or cancel is not None:
+    # A burst: with more messages queued, the reply waits for the commit of a later step
+    # (its first intent's, its end's, or the loop's when the mailbox is empty): one commit
+    # for the step ends of a burst, each reply still released only once its step is durable.
+    burst = wanted and due is None and ctx.stopped is None and cancel is None and cell.more_queued()
+    if not burst and (wanted or due is not None or ctx.stopped is not None or cancel is not None):
         # If this commit fails, the slots stay registered and quarantine() fails them.
         await cell.journal.flush()
     if cancel is not None:
@@ -204,7 +215,12 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         value, herr = outcome
         if herr is not None:
             herr.__cause__ = error
-        settle(cell.waiters, env.seq, value, herr)
+        if burst:
+            reply_later = functools.partial(settle, cell.waiters, env.seq, value, herr)
+            cell.journal.when_durable(step_seq, reply_later)
+            cell.commit_burst()
+        else:
+            settle(cell.waiters, env.seq, value, herr)
     if due is not None:
         await cell.snapshot(step_seq, trigger=due)
 

@@ -12,6 +12,7 @@ nothing more may be written. The owner stops the actor; re-spawning reads the tr
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -38,6 +39,32 @@ class Journal:
         self.broken: BaseException | None = None
         #: every message id this log holds (loaded by the cell) and every id written here
         self.seen = SeenIds()
+        #: (seq, fn): called once entry ``seq`` is durable, by the flush that commits it
+        #: (the replies of a burst's steps: ``when_durable``)
+        self._on_durable: list[tuple[int, Callable[[], None]]] = []
+
+    def when_durable(self, seq: int, fn: Callable[[], None]) -> None:
+        """Call ``fn`` (synchronous, must not raise) once entry ``seq`` is durable: at once
+        if it is, else right after the flush that commits it. Dropped if the journal breaks
+        first (the owner then fails whatever ``fn`` would have settled)."""
+        if self.durable_seq >= seq:
+            fn()
+        else:
+            self._on_durable.append((seq, fn))
+
+    @property
+    def deferred(self) -> int:
+        """How many ``when_durable`` calls wait for a commit."""
+        return len(self._on_durable)
+
+    def _release(self) -> None:
+        due = self._on_durable
+        durable = self.durable_seq
+        keep = [(seq, fn) for seq, fn in due if seq > durable]
+        self._on_durable = keep
+        for seq, fn in due:
+            if seq <= durable:
+                fn()
 
     def write(
         self,
@@ -81,6 +108,7 @@ class Journal:
         if self.broken is None:
             self.broken = exc
         self._buffer = []
+        self._on_durable = []
 
     async def flush(self) -> None:
         """Make every written entry durable. A cancellation point; if cancelled, the
@@ -105,12 +133,15 @@ class Journal:
                 self.durable_seq = rows[-1].seq
             except BaseException as exc:
                 self.broken = exc
+                self._on_durable = []
                 raise
             finally:
                 self._flushing = False
                 done, self._flush_done = self._flush_done, None
                 if done is not None:
                     done.set()
+            if self._on_durable:
+                self._release()
             _telemetry.record_append(time.perf_counter() - t0, len(rows))
         if self.broken is not None and self.durable_seq < self.last_seq:
             raise ActorStoppedError(f"actor {self.actor_id!r} stopped: {self.broken}")

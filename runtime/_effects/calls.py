@@ -127,22 +127,9 @@ class ToolCalls:
         attempt ``attempt``): go on from there instead of starting attempt ``attempt``."""
         self._open[intent_seq] = t.name  # until its result is written (settle_abandoned)
         self.open_tools[t.name] = (t.effect, t.policy)
-        attributes: dict[str, Any] = {
-            ATTR.ACTOR_ID: self.actor_id,
-            ATTR.SEQ: self.step_seq,
-            ATTR.TOOL: t.name,
-            ATTR.TOOL_EFFECT: t.effect,
-            ATTR.TOOL_POLICY: t.policy,
-            ATTR.IDEMPOTENCY_KEY: key,
-            ATTR.ATTEMPT: attempt,
-            ATTR.INTENT_SEQ: intent_seq,
-            ATTR.SERVED_FROM_LOG: False,
-            ATTR.TASK: _telemetry.CALL_TASK.get(),
-        }
-        if t.retry.attempts > 1:
-            attributes[ATTR.MAX_ATTEMPTS] = t.retry.attempts
-        if t.timeout is not None:
-            attributes[ATTR.TIMEOUT] = t.timeout
+        attributes = None
+        if _telemetry.enabled():  # no SDK: no span, and no attributes built for one
+            attributes = _call_attributes(self, t, key, attempt, intent_seq)
         with tracer.start_as_current_span(SPAN.TOOL_CALL, attributes=attributes) as span:
             try:
                 return await self._attempts(t, args, kwargs, intent_seq, key, attempt, resume)
@@ -464,3 +451,26 @@ class ToolCalls:
 def _by(decision: DecisionRecord) -> dict[str, str | int]:
     """Who decided an in-doubt intent, and why (span event attributes)."""
     return {ATTR.DECIDED_BY: decision.by, ATTR.DECISION_REASON: decision.reason}
+
+
+def _call_attributes(
+    calls: ToolCalls, t: Tool[Any, Any], key: str, attempt: int, intent_seq: int
+) -> dict[str, Any]:
+    """The attributes of a tool call's span."""
+    attributes: dict[str, Any] = {
+        ATTR.ACTOR_ID: calls.actor_id,
+        ATTR.SEQ: calls.step_seq,
+        ATTR.TOOL: t.name,
+        ATTR.TOOL_EFFECT: t.effect,
+        ATTR.TOOL_POLICY: t.policy,
+        ATTR.IDEMPOTENCY_KEY: key,
+        ATTR.ATTEMPT: attempt,
+        ATTR.INTENT_SEQ: intent_seq,
+        ATTR.SERVED_FROM_LOG: False,
+        ATTR.TASK: _telemetry.CALL_TASK.get(),
+    }
+    if t.retry.attempts > 1:
+        attributes[ATTR.MAX_ATTEMPTS] = t.retry.attempts
+    if t.timeout is not None:
+        attributes[ATTR.TIMEOUT] = t.timeout
+    return attributes

@@ -168,6 +168,72 @@ async def test_concurrent_actors_share_commits(make_store: StoreFactory, owner: 
     assert max(shared) > 10, shared
 
 
+class Counter(Actor[Tally]):
+    """No tool call: a step's only commit is its end (or the burst's)."""
+
+    async def receive(self, ctx: Context, msg: Step) -> int:
+        self.state.total += msg.calls
+        return self.state.total
+
+
+async def test_a_burst_of_queued_asks_commits_once(
+    make_store: StoreFactory, owner: str | None
+) -> None:
+    """Asks queued together for one actor are handled as a burst: the step ends share one
+    commit instead of one each (issue 28), and each reply is still released only once its
+    step entry is durable (read back from the store when the ask returns)."""
+    n = 20
+    kwargs: dict[str, Any] = {"owner": owner, "lease_ttl": 30} if owner else {}
+    async with ActorSystem(make_store(), actors=[Counter], **kwargs) as system:
+        ref = await system.spawn(Counter, "burst")
+        await ref.ask(Step(0), message_id="warm-up")
+        before = len(commits(system.store))
+        replies: dict[int, int] = {}
+
+        async def one(k: int) -> None:
+            replies[k] = await ref.ask(Step(1), message_id=f"b{k}")
+            rows = await system.store.read("burst")
+            steps = {r.ref for r in rows if r.kind == "step"}
+            message = next(r.seq for r in rows if r.message_id == f"b{k}")
+            assert message in steps, f"reply of b{k} released before its step was durable"
+
+        async with anyio.create_task_group() as tg:
+            for k in range(n):
+                tg.start_soon(one, k)
+        during = commits(system.store)[before:]
+    assert sorted(replies.values()) == list(range(1, n + 1))
+    # before issue 28: one commit per step (20); now the queued steps' ends share commits
+    assert sum(during) <= 4, during
+    rows = await _log(make_store, "burst")
+    assert [r.kind for r in rows].count("step") == n + 1
+
+
+@pytest.mark.parametrize(
+    ("backend_and_store", "anyio_backend"), [(("trio", "sqlite", None), "trio")], ids=["trio"]
+)
+async def test_a_burst_commits_once_on_trio_too(make_store: StoreFactory) -> None:
+    """The burst on trio: the background commit and the replies released by a flush."""
+    n = 20
+    async with ActorSystem(make_store(), actors=[Counter]) as system:
+        ref = await system.spawn(Counter, "burst")
+        await ref.ask(Step(0), message_id="warm-up")
+        before = len(commits(system.store))
+        replies: list[int] = []
+
+        async def one(k: int) -> None:
+            replies.append(await ref.ask(Step(1), message_id=f"b{k}"))
+            rows = await system.store.read("burst")
+            message = next(r.seq for r in rows if r.message_id == f"b{k}")
+            assert message in {r.ref for r in rows if r.kind == "step"}
+
+        async with anyio.create_task_group() as tg:
+            for k in range(n):
+                tg.start_soon(one, k)
+        during = commits(system.store)[before:]
+    assert sorted(replies) == list(range(1, n + 1))
+    assert sum(during) <= 4, during
+
+
 async def _log(make_store: StoreFactory, actor_id: str) -> list[Any]:
     store = make_store()
     await store.open()
