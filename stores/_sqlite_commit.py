@@ -52,6 +52,7 @@ def _insert_sql(n: int) -> str:
             _INSERTS[n] = sql
     return sql
 
+
 #: one append request: actor id, the seq it expects last, its rows
 Append = tuple[str, int, Sequence[EntryRow]]
 
