@@ -242,6 +242,73 @@ async def _store_appends(path: Path, rows_per_append: int, seconds: float) -> fl
         await store.close()
 
 
+@attrs.define
+class StoreCpu:
+    """``SqliteStore.append`` alone: appends per second and CPU per append, on the event
+    loop's thread and on the other threads (the writer connection's)."""
+
+    appenders: int
+    appends: int
+    seconds: float
+    loop_cpu: float
+    other_cpu: float
+
+    @property
+    def rate(self) -> float:
+        return self.appends / self.seconds
+
+    @property
+    def loop_us(self) -> float:
+        return 1e6 * self.loop_cpu / self.appends
+
+    @property
+    def other_us(self) -> float:
+        return 1e6 * self.other_cpu / self.appends
+
+
+async def _store_cpu(path: Path, appenders: int, appends: int) -> StoreCpu:
+    """``appenders`` actors appending one ~130-byte row at a time, each in its own task (a
+    message with a message id, then an intent, in turn): how much CPU the store spends per
+    append on the loop's thread (``time.thread_time``) and on its other threads (the process's
+    CPU time less the loop's)."""
+    import os as _os
+
+    from actorlog.store import EntryRow
+
+    store = SqliteStore(path)
+    await store.open()
+    payload = _os.urandom(130)
+    ids = [f"appender-{i:05d}" for i in range(appenders)]
+    last = dict.fromkeys(ids, 0)
+
+    async def appender(actor_id: str, n: int) -> None:
+        for k in range(n):
+            seq = last[actor_id]
+            mid = f"m-{seq}" if k % 2 == 0 else None
+            kind = "message" if mid else "intent"
+            row = EntryRow(actor_id, seq + 1, kind, "bench", 0 if mid else seq, mid, payload, 0)
+            await store.append(actor_id, seq, [row])
+            last[actor_id] = seq + 1
+
+    async def run(n: int) -> None:
+        async with anyio.create_task_group() as tg:
+            for actor_id in ids:
+                tg.start_soon(appender, actor_id, n)
+
+    try:
+        for actor_id in ids:
+            await store.register_actor(actor_id, "bench")
+        await run(4)  # warm-up
+        each = max(2, appends // appenders)
+        p0, l0, t0 = time.process_time(), time.thread_time(), time.perf_counter()
+        await run(each)
+        t1, l1, p1 = time.perf_counter(), time.thread_time(), time.process_time()
+    finally:
+        await store.close()
+    loop_cpu = l1 - l0
+    return StoreCpu(appenders, each * appenders, t1 - t0, loop_cpu, (p1 - p0) - loop_cpu)
+
+
 def _median(values: Sequence[float]) -> float:
     vals = sorted(values)
     mid = len(vals) // 2
@@ -312,6 +379,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     raw_runs: dict[tuple[str, int], list[RawResult]] = {}
     store_runs: dict[int, list[float]] = {}
+    cpu_runs: dict[int, list[StoreCpu]] = {}
     solo_runs: dict[str, list[Run]] = {}
     conc_runs: dict[tuple[int, str], list[Run]] = {}
     calls_runs: dict[tuple[int, str], list[Run]] = {}
@@ -327,6 +395,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 path = d / f"store-{rows}-{rep}.db"
                 rate = anyio.run(_store_appends, path, rows, args.raw_seconds)
                 store_runs.setdefault(rows, []).append(rate)
+            for appenders in (1, 100):
+                path = d / f"store-cpu-{appenders}-{rep}.db"
+                n = max(200, args.steps) if appenders == 1 else max(2000, 10 * args.steps)
+                got = anyio.run(_store_cpu, path, appenders, n)
+                cpu_runs.setdefault(appenders, []).append(got)
             print(f"one actor, sequential ctx.calls{tag} ...", flush=True)
             for kind in ("sqlite", "sqlite-on-loop", "memory"):
                 path = d / f"solo-{kind}-{rep}.db"
@@ -362,6 +435,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         raw_table.add(driver, rows, rr.commits_per_s, rr.rows_per_s, rr.us_per_commit)
     for rows, rate in store_rates.items():
         raw_table.add("SqliteStore.append", rows, rate, rate * rows, 1e6 / rate)
+
+    cpu_table = Table(
+        [
+            "appenders",
+            "appends/s",
+            "loop thread CPU µs/append",
+            "other threads CPU µs/append",
+        ]
+    )
+    for appenders, runs in cpu_runs.items():
+        cpu_table.add(
+            appenders,
+            _median([r.rate for r in runs]),
+            _median([r.loop_us for r in runs]),
+            _median([r.other_us for r in runs]),
+        )
 
     solo_table = Table(
         [
@@ -453,6 +542,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print()
     print(raw_table.text())
     print()
+    print(cpu_table.text())
+    print()
     print(solo_table.text())
     print()
     print(conc_table.text())
@@ -476,6 +567,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "actorlog's store alone (one actor appending back to back, no runtime): its "
                 "schema (indexes, contiguity and summary triggers) on the same commit path.\n\n"
                 + raw_table.markdown(),
+                "## The store's CPU per append\n\n"
+                "`SqliteStore.append` alone (no runtime): 1 or 100 appenders, each in its own "
+                "task appending one ~130-byte row at a time (a message with a message id, then "
+                "an intent, in turn), `synchronous=FULL`. *Loop thread*: `time.thread_time` of "
+                "the event loop's thread per append (the store's Python there, and the "
+                "benchmark's own loop); *other threads*: the process's CPU time less the loop's, "
+                "per append: the writer connection's thread (binding, SQLite's insert with its "
+                "triggers and indexes, the fsync's system time).\n\n" + cpu_table.markdown(),
                 f"## One actor, {args.calls:,} sequential tool calls\n\n"
                 "One message whose handler makes the calls one after another; each call's "
                 "intent must be durable before the tool runs, so one commit per call is the "

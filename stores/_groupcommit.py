@@ -14,6 +14,14 @@ A commit, once started, is shielded from cancellation: it is bounded, and abando
 would strand the other requests in the batch. A request whose caller is cancelled while it
 waits stays queued and may still be committed ("a cancelled append may or may not be
 durable"), which the store contract allows.
+
+On asyncio a waiting request parks on a plain future of the loop (``create_future``, woken by
+``set_result``), and a gathering leader yields with ``asyncio.sleep(0)``: anyio's ``Event``
+costs a backend lookup, an ``asyncio.Event`` and a future per waiter, and at 100 actors every
+commit wakes 100 of them (measured: the waiters' events were the larger half of the store's
+CPU per append on the loop). On trio (no asyncio loop running) they are ``anyio.Event`` and
+anyio's shielded checkpoint, as before. Cancellation is the same on both: a cancel reaches a
+waiter as ``CancelledError`` at its ``await``.
 """
 
 from __future__ import annotations
@@ -57,7 +65,8 @@ class Request(Generic[T]):
 
     def __init__(self, item: T) -> None:
         self.item = item
-        self.wake: anyio.Event | None = None  # made only if this request has to wait
+        #: made only if this request has to wait: a future on asyncio, an event on trio
+        self.wake: asyncio.Future[None] | anyio.Event | None = None
         self.lead = False
         self.done = False
         self.abandoned = False
@@ -95,16 +104,33 @@ class GroupCommitter(Generic[T]):
     async def submit(self, item: T) -> None:
         req = Request(item)
         self._queue.append(req)
+        loop = _running_loop()  # None on trio
         if not self._busy:
             self._busy = True
             req.lead = True
             shared = self.last_batch_size > 1
             if self.gather == "always" or (self.gather == "when_shared" and shared):
-                await anyio.lowlevel.cancel_shielded_checkpoint()
+                if loop is None:
+                    await anyio.lowlevel.cancel_shielded_checkpoint()
+                else:
+                    try:
+                        await asyncio.sleep(0)
+                    except BaseException:
+                        # cancelled while gathering: the queue behind it still needs a
+                        # leader (this request may be committed too, which a cancelled
+                        # append allows)
+                        with anyio.CancelScope(shield=True):
+                            await self._lead()
+                        raise
         else:
-            req.wake = anyio.Event()
             try:
-                await req.wake.wait()
+                if loop is not None:
+                    wake: asyncio.Future[None] = loop.create_future()
+                    req.wake = wake
+                    await wake
+                else:
+                    event = req.wake = anyio.Event()
+                    await event.wait()
             except BaseException:
                 if req.lead and not req.done:
                     with anyio.CancelScope(shield=True):
@@ -146,16 +172,28 @@ class GroupCommitter(Generic[T]):
         for r in batch:
             r.done = True
             if r.wake is not None:
-                r.wake.set()
+                _wake(r.wake)
 
     def _handoff(self) -> bool:
         for r in self._queue:
             if not r.abandoned:
                 r.lead = True
                 if r.wake is not None:
-                    r.wake.set()
+                    _wake(r.wake)
                 return True
         if not self._queue:
             self._busy = False
             return True
         return False
+
+
+#: the running asyncio loop, or None (trio): asyncio's own C lookup, no exception raised
+_running_loop = asyncio._get_running_loop
+
+
+def _wake(wake: asyncio.Future[None] | anyio.Event) -> None:
+    if isinstance(wake, asyncio.Future):
+        if not wake.done():  # a cancelled waiter's future is done (cancelled)
+            wake.set_result(None)
+    else:
+        wake.set()

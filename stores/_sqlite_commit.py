@@ -29,7 +29,7 @@ from actorlog.store import (
 )
 
 from ._groupcommit import Request
-from ._sql import ENTRY_COLS, entry_values
+from ._sql import ENTRY_COLS, entry_values, flat_entry_values
 
 if TYPE_CHECKING:
     from ._sqlite_conn import Connection
@@ -38,6 +38,20 @@ __all__ = ["MAX_ROWS_PER_STATEMENT", "Append", "SqliteCommits"]
 
 # SQLite >= 3.32 allows 32766 bound variables per statement; 8 per row.
 MAX_ROWS_PER_STATEMENT = 4000
+
+#: the multi-row INSERT of n rows, by n (built once per size: the SQL text, and its hash that
+#: the sqlite3 module's statement cache looks up, are not rebuilt on every commit)
+_INSERTS: dict[int, str] = {}
+
+
+def _insert_sql(n: int) -> str:
+    sql = _INSERTS.get(n)
+    if sql is None:
+        sql = f"INSERT INTO entries ({ENTRY_COLS}) VALUES " + ",".join(["(?,?,?,?,?,?,?,?)"] * n)
+        if len(_INSERTS) < 512:  # bounded: sizes beyond are built each time
+            _INSERTS[n] = sql
+    return sql
+
 
 #: one append request: actor id, the seq it expects last, its rows
 Append = tuple[str, int, Sequence[EntryRow]]
@@ -98,10 +112,8 @@ class SqliteCommits:
         rows = [row for req in chunk for row in req.item[2]]
         try:
             if len(rows) <= MAX_ROWS_PER_STATEMENT:
-                sql = f"INSERT INTO entries ({ENTRY_COLS}) VALUES " + ",".join(
-                    ["(?,?,?,?,?,?,?,?)"] * len(rows)
-                )
-                params = [v for row in rows for v in entry_values(row)]
+                sql = _insert_sql(len(rows))
+                params = flat_entry_values(rows)
                 direct = self._loop_conn
                 if direct is not None and len(chunk) == 1 and not w.in_transaction:
                     direct.execute(sql, params)  # on the event loop's thread: no hop

@@ -32,8 +32,9 @@ __all__ = ["Connection"]
 
 T = TypeVar("T")
 
-#: a queued call: the function, its arguments, and how to report (result, error) back
-_Job = tuple[Callable[..., Any], tuple[Any, ...], Callable[[Any, BaseException | None], None]]
+#: a queued call: the function, its arguments, and where its (result, error) goes: the
+#: asyncio loop and future of its caller, or (trio) a function that reports it
+_Job = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.AbstractEventLoop | None", Any]
 
 _CLOSED = "Cannot operate on a closed database."
 
@@ -97,16 +98,19 @@ class Connection:
             job = self._jobs.get()
             if job is None:
                 return
-            fn, args, report = job
+            fn, args, loop, to = job
             try:
                 result, error = fn(*args), None
             except BaseException as exc:  # handed to the caller, whatever it is
                 result, error = None, exc
             try:
-                report(result, error)
+                if loop is not None:
+                    loop.call_soon_threadsafe(_settle, to, result, error)
+                else:
+                    to(result, error)  # trio: a report function
             except RuntimeError:  # the caller's event loop is closed: nobody waits any more
                 pass
-            del job, fn, args, report, result, error
+            del job, fn, args, loop, to, result, error
 
     @property
     def in_transaction(self) -> bool:
@@ -116,16 +120,11 @@ class Connection:
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         if self._closed:
             raise sqlite3.ProgrammingError(_CLOSED)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+        loop = _running_loop()
+        if loop is None:
             return await self._call_trio(fn, args)
         fut: asyncio.Future[T] = loop.create_future()
-
-        def report(result: Any, exc: BaseException | None) -> None:
-            loop.call_soon_threadsafe(_settle, fut, result, exc)
-
-        self._jobs.put((fn, args, report))
+        self._jobs.put((fn, args, loop, fut))
         try:
             return await fut
         except asyncio.CancelledError:
@@ -150,7 +149,7 @@ class Connection:
             except trio.RunFinishedError:  # the run ended: nobody waits any more
                 pass
 
-        self._jobs.put((fn, args, report))
+        self._jobs.put((fn, args, None, report))
 
         def refuse_abort(_: Any) -> trio.lowlevel.Abort:
             return trio.lowlevel.Abort.FAILED  # the cancel is delivered after the call
@@ -198,6 +197,10 @@ class Connection:
             finally:
                 self._closed = True
                 self._jobs.put(None)
+
+
+#: the running asyncio loop, or None (trio): asyncio's own C lookup, no exception raised
+_running_loop = asyncio._get_running_loop
 
 
 def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
