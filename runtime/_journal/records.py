@@ -46,7 +46,7 @@ from typing import Any, ClassVar, TypeAlias
 import attrs
 
 from ..store import EntryRow
-from . import codec as _codec
+from . import codec as _codec, compact as _compact
 from .entrykinds import DecisionAction, EntryKind, EventKind, SettledBy
 from .entryreads import LoggedField, logged, saved_options
 from .errors import CorruptEntryError
@@ -434,8 +434,10 @@ def decode_entry(row: EntryRow) -> Record:
             obj = _codec.decode_json(row.payload)
         except (ValueError, UnicodeDecodeError) as exc:
             raise FieldError(str(exc)) from None
+        if type(obj) is list:  # [F19] format 2's compact form
+            obj = _compact.to_object(row.kind, obj)
         rec: Record = cls._parse(Fields(as_object(obj, "payload")), row.type_tag)
-    except FieldError as exc:
+    except (FieldError, _compact.LayoutError) as exc:
         raise CorruptEntryError(row.actor_id, row.seq, "decode", str(exc)) from None
     return rec
 

@@ -227,7 +227,8 @@ def test_missing_fields_take_their_defaults(kind: str, payload: Any, expected: R
 @pytest.mark.parametrize(
     ("kind", "payload", "why"),
     [
-        ("message", b"[1]", "payload is not a JSON object"),
+        ("message", b"[1]", "1 items, a message payload has 2 to 5"),
+        ("message", b'"x"', "payload is not a JSON object"),
         ("message", b"{", "Expecting"),
         ("message", b'{"sender": 1}', "field 'sender' is not a string or null"),
         ("message", b'{"trace": {"traceparent": 1}}', "not an object of strings"),
