@@ -426,10 +426,10 @@ _scan: Callable[[str, int], tuple[Any, int]] = _decoder.scan_once  # type: ignor
 def decode_json(data: bytes) -> Any:
     """Decode a payload. Raises ``ValueError`` on malformed bytes.
 
-    The same as ``json.loads(data)``: an object (every entry payload) is UTF-8 (what
+    The same as ``json.loads(data)``: an object or array (every entry payload) is UTF-8 (what
     ``json.loads`` detects for bytes starting with ``{`` and a non-NUL byte), decoded as it
     does, without its detection and checks per call."""
-    if data[:1] == b"{" and data[1:2] != b"\x00":
+    if (data[:1] == b"{" or data[:1] == b"[") and data[1:2] != b"\x00":
         text = data.decode("utf-8", "surrogatepass")
         try:
             obj, end = _scan(text, 0)

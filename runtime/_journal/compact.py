@@ -58,89 +58,158 @@ CODES: dict[str, tuple[str, ...]] = {
 _ENCODE_CODES = {name: {v: i for i, v in enumerate(vs)} for name, vs in CODES.items()}
 
 
-#: what a reader takes for an absent field (FORMAT.md [F7] rule 5), as it is encoded here
-_DEFAULTS: dict[str, Any] = {
-    "attempt": 1,
-    "settled_by": 0,
-    "kwargs": {},
-    "task": "",
-    "in_doubt": False,
-}
+_EFFECT = _ENCODE_CODES["effect"]
+_POLICY = _ENCODE_CODES["policy"]
+_SETTLED = _ENCODE_CODES["settled_by"]
 
 
-def _is_default(name: str, v: Any) -> bool:
-    """Does ``v`` (encoded) hold the default of field ``name``?"""
-    d = _DEFAULTS.get(name)
-    return type(v) is type(d) and v == d
+def _code(table: dict[str, int], v: Any) -> Any:
+    return table.get(v, v) if type(v) is str else v
 
 
-def _time(v: Any, scale: int) -> Any:
-    """A time in seconds as an integer count of ``1/scale`` seconds (None stays None)."""
-    if type(v) is float or type(v) is int:
-        return round(v * scale)
-    return _MISSING  # not a number: this payload is written as an object
+def _ms(v: Any) -> Any:
+    """A time in seconds as integer milliseconds (None stays None)."""
+    t = type(v)
+    if t is float or t is int:
+        return round(v * 1000)
+    return None if v is None else _MISSING
+
+
+def _us(v: Any) -> Any:
+    """A duration in seconds as integer microseconds (None stays None)."""
+    t = type(v)
+    if t is float or t is int:
+        return round(v * 1_000_000)
+    return None if v is None else _MISSING
+
+
+def _outcome(p: dict[str, Any], second: str) -> Any:
+    """What a result or step holds at position 1: ``value``/``reply``, or ``error``."""
+    if "error" in p:
+        if p.get("ok") is not False or second in p:
+            return _MISSING
+        return p["error"]
+    return p.get(second)
 
 
 def to_array(kind: str, p: dict[str, Any]) -> list[Any] | None:
     """The compact form of payload ``p`` of an entry of ``kind``, or None when it has none
     (a decision, a key this layout does not know, a time that is not a number): such a
-    payload is written as its JSON object, which every reader reads too."""
-    names = LAYOUTS.get(kind)
-    if names is None or not p.keys() <= _KNOWN[kind]:
+    payload is written as its JSON object, which every reader reads too.
+
+    Trailing fields that hold their default (what a reader takes for an absent field,
+    FORMAT.md [F7] rule 5) are left out; every array keeps its first two items."""
+    known = _KNOWN.get(kind)
+    if known is None or not p.keys() <= known:
         return None
-    second = names[1]
-    error = "error" in p
-    if error and (p.get("ok") is not False or second not in ("value", "reply") or second in p):
-        return None
-    out = []
-    for name in names:
-        v = p["error"] if error and name == second else p.get(name, _DEFAULTS.get(name))
-        if name == "at" and v is not None:
-            v = _time(v, 1000)
-        elif name == "duration" and v is not None:
-            v = _time(v, 1_000_000)
-        elif name in _ENCODE_CODES and type(v) is str:
-            v = _ENCODE_CODES[name].get(v, v)
-        if v is _MISSING:
-            return None
-        out.append(v)
-    while len(out) > 2 and _is_default(names[len(out) - 1], out[-1]):
-        out.pop()
-    return out
+    g = p.get
+    a: list[Any]
+    if kind == "message":
+        a = [g("body"), _ms(g("at")), g("incarnation"), g("sender"), g("trace")]
+        while len(a) > 2 and a[-1] is None:
+            a.pop()
+    elif kind == "intent":
+        a = [
+            g("index"),
+            _code(_EFFECT, g("effect")),
+            _code(_POLICY, g("policy")),
+            g("args", []),
+            g("key"),
+            _ms(g("at")),
+            g("kwargs", {}),
+            g("task", ""),
+        ]
+        if a[7] == "":
+            a.pop()
+            if type(a[6]) is dict and not a[6]:
+                a.pop()
+    elif kind == "result":
+        a = [
+            g("ok"),
+            _outcome(p, "value"),
+            _ms(g("at")),
+            _us(g("duration")),
+            g("attempt", 1),
+            _code(_SETTLED, g("settled_by", "run")),
+            g("in_doubt", False),
+            g("reconciled"),
+            g("reconciled_value"),
+        ]
+        for default in _RESULT_TAIL:
+            if type(a[-1]) is not type(default) or a[-1] != default:
+                break
+            a.pop()
+    elif kind == "effect":
+        a = [g("index"), g("value"), _ms(g("at")), g("task", "")]
+        if a[3] == "":
+            a.pop()
+    else:  # step
+        a = [g("ok"), _outcome(p, "reply"), _ms(g("at")), _us(g("duration")), g("span")]
+        if a[4] is None:
+            a.pop()
+    return None if _MISSING in a else a
+
+
+#: a result's trailing fields, last first, as they read when absent
+_RESULT_TAIL = (None, None, False, 0, 1)
 
 
 class LayoutError(ValueError):
     """A compact payload that breaks its layout (the text says how)."""
 
 
+def _bad(name: str, v: Any, what: str = "an integer") -> LayoutError:
+    return LayoutError(f"field {name!r} is not {what}: {str(v)[:40]}")
+
+
+#: kind -> (position of ``at``, of ``duration`` or 0 for none)
+_TIMES = {"message": (1, 0), "intent": (5, 0), "result": (2, 3), "effect": (2, 0), "step": (2, 3)}
+
+
 def to_object(kind: str, arr: list[Any]) -> dict[str, Any]:
     """The payload dict of compact payload ``arr`` of an entry of ``kind``.
 
     Raises:
-        LayoutError: ``kind`` has no compact form, there are more items than fields, or a
-            time or code is not of its type.
+        LayoutError: ``kind`` has no compact form, the number of items is not 2 up to the
+            number of fields, or a time or code is not of its type.
     """
     names = LAYOUTS.get(kind)
     if names is None:
         raise LayoutError(f"a {kind} payload is a JSON object, not an array")
-    if not 2 <= len(arr) <= len(names):
-        raise LayoutError(f"{len(arr)} items, a {kind} payload has 2 to {len(names)}")
+    n = len(arr)
+    if n < 2 or n > len(names):
+        raise LayoutError(f"{n} items, a {kind} payload has 2 to {len(names)}")
     p = dict(zip(names, arr, strict=False))
-    if len(arr) > 1 and names[1] in ("value", "reply") and arr[0] is False:
-        p["error"] = p.pop(names[1])
-    for name, scale in (("at", 1000), ("duration", 1_000_000)):
-        v = p.get(name)
-        if v is not None:
-            if type(v) is not int:
-                raise LayoutError(f"field {name!r} is not an integer: {str(v)[:40]}")
-            p[name] = v / scale
-    for name, codes in CODES.items():
-        v = p.get(name)
+    at, duration = _TIMES[kind]
+    if at < n:
+        v = arr[at]
         if type(v) is int:
-            if not 0 <= v < len(codes):
-                raise LayoutError(f"field {name!r} holds the unknown code {v}")
-            p[name] = codes[v]
+            p["at"] = v / 1000
+        elif v is not None:
+            raise _bad("at", v)
+    if duration and duration < n:
+        v = arr[duration]
+        if type(v) is int:
+            p["duration"] = v / 1_000_000
+        elif v is not None:
+            raise _bad("duration", v)
+    if kind == "intent":
+        for i, name in ((1, "effect"), (2, "policy")):
+            if i < n and type(arr[i]) is int:
+                p[name] = _decode_code(name, arr[i])
+    elif kind == "result" or kind == "step":
+        if kind == "result" and n > 5 and type(arr[5]) is int:
+            p["settled_by"] = _decode_code("settled_by", arr[5])
+        if arr[0] is False:
+            p["error"] = p.pop(names[1])
     return p
+
+
+def _decode_code(name: str, v: int) -> str:
+    codes = CODES[name]
+    if not 0 <= v < len(codes):
+        raise LayoutError(f"field {name!r} holds the unknown code {v}")
+    return codes[v]
 
 
 def field_at(kind: str, arr: list[Any], name: str) -> Any:
