@@ -22,6 +22,8 @@ from actorlog import (
 from actorlog._durability.retention import bound, compact
 from actorlog.store import CompactingStore, Store
 
+from tests._payload import payload_of
+
 from ..runtime.agents import Add
 
 pytestmark = pytest.mark.anyio
@@ -147,7 +149,7 @@ async def test_a_window_keeps_what_was_logged_within_it(make_store: StoreFactory
     await store.open()
     msgs = await store.read("a", kinds=["message"])
     middle = msgs[10]
-    at = json.loads(middle.payload)["at"]
+    at = payload_of(middle.kind, middle.payload)["at"]
     # a window that starts right at the 11th message: everything before it may go
     first, upto, reason = await bound(store, "a", 100.0, now=at + 100.0)
     assert (first, upto) == (1, middle.seq - 1) and "window" in reason

@@ -19,6 +19,7 @@ import anyio
 import pytest
 from actorlog import ActorQuarantinedError, ActorSystem, NonDeterminismError
 
+from tests._payload import payload_of
 from tests.conftest import StoreFactory
 from tests.runtime.concurrent_agents import (
     FICKLE,
@@ -99,7 +100,7 @@ def _results(db: Path) -> set[str]:
         ).fetchall()
     finally:
         conn.close()
-    return {str(json.loads(payload)["args"][0]) for (payload,) in rows}
+    return {str(payload_of("intent", payload)["args"][0]) for (payload,) in rows}
 
 
 @pytest.mark.anyio
@@ -164,7 +165,7 @@ async def test_keys_are_per_task_and_stable(make_store: StoreFactory) -> None:
         ref = await system.spawn(FanOut, "fan")
         await ref.ask(Fan(2), message_id="q")
         rows = await store.read("fan", after_seq=0)
-    intents = [json.loads(r.payload) for r in rows if r.kind == "intent"]
+    intents = [payload_of(r.kind, r.payload) for r in rows if r.kind == "intent"]
     tasks = sorted((p["task"], p["index"], p["key"].rsplit(":", 1)[1]) for p in intents)
     assert tasks == [("0", 0, "0.0"), ("0", 1, "0.1"), ("1", 0, "1.0"), ("1", 1, "1.1")]
 

@@ -32,7 +32,7 @@ SCRIPT = textwrap.dedent(
             stream = system.ref(Narrator, "n").ask_stream(Tell("x", 2))
             assert [ev.number async for ev in stream] == [1, 2, 3], "events"
         await store.open()
-        rows = {r.kind: json.loads(r.payload) for r in await store.read("r")}
+        rows = {r.kind: payload_of(r.kind, r.payload) for r in await store.read("r")}
         assert rows["message"]["trace"] is None, rows["message"]
         assert rows["step"]["span"] is None, rows["step"]
 
