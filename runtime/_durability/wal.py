@@ -44,7 +44,7 @@ class Journal:
         kind: str,
         type_tag: str,
         ref: int,
-        payload: dict[str, Any],
+        payload: dict[str, Any] | list[Any],
         *,
         message_id: str | None = None,
     ) -> int:

@@ -9,6 +9,7 @@ when it is decoded (a format-1 payload is a JSON object and is read as it is).
 
 from __future__ import annotations
 
+import time
 import zlib
 from typing import Any
 
@@ -58,9 +59,10 @@ CODES: dict[str, tuple[str, ...]] = {
 _ENCODE_CODES = {name: {v: i for i, v in enumerate(vs)} for name, vs in CODES.items()}
 
 
-_EFFECT = _ENCODE_CODES["effect"]
-_POLICY = _ENCODE_CODES["policy"]
-_SETTLED = _ENCODE_CODES["settled_by"]
+#: name -> code, by field (``reconcile`` is a policy, 2, and a ``settled_by``, 1)
+EFFECT_CODE = _EFFECT = _ENCODE_CODES["effect"]
+POLICY_CODE = _POLICY = _ENCODE_CODES["policy"]
+SETTLED_CODE = _SETTLED = _ENCODE_CODES["settled_by"]
 
 
 def _code(table: dict[str, int], v: Any) -> Any:
@@ -135,10 +137,7 @@ def to_array(kind: str, p: dict[str, Any]) -> list[Any] | None:
             g("reconciled"),
             g("reconciled_value"),
         ]
-        for default in _RESULT_TAIL:
-            if type(a[-1]) is not type(default) or a[-1] != default:
-                break
-            a.pop()
+        trim_result(a)
     elif kind == "effect":
         a = [g("index"), g("value"), _ms(g("at")), g("task", "")]
         if a[3] == "":
@@ -152,6 +151,20 @@ def to_array(kind: str, p: dict[str, Any]) -> list[Any] | None:
 
 #: a result's trailing fields, last first, as they read when absent
 _RESULT_TAIL = (None, None, False, 0, 1)
+
+
+def trim_result(a: list[Any]) -> list[Any]:
+    """A compact result without its trailing items that hold their default (in place)."""
+    for default in _RESULT_TAIL:
+        if len(a) < 5 or type(a[-1]) is not type(default) or a[-1] != default:
+            break
+        a.pop()
+    return a
+
+
+def now_ms() -> int:
+    """[F19] ``at`` of a new entry: Unix time in integer milliseconds."""
+    return round(time.time() * 1000)
 
 
 class LayoutError(ValueError):
@@ -218,9 +231,13 @@ def field_at(kind: str, arr: list[Any], name: str) -> Any:
     return arr[i] if i < len(arr) else None
 
 
-def encode_entry(kind: str, payload: dict[str, Any]) -> bytes:
-    """[F19] The payload bytes of a new entry of ``kind``: its compact array, or its JSON
-    object when it has no compact form (``_codec.encode_plain``'s checks and errors)."""
+def encode_entry(kind: str, payload: dict[str, Any] | list[Any]) -> bytes:
+    """[F19] The payload bytes of a new entry of ``kind``: a compact array as it is (the
+    builders of ``_records`` make them), a dict as its compact array, or as its JSON object
+    when it has no compact form (``_codec.encode_plain``'s checks and errors)."""
+    if type(payload) is list:
+        return _codec.encode_plain(payload, f"{kind} entry")
+    assert isinstance(payload, dict)
     arr = to_array(kind, payload)
     return _codec.encode_plain(payload if arr is None else arr, f"{kind} entry")
 
