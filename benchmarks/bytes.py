@@ -222,9 +222,9 @@ def main() -> None:
     configure_output(args)
     sizes: dict[str, dict[str, float]] = {}
     with scratch_dir() as d:
-        for name, old in (("format 1 layout", True), ("format 2", False)):
-            path = d / f"{'v1' if old else 'v2'}.db"
-            if old:
+        for name, legacy in (("format 1 layout", True), ("format 2", False)):
+            path = d / f"{'v1' if legacy else 'v2'}.db"
+            if legacy:
                 format1_table(path)
                 with format1_payloads():
                     anyio.run(_run, path, args.asks)

@@ -149,14 +149,15 @@ def to_array(kind: str, p: dict[str, Any]) -> list[Any] | None:
     return None if _MISSING in a else a
 
 
-#: a result's trailing fields, last first, as they read when absent
-_RESULT_TAIL = (None, None, False, 0, 1)
+#: a result's optional fields (positions 4 to 8), as they read when absent
+_RESULT_DEFAULTS: tuple[Any, ...] = (1, 0, False, None, None)
 
 
 def trim_result(a: list[Any]) -> list[Any]:
     """A compact result without its trailing items that hold their default (in place)."""
-    for default in _RESULT_TAIL:
-        if len(a) < 5 or type(a[-1]) is not type(default) or a[-1] != default:
+    while len(a) > 4:
+        default = _RESULT_DEFAULTS[len(a) - 5]
+        if type(a[-1]) is not type(default) or a[-1] != default:
             break
         a.pop()
     return a

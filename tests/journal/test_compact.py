@@ -143,10 +143,13 @@ def test_a_payload_is_written_in_its_compact_form(
 def test_a_compact_payload_reads_as_its_format_1_object(
     kind: str, build: Callable[[], dict[str, Any]], golden: bytes
 ) -> None:
-    """[F19] format 2 and format 1 bytes of one payload decode to one record."""
-    old = _codec.encode_plain(build(), "format 1")
+    """[F19] format 2 and format 1 bytes of one payload decode to one record (format 1
+    wrote the record's JSON object, [F5])."""
+    rec = decode_entry(_row(kind, golden))
+    old = _codec.encode_plain(rec.payload(), "format 1")
     assert old.startswith(b"{")
-    assert decode_entry(_row(kind, golden)) == decode_entry(_row(kind, old))
+    assert decode_entry(_row(kind, old)) == rec
+    assert _compact.encode_entry(kind, rec.payload()) == golden  # a dict: the same array
 
 
 # The golden entry of FORMAT.md section 3.5, with a format-2 payload: the frame is the
