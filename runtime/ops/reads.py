@@ -417,6 +417,9 @@ async def _show(store: Store, actor_id: str, seq: int) -> EntryView:
     )
     _, err = _check(row, actor_id)
     payload, _ = _shown_payload(row)
+    if isinstance(payload, list):  # [F19] a compact payload: shown with its field names
+        with contextlib.suppress(ValueError):
+            payload = _compact.to_object(row.kind, payload)
     related: list[dict[str, Any]] = []
 
     def rel(r: EntryRow, how: str) -> None:
