@@ -78,3 +78,67 @@ async def test_a_format_1_file_resumes_and_goes_on(old_file: Path) -> None:
     async with ops.opened(f"sqlite:///{old_file}") as store:
         report = await ops.verify(store)
     assert report.ok, report.findings
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_format_1_postgres_store_resumes_and_is_upgraded(
+    old_file: Path, anyio_backend: str
+) -> None:
+    """The same log, copied row by row into a PostgreSQL schema marked format 1: a runtime
+    resumes it (the call in doubt re-run with its recorded key) and marks it format 2."""
+    import asyncpg
+    from actorlog.stores import PostgresStore
+
+    from tests import _pg
+
+    url = _pg.postgres_url("the format-1 PostgreSQL case")
+    schema = _pg.new_schema("v1")
+    source = SqliteStore(old_file, read_only=True)
+    await source.open()
+    try:
+        actor = await source.get_actor("pay-1")
+        assert actor is not None
+        rows = await source.read("pay-1")
+        snaps = [
+            await source.load_snapshot("pay-1", i.seq) for i in await source.list_snapshots("pay-1")
+        ]
+    finally:
+        await source.close()
+    try:
+        target = PostgresStore(url, schema=schema)
+        await target.open()
+        try:
+            await target.register_actor("pay-1", actor.actor_type)
+            await target.append("pay-1", 0, rows)
+            for snap in snaps:
+                assert snap is not None
+                await target.save_snapshot(snap)
+        finally:
+            await target.close()
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(
+                f"UPDATE {_pg.quote_ident(schema)}.actorlog_meta SET value = '1' "
+                "WHERE key = 'format_version'"
+            )
+        finally:
+            await conn.close()
+        async with ActorSystem(PostgresStore(url, schema=schema), actors=[Payer]) as system:
+            ref = await system.spawn(Payer, "pay-1")
+            assert await ref.ask(Question("q2"), message_id="q2") == "charged q2"
+            assert KEYS == [RECORDED_KEY]
+            assert await ref.ask(Question("q3"), message_id="q3") == "charged q3"
+        conn = await asyncpg.connect(url)
+        try:
+            version = await conn.fetchval(
+                f"SELECT value FROM {_pg.quote_ident(schema)}.actorlog_meta "
+                "WHERE key = 'format_version'"
+            )
+        finally:
+            await conn.close()
+        assert version == str(FORMAT_VERSION)
+        async with ops.opened(PostgresStore(url, schema=schema).url) as store:
+            report = await ops.verify(store)
+        assert report.ok, report.findings
+    finally:
+        await _pg.drop_schemas(url, schema)
