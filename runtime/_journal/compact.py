@@ -2,9 +2,11 @@
 fixed order per kind (no keys), times as integers, codes for the effect and policy names,
 and the trailing fields that hold their default left out.
 
-The runtime builds and reads payloads as dicts (``_records``); this module turns one into
-the other at the codec's edge: :func:`to_array` when an entry is encoded, :func:`to_object`
-when it is decoded (a format-1 payload is a JSON object and is read as it is).
+The builders of ``_records`` make new payloads in this form directly (``now_ms``,
+``trim_result``, the code tables); a payload given as a dict (a record's ``payload()``) is
+turned into it by :func:`to_array` when it is encoded (:func:`encode_entry`). Readers turn
+an array back into the dict of its fields with :func:`to_object` (a format-1 payload is a
+JSON object and is read as it is), so the records' typed reads are the same for both.
 """
 
 from __future__ import annotations
@@ -69,20 +71,21 @@ def _code(table: dict[str, int], v: Any) -> Any:
     return table.get(v, v) if type(v) is str else v
 
 
-def _ms(v: Any) -> Any:
-    """A time in seconds as integer milliseconds (None stays None)."""
+def _ms(v: Any, scale: int = 1000) -> Any:
+    """A time in seconds as integer milliseconds (None stays None; not a finite number:
+    ``_MISSING``, the payload is written as its object)."""
     t = type(v)
     if t is float or t is int:
-        return round(v * 1000)
+        try:
+            return round(v * scale)
+        except (OverflowError, ValueError):  # inf, nan
+            return _MISSING
     return None if v is None else _MISSING
 
 
 def _us(v: Any) -> Any:
-    """A duration in seconds as integer microseconds (None stays None)."""
-    t = type(v)
-    if t is float or t is int:
-        return round(v * 1_000_000)
-    return None if v is None else _MISSING
+    """A duration in seconds as integer microseconds (as :func:`_ms`)."""
+    return _ms(v, 1_000_000)
 
 
 def _outcome(p: dict[str, Any], second: str) -> Any:
