@@ -18,6 +18,7 @@ BENCHMARKS = {
     "console": "the web console's page times (needs actorlog[web])",
     "timers": "steps per second with 10,000 pending timers",
     "retention": "store size over a long run with and without retention",
+    "bytes": "stored bytes per ask with one tool call: format 1's layout vs format 2",
     "postgres": "PostgreSQL throughput and failover (needs a server and actorlog[postgres])",
     "peers": "crash-and-resume against DBOS and LangGraph (needs actorlog[peers])",
     "startup": "import actorlog, and process start to the first resumed step after a crash",

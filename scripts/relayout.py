@@ -70,6 +70,7 @@ MOVES: dict[str, str] = {
     "runtime/_storetimers.py": "runtime/_journal/storetimers.py",
     "runtime/_door.py": "runtime/_journal/door.py",
     "runtime/_journal/leases.py": "runtime/_journal/leases.py",  # made after the sweep
+    "runtime/_journal/compact.py": "runtime/_journal/compact.py",  # issue 28: format 2
     # _tracing: spans, metrics and logs (docs/tracing.md)
     "runtime/_telemetry.py": "runtime/_tracing/telemetry.py",
     "runtime/_traceends.py": "runtime/_tracing/traceends.py",
@@ -178,6 +179,7 @@ MOVES: dict[str, str] = {
     "tests/_pgserver.py": "tests/_pgserver.py",
     "tests/_soak.py": "tests/_soak.py",
     "tests/_sqlitefile.py": "tests/_sqlitefile.py",
+    "tests/_payload.py": "tests/_payload.py",
     "tests/test_benchmarks_cli.py": "tests/test_benchmarks_cli.py",
     "tests/test_docs_check.py": "tests/test_docs_check.py",
     "tests/test_layout.py": "tests/test_layout.py",
@@ -203,6 +205,7 @@ MOVES: dict[str, str] = {
     "tests/runtime/query_agents.py": "tests/runtime/query_agents.py",
     "tests/runtime/set_worker.py": "tests/runtime/set_worker.py",
     "tests/runtime/test_codec.py": "tests/journal/test_codec.py",
+    "tests/journal/test_compact.py": "tests/journal/test_compact.py",
     "tests/runtime/test_records.py": "tests/journal/test_records.py",
     "tests/runtime/test_names.py": "tests/journal/test_names.py",
     "tests/runtime/test_message_types.py": "tests/journal/test_message_types.py",

@@ -55,7 +55,7 @@ CREATE TABLE IF NOT EXISTS entries (
     payload    BLOB    NOT NULL,
     checksum   INTEGER NOT NULL,
     PRIMARY KEY (actor_id, seq)
-);
+) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS entries_message_id
     ON entries (actor_id, message_id) WHERE message_id IS NOT NULL;
 DROP INDEX IF EXISTS entries_ref;

@@ -256,7 +256,9 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             await w.executescript("BEGIN IMMEDIATE;" + SCHEMA + "COMMIT;")
             self._actorlog_schema = True
             await w.execute(
-                "INSERT OR IGNORE INTO actorlog_meta VALUES ('format_version', ?)",
+                # an older format's file is written in this one from now on ([F1])
+                "INSERT INTO actorlog_meta VALUES ('format_version', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (str(FORMAT_VERSION),),
             )
             r = await Connection.connect(self.path, text_factory=_text)  # shielded
@@ -449,13 +451,13 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         return entries(await self._fetch(sql, params), actor_id, after_seq)
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
-        # The index finds the row; its columns are read from the table by rowid (a plain
-        # lookup would take message_id from the index's own copy), so that a key damaged in
-        # the index is told apart from the entry it points at.
+        # The index finds the row's seq; its columns are read from the table by its primary
+        # key (a plain lookup would take message_id from the index's own copy), so that a key
+        # damaged in the index is told apart from the entry it points at.
         rows = await self._fetch(
-            f"SELECT {ENTRY_COLS} FROM entries WHERE rowid = "
-            "(SELECT rowid FROM entries WHERE actor_id = ? AND message_id = ?)",
-            (actor_id, message_id),
+            f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = ? AND seq = "
+            "(SELECT seq FROM entries WHERE actor_id = ? AND message_id = ?)",
+            (actor_id, actor_id, message_id),
         )
         if not rows:
             return None

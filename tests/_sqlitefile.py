@@ -32,9 +32,28 @@ class Record:
     """One table row's record: where each column's serial type byte sits in the file."""
 
     table: str
-    rowid: int
+    rowid: int  # 0 in a WITHOUT ROWID table (the entries table since format 2)
     types: tuple[int, ...]  # serial types, by column
     type_offsets: tuple[int, ...]  # file offset of each serial type's last byte
+    #: the values of the first two columns (the primary key ``(actor_id, seq)`` of entries)
+    key: tuple[object, ...] = ()
+
+
+def _value(t: int, body: bytes, i: int) -> tuple[object, int]:
+    """The value of serial type ``t`` at ``body[i]``, and the offset after it."""
+    sizes = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 8, 7: 8, 8: 0, 9: 0}
+    if t in sizes:
+        n = sizes[t]
+        if t in (8, 9):
+            return t - 8, i
+        if t == 0:
+            return None, i
+        if t == 7:
+            return float("nan"), i + n  # not needed by the tests
+        return int.from_bytes(body[i : i + n], "big", signed=True), i + n
+    n = (t - 12) // 2 if t % 2 == 0 else (t - 13) // 2
+    raw = body[i : i + n]
+    return (raw if t % 2 == 0 else raw.decode("utf-8", "replace")), i + n
 
 
 @attrs.define
@@ -98,22 +117,27 @@ class SqliteFile:
         return sorted(out)
 
     def records(self, table: str) -> list[Record]:
-        """The records of a table's leaf pages (those without overflow)."""
+        """The records of a table's leaf pages (those without overflow), in a rowid table
+        or a WITHOUT ROWID one (whose rows are kept in an index b-tree)."""
         out = []
         usable = self.page_size - self.data[20]
         for n in self.pages_of(table):
             hdr, page = self.page(n)
             base = (n - 1) * self.page_size
             h = hdr - base
-            if page[h] != LEAF_TABLE:
+            if page[h] not in (LEAF_TABLE, LEAF_INDEX):
                 continue
             count = int.from_bytes(page[h + 3 : h + 5], "big")
             for c in range(count):
                 ptr = int.from_bytes(page[h + 8 + 2 * c : h + 10 + 2 * c], "big")
                 size, i = varint(page, ptr)
-                rowid, i = varint(page, i)
-                if size > usable - 35:
-                    continue  # spills to overflow pages
+                rowid = 0
+                if page[h] == LEAF_TABLE:
+                    rowid, i = varint(page, i)
+                    if size > usable - 35:
+                        continue  # spills to overflow pages
+                elif size > ((usable - 12) * 64 // 255) - 23:
+                    continue  # an index cell that spills to overflow pages
                 header_len, j = varint(page, i)
                 types: list[int] = []
                 offsets: list[int] = []
@@ -122,7 +146,12 @@ class SqliteFile:
                     types.append(t)
                     offsets.append(base + k - 1)
                     j = k
-                out.append(Record(table, rowid, tuple(types), tuple(offsets)))
+                key = []
+                v = i + header_len
+                for t in types[:2]:
+                    value, v = _value(t, page, v)
+                    key.append(value)
+                out.append(Record(table, rowid, tuple(types), tuple(offsets), tuple(key)))
         return out
 
     def find(self, name: str, needle: bytes) -> list[int]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from .._journal import codec as _codec
+from .._journal import codec as _codec, compact as _compact
 from .._journal.errors import (
     CorruptEntryError,
     LogCompactedError,
@@ -86,7 +86,7 @@ def _verify_snapshot(info: SnapshotInfo, data: bytes, state_tag: str, schema_ver
     if len(data) != info.size or _codec.info_digest(info, data) != info.digest:
         raise ValueError("digest mismatch")
     try:
-        return json.loads(data)
+        return json.loads(_compact.snapshot_json(data))
     except ValueError as exc:
         raise ValueError(f"undecodable: {exc}") from exc
 

@@ -12,7 +12,7 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from .._journal import codec as _codec
+from .._journal import codec as _codec, compact as _compact
 from .._journal.errors import ConfigurationError, SnapshotError
 from .._tracing.telemetry import ATTR, SPAN, set_error, tracer
 from ..store import SnapshotInfo, SnapshotRow, Store
@@ -207,6 +207,7 @@ def build_snapshot(
     """
     data = _codec.encode_json(state, "actor state", limit=MAX_SNAPSHOT_BYTES)
     check_round_trip(data, type(state))
+    data = _compact.pack_snapshot(data)  # [F19] large states are stored compressed
     info = SnapshotInfo(
         actor_id=actor_id,
         seq=seq,

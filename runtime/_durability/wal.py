@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-from .._journal import codec as _codec, records as _records
+from .._journal import codec as _codec, compact as _compact, records as _records
 from .._journal.errors import ActorStoppedError
 from .._journal.records import Record
 from .._tracing import telemetry as _telemetry
@@ -71,7 +71,7 @@ class Journal:
         kind: str,
         type_tag: str,
         ref: int,
-        payload: dict[str, Any],
+        payload: dict[str, Any] | list[Any],
         *,
         message_id: str | None = None,
     ) -> int:
@@ -80,7 +80,7 @@ class Journal:
             raise ActorStoppedError(
                 f"actor {self.actor_id!r} stopped after a failed append: {self.broken}"
             )
-        data = _codec.encode_plain(payload, f"{kind} entry")
+        data = _compact.encode_entry(kind, payload)
         seq = self.last_seq + 1
         row = _codec.make_row(self.actor_id, seq, kind, type_tag, ref, message_id, data)
         self._buffer.append(row)

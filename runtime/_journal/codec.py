@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..store import FORMAT_VERSION, KINDS, EntryRow, SnapshotInfo
+from ..store import KINDS, EntryRow, SnapshotInfo
 from .checks import (
     is_utf8,
     shown as shown,
@@ -355,8 +355,8 @@ def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> byt
     return data
 
 
-def encode_plain(obj: dict[str, Any], what: str) -> bytes:
-    """Encode an already-plain JSON object (an entry envelope)."""
+def encode_plain(obj: dict[str, Any] | list[Any], what: str) -> bytes:
+    """Encode an already-plain JSON object or array (an entry envelope)."""
     try:
         data = _encode(obj).encode()
     except (TypeError, ValueError, RecursionError) as exc:
@@ -426,10 +426,10 @@ _scan: Callable[[str, int], tuple[Any, int]] = _decoder.scan_once  # type: ignor
 def decode_json(data: bytes) -> Any:
     """Decode a payload. Raises ``ValueError`` on malformed bytes.
 
-    The same as ``json.loads(data)``: an object (every entry payload) is UTF-8 (what
+    The same as ``json.loads(data)``: an object or array (every entry payload) is UTF-8 (what
     ``json.loads`` detects for bytes starting with ``{`` and a non-NUL byte), decoded as it
     does, without its detection and checks per call."""
-    if data[:1] == b"{" and data[1:2] != b"\x00":
+    if (data[:1] == b"{" or data[:1] == b"[") and data[1:2] != b"\x00":
         text = data.decode("utf-8", "surrogatepass")
         try:
             obj, end = _scan(text, 0)
@@ -453,6 +453,9 @@ def check_attrs_instance(value: object, what: str) -> None:
         )
 
 
+#: [F6] The first byte of every checksum frame: 1 in formats 1 and 2 (format 2 changed the
+#: payload bytes the frames cover, not the frames)
+FRAME_VERSION = 1
 _HEAD = struct.Struct(">BBQQH")  # version, kind code, seq, ref, actor id length
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
@@ -479,7 +482,7 @@ def _frame_parts(
         mid = _U16.pack(len(mid_bytes)) + mid_bytes
     head = b"".join(
         (
-            _HEAD.pack(FORMAT_VERSION, _KIND_CODE.get(kind, 0), seq, ref, len(aid)),
+            _HEAD.pack(FRAME_VERSION, _KIND_CODE.get(kind, 0), seq, ref, len(aid)),
             aid,
             _U16.pack(len(tag)),
             tag,
@@ -590,7 +593,7 @@ def snapshot_digest(
     import hashlib  # only for snapshots (its OpenSSL binding is slow to load)
 
     h = hashlib.sha256()
-    h.update(struct.pack(">BH", FORMAT_VERSION, len(aid)))
+    h.update(struct.pack(">BH", FRAME_VERSION, len(aid)))
     h.update(aid)
     h.update(struct.pack(">QQIH", seq, handled_seq, schema_version, len(tag)))
     h.update(tag)
@@ -609,4 +612,4 @@ def info_digest(info: SnapshotInfo, data: bytes) -> bytes:
 def log_start_checksum(actor_id: str, first_seq: int) -> int:
     """[F16] CRC-32 of a compacted log's start record: the first seq still stored."""
     a = actor_id.encode()
-    return zlib.crc32(struct.pack(">BBQH", FORMAT_VERSION, 0x80, first_seq, len(a)) + a)
+    return zlib.crc32(struct.pack(">BBQH", FRAME_VERSION, 0x80, first_seq, len(a)) + a)

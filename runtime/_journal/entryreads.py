@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from ..store import EntryRow, EventRow
-from . import codec as _codec
+from . import codec as _codec, compact as _compact
 from .entrykinds import EventKind
 
 __all__ = ["LoggedField", "logged", "saved_options"]
@@ -20,7 +20,10 @@ def logged(row: EntryRow, field: LoggedField) -> Any:
     """``field`` of an entry this runtime just wrote, decoded from its bytes: what replay
     will read (a message's ``body``, a result's or effect's ``value``, an ok step's
     ``reply``), without building the whole record (it runs for most entries)."""
-    return _codec.decode_json(row.payload)[field]
+    obj = _codec.decode_json(row.payload)
+    if type(obj) is list:  # [F19] format 2's compact form
+        return _compact.field_at(row.kind, obj, field)
+    return obj[field]
 
 
 def saved_options(events: Iterable[EventRow]) -> tuple[dict[str, Any], str] | None:

@@ -28,9 +28,11 @@ event kinds, decision actions and ``settled_by`` values are the ``StrEnum`` clas
 :mod:`._entrykinds`, re-exported here.
 
 Writing: ``rec.payload()`` is the JSON object of a record, keys in the order of [F5] (the
-order is part of the checksummed bytes). The ``*_payload`` functions build the record of a
-new entry, stamped ``at`` now, and return its payload: ``step_payload(reply=r)`` is
-``StepRecord(ok=True, reply=r, duration=0.0, at=time.time()).payload()``.
+order is part of the checksummed bytes; format 2 writes it for ``decision`` entries). The
+``*_payload`` functions build the payload of a new entry, stamped ``at`` now, in format 2's
+compact form ([F19], :mod:`._compact`) for every kind but ``decision``: ``step_payload(
+reply=r)`` is ``[True, r, <now in ms>, 0]``, which reads as ``StepRecord(ok=True, reply=r,
+duration=0.0, at=<now>)``.
 
 :class:`Recorded` is one effect recorded for a step (an intent with its :class:`Outcome`
 list, or a plain effect), as recovery hands it to the replaying ``Context``.
@@ -46,7 +48,7 @@ from typing import Any, ClassVar, TypeAlias
 import attrs
 
 from ..store import EntryRow
-from . import codec as _codec
+from . import codec as _codec, compact as _compact
 from .entrykinds import DecisionAction, EntryKind, EventKind, SettledBy
 from .entryreads import LoggedField, logged, saved_options
 from .errors import CorruptEntryError
@@ -434,8 +436,10 @@ def decode_entry(row: EntryRow) -> Record:
             obj = _codec.decode_json(row.payload)
         except (ValueError, UnicodeDecodeError) as exc:
             raise FieldError(str(exc)) from None
+        if type(obj) is list:  # [F19] format 2's compact form
+            obj = _compact.to_object(row.kind, obj)
         rec: Record = cls._parse(Fields(as_object(obj, "payload")), row.type_tag)
-    except FieldError as exc:
+    except (FieldError, _compact.LayoutError) as exc:
         raise CorruptEntryError(row.actor_id, row.seq, "decode", str(exc)) from None
     return rec
 
@@ -487,16 +491,16 @@ def message_payload(
     sender: str | None,
     trace: dict[str, str] | None,
     incarnation: str | None = None,
-) -> dict[str, Any]:
+) -> list[Any]:
     """``message``: the unstructured message, who sent it, the sender's W3C trace context,
     and the incarnation id of the log it goes into ([F13]).
 
-    The builders write the dict of ``XRecord(...).payload()`` directly (same keys, same
-    order: tests/journal/test_records.py holds them equal): they run for every entry."""
-    p = {"body": body, "sender": sender, "trace": trace, "at": time.time()}
-    if incarnation is not None:
-        p["incarnation"] = incarnation
-    return p
+    The builders write the compact payload ([F19]) of ``XRecord(...)`` directly (they run
+    for every entry; tests/journal/test_records.py holds them equal)."""
+    a = [body, _compact.now_ms(), incarnation, sender, trace]
+    while len(a) > 2 and a[-1] is None:
+        a.pop()
+    return a
 
 
 def intent_payload(
@@ -508,19 +512,16 @@ def intent_payload(
     args: list[Any],
     kwargs: dict[str, Any],
     key: str,
-) -> dict[str, Any]:
+) -> list[Any]:
     """``intent`` (type_tag = tool name, ref = step's message seq); ``task`` ([F18]) only
     for an effect of a task the handler spawned."""
-    p: dict[str, Any] = {"index": index, "task": task} if task else {"index": index}
-    return {
-        **p,
-        "effect": effect,
-        "policy": policy,
-        "args": args,
-        "kwargs": kwargs,
-        "key": key,
-        "at": time.time(),
-    }
+    e, p = _compact.EFFECT_CODE.get(effect, effect), _compact.POLICY_CODE.get(policy, policy)
+    a: list[Any] = [index, e, p, args, key, _compact.now_ms()]
+    if task:
+        a += (kwargs, task)
+    elif kwargs:
+        a.append(kwargs)
+    return a
 
 
 def result_payload(
@@ -531,25 +532,25 @@ def result_payload(
     duration: float = 0.0,
     settled_by: str = SettledBy.RUN.value,
     doubt: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> list[Any]:
     """``result`` (type_tag = tool name, ref = intent seq); ``ok`` unless ``error``.
 
     ``settled_by`` is ``run`` (the tool ran), ``reconcile`` (its reconcile fn answered), or
     ``cancelled`` (the handler's own cancel scope cancelled the call and the step went on).
     ``doubt``: a cancelled write's in-doubt keys (:func:`doubt_keys`).
     """
-    p: dict[str, Any] = {
-        "ok": error is None,
-        "attempt": attempt,
-        "duration": duration,
-        "settled_by": str(settled_by),
-        "at": time.time(),
-    }
-    if error is None:
-        p["value"] = value
-    else:
-        p["error"] = _plain_error(_error_of(error))
-    return {**p, **(doubt or {})}
+    ok = error is None
+    a = [
+        ok,
+        value if ok else _plain_error(_error_of(error)),
+        _compact.now_ms(),
+        round(duration * 1_000_000),
+        attempt,
+        _compact.SETTLED_CODE.get(settled_by, str(settled_by)),
+    ]
+    if doubt:
+        a += (doubt.get("in_doubt", False), doubt.get("reconciled"), doubt.get("reconciled_value"))
+    return _compact.trim_result(a)
 
 
 def doubt_keys(in_doubt: bool, reconciled: str | None, value: Any = None) -> dict[str, Any]:
@@ -559,10 +560,9 @@ def doubt_keys(in_doubt: bool, reconciled: str | None, value: Any = None) -> dic
     return {"reconciled": reconciled} if reconciled else {"in_doubt": True} if in_doubt else {}
 
 
-def effect_payload(*, index: int, value: Any, task: str = "") -> dict[str, Any]:
+def effect_payload(*, index: int, value: Any, task: str = "") -> list[Any]:
     """``effect`` (type_tag = now|random|uuid|send|spawn, ref = step's message seq)."""
-    p: dict[str, Any] = {"index": index, "task": task} if task else {"index": index}
-    return {**p, "value": value, "at": time.time()}
+    return [index, value, _compact.now_ms(), task] if task else [index, value, _compact.now_ms()]
 
 
 def step_payload(
@@ -571,14 +571,18 @@ def step_payload(
     error: ErrorInfo | Mapping[str, str] | None = None,
     span: dict[str, str] | None = None,
     duration: float = 0.0,
-) -> dict[str, Any]:
+) -> list[Any]:
     """``step`` (type_tag = message type tag, ref = message seq); ``ok`` unless ``error``."""
-    p: dict[str, Any] = {"ok": error is None, "span": span, "duration": duration, "at": time.time()}
-    if error is None:
-        p["reply"] = reply
-    else:
-        p["error"] = _plain_error(_error_of(error))
-    return p
+    ok = error is None
+    a = [
+        ok,
+        reply if ok else _plain_error(_error_of(error)),
+        _compact.now_ms(),
+        round(duration * 1_000_000),
+    ]
+    if span is not None:
+        a.append(span)
+    return a
 
 
 def decision_payload(

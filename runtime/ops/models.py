@@ -325,6 +325,8 @@ class EntryView:
     valid: bool
     problem: str | None
     size: int
+    #: the decoded payload: a JSON object with its field names (a format-2 compact payload,
+    #: FORMAT.md [F19], is shown as its fields), or ``{"payload_b64": ...}``
     payload: Any
     related: list[dict[str, Any]]
 

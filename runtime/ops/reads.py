@@ -16,7 +16,7 @@ import anyio
 
 from .._durability import decisions as _decisions
 from .._durability.plan import plan as read_plan
-from .._journal import codec as _codec
+from .._journal import codec as _codec, compact as _compact
 from .._journal.errors import (
     ActorNotFoundError,
     CorruptEntryError,
@@ -390,7 +390,7 @@ async def _snapshot_problem(store: Store, info: SnapshotInfo, last_seq: int) -> 
     if _codec.info_digest(info, snap.data) != info.digest:
         return "digest mismatch"
     try:
-        json.loads(snap.data)
+        json.loads(_compact.snapshot_json(snap.data))
     except ValueError as exc:
         return f"undecodable: {exc}"
     return None
@@ -417,6 +417,9 @@ async def _show(store: Store, actor_id: str, seq: int) -> EntryView:
     )
     _, err = _check(row, actor_id)
     payload, _ = _shown_payload(row)
+    if isinstance(payload, list):  # [F19] a compact payload: shown with its field names
+        with contextlib.suppress(ValueError):
+            payload = _compact.to_object(row.kind, payload)
     related: list[dict[str, Any]] = []
 
     def rel(r: EntryRow, how: str) -> None:
@@ -523,7 +526,7 @@ async def _export(store: Store, actor_id: str, *, raw: bool) -> AsyncIterator[di
         state: Any = None
         if snap is not None:
             try:
-                state = json.loads(snap.data)
+                state = json.loads(_compact.snapshot_json(snap.data))
             except ValueError:
                 state = {"data_b64": base64.b64encode(snap.data).decode()}
         yield {

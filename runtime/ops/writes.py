@@ -345,6 +345,9 @@ async def fork(
 def _with_incarnation(payload: bytes, incarnation: str) -> bytes:
     """A verified message payload with its incarnation id replaced (FORMAT.md [F13])."""
     obj = _codec.decode_json(payload)
+    if isinstance(obj, list):  # [F19] format 2's compact form
+        obj[2:3] = [incarnation]
+        return _codec.encode_plain(obj, "message")
     assert isinstance(obj, dict)  # decode_entry checked it
     obj["incarnation"] = incarnation
     return _codec.encode_plain(obj, "message")

@@ -14,7 +14,6 @@ import attrs
 import pytest
 
 from ..store import (
-    FORMAT_VERSION,
     KINDS,
     ActorRow,
     EntryRow,
@@ -29,11 +28,15 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 # -- the frames of docs/FORMAT.md, from the spec --------------------------------------------
 
 
+#: [F6] the first byte of every frame: 1 in formats 1 and 2
+FRAME_VERSION = 1
+
+
 def entry_checksum(row: EntryRow) -> int:
     """[F6] The CRC-32 of ``row``'s frame, as FORMAT.md section 3.5 defines it (its stored
     ``checksum`` is not read)."""
     a, t = row.actor_id.encode(), row.type_tag.encode()
-    f = struct.pack(">BBQQ", FORMAT_VERSION, KINDS.index(row.kind) + 1, row.seq, row.ref)
+    f = struct.pack(">BBQQ", FRAME_VERSION, KINDS.index(row.kind) + 1, row.seq, row.ref)
     f += struct.pack(">H", len(a)) + a + struct.pack(">H", len(t)) + t
     if row.message_id is None:
         f += struct.pack(">H", 0xFFFF)
@@ -49,7 +52,7 @@ def snapshot_digest(
 ) -> bytes:
     """[F12] The SHA-256 of a snapshot's frame, as FORMAT.md section 4 defines it."""
     a, t = actor_id.encode(), type_tag.encode()
-    f = struct.pack(">BH", FORMAT_VERSION, len(a)) + a
+    f = struct.pack(">BH", FRAME_VERSION, len(a)) + a
     f += struct.pack(">QQIH", seq, handled_seq, schema_version, len(t)) + t
     f += struct.pack(">Q", len(data)) + data
     return hashlib.sha256(f).digest()

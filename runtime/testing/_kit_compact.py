@@ -10,20 +10,19 @@ import zlib
 import pytest
 
 from ..store import (
-    FORMAT_VERSION,
     CompactingStore,
     ConfigurationError,
     EntryRow,
     SequenceConflictError,
     Store,
 )
-from ._kit import ACTOR, StoreHarness, entry, msg, msgs, needs, registered, require
+from ._kit import ACTOR, FRAME_VERSION, StoreHarness, entry, msg, msgs, needs, registered, require
 
 
 def log_start_checksum(actor_id: str, first_seq: int) -> int:
     """[F16] The CRC-32 of a log start frame, as FORMAT.md defines it."""
     a = actor_id.encode()
-    return zlib.crc32(struct.pack(">BBQH", FORMAT_VERSION, 0x80, first_seq, len(a)) + a)
+    return zlib.crc32(struct.pack(">BBQH", FRAME_VERSION, 0x80, first_seq, len(a)) + a)
 
 
 def _compacting(store: Store) -> CompactingStore:

@@ -4,7 +4,6 @@ mid-step. The PostgreSQL (live) side is in ``test_lifecycle_cli_postgres.py``.""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,8 @@ from pathlib import Path
 import pytest
 from actorlog import ActorFinishedError, ActorSystem
 from actorlog.stores import SqliteStore
+
+from tests._payload import payload_of
 
 from ._lifecycle_agents import Done, Job, Work
 from ._support import HERE, cli, kill
@@ -154,7 +155,9 @@ async def test_terminate_offline_with_queued_messages(tmp_path: Path) -> None:
     await store.open()
     try:
         # the two queued messages got a recorded ActorFinishedError; nothing more was logged
-        steps = [json.loads(r.payload) for r in await store.read("job-1") if r.kind == "step"]
+        steps = [
+            payload_of(r.kind, r.payload) for r in await store.read("job-1") if r.kind == "step"
+        ]
         assert [s["error"]["type"] for s in steps][-2:] == ["ActorFinishedError"] * 2
         messages = [r for r in await store.read("job-1") if r.kind == "message"]
         assert len(messages) == 3

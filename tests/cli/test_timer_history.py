@@ -4,7 +4,6 @@ loop delivered (issue 14, part 2) in words, not as effect JSON: the table and th
 from __future__ import annotations
 
 import datetime
-import json
 import re
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from actorlog import ActorSystem
 from actorlog._views.term import when
 from actorlog.stores import SqliteStore
 
+from tests._payload import payload_of
 from tests.time.agents import Get, Later, Nap, Note, Recorder, Sender, Sleeper
 
 from ._support import cli
@@ -62,7 +62,7 @@ async def _effects(db: Path, actor_id: str, tag: str) -> list[dict[str, object]]
     await store.open()
     try:
         rows = await store.read(actor_id, kinds=["effect"])
-        return [json.loads(r.payload)["value"] for r in rows if r.type_tag == tag]
+        return [payload_of(r.kind, r.payload)["value"] for r in rows if r.type_tag == tag]
     finally:
         await store.close()
 

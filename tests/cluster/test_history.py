@@ -32,7 +32,6 @@ directly. The figures (failover time per fault against the lease) are printed (`
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import time
@@ -46,6 +45,7 @@ from actorlog import ActorlogError, ActorSystem, HandlerError, ops
 from actorlog.stores import PostgresStore
 
 from tests._owner import OwnerProcess
+from tests._payload import payload_of
 from tests._pgserver import CrashableServer
 
 from . import agents
@@ -273,9 +273,9 @@ async def _check(
                 messages[row.seq] = row.message_id
             elif row.kind == "step":
                 assert row.ref not in steps, (actor, "two steps for message", row.ref)
-                steps[row.ref] = json.loads(row.payload)
+                steps[row.ref] = payload_of(row.kind, row.payload)
             elif row.kind == "intent":
-                keys_logged.add(str(json.loads(row.payload)["key"]))
+                keys_logged.add(str(payload_of(row.kind, row.payload)["key"]))
         # 2. every message handled; every message was asked by the client
         assert set(steps) == set(messages), (actor, set(messages) - set(steps))
         assert set(by_id) <= set(asked), (actor, set(by_id) - set(asked))

@@ -21,6 +21,8 @@ from actorlog import (
 from actorlog.store import AuditStore, Store
 from actorlog.stores import MemoryStore
 
+from tests._payload import payload_of
+
 pytestmark = pytest.mark.anyio
 
 StoreFactory = Callable[[], Store]
@@ -134,7 +136,7 @@ async def test_cancel_a_long_write_call(make_store: StoreFactory) -> None:
     try:
         rows = await store.read("c")
         results = [r for r in rows if r.kind == "result"]
-        payload = json.loads(results[0].payload)
+        payload = payload_of("result", results[0].payload)
         assert payload["settled_by"] == "cancelled"
         assert "in doubt" in payload["error"]["message"]
         assert "cancelled" in await _events(store, "c")
@@ -255,7 +257,7 @@ async def test_queued_asks_get_finished_error_with_a_recorded_step(
         assert system.status("g") == ended
         assert "quarantined" not in await _events(system.store, "g")
         rows = await system.store.read("g")
-        steps = {r.ref: json.loads(r.payload) for r in rows if r.kind == "step"}
+        steps = {r.ref: payload_of(r.kind, r.payload) for r in rows if r.kind == "step"}
         messages = [r.seq for r in rows if r.kind == "message"]
         assert set(messages) <= set(steps)  # every message has its recorded step
         for seq in messages[-3:]:

@@ -19,6 +19,7 @@ import anyio
 import pytest
 from actorlog import ActorQuarantinedError, ActorSystem, NonDeterminismError
 
+from tests._payload import payload_of
 from tests.conftest import StoreFactory
 from tests.runtime.concurrent_agents import (
     FICKLE,
@@ -99,7 +100,7 @@ def _results(db: Path) -> set[str]:
         ).fetchall()
     finally:
         conn.close()
-    return {str(json.loads(payload)["args"][0]) for (payload,) in rows}
+    return {str(payload_of("intent", payload)["args"][0]) for (payload,) in rows}
 
 
 @pytest.mark.anyio
@@ -122,7 +123,11 @@ async def test_races_take_the_live_path_on_replay(make_store: StoreFactory, kind
     if kind == "sleep":  # a replayed sleep wakes at its place among the results
         assert live[:3] == ["s", "slept", "t"]
     if kind in ("first", "deadline"):
-        cancelled = [r for r in rows if r.kind == "result" and b'"cancelled"' in r.payload]
+        cancelled = [
+            r
+            for r in rows
+            if r.kind == "result" and payload_of(r.kind, r.payload).get("settled_by") == "cancelled"
+        ]
         assert len(cancelled) == 1
         # settled when it was cancelled: before the intent of the call made after it
         after = next(
@@ -164,7 +169,7 @@ async def test_keys_are_per_task_and_stable(make_store: StoreFactory) -> None:
         ref = await system.spawn(FanOut, "fan")
         await ref.ask(Fan(2), message_id="q")
         rows = await store.read("fan", after_seq=0)
-    intents = [json.loads(r.payload) for r in rows if r.kind == "intent"]
+    intents = [payload_of(r.kind, r.payload) for r in rows if r.kind == "intent"]
     tasks = sorted((p["task"], p["index"], p["key"].rsplit(":", 1)[1]) for p in intents)
     assert tasks == [("0", 0, "0.0"), ("0", 1, "0.1"), ("1", 0, "1.0"), ("1", 1, "1.1")]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -22,6 +21,8 @@ from actorlog import Actor, ActorSystem, Context, HandlerError, Tool, ToolCallEr
 from actorlog._journal.codec import MAX_PAYLOAD_BYTES
 from actorlog.store import EntryRow, Store
 from actorlog.stores import MemoryStore
+
+from tests._payload import payload_of
 
 pytestmark = pytest.mark.anyio
 
@@ -187,7 +188,7 @@ async def test_a_tool_failure_is_logged_and_replayed_as_that_calls_error(
     assert [r.kind for r in entries].count("step") == 2
     for r in entries:
         if r.kind == "result":
-            err = json.loads(r.payload)["error"]
+            err = payload_of(r.kind, r.payload)["error"]
             assert len(err["message"]) < 70_000
             err["message"].encode()  # valid UTF-8: no lone surrogates left
     async with running(make_store) as system:
@@ -205,7 +206,9 @@ async def test_a_tool_error_keeps_its_type_and_marks_truncation(
     async with running(make_store) as system:
         ref = await system.spawn(Caller, "c")
         await ref.ask(Call(f"read:{failure}", "a"))
-    [result] = [json.loads(r.payload) for r in await rows(make_store, "c") if r.kind == "result"]
+    [result] = [
+        payload_of(r.kind, r.payload) for r in await rows(make_store, "c") if r.kind == "result"
+    ]
     err = result["error"]
     assert err["type"] in ("ValueError", "_BadStr")
     if failure == "surrogate":

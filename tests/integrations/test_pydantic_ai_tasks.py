@@ -4,7 +4,6 @@ tool calls, and runs recorded before tool calls ran in parallel still resume."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 from contextlib import closing
@@ -23,6 +22,8 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from tests._payload import payload_of
+
 FIXTURE = Path(__file__).with_name("fixtures") / "pai_sequential_v0.db"
 
 
@@ -34,9 +35,10 @@ def anyio_backend() -> str:
 def intents(store: Path) -> list[dict[str, Any]]:
     """The intent entries of the log, in log order (their JSON payloads)."""
     with closing(sqlite3.connect(store)) as db:
-        rows = db.execute("SELECT payload FROM entries ORDER BY seq").fetchall()
-    found = [json.loads(bytes(p) if not isinstance(p, str) else p) for (p,) in rows]
-    return [p for p in found if "policy" in p]
+        rows = db.execute(
+            "SELECT payload FROM entries WHERE kind = 'intent' ORDER BY seq"
+        ).fetchall()
+    return [payload_of("intent", p) for (p,) in rows]
 
 
 async def stop_in(durable: DurableAgent[Any, Any], store: Path, reached: anyio.Event) -> None:

@@ -16,6 +16,7 @@ import zlib
 import pytest
 from actorlog import CorruptEntryError, EncodeError, testing
 from actorlog._journal.codec import (
+    FRAME_VERSION,
     _frame_parts,
     encode_json,
     entry_checksum,
@@ -30,7 +31,7 @@ from actorlog.store import FORMAT_VERSION, KINDS, EntryRow
 GOLDEN_ENTRIES: list[tuple[tuple[str, int, str, str, int, str | None, bytes], str, int]] = [
     (
         ("a1", 1, "message", "t.Msg", 0, "m1", b'{"x":1}'),
-        "01"                  # format version 1                    [F1]
+        "01"                  # frame version 1 (formats 1 and 2)   [F6]
         "01"                  # kind code: message = 1              [F4]
         "0000000000000001"    # seq, 8 bytes big-endian             [F2]
         "0000000000000000"    # ref 0
@@ -91,8 +92,10 @@ _IDS = [g[0][2] for g in GOLDEN_ENTRIES]
 
 
 def test_format_version_and_kind_codes() -> None:
-    """[F1] the format is version 1; [F4] kind codes are 1..6 in table order."""
-    assert FORMAT_VERSION == 1
+    """[F1] the format is version 2 (its frames still begin with byte 1, [F6]); [F4] kind
+    codes are 1..6 in table order."""
+    assert FORMAT_VERSION == 2
+    assert FRAME_VERSION == 1
     assert KINDS == ("message", "intent", "result", "step", "effect", "decision")
 
 

@@ -36,7 +36,7 @@ def _row(kind: str, payload: bytes, type_tag: str = "t") -> EntryRow:
     return _codec.make_row("a1", 3, kind, type_tag, 1, None, payload)
 
 
-def _bytes(p: dict[str, Any]) -> bytes:
+def _bytes(p: dict[str, Any] | list[Any]) -> bytes:
     return _codec.encode_plain(p, "test payload")
 
 
@@ -47,38 +47,36 @@ def test_entry_kinds_are_the_store_kinds() -> None:
 # [F5] Written by hand from docs/FORMAT.md: the key order is part of the checksummed bytes.
 GOLDEN = [
     (
-        lambda: _records.message_payload({"n": 1}, sender="b", trace=None),
+        lambda: MessageRecord({"n": 1}, "b", None, T).payload(),
         b'{"body":{"n":1},"sender":"b","trace":null,"at":1700000000.25}',
     ),
     (
-        lambda: _records.intent_payload(
-            index=0, effect="write", policy="escalate", args=[1], kwargs={"x": "é"}, key="a:1:0"
-        ),
+        lambda: IntentRecord(0, "write", "escalate", [1], {"x": "é"}, "a:1:0", T).payload(),
         b'{"index":0,"effect":"write","policy":"escalate","args":[1],"kwargs":{"x":"\xc3\xa9"},'
         b'"key":"a:1:0","at":1700000000.25}',
     ),
     (
-        lambda: _records.result_payload(value=[2], attempt=2, duration=0.5),
+        lambda: ResultRecord(True, [2], None, 2, 0.5, "run", T).payload(),
         b'{"ok":true,"attempt":2,"duration":0.5,"settled_by":"run","at":1700000000.25,"value":[2]}',
     ),
     (
-        lambda: _records.result_payload(
-            error={"type": "Cancelled", "message": "m"}, settled_by="cancelled"
-        ),
+        lambda: ResultRecord(
+            False, None, ErrorInfo("Cancelled", "m"), 1, 0.0, "cancelled", T
+        ).payload(),
         b'{"ok":false,"attempt":1,"duration":0.0,"settled_by":"cancelled","at":1700000000.25,'
         b'"error":{"type":"Cancelled","message":"m"}}',
     ),
     (
-        lambda: _records.effect_payload(index=1, value=0.5),
+        lambda: EffectRecord(1, 0.5, T).payload(),
         b'{"index":1,"value":0.5,"at":1700000000.25}',
     ),
     (
-        lambda: _records.step_payload(reply="hi", span={"trace_id": "t", "span_id": "s"}),
+        lambda: StepRecord(True, "hi", None, {"trace_id": "t", "span_id": "s"}, 0.0, T).payload(),
         b'{"ok":true,"span":{"trace_id":"t","span_id":"s"},"duration":0.0,"at":1700000000.25,'
         b'"reply":"hi"}',
     ),
     (
-        lambda: _records.step_payload(error=ErrorInfo("ValueError", "bad")),
+        lambda: StepRecord(False, None, ErrorInfo("ValueError", "bad"), None, 0.0, T).payload(),
         b'{"ok":false,"span":null,"duration":0.0,"at":1700000000.25,'
         b'"error":{"type":"ValueError","message":"bad"}}',
     ),
@@ -102,7 +100,10 @@ GOLDEN = [
 
 @pytest.mark.usefixtures("frozen_time")
 @pytest.mark.parametrize(("build", "golden"), GOLDEN)
-def test_builders_write_the_documented_bytes(build: Any, golden: bytes) -> None:
+def test_records_write_the_documented_format_1_bytes(build: Any, golden: bytes) -> None:
+    """[F5] a record's JSON object: what format 1 wrote for every kind, and format 2 writes
+    for decisions (the builders of the other kinds write [F19]'s compact form:
+    tests/journal/test_compact.py)."""
     assert _bytes(build()) == golden
 
 
@@ -227,7 +228,8 @@ def test_missing_fields_take_their_defaults(kind: str, payload: Any, expected: R
 @pytest.mark.parametrize(
     ("kind", "payload", "why"),
     [
-        ("message", b"[1]", "payload is not a JSON object"),
+        ("message", b"[1]", "1 items, a message payload has 2 to 5"),
+        ("message", b'"x"', "payload is not a JSON object"),
         ("message", b"{", "Expecting"),
         ("message", b'{"sender": 1}', "field 'sender' is not a string or null"),
         ("message", b'{"trace": {"traceparent": 1}}', "not an object of strings"),
@@ -292,15 +294,16 @@ _err = st.none() | st.builds(ErrorInfo, _text, _text)
 def test_result_builder_writes_the_records_payload(
     value: Any, error: ErrorInfo | None, attempt: int, duration: float, settled_by: str
 ) -> None:
-    """The hot-path builders write dicts directly; keys, order and values must be exactly
-    those of the record's ``payload()`` (the order is part of the checksummed bytes)."""
+    """The hot-path builders write compact payloads ([F19]) directly; they read back as the
+    record (its duration in whole microseconds)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("actorlog._journal.records.time.time", lambda: T)
         built = _records.result_payload(
             value=value, error=error, attempt=attempt, duration=duration, settled_by=settled_by
         )
-    rec = ResultRecord(error is None, value, error, attempt, duration, settled_by, T)
-    assert list(built.items()) == list(rec.payload().items())
+    us = round(duration * 1_000_000) / 1_000_000
+    rec = ResultRecord(error is None, None if error else value, error, attempt, us, settled_by, T)
+    assert decode_entry(_row("result", _bytes(built))) == rec
 
 
 @given(reply=_json, error=_err, duration=st.floats(min_value=0, max_value=1e6))
@@ -311,8 +314,9 @@ def test_step_builder_writes_the_records_payload(
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("actorlog._journal.records.time.time", lambda: T)
         built = _records.step_payload(reply=reply, error=error, span=span, duration=duration)
-    rec = StepRecord(error is None, reply, error, span, duration, T)
-    assert list(built.items()) == list(rec.payload().items())
+    us = round(duration * 1_000_000) / 1_000_000
+    rec = StepRecord(error is None, None if error else reply, error, span, us, T)
+    assert decode_entry(_row("step", _bytes(built))) == rec
 
 
 @given(body=_json, sender=st.none() | _text, index=st.integers(0, 9), args=st.lists(_json))
@@ -326,8 +330,8 @@ def test_message_intent_effect_builders_write_the_records_payload(
             index=index, effect="write", policy="escalate", args=args, kwargs={"k": 1}, key="k"
         )
         effect = _records.effect_payload(index=index, value=body)
-    assert list(message.items()) == list(MessageRecord(body, sender, None, T).payload().items())
-    assert list(intent.items()) == list(
-        IntentRecord(index, "write", "escalate", args, {"k": 1}, "k", T).payload().items()
+    assert decode_entry(_row("message", _bytes(message))) == MessageRecord(body, sender, None, T)
+    assert decode_entry(_row("intent", _bytes(intent))) == IntentRecord(
+        index, "write", "escalate", args, {"k": 1}, "k", T
     )
-    assert list(effect.items()) == list(EffectRecord(index, body, T).payload().items())
+    assert decode_entry(_row("effect", _bytes(effect))) == EffectRecord(index, body, T)

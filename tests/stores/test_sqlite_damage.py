@@ -102,17 +102,12 @@ async def test_a_flipped_storage_class_in_an_entry_is_a_named_corrupt_entry(
     path = tmp_path / "agents.db"
     await build(path)
     db = sqlite3.connect(path)
-    rowids = [
-        r[0]
-        for r in db.execute(
-            "SELECT rowid FROM entries WHERE actor_id='victim' AND message_id IS NOT NULL"
-            " ORDER BY seq"
-        )
-    ]
-    (seq,) = db.execute("SELECT seq FROM entries WHERE rowid=?", (rowids[-1],)).fetchone()
+    (seq,) = db.execute(
+        "SELECT max(seq) FROM entries WHERE actor_id='victim' AND message_id IS NOT NULL"
+    ).fetchone()
     db.close()
     index = ENTRY_COLUMNS.index(column)
-    (record,) = [r for r in SqliteFile.read(path).records("entries") if r.rowid == rowids[-1]]
+    (record,) = [r for r in SqliteFile.read(path).records("entries") if r.key == ("victim", seq)]
     flip(path, record.type_offsets[index], 0)
 
     store = SqliteStore(path, read_only=True)

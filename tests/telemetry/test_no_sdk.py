@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent(
     import sys
     import anyio
     from actorlog import ActorSystem
-    import json
+    from actorlog._journal.records import decode_entry
     from actorlog.stores import MemoryStore
     from tests.telemetry.telemetry_agents import Ask, Researcher
     from tests.durability.stream_agents import Narrator, Tell
@@ -32,9 +32,9 @@ SCRIPT = textwrap.dedent(
             stream = system.ref(Narrator, "n").ask_stream(Tell("x", 2))
             assert [ev.number async for ev in stream] == [1, 2, 3], "events"
         await store.open()
-        rows = {r.kind: json.loads(r.payload) for r in await store.read("r")}
-        assert rows["message"]["trace"] is None, rows["message"]
-        assert rows["step"]["span"] is None, rows["step"]
+        rows = {r.kind: decode_entry(r) for r in await store.read("r")}
+        assert rows["message"].trace is None, rows["message"]
+        assert rows["step"].span is None, rows["step"]
 
     anyio.run(main)
     leaked = sorted(m for m in sys.modules if m.startswith("opentelemetry.sdk"))

@@ -8,7 +8,6 @@ in-doubt intent is settled.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +28,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
+
+from tests._payload import payload_of
 
 from .._keys import Key
 from .conftest import attrs_of, named, one
@@ -148,7 +149,7 @@ async def test_step_joins_the_trace_of_the_code_that_called_ask(
     # the W3C context is stored in the message entry itself
     await store.open()
     message = (await store.read("r", kinds=("message",)))[0]
-    carrier = json.loads(message.payload)["trace"]
+    carrier = payload_of(message.kind, message.payload)["trace"]
     assert carrier["traceparent"].split("-")[1:3] == [
         format(ctx.trace_id, "032x"),
         format(ctx.span_id, "016x"),

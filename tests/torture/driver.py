@@ -33,6 +33,8 @@ from actorlog._journal.codec import verify_row
 from actorlog._journal.errors import CorruptEntryError
 from actorlog.store import EntryRow
 
+from tests._payload import payload_of
+
 from .faulty import BOUNDARIES
 from .workload import Config, is_postgres
 
@@ -151,7 +153,7 @@ def open_intents(db: str) -> list[OpenIntent]:
     intents: dict[tuple[str, int], OpenIntent] = {}
     for actor, seq, kind, tag, ref, payload in rows:
         if kind == "intent":
-            ident = str(json.loads(payload)["args"][0])
+            ident = str(payload_of(kind, payload)["args"][0])
             intents[(actor, seq)] = OpenIntent(actor, seq, tag, ident, [])
         else:
             it = intents.get((actor, ref))
@@ -226,7 +228,7 @@ def _read_races(db: str, out: Outcome) -> None:
     )
     idents: dict[tuple[str, int], str] = {}
     for actor, seq, kind, ref, payload in rows:
-        body = json.loads(bytes(payload) if not isinstance(payload, str) else payload)
+        body = payload_of(kind, payload)
         if kind == "intent":
             idents[(actor, seq)] = str(body["args"][0])
         elif body.get("ok") and (actor, ref) in idents:

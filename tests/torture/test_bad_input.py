@@ -31,6 +31,7 @@ from actorlog import (
     tool,
 )
 from actorlog._journal.codec import MAX_ACTOR_ID_CHARS, MAX_PAYLOAD_BYTES
+from actorlog.store import FORMAT_VERSION
 from actorlog.stores import SqliteStore, open_store
 
 from .conftest import StoreFactory
@@ -546,7 +547,10 @@ async def test_store_written_by_a_newer_format_is_refused_unchanged(tmp_path: Pa
             await ref.ask(Add(i), message_id=f"m{i}")
         await ref.send(Add(99), message_id="pending")
     con = sqlite3.connect(db)
-    con.execute("UPDATE actorlog_meta SET value = '2' WHERE key = 'format_version'")
+    con.execute(
+        "UPDATE actorlog_meta SET value = ? WHERE key = 'format_version'",
+        (str(FORMAT_VERSION + 1),),
+    )
     con.commit()
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.close()
@@ -555,10 +559,12 @@ async def test_store_written_by_a_newer_format_is_refused_unchanged(tmp_path: Pa
         with pytest.raises(UnsupportedFormatError, match="upgrade actorlog") as info:
             async with ActorSystem(SqliteStore(db, read_only=read_only), actors=[Counter]):
                 pass
-        assert (info.value.found, info.value.supported) == (2, 1)
+        assert (info.value.found, info.value.supported) == (FORMAT_VERSION + 1, FORMAT_VERSION)
     assert _files_digest(db) == before  # nothing written, not even to the -wal file
     con = sqlite3.connect(db)
-    con.execute("UPDATE actorlog_meta SET value = '1' WHERE key = 'format_version'")
+    con.execute(
+        "UPDATE actorlog_meta SET value = '1' WHERE key = 'format_version'"
+    )  # format 1: resumes too
     con.commit()
     con.close()
     async with ActorSystem(SqliteStore(db), actors=[Counter]) as system:

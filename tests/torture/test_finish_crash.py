@@ -5,7 +5,6 @@ and ``verify`` finds the log clean."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 from actorlog.stores import SqliteStore
 
+from tests._payload import payload_of
 from tests.cli._support import cli
 
 ROOT = Path(__file__).parent.parent.parent
@@ -60,7 +60,7 @@ async def test_sigkill_around_finish(tmp_path: Path, mode: str) -> None:
     finally:
         await store.close()
     assert [r.type_tag for r in rows if r.kind == "effect"] == ["finish"]  # finished once
-    steps = [json.loads(r.payload) for r in rows if r.kind == "step"]
+    steps = [payload_of(r.kind, r.payload) for r in rows if r.kind == "step"]
     assert [s["reply"] for s in steps[:2]] == [1, 2]  # Mark, then the finishing step
     # anything logged after it (a message queued behind it, maybe) was refused, not run
     assert all(s["error"]["type"] == "ActorFinishedError" for s in steps[2:])

@@ -273,14 +273,9 @@ def test_a_message_id_the_damaged_index_finds_at_another_message_is_store_corrup
 def _victim_only_leaf(path: Path) -> int:
     """A leaf page of the entries table holding the victim's rows only."""
     f = SqliteFile.read(path)
-    db = sqlite3.connect(path)
-    try:
-        owner = dict(db.execute("SELECT rowid, actor_id FROM entries").fetchall())
-    finally:
-        db.close()
-    leaves: dict[int, set[str]] = collections.defaultdict(set)
+    leaves: dict[int, set[object]] = collections.defaultdict(set)
     for r in f.records("entries"):
-        leaves[r.type_offsets[0] // f.page_size + 1].add(owner[r.rowid])
+        leaves[r.type_offsets[0] // f.page_size + 1].add(r.key[0])
     return next(n for n, actors in sorted(leaves.items()) if actors == {"victim"})
 
 
@@ -296,7 +291,8 @@ def test_verify_names_an_actors_unreadable_page_and_checks_the_others(tmp_path: 
     leaf = _victim_only_leaf(path)
     f = SqliteFile.read(path)
     header, _ = f.page(leaf)
-    flip(path, header, 0)  # the page type 0x0D (table leaf) -> 0x0C: no such page type
+    flip(path, header, 0)  # the page type 0x0A (index leaf: entries are WITHOUT ROWID) -> 0x0B,
+    # 0x0D (table leaf, a format-1 file) -> 0x0C: no such page type
 
     code, out, err = _cli_out("verify", f"sqlite:///{path}", "--json")
     assert code == 1, (out, err)

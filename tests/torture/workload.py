@@ -68,6 +68,8 @@ from actorlog.store import Store
 from actorlog.stores import SqliteStore, open_store
 from actorlog.stores.sqlite import Durability
 
+from tests._payload import payload_of
+
 from .faulty import FaultyStore, KillSwitch
 
 __all__ = [
@@ -597,7 +599,7 @@ async def _resolver(system: ActorSystem, cfg: Config) -> None:
         for actor in actor_ids(cfg):
             for seq, (tool_name, key) in system.in_doubt(actor).items():
                 (row,) = await system.store.read(actor, after_seq=seq - 1, upto_seq=seq)
-                ident = str(json.loads(row.payload)["args"][0])
+                ident = str(payload_of(row.kind, row.payload)["args"][0])
                 decision = await anyio.to_thread.run_sync(
                     _decide, cfg, actor, seq, tool_name, key, ident
                 )
