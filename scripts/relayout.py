@@ -255,7 +255,8 @@ MOVES: dict[str, str] = {
 PACKAGE_DOCS: dict[str, str] = {
     "runtime/_journal": (
         "The journal: the only code that knows bytes. Payload encoding and the checksum frame "
-        "(``codec``), the typed record of each entry kind (``records``, ``entrykinds``, "
+        "(``codec``; format 2's compact payloads and compressed snapshots: ``compact``), "
+        "the typed record of each entry kind (``records``, ``entrykinds``, "
         "``entryreads``, ``fields``), the rows a store keeps (``rows``, ``storetimers``; public "
         "through :mod:`actorlog.store`) and its leases as read (``leases``), stable names and "
         "ids (``names``, ``ids``), the exception "
