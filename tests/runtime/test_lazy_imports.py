@@ -287,8 +287,15 @@ def test_a_step_resumed_after_a_crash_replies_a_plain_list_without_cattrs(
     without cattrs' import (issue 25: that import was on the path from restart to reply,
     the slowest part of it). The values come back as cattrs makes them: new containers of
     the same items."""
-    script = tmp_path / "lister.py"
-    script.write_text(_RESUMED)
+    out = _kill_and_resume(tmp_path, "lister.py", _RESUMED)
+    assert out == "[]", f"cattrs imported: {out}"
+
+
+def _kill_and_resume(tmp_path: Path, name: str, source: str) -> str:
+    """Run ``source`` as a script on a SQLite file with KILL set (it SIGKILLs itself
+    mid-step), then again in a fresh process that resumes the step: its stdout."""
+    script = tmp_path / name
+    script.write_text(source)
     db = str(tmp_path / "agents.db")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
     killed = subprocess.run(
@@ -299,7 +306,7 @@ def test_a_step_resumed_after_a_crash_replies_a_plain_list_without_cattrs(
         [sys.executable, str(script), db], env=env, capture_output=True, text=True, timeout=120
     )
     assert resumed.returncode == 0, resumed.stderr
-    assert resumed.stdout.strip() == "[]", f"cattrs imported: {resumed.stdout}"
+    return resumed.stdout.strip()
 
 
 #: modules that a process resuming an actor on SQLite (no leases, no SDK) has not imported
@@ -378,19 +385,9 @@ def test_a_resumed_process_reaches_its_first_effect_without_what_it_does_not_use
     call that process has imported none of NOT_AT_RESUME (leases, the operator API, the CLI,
     cattrs for plain values, OpenTelemetry without an SDK, pathlib ...): each is time between
     the restart and the first effect (issue 28)."""
-    script = tmp_path / "runner.py"
-    script.write_text(_FIRST_EFFECT.replace("{unwanted!r}", repr(NOT_AT_RESUME)))
-    db = str(tmp_path / "agents.db")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
-    killed = subprocess.run(
-        [sys.executable, str(script), db], env={**env, "KILL": "1"}, capture_output=True
-    )
-    assert killed.returncode == -9, killed.stderr
-    resumed = subprocess.run(
-        [sys.executable, str(script), db], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert resumed.returncode == 0, resumed.stderr
-    assert resumed.stdout.strip() == "[]", f"imported before the first effect: {resumed.stdout}"
+    source = _FIRST_EFFECT.replace("{unwanted!r}", repr(NOT_AT_RESUME))
+    out = _kill_and_resume(tmp_path, "runner.py", source)
+    assert out == "[]", f"imported before the first effect: {out}"
 
 
 def test_the_lazily_loaded_public_names_are_the_same_objects_and_listed() -> None:
