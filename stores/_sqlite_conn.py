@@ -23,6 +23,7 @@ import asyncio
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -49,12 +50,15 @@ class Connection:
     ``sqlite3.ProgrammingError``.
     """
 
-    __slots__ = ("_closed", "_conn", "_jobs", "_thread")
+    __slots__ = ("_closed", "_conn", "_inflight", "_jobs", "_thread")
 
     def __init__(self) -> None:
         self._conn: sqlite3.Connection | None = None
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._closed = False
+        #: calls queued or running on the thread whose caller has not had its answer yet
+        #: (counted on the callers' side: 0 means the thread is not touching the connection)
+        self._inflight = 0
         # a daemon: a store never closed must not keep the interpreter from exiting (an
         # unacknowledged commit cut short by the exit is rolled back by SQLite's journal)
         self._thread = threading.Thread(target=self._serve, name="actorlog-sqlite", daemon=True)
@@ -124,6 +128,7 @@ class Connection:
         if loop is None:
             return await self._call_trio(fn, args)
         fut: asyncio.Future[T] = loop.create_future()
+        self._inflight += 1
         self._jobs.put((fn, args, loop, fut))
         try:
             return await fut
@@ -134,6 +139,8 @@ class Connection:
                 with anyio.CancelScope(shield=True):
                     await self._call(_nothing)
             raise
+        finally:
+            self._inflight -= 1
 
     async def _call_trio(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         import outcome
@@ -149,13 +156,32 @@ class Connection:
             except trio.RunFinishedError:  # the run ended: nobody waits any more
                 pass
 
+        self._inflight += 1
         self._jobs.put((fn, args, None, report))
 
         def refuse_abort(_: Any) -> trio.lowlevel.Abort:
             return trio.lowlevel.Abort.FAILED  # the cancel is delivered after the call
 
-        result: T = await trio.lowlevel.wait_task_rescheduled(refuse_abort)
+        try:
+            result: T = await trio.lowlevel.wait_task_rescheduled(refuse_abort)
+        finally:
+            self._inflight -= 1
         return result
+
+    def idle(self) -> sqlite3.Connection | None:
+        """The ``sqlite3`` connection itself, to run a statement on the caller's own thread
+        (the event loop's), when that cannot meet the connection's thread: no call queued or
+        running there, no transaction open, not closed; else None. The caller must be done
+        with it before its next ``await`` (no call can be queued meanwhile)."""
+        conn = self._conn
+        if self._inflight or self._closed or conn is None or conn.in_transaction:
+            return None
+        return conn
+
+    async def execute_timed(self, sql: str, params: Sequence[Any] = ()) -> float:
+        """Run one statement, discarding any rows; return how long it took on the thread
+        (seconds: SQLite's work and its fsync, without the trips between the threads)."""
+        return await self._call(_execute_timed, self._open(), sql, params)
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Run one statement, discarding any rows."""
@@ -218,6 +244,12 @@ def _nothing() -> None:
 
 def _execute(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> None:
     conn.execute(sql, params).close()
+
+
+def _execute_timed(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> float:
+    t = time.perf_counter()
+    conn.execute(sql, params).close()
+    return time.perf_counter() - t
 
 
 def _fetchall(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Any]:

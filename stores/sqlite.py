@@ -124,10 +124,11 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             power loss or OS crash, never on a process crash).
         read_only: open without write access (operators' tools); appends raise.
         busy_timeout: seconds to wait for another process's write lock.
-        commit_on_loop: commit a lone append (no other append waiting to share its
-            transaction) on the event loop's thread instead of the writer's thread: faster
-            sequential steps, but the loop waits for the fsync (docs/tuning.md,
-            "Commits on the event loop"). Ignored by ``read_only`` stores.
+        commit_on_loop: where a lone append (no other append waiting to share its
+            transaction) commits while the writer's thread is idle: ``"auto"`` (default) on
+            the event loop's thread while recent lone commits took at most 1 ms, else on
+            the writer's thread; ``True`` always on the loop's thread; ``False`` never
+            (docs/tuning.md, "Commits on the event loop"). Ignored by ``read_only`` stores.
     """
 
     def __init__(
@@ -137,17 +138,19 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         durability: Durability = "fsync",
         read_only: bool = False,
         busy_timeout: float = 5.0,
-        commit_on_loop: bool = False,
+        commit_on_loop: bool | Literal["auto"] = "auto",
     ) -> None:
         if durability not in ("fsync", "survive-process-crash"):
             raise ConfigurationError(
                 f"durability must be 'fsync' or 'survive-process-crash', not {shown(durability)}"
             )
-        if not isinstance(commit_on_loop, bool):
+        if not isinstance(commit_on_loop, bool) and commit_on_loop != "auto":
             raise ConfigurationError(
-                f"commit_on_loop must be True or False, not {shown(commit_on_loop)}"
+                f"commit_on_loop must be True, False or 'auto', not {shown(commit_on_loop)}"
             )
-        self.commit_on_loop = commit_on_loop
+        self.commit_on_loop: bool | Literal["auto"] = (
+            commit_on_loop if isinstance(commit_on_loop, bool) else "auto"
+        )
         if not isinstance(path, str | os.PathLike) or not isinstance(os.fspath(path), str):
             raise ConfigurationError(
                 f"SqliteStore's path must be a str or os.PathLike of str, not "
@@ -176,9 +179,10 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         # gather: appenders woken together share a batch (measured: +5-10% steps/s at 10
         # and 100 actors, fuller batches). Only while batches are shared on the writer's
         # thread (a lone appender's extra loop turn cost sequential calls ~15%); always
-        # with commit_on_loop, where a commit without an await would end group commit
+        # while lone commits run on the loop, where a commit without an await would end
+        # group commit (commit_on_loop=True; "auto" switches it, _sqlite_commit._took)
         self._committer: GroupCommitter[Append] = GroupCommitter(
-            self._commit, gather="always" if commit_on_loop else "when_shared"
+            self._commit, gather="always" if commit_on_loop is True else "when_shared"
         )
         self._registrar: GroupCommitter[tuple[str, str, float]] = GroupCommitter(self._register)
         self.batch_sizes: list[int] = []  # recent commit batch sizes (bounded), for telemetry
@@ -264,9 +268,6 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             r = await Connection.connect(self.path, text_factory=_text)  # shielded
             self._r = r
             await r.execute(self._busy_pragma)
-            if self.commit_on_loop:
-                # the writer's own settings: a commit is as durable on either connection
-                self._open_loop_conn(self.path, (self._busy_pragma, self._sync_pragma))
         except sqlite3.Error as exc:
             await self.close()
             if _is_corrupt(exc):
@@ -319,7 +320,6 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             self._release_lock()
 
     async def _close_connections(self) -> None:
-        self._close_loop_conn()
         for name in ("_w", "_r"):
             conn = getattr(self, name)
             setattr(self, name, None)
@@ -564,8 +564,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
                 raise StoreCorruptError(self.path, f"SQLite: {exc}") from exc
             raise StoreUnavailableError(f"cannot read SQLite store {self.path}: {exc}") from exc
         view = copy.copy(self)
-        view._w = None
-        view._loop_conn = None  # the view never writes (nor closes the store's connection)
+        view._w = None  # the view never writes (nor closes the store's writer)
         view._r = conn
         view.read_only = True
         try:

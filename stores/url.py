@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from actorlog.store import StoreURLError, shown
 
@@ -20,8 +20,12 @@ _NO_ASYNCPG = (
 #: every parameter of a sqlite:// URL and the values it takes (docs/stores.md)
 _SQLITE_PARAMS: dict[str, tuple[str, ...]] = {
     "durability": ("fsync", "survive-process-crash"),
-    "commit_on_loop": ("1", "0"),
+    "commit_on_loop": ("auto", "1", "0"),
 }
+
+
+#: the values of ``commit_on_loop=`` in a sqlite:// URL
+_ON_LOOP: dict[str, bool | Literal["auto"]] = {"auto": "auto", "1": True, "0": False}
 
 
 def _params(url: str, query: str) -> dict[str, str]:
@@ -55,9 +59,9 @@ def _sqlite_params(url: str, query: str) -> dict[str, str]:
         raise StoreURLError(
             url, f"unknown durability {shown(durability)}: durability=fsync|survive-process-crash"
         )
-    on_loop = found.get("commit_on_loop", "0")
+    on_loop = found.get("commit_on_loop", "auto")
     if on_loop not in _SQLITE_PARAMS["commit_on_loop"]:
-        raise StoreURLError(url, f"commit_on_loop must be 1 or 0, not {shown(on_loop)}")
+        raise StoreURLError(url, f"commit_on_loop must be auto, 1 or 0, not {shown(on_loop)}")
     return {"durability": durability, "commit_on_loop": on_loop}
 
 
@@ -66,8 +70,9 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
 
     ``sqlite:///agents.db`` is relative to the working directory, ``sqlite:////var/agents.db``
     absolute. ``?durability=survive-process-crash`` selects SQLite's faster mode,
-    ``?commit_on_loop=1`` commits lone appends on the event loop's thread (docs/tuning.md);
-    no other parameter, and no other value (``fsync``, ``0``: the defaults). A
+    ``?commit_on_loop=1`` commits lone appends on the event loop's thread, ``0`` on the
+    writer's thread, ``auto`` on the loop's while they are fast (docs/tuning.md); no other
+    parameter, and no other value (``fsync``, ``auto``: the defaults). A
     ``postgresql://`` URL takes ``?schema=NAME`` and asyncpg's parameters (``sslmode``, ...);
     any other is a server setting (``search_path``, ...), checked by the server.
 
@@ -112,7 +117,7 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
             path,
             durability=params["durability"],  # type: ignore[arg-type]  # checked above
             read_only=read_only,
-            commit_on_loop=params["commit_on_loop"] == "1",
+            commit_on_loop=_ON_LOOP[params["commit_on_loop"]],
         )
     if scheme in ("postgresql", "postgres"):
         if not parts.hostname and not parts.path.strip("/"):

@@ -1,23 +1,30 @@
-"""``SqliteStore(commit_on_loop=True)``: a lone append commits on the event loop's thread, on
-a connection of its own (the contract kit runs on it too: the ``sqlite-on-loop`` harness).
+"""``SqliteStore(commit_on_loop=...)``: where a lone append commits. ``True``: on the event
+loop's thread, on the writer connection itself while its thread is idle (the contract kit
+runs on it too: the ``sqlite-on-loop`` harness); ``"auto"`` (the default, the ``sqlite``
+harness): there while recent lone commits were fast, else on the writer's thread.
 
-Checked here: which connection commits what (lone appends directly, batches through
-the writer's thread), that a commit is on disk when ``append`` returns, that it never lands
-inside a transaction the writer connection has open, and bad input.
+Checked here: which thread commits what (lone appends on the loop, batches through the
+writer's thread), that a commit is on disk when ``append`` returns, that it never runs on the
+loop while the writer's thread has a call or a transaction open, that a slow commit sends
+``"auto"`` back to the thread, a caller cancelled around an on-loop commit, and bad input.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, closing
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, closing, contextmanager
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 from actorlog import StoreURLError
 from actorlog.store import ConfigurationError, SequenceConflictError
 from actorlog.stores import SqliteStore, open_store
+from actorlog.stores._sqlite_commit import LOOP_LIMIT, LOOP_WEIGHT
 from actorlog.testing._kit import msg
 
 pytestmark = pytest.mark.anyio
@@ -41,26 +48,47 @@ def on_disk(path: Path, actor_id: str) -> list[int]:
         return [int(r[0]) for r in rows]
 
 
-def direct_changes(store: SqliteStore) -> int:
-    conn = store._loop_conn
-    assert conn is not None
-    return conn.total_changes
+def on_loop(store: SqliteStore) -> int:
+    """How many commits ran on the event loop's thread."""
+    return store._loop_commits
+
+
+@contextmanager
+def write_lock_held(path: Path, seconds: float) -> Iterator[None]:
+    """Another connection holds SQLite's write lock on ``path`` for ``seconds`` from now (a
+    thread of its own ends the transaction), like a slow disk or another process's write."""
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    timer = threading.Timer(seconds, other.execute, ("COMMIT",))
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.join()
+        other.close()
+
+
+def fast_commits(store: SqliteStore, n: int = 8 * LOOP_WEIGHT) -> None:
+    """Note ``n`` instant lone commits (as after a run of fast ones)."""
+    for _ in range(n):
+        store._took(0.0)
 
 
 async def test_a_lone_append_commits_on_the_loop_and_is_on_disk(tmp_path: Path) -> None:
     path = tmp_path / "a.db"
     async with opened(SqliteStore(path, commit_on_loop=True), "a") as store:
-        before = direct_changes(store)
         await store.append("a", 0, [msg("a", 1), msg("a", 2)])
-        assert direct_changes(store) > before  # the direct connection wrote it
+        assert on_loop(store) == 1
         assert on_disk(path, "a") == [1, 2]  # committed: another connection sees it
         assert (await store.get_actor("a")).last_seq == 2  # type: ignore[union-attr]
-    assert store._loop_conn is None
 
 
-async def test_without_the_option_there_is_no_direct_connection(tmp_path: Path) -> None:
-    async with opened(SqliteStore(tmp_path / "a.db")) as store:
-        assert store._loop_conn is None
+async def test_false_commits_everything_on_the_writers_thread(tmp_path: Path) -> None:
+    async with opened(SqliteStore(tmp_path / "a.db", commit_on_loop=False), "a") as store:
+        for seq in range(1, 41):
+            await store.append("a", seq - 1, [msg("a", seq)])
+        assert on_loop(store) == 0
+        assert on_disk(tmp_path / "a.db", "a") == list(range(1, 41))
 
 
 async def test_concurrent_appends_still_share_transactions(tmp_path: Path) -> None:
@@ -93,14 +121,13 @@ async def test_never_commits_inside_the_writers_open_transaction(tmp_path: Path)
     async with opened(store, "a"):
         writer = store._writer()
         await writer.execute("BEGIN IMMEDIATE")
-        before = direct_changes(store)
         with anyio.fail_after(5):
             await store.append("a", 0, [msg("a", 1)])  # no "database is locked"
-        assert direct_changes(store) == before
+        assert on_loop(store) == 0
         await writer.execute("COMMIT")
         assert on_disk(tmp_path / "a.db", "a") == [1]
-        await store.append("a", 1, [msg("a", 2)])  # and directly again afterwards
-        assert direct_changes(store) > before
+        await store.append("a", 1, [msg("a", 2)])  # and on the loop again afterwards
+        assert on_loop(store) == 1
 
 
 async def test_a_conflict_is_reported_as_without_the_option(tmp_path: Path) -> None:
@@ -111,10 +138,16 @@ async def test_a_conflict_is_reported_as_without_the_option(tmp_path: Path) -> N
         assert [r.seq for r in await store.read("a")] == [1]
 
 
-@pytest.mark.parametrize("bad", ["yes", 1, None])
-def test_commit_on_loop_must_be_a_bool(tmp_path: Path, bad: object) -> None:
-    with pytest.raises(ConfigurationError, match="commit_on_loop must be True or False"):
+@pytest.mark.parametrize("bad", ["yes", "Auto", "", 1, 0, None])
+def test_commit_on_loop_must_be_a_bool_or_auto(tmp_path: Path, bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="commit_on_loop must be True, False or 'auto'"):
         SqliteStore(tmp_path / "a.db", commit_on_loop=bad)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_auto_is_the_default(tmp_path: Path) -> None:
+    assert SqliteStore(tmp_path / "a.db").commit_on_loop == "auto"
+    assert SqliteStore(tmp_path / "a.db", commit_on_loop="auto").commit_on_loop == "auto"
 
 
 async def test_a_read_only_store_ignores_it(tmp_path: Path) -> None:
@@ -122,7 +155,7 @@ async def test_a_read_only_store_ignores_it(tmp_path: Path) -> None:
         pass  # the file, with its schema
     reader = SqliteStore(tmp_path / "a.db", read_only=True, commit_on_loop=True)
     async with opened(reader):
-        assert reader._loop_conn is None
+        assert await reader.list_actors() == []
 
 
 @pytest.mark.parametrize("path", [":memory:", ""])
@@ -137,13 +170,15 @@ def test_store_urls_carry_the_sqlite_options(tmp_path: Path) -> None:
     base = f"sqlite:///{tmp_path}/a.db"
     plain = open_store(base)
     assert isinstance(plain, SqliteStore)
-    assert (plain.commit_on_loop, plain.durability) == (False, "fsync")
+    assert (plain.commit_on_loop, plain.durability) == ("auto", "fsync")
     both = open_store(base + "?commit_on_loop=1&durability=survive-process-crash")
     assert isinstance(both, SqliteStore)
     assert (both.commit_on_loop, both.durability) == (True, "survive-process-crash")
     off = open_store(base + "?commit_on_loop=0&durability=fsync")
     assert isinstance(off, SqliteStore) and off.commit_on_loop is False
-    with pytest.raises(StoreURLError, match="commit_on_loop must be 1 or 0"):
+    auto = open_store(base + "?commit_on_loop=auto")
+    assert isinstance(auto, SqliteStore) and auto.commit_on_loop == "auto"
+    with pytest.raises(StoreURLError, match="commit_on_loop must be auto, 1 or 0"):
         open_store(base + "?commit_on_loop=maybe")
     with pytest.raises(StoreURLError, match="unknown durability"):
         open_store(base + "?durability=sometimes")
@@ -155,10 +190,11 @@ def test_store_urls_carry_the_sqlite_options(tmp_path: Path) -> None:
         ("comit_on_loop=1", "unknown parameter 'comit_on_loop': a sqlite:// URL takes"),
         ("commit_on_loop=1&commit_on_loop=0", "given more than once: 'commit_on_loop'"),
         ("durability=fsync&durability=fsync", "given more than once: 'durability'"),
-        ("commit_on_loop=yes", "commit_on_loop must be 1 or 0, not 'yes'"),
-        ("commit_on_loop=true", "commit_on_loop must be 1 or 0, not 'true'"),
-        ("commit_on_loop=2", "commit_on_loop must be 1 or 0, not '2'"),
-        ("commit_on_loop=", "commit_on_loop must be 1 or 0, not ''"),
+        ("commit_on_loop=yes", "commit_on_loop must be auto, 1 or 0, not 'yes'"),
+        ("commit_on_loop=true", "commit_on_loop must be auto, 1 or 0, not 'true'"),
+        ("commit_on_loop=2", "commit_on_loop must be auto, 1 or 0, not '2'"),
+        ("commit_on_loop=AUTO", "commit_on_loop must be auto, 1 or 0, not 'AUTO'"),
+        ("commit_on_loop=", "commit_on_loop must be auto, 1 or 0, not ''"),
         ("durability=FSYNC", "unknown durability 'FSYNC'"),
         ("durability=fsync&x=1&y=2", "unknown parameter 'x', 'y'"),
     ],
@@ -191,18 +227,164 @@ def test_other_store_urls_refuse_repeated_and_misplaced_parameters(url: str, err
 
 
 @pytest.mark.parametrize(("durability", "level"), [("fsync", 2), ("survive-process-crash", 1)])
-async def test_the_direct_connection_is_as_durable_as_the_writer(
+async def test_a_commit_on_the_loop_is_as_durable_as_on_the_thread(
     tmp_path: Path, durability: str, level: int
 ) -> None:
-    """synchronous is per connection: FULL (2) or NORMAL (1), the same on both, and the same
-    lock wait."""
+    """Both run on the writer connection: its synchronous setting, FULL (2) or NORMAL (1)."""
     store = SqliteStore(tmp_path / "a.db", durability=durability, commit_on_loop=True)  # type: ignore[arg-type]
-    async with opened(store):
-        direct = store._loop_conn
-        assert direct is not None
+    async with opened(store, "a"):
+        await store.append("a", 0, [msg("a", 1)])
+        assert on_loop(store) == 1
+        (got,) = next(iter(await store._writer().execute_fetchall("PRAGMA synchronous")))
+        assert got == level
+
+
+async def test_never_commits_on_the_loop_while_the_writers_thread_runs_a_call(
+    tmp_path: Path,
+) -> None:
+    """Defect: with ``commit_on_loop=True`` a lone commit went to a second connection while
+    the writer's thread ran a statement holding SQLite's write lock (a compaction's
+    ``DELETE``): the loop stopped until the lock came free, and the append failed "database
+    is locked" past ``busy_timeout``. It must wait for its turn on the writer's thread."""
+    path = tmp_path / "a.db"
+    store = SqliteStore(path, commit_on_loop=True, busy_timeout=0.1)
+    async with opened(store, "a"):
         writer = store._writer()
-        for pragma in ("synchronous", "busy_timeout"):
-            (mine,) = direct.execute(f"PRAGMA {pragma}").fetchone()
-            (theirs,) = next(iter(await writer.execute_fetchall(f"PRAGMA {pragma}")))
-            assert mine == theirs
-        assert direct.execute("PRAGMA synchronous").fetchone()[0] == level
+
+        def long_transaction(conn: sqlite3.Connection) -> None:
+            # one statement (no transaction left open) holding the write lock for longer
+            # than busy_timeout, as a compaction's DELETE on a large log
+            def pause() -> int:
+                time.sleep(0.5)
+                return 1
+
+            conn.create_function("pause", 0, pause)
+            conn.execute("UPDATE actorlog_meta SET value = value WHERE pause()")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer._call, long_transaction, writer._open())
+            with anyio.fail_after(5):
+                while writer.idle() is not None:  # until the call is queued
+                    await anyio.lowlevel.checkpoint()
+            await store.append("a", 0, [msg("a", 1)])  # after it, on the thread
+        assert on_loop(store) == 0
+        assert on_disk(path, "a") == [1]
+        await store.append("a", 1, [msg("a", 2)])
+        assert on_loop(store) == 1  # idle again: on the loop
+
+
+async def test_auto_starts_on_the_thread(tmp_path: Path) -> None:
+    async with opened(SqliteStore(tmp_path / "a.db"), "a") as store:
+        await store.append("a", 0, [msg("a", 1)])  # nothing measured yet: the thread
+        assert on_loop(store) == 0
+        assert store._committer.gather == "when_shared"
+
+
+async def test_auto_commits_on_the_loop_while_commits_are_fast(tmp_path: Path) -> None:
+    async with opened(SqliteStore(tmp_path / "a.db"), "a") as store:
+        await store.append("a", 0, [msg("a", 1)])
+        fast_commits(store)
+        assert store._committer.gather == "always"  # so that others can join a batch
+        await store.append("a", 1, [msg("a", 2)])
+        assert on_loop(store) == 1
+        assert on_disk(tmp_path / "a.db", "a") == [1, 2]
+
+
+async def test_auto_sends_lone_commits_to_the_thread_after_a_slow_one(tmp_path: Path) -> None:
+    """A commit that waited 0.3 s for a lock (a slow disk would do the same) blocked the
+    loop once: the next lone commits go to the writer's thread, until fast ones bring the
+    running mean back under the limit."""
+    path = tmp_path / "a.db"
+    async with opened(SqliteStore(path), "a") as store:
+        fast_commits(store)
+        with write_lock_held(path, 0.3):
+            await store.append("a", 0, [msg("a", 1)])  # on the loop: waits for the lock
+        assert on_loop(store) == 1
+        assert store._commit_mean >= 0.3 / LOOP_WEIGHT > LOOP_LIMIT
+        assert store._committer.gather == "when_shared"
+        await store.append("a", 1, [msg("a", 2)])
+        assert on_loop(store) == 1  # on the writer's thread
+        fast_commits(store)  # the disk is fast again
+        await store.append("a", 2, [msg("a", 3)])
+        assert on_loop(store) == 2
+        assert on_disk(path, "a") == [1, 2, 3]
+
+
+async def test_a_slow_commit_on_the_thread_keeps_auto_off_the_loop(tmp_path: Path) -> None:
+    """Commits on the thread are measured there too: a slow disk never reaches the loop."""
+    path = tmp_path / "a.db"
+    async with opened(SqliteStore(path), "a") as store:
+        with write_lock_held(path, 0.3):
+            await store.append("a", 0, [msg("a", 1)])  # starts on the thread
+        assert on_loop(store) == 0
+        assert store._commit_mean >= 0.3 / LOOP_WEIGHT
+        await store.append("a", 1, [msg("a", 2)])
+        assert on_loop(store) == 0
+
+
+@pytest.mark.parametrize("mode", [True, "auto"])
+async def test_appends_woken_together_share_a_batch_while_lone_ones_go_on_the_loop(
+    tmp_path: Path, mode: bool | str
+) -> None:
+    ids = [f"w{i}" for i in range(40)]
+    store = SqliteStore(tmp_path / "a.db", commit_on_loop=mode)  # type: ignore[arg-type]
+    async with opened(store, *ids):
+        fast_commits(store)
+        start = len(store.batch_sizes)
+
+        async def writer(actor_id: str) -> None:
+            for seq in range(1, 4):
+                await store.append(actor_id, seq - 1, [msg(actor_id, seq)])
+
+        async with anyio.create_task_group() as tg:
+            for actor_id in ids:
+                tg.start_soon(writer, actor_id)
+        batches = store.batch_sizes[start:]
+        assert sum(batches) == 120
+        assert max(batches) >= 20, batches
+        assert len(batches) <= 12, batches
+
+
+async def test_a_deadline_passing_during_a_commit_on_the_loop(tmp_path: Path) -> None:
+    """A commit on the loop has no await: a deadline that passes while it runs (here: while
+    it waits 1 s for a lock) cannot stop it halfway; the append returns, committed, and the
+    store goes on."""
+    path = tmp_path / "a.db"
+    async with opened(SqliteStore(path, commit_on_loop=True), "a") as store:
+        returned = False
+        with write_lock_held(path, 1.0), anyio.move_on_after(0.3):
+            await store.append("a", 0, [msg("a", 1)])
+            returned = True
+        assert returned
+        assert on_loop(store) == 1
+        assert on_disk(path, "a") == [1]
+        writer = store._writer()
+        assert writer.idle() is not None  # no call left behind, no transaction open
+        await store.append("a", 1, [msg("a", 2)])
+        assert [r.seq for r in await store.read("a")] == [1, 2]
+
+
+async def test_a_caller_cancelled_while_the_leader_gathers_on_the_loop(tmp_path: Path) -> None:
+    """On the loop's path a new leader yields once before it commits: cancelled there, it
+    still commits the queue behind it (its own append may or may not be durable), and the
+    others' appends are."""
+    path = tmp_path / "a.db"
+    async with opened(SqliteStore(path, commit_on_loop=True), "a", "b") as store:
+        async with anyio.create_task_group() as tg:
+
+            async def first() -> None:
+                with anyio.CancelScope() as scope:
+                    tg.start_soon(cancel, scope)
+                    await store.append("a", 0, [msg("a", 1)])
+
+            async def cancel(scope: anyio.CancelScope) -> None:
+                scope.cancel()
+
+            tg.start_soon(first)
+            tg.start_soon(store.append, "b", 0, [msg("b", 1)])
+        assert on_disk(path, "b") == [1]
+        assert on_disk(path, "a") in ([], [1])
+        assert store._writer().idle() is not None
+        seq = len(on_disk(path, "a"))
+        await store.append("a", seq, [msg("a", seq + 1)])
+        assert on_disk(path, "a") == list(range(1, seq + 2))
