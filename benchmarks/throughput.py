@@ -16,7 +16,8 @@ Measured in one run, on one machine:
   default) and without (every append its own transaction, a benchmark-only subclass), with
   ``SqliteStore(commit_on_loop=True)`` (lone appends committed on the loop's thread), and on
   ``MemoryStore`` (the cost of the runtime without any I/O). The one actor's sequential calls
-  run on the default, on ``commit_on_loop=True`` and on ``MemoryStore``.
+  run on the default (``commit_on_loop="auto"``), on ``commit_on_loop=False`` (every commit on
+  the writer's thread), on ``commit_on_loop=True`` and on ``MemoryStore``.
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ class Run:
     commits: int = 0
     rows: int = 0
     setup_s: float = 0.0
+    #: commits that ran on the event loop's thread (SqliteStore's telemetry; 0 if it has none)
+    loop_commits: int = 0
 
     @property
     def steps_per_s(self) -> float:
@@ -139,9 +142,11 @@ async def _one_actor(kind: str, path: Path, calls: int) -> Run:
         if isinstance(store, BatchCountingSqliteStore):
             store.all_batch_sizes.clear()
             store.commits = store.rows = 0
+        on_loop = getattr(store, "_loop_commits", 0)
         t = time.perf_counter()
         await ref.ask(_agent.Run(calls), message_id="run")
         run = Run(kind, 1, calls, time.perf_counter() - t)
+        run.loop_commits = getattr(store, "_loop_commits", 0) - on_loop
         _collect(run, store)
     return run
 
@@ -337,6 +342,7 @@ def _merge(runs: Sequence[Run]) -> Run:
     merged.commits = round(sum(r.commits for r in runs) * merged.seconds / total_s)
     merged.rows = round(sum(r.rows for r in runs) * merged.seconds / total_s)
     merged.setup_s = _median([r.setup_s for r in runs])
+    merged.loop_commits = round(sum(r.loop_commits for r in runs) * merged.seconds / total_s)
     return merged
 
 
@@ -371,9 +377,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--raw-seconds", type=float, default=1.5, help="per raw measurement")
     parser.add_argument(
         "--modes",
-        default="sqlite,sqlite-on-loop,sqlite-no-group,memory",
-        help="stores for the concurrent runs: sqlite, sqlite-on-loop (commit_on_loop=True), "
-        "sqlite-no-group, memory",
+        default="sqlite,sqlite-thread,sqlite-on-loop,sqlite-no-group,memory",
+        help="stores for the concurrent runs: sqlite (the default), sqlite-thread "
+        "(commit_on_loop=False), sqlite-on-loop (commit_on_loop=True), sqlite-no-group, memory",
     )
     parser.add_argument("--dir", default=None, help="where to create the scratch databases")
     parser.add_argument("--no-write", action="store_true", help="print only; write no report")
@@ -407,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 got = anyio.run(_store_cpu, path, appenders, n)
                 cpu_runs.setdefault(appenders, []).append(got)
             print(f"one actor, sequential ctx.calls{tag} ...", flush=True)
-            for kind in ("sqlite", "sqlite-on-loop", "memory"):
+            for kind in ("sqlite", "sqlite-thread", "sqlite-on-loop", "memory"):
                 path = d / f"solo-{kind}-{rep}.db"
                 solo_runs.setdefault(kind, []).append(anyio.run(_one_actor, kind, path, args.calls))
             for level in levels:
@@ -466,6 +472,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "vs raw sqlite3 1-row",
             "vs MemoryStore",
             "commits",
+            "on the loop",
             "rows/commit",
             "batch mean / p50 / max",
         ]
@@ -480,6 +487,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{r.steps_per_s / raw1_sync:.2f}x" if durable else "-",
             f"{r.steps_per_s / mem_rate:.2f}x",
             r.commits if durable else "-",
+            f"{r.loop_commits / r.commits:.0%}" if durable and r.commits else "-",
             fmt_num(r.rows / r.commits) if durable and r.commits else "-",
             _batch_summary(r.batches) if durable else "-",
         )
@@ -585,9 +593,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "One message whose handler makes the calls one after another; each call's "
                 "intent must be durable before the tool runs, so one commit per call is the "
                 "floor. The ratios are to the raw one-row commit rate above and to the same "
-                "actor on `MemoryStore`. *commit_on_loop*: `SqliteStore(commit_on_loop=True)`, "
-                "which commits an append no other append shares a transaction with on the "
-                "event loop's thread (docs/tuning.md).\n\n" + solo_table.markdown(),
+                'actor on `MemoryStore`. *default*: `commit_on_loop="auto"`, which commits an '
+                "append no other append shares a transaction with on the event loop's thread "
+                "while such commits are fast (running mean <= 1 ms), else on the writer's "
+                "thread; `False`: always on the writer's thread; `True`: always on the "
+                "loop's (docs/tuning.md). *on the loop*: the share of the commits that ran on "
+                "the event loop's thread.\n\n" + solo_table.markdown(),
                 "## Concurrent actors\n\n"
                 f"About {args.steps:,} asks per line in total (at least 2 per actor), each actor "
                 "asked by its own client task one message after another (`ask` with a "

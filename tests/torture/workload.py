@@ -105,7 +105,8 @@ class Config:
     ``ACTORLOG_TORTURE_JOBS``, ``ACTORLOG_TORTURE_WORKERS``, ``ACTORLOG_TORTURE_RUN`` (run
     number, recorded with every tool execution), ``ACTORLOG_TORTURE_KILL`` (kill spec),
     ``ACTORLOG_TORTURE_DURABILITY`` (the SqliteStore durability mode),
-    ``ACTORLOG_TORTURE_COMMIT_ON_LOOP`` (``1``: ``SqliteStore(commit_on_loop=True)``),
+    ``ACTORLOG_TORTURE_COMMIT_ON_LOOP`` (``1``: ``SqliteStore(commit_on_loop=True)``, ``0``:
+    ``False``; empty: the default, ``"auto"``),
     ``ACTORLOG_TORTURE_TOOL_DELAY`` (seconds each tool takes, like a remote service),
     ``ACTORLOG_TORTURE_OWNER`` (PostgreSQL: the runtime's owner name for leases; empty for
     none; a restarted run keeps the name, as a restarted service would),
@@ -124,7 +125,7 @@ class Config:
     durability: str = "fsync"
     tool_delay: float = 0.0
     owner: str = ""
-    commit_on_loop: bool = False
+    commit_on_loop: bool | None = None  # None: the store's default ("auto")
     backend: str = "asyncio"
     fanout: bool = False
 
@@ -142,7 +143,9 @@ class Config:
             durability=e.get("ACTORLOG_TORTURE_DURABILITY", "fsync"),
             tool_delay=float(e.get("ACTORLOG_TORTURE_TOOL_DELAY", "0")),
             owner=e.get("ACTORLOG_TORTURE_OWNER", ""),
-            commit_on_loop=e.get("ACTORLOG_TORTURE_COMMIT_ON_LOOP", "") == "1",
+            commit_on_loop={"1": True, "0": False}.get(
+                e.get("ACTORLOG_TORTURE_COMMIT_ON_LOOP", "")
+            ),
             backend=e.get("ACTORLOG_TORTURE_BACKEND", "asyncio"),
             fanout=e.get("ACTORLOG_TORTURE_FANOUT", "") == "1",
         )
@@ -159,7 +162,9 @@ class Config:
             "ACTORLOG_TORTURE_DURABILITY": self.durability,
             "ACTORLOG_TORTURE_TOOL_DELAY": str(self.tool_delay),
             "ACTORLOG_TORTURE_OWNER": self.owner,
-            "ACTORLOG_TORTURE_COMMIT_ON_LOOP": "1" if self.commit_on_loop else "",
+            "ACTORLOG_TORTURE_COMMIT_ON_LOOP": {True: "1", False: "0", None: ""}[
+                self.commit_on_loop
+            ],
             "ACTORLOG_TORTURE_BACKEND": self.backend,
             "ACTORLOG_TORTURE_FANOUT": "1" if self.fanout else "",
         }
@@ -175,6 +180,8 @@ def make_store(config: Config) -> Store:
     if is_postgres(config.db):
         return open_store(config.db)
     durability: Durability = "fsync" if config.durability == "fsync" else "survive-process-crash"
+    if config.commit_on_loop is None:
+        return SqliteStore(config.db, durability=durability)
     return SqliteStore(config.db, durability=durability, commit_on_loop=config.commit_on_loop)
 
 
