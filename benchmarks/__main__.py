@@ -11,6 +11,7 @@ BENCHMARKS = {
     "snapshots": "snapshot_every vs recovery time and step cost",
     "adaptive": "recovery_budget: adaptive snapshots",
     "throughput": "durable steps per second, group commit, concurrency",
+    "seq_calls": "one actor's sequential calls vs the raw SQLite commit rate, in rounds",
     "backends": "SqliteStore on asyncio vs trio: sequential calls and 100 actors",
     "cpu_per_step": "the runtime's CPU time per durable step (MemoryStore): build vs build",
     "raw_sqlite": "the raw SQLite commit rate of this disk (the ceiling)",

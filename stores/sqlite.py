@@ -144,7 +144,9 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             raise ConfigurationError(
                 f"durability must be 'fsync' or 'survive-process-crash', not {shown(durability)}"
             )
-        if not isinstance(commit_on_loop, bool) and commit_on_loop != "auto":
+        if not isinstance(commit_on_loop, bool) and not (
+            isinstance(commit_on_loop, str) and commit_on_loop == "auto"
+        ):
             raise ConfigurationError(
                 f"commit_on_loop must be True, False or 'auto', not {shown(commit_on_loop)}"
             )

@@ -138,7 +138,17 @@ async def test_a_conflict_is_reported_as_without_the_option(tmp_path: Path) -> N
         assert [r.seq for r in await store.read("a")] == [1]
 
 
-@pytest.mark.parametrize("bad", ["yes", "Auto", "", 1, 0, None])
+class _EqualsAnything:
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = object.__hash__
+
+
+@pytest.mark.parametrize("bad", ["yes", "Auto", "", 1, 0, None, _EqualsAnything()])
 def test_commit_on_loop_must_be_a_bool_or_auto(tmp_path: Path, bad: object) -> None:
     with pytest.raises(ConfigurationError, match="commit_on_loop must be True, False or 'auto'"):
         SqliteStore(tmp_path / "a.db", commit_on_loop=bad)  # type: ignore[arg-type]
