@@ -7,8 +7,8 @@ Every statement of the store goes through the writer connection's own thread
 sequential calls, or actors taking turns). That one can run on the event loop's own thread,
 on the writer connection itself, while its thread has nothing queued or running and no
 transaction is open (``Connection.idle``): the two thread switches per commit go (measured on
-the 2-core build machine: about 250 µs of CPU and 190 µs of wall time per commit, more than
-SQLite's own commit with its fsync), and the loop waits for the commit, fsync included.
+the 2-core build machine: about 250 µs of CPU and 110-190 µs of wall time per commit, more
+than SQLite's own commit with its fsync), and the loop waits for the commit, fsync included.
 
 When (``commit_on_loop``):
 
