@@ -92,8 +92,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             raw = asyncio.run(measure_thread(d / f"raw-t-{r}.db", 1, args.raw_seconds))
             raw_sync = measure_sqlite3(d / f"raw-s-{r}.db", 1, args.raw_seconds)
             cells: list[object] = [r + 1, raw.commits_per_s, raw_sync.commits_per_s]
-            # the settings in a rotated order: the first one measured after the raw runs
-            # would otherwise always pay for their WAL's checkpoint and the disk's backlog
+            # the settings in an order rotated from round to round: none always comes
+            # first after the raw runs
             for kind in KINDS[r % len(KINDS) :] + KINDS[: r % len(KINDS)]:
                 rate, cpu, share = anyio.run(_solo, kind, d / f"{kind}-{r}.db", args.calls)
                 rates[kind].append(rate)
