@@ -330,7 +330,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     async def _step(self, ctx: Context, state: AgentState, msg: RunPrompt) -> dict[str, Any]:
         history = [] if msg.new_conversation else state.messages
-        messages = ModelMessagesTypeAdapter.validate_python(history)
+        messages = ModelMessagesTypeAdapter.validate_python(history) if history else []
         deferred = None
         if msg.deferred_results or msg.approvals:
             deferred = DeferredToolResults(
@@ -390,11 +390,22 @@ class DurableAgent(Generic[DepsT, OutputT]):
 # -- journaling: model requests -------------------------------------------------------------
 
 
+#: what a JSON dump holds besides dicts and lists (kept as they are by ``_strip``)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _strip(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k not in _VOLATILE}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
+    """``value`` (a JSON dump: dicts, lists, scalars) without the ``_VOLATILE`` keys, at any
+    depth. Scalars are kept without a call: a request's dump is mostly scalars."""
+    kind = type(value)
+    if kind is dict:
+        return {
+            k: v if type(v) in _SCALARS else _strip(v)
+            for k, v in value.items()
+            if k not in _VOLATILE
+        }
+    if kind is list:
+        return [v if type(v) in _SCALARS else _strip(v) for v in value]
     return value
 
 
