@@ -17,6 +17,7 @@ pytest.importorskip("pydantic_ai")
 
 from actorlog import ActorQuarantinedError, ActorSystem, NonDeterminismError
 from actorlog.integrations import pydantic_ai as integration
+from actorlog.integrations._pai_fingerprint import _VOLATILE, fingerprint
 from actorlog.integrations._pai_stream import _dump_response
 from actorlog.integrations.pydantic_ai import (
     IDEMPOTENT,
@@ -152,7 +153,7 @@ def _reference_fingerprint(messages: list[ModelMessage]) -> str:
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in integration._VOLATILE}
+            return {k: strip(v) for k, v in value.items() if k not in _VOLATILE}
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value
@@ -184,9 +185,9 @@ def test_the_fingerprint_is_the_one_earlier_versions_logged() -> None:
     """Volatile keys are left out at any depth (tool arguments and results too), exactly as
     before: a changed computation would make every recorded request non-deterministic."""
     messages = _messages_with_volatile_keys_everywhere()
-    assert integration.fingerprint(messages) == _reference_fingerprint(messages)
-    assert integration.fingerprint(messages[:1]) == _reference_fingerprint(messages[:1])
-    assert integration.fingerprint([]) == _reference_fingerprint([])
+    assert fingerprint(messages) == _reference_fingerprint(messages)
+    assert fingerprint(messages[:1]) == _reference_fingerprint(messages[:1])
+    assert fingerprint([]) == _reference_fingerprint([])
 
 
 def test_a_response_is_logged_as_the_messages_adapter_dumps_it() -> None:
