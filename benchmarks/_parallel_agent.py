@@ -104,15 +104,23 @@ def pydantic_ai_cases(
             TextPart,
             ToolCallPart,
             ToolReturnPart,
+            UserPromptPart,
         )
         from pydantic_ai.models.function import AgentInfo, FunctionModel
     except ImportError:
         return None
 
     def model_fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        # this run's tool returns: those after the last prompt (a conversation's earlier
+        # runs are its history)
+        prompts = [
+            k
+            for k, m in enumerate(messages)
+            if isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts)
+        ]
         returns = [
             str(p.content)
-            for m in messages
+            for m in messages[prompts[-1] if prompts else 0 :]
             if isinstance(m, ModelRequest)
             for p in m.parts
             if isinstance(p, ToolReturnPart)
@@ -147,6 +155,25 @@ def pydantic_ai_cases(
         n = next(runs)
         return (await d.run(system[0], f"conv-{n}", "go", message_id=f"run-{n}")).output
 
+    history: list[ModelMessage] = []
+
+    async def alone_long() -> Any:
+        nonlocal history
+        if not history:  # LONG earlier runs
+            for _ in range(LONG):
+                history = (await instant.run("go", message_history=history or None)).all_messages()
+        result = await instant.run("go", message_history=history)
+        history = result.all_messages()
+        return result.output
+
+    long_runs = iter(range(10**9))
+
+    async def durable_long() -> Any:
+        if next(long_runs) == 0:  # LONG earlier runs
+            for k in range(LONG):
+                await durable_instant.run(system[0], "conv-long", "go", message_id=f"long-{k}")
+        return (await durable_instant.run(system[0], "conv-long", "go")).output
+
     async def shaped(k: int) -> Any:
         if not _SHAPE:  # the values of a real run
             n = next(runs)
@@ -165,6 +192,8 @@ def pydantic_ai_cases(
         "DurableAgent, tools that do not wait": lambda: durable(durable_instant),
         SHAPED: lambda: shaped(calls),
         SHAPED_NONE: lambda: shaped(0),
+        LONG_ALONE: alone_long,
+        LONG_DURABLE: durable_long,
     }
 
 
@@ -174,6 +203,11 @@ COMMITS, COMMIT_TIME, CPU = "commits", "commit time", "cpu"
 #: the runtime's share: a run's journaled calls without pydantic-ai (``Shaped``), and none
 SHAPED = "the same journaled calls, no pydantic-ai"
 SHAPED_NONE = "the same step without journaled calls"
+#: a conversation's later run: ``LONG`` runs of history before it (the history grows by one
+#: run per round)
+LONG = 20
+LONG_ALONE = f"pydantic-ai alone, tools that do not wait, after {LONG} runs"
+LONG_DURABLE = f"DurableAgent, tools that do not wait, after {LONG} runs"
 
 
 async def agent_rounds(db: Path, calls: int, delay: float, rounds: int) -> dict[str, list[float]]:

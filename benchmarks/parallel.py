@@ -64,6 +64,9 @@ from ._parallel_agent import (  # noqa: E402
     COMMIT_TIME,
     COMMITS,
     CPU,
+    LONG,
+    LONG_ALONE,
+    LONG_DURABLE,
     SHAPED,
     SHAPED_NONE,
     agent_rounds,
@@ -405,12 +408,16 @@ def report(
             "costs (its commits and the runtime's own work). *store transactions*: the "
             "store's commits during one run (the new actor's registration, the appends) "
             "and the wall time they took. *CPU*: `time.process_time` over the run (every "
-            "thread: SQLite's writer thread included). The last two rows are actorlog "
-            f"without pydantic-ai: an actor spawned per run whose step makes 2 + {n} "
+            "thread: SQLite's writer thread included). The rows *the same journaled calls* "
+            f"and *the same step* are actorlog without pydantic-ai: an actor spawned per run "
+            f"whose step makes 2 + {n} "
             "journaled calls (2 reads around a task group of parallel ones), logging the "
             "values a durable run logs (its model responses, tool results of the same "
             "form), and keeping and replying its whole conversation, as `DurableAgent` "
-            "does; and the same step making no call. Medians of "
+            "does; and the same step making no call. The rows *after "
+            f"{LONG} runs* continue one conversation (pydantic-ai alone: its message "
+            f"history), {LONG} runs long before the first round, one run longer each round. "
+            "Medians of "
             f"{args.rounds} interleaved round(s) after one warm-up run.\n"
         )
         lines.append(t2.markdown() + "\n")
@@ -447,6 +454,17 @@ def report(
             f"call); the integration's own is the rest, {_ms(own)} (fingerprints, encoding "
             "and decoding the responses and the conversation, the wrapped model and "
             "toolsets pydantic-ai runs through)"
+        )
+        long_d, long_a = cpu[LONG_DURABLE], cpu[LONG_ALONE]
+        lines.append(
+            f"- a conversation's run after {LONG} earlier ones (about {4 * LONG} messages of "
+            f"history; tools that do not wait): CPU per run DurableAgent {_ms(long_d)}, "
+            f"pydantic-ai alone with the same history {_ms(long_a)}: actorlog adds "
+            f"{_ms(long_d - long_a)}, against {_ms(durable_cpu - alone_cpu)} on a fresh "
+            "conversation. What grows with the conversation is the integration's: each model "
+            "request's fingerprint dumps the whole conversation, and each run loads the "
+            "history, dumps the whole conversation for the state and the reply (which the "
+            "runtime encodes and the caller decodes)"
         )
         sequential_alone = _median(agent["pydantic-ai alone (sequential mode)"])
         lines.append(

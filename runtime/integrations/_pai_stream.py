@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 from opentelemetry import trace
+from pydantic import TypeAdapter
 from pydantic_ai.messages import (
     BaseToolCallPart,
     FinalResultEvent,
@@ -63,8 +64,13 @@ DELTA = "pydantic_ai.delta"
 REQUEST_END = "pydantic_ai.request_end"
 
 
+#: a ``ModelResponse`` alone: dumps exactly what ``ModelMessagesTypeAdapter`` dumps for it, in
+#: about half the time (no list, no union to pick the member from)
+_RESPONSE = TypeAdapter(ModelResponse)
+
+
 def _dump_response(response: ModelResponse) -> Any:
-    return ModelMessagesTypeAdapter.dump_python([response], mode="json")[0]
+    return _RESPONSE.dump_python(response, mode="json")
 
 
 def _load_response(plain: Any) -> ModelResponse:

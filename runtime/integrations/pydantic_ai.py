@@ -23,9 +23,7 @@ See docs/pydantic-ai.md.
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -72,6 +70,7 @@ from ._effects import (
     shown,
     this_call,
 )
+from ._pai_fingerprint import fingerprint, tools_fingerprint
 from ._pai_stream import (
     DeltaForwarder,
     _dump_response,
@@ -104,9 +103,6 @@ OutputT = TypeVar("OutputT")
 MODEL_REQUEST = "pydantic_ai.model_request"
 TOOL_PREFIX = "pydantic_ai.tool."
 
-#: Fields of pydantic-ai messages that differ between an original run and its replay
-#: (clock readings and per-run ids); left out of a model request's fingerprint.
-_VOLATILE = frozenset({"timestamp", "run_id", "conversation_id"})
 _MARK = "__pydantic_ai__"
 
 # -- declaring what a tool does (shared with the other integrations: _effects) ------------
@@ -330,7 +326,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     async def _step(self, ctx: Context, state: AgentState, msg: RunPrompt) -> dict[str, Any]:
         history = [] if msg.new_conversation else state.messages
-        messages = ModelMessagesTypeAdapter.validate_python(history)
+        messages = ModelMessagesTypeAdapter.validate_python(history) if history else []
         deferred = None
         if msg.deferred_results or msg.approvals:
             deferred = DeferredToolResults(
@@ -390,69 +386,10 @@ class DurableAgent(Generic[DepsT, OutputT]):
 # -- journaling: model requests -------------------------------------------------------------
 
 
-def _strip(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k not in _VOLATILE}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return value
-
-
-def fingerprint(messages: Sequence[ModelMessage]) -> str:
-    """What a model request asks, without clock readings and run ids: replay checks that the
-    agent asks the same thing the log recorded at that position."""
-    plain = _strip(ModelMessagesTypeAdapter.dump_python(list(messages), mode="json"))
-    blob = json.dumps(plain, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(blob).hexdigest()
-
-
 #: Put the tools' fingerprint into each logged model request (since issue 18.22). False
 #: logs what earlier versions did (model name and messages fingerprint only): for tests of
 #: logs recorded by them.
 _FINGERPRINT_TOOLS = True
-
-
-def tools_fingerprint(
-    params: ModelRequestParameters, durable: DurableAgent[Any, Any] | None = None
-) -> str:
-    """What a model request offers the model: every tool definition (name, description,
-    parameter schema, strictness, kind) and, for function tools, the effect actorlog
-    journals it with (``durable.effect_of``), plus the output mode. A change to any of these
-    makes a recorded request differ from a replayed one."""
-
-    def effect(name: str, metadata: Mapping[str, Any] | None) -> Any:
-        if durable is None:
-            return None
-        try:
-            e = durable.effect_of(name, metadata)
-        except ConfigurationError as exc:  # raised again when the tool is called
-            return f"invalid: {exc}"
-        return {
-            "effect": e.effect,
-            "idempotent": e.idempotent,
-            "reconcile": e.reconcile is not None,
-        }
-
-    tools = [
-        {
-            "name": td.name,
-            "description": td.description,
-            "parameters": td.parameters_json_schema,
-            "strict": td.strict,
-            "kind": td.kind,
-            "actorlog": effect(td.name, td.metadata) if group == "function" else None,
-            "group": group,
-        }
-        for group, defs in (("function", params.function_tools), ("output", params.output_tools))
-        for td in defs
-    ]
-    plain = {
-        "tools": tools,
-        "output_mode": params.output_mode,
-        "allow_text_output": params.allow_text_output,
-    }
-    blob = json.dumps(plain, sort_keys=True, separators=(",", ":"), default=repr).encode()
-    return hashlib.sha256(blob).hexdigest()
 
 
 async def _model_request(model: str, request: str, tools: str | None = None) -> Any:

@@ -5,6 +5,9 @@ replaying (their requests are checked against the messages only)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,8 @@ pytest.importorskip("pydantic_ai")
 
 from actorlog import ActorQuarantinedError, ActorSystem, NonDeterminismError
 from actorlog.integrations import pydantic_ai as integration
+from actorlog.integrations._pai_fingerprint import _VOLATILE, fingerprint
+from actorlog.integrations._pai_stream import _dump_response
 from actorlog.integrations.pydantic_ai import (
     IDEMPOTENT,
     READ,
@@ -25,11 +30,13 @@ from actorlog.stores import SqliteStore
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -138,3 +145,54 @@ async def test_a_log_recorded_before_tools_were_fingerprinted_still_replays(
             # m2's requests were logged with the tools: the description change shows
             await durable.run(system, "c", "more", message_id="m2")
     assert isinstance(info.value.__cause__, NonDeterminismError)
+
+
+def _reference_fingerprint(messages: list[ModelMessage]) -> str:
+    """The fingerprint as every version up to issue 25's last round computed it: the logs
+    they recorded hold it, so a faster computation must give the same hex."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in _VOLATILE}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    plain = strip(ModelMessagesTypeAdapter.dump_python(list(messages), mode="json"))
+    blob = json.dumps(plain, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _messages_with_volatile_keys_everywhere() -> list[ModelMessage]:
+    t = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    args = {"q": "x", "timestamp": 5, "nested": [{"run_id": 1, "keep": [1.5, True, None]}]}
+    found = {"found": ["a", {"conversation_id": "z", "n": 2}], "empty": {}, "list": []}
+    return [
+        ModelRequest(parts=[UserPromptPart("plan a trip", timestamp=t)], run_id="r1"),
+        ModelResponse(
+            parts=[TextPart("thinking"), ToolCallPart("search", args, tool_call_id="c1")],
+            model_name="m",
+            timestamp=t,
+            run_id="r1",
+        ),
+        ModelRequest(
+            parts=[ToolReturnPart("search", found, tool_call_id="c1", timestamp=t)], run_id="r1"
+        ),
+    ]
+
+
+def test_the_fingerprint_is_the_one_earlier_versions_logged() -> None:
+    """Volatile keys are left out at any depth (tool arguments and results too), exactly as
+    before: a changed computation would make every recorded request non-deterministic."""
+    messages = _messages_with_volatile_keys_everywhere()
+    assert fingerprint(messages) == _reference_fingerprint(messages)
+    assert fingerprint(messages[:1]) == _reference_fingerprint(messages[:1])
+    assert fingerprint([]) == _reference_fingerprint([])
+
+
+def test_a_response_is_logged_as_the_messages_adapter_dumps_it() -> None:
+    response = _messages_with_volatile_keys_everywhere()[1]
+    assert isinstance(response, ModelResponse)
+    (expected,) = ModelMessagesTypeAdapter.dump_python([response], mode="json")
+    got = _dump_response(response)
+    assert json.dumps(got) == json.dumps(expected)  # the same keys, in the same order
