@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import anyio.to_thread
 
-from .._durability import lifecycle as _lifecycle, reuse as _reuse, snapshots as _snapshots
+from .._durability import (
+    lifecycle as _lifecycle,
+    mailbox as _mailbox,
+    reuse as _reuse,
+    snapshots as _snapshots,
+)
 from .._durability.escalation import Escalations
 from .._durability.logged import LoggedMessages
 from .._durability.mailbox import PASSIVATE, STOP, Envelope, Mailbox, Moved, Reply, settle
@@ -117,7 +122,9 @@ class Cell(LoggedMessages):
         self.saved_options: dict[str, Any] | None = None
         self.actor: Actor[Any] = cls()
         self.actor.actor_id = actor_id
-        self.journal = Journal(self.store, actor_id, 0)
+        #: the event loop's event and cancel scope classes, resolved once
+        self.io = _mailbox.primitives()
+        self.journal = Journal(self.store, actor_id, 0, self.io.scope)
         #: [F13] this log's incarnation id (recovery reads it back, or starts one)
         self.incarnation: str | None = None
         self.step_lock = anyio.Lock()  # held by each step and each query (_query.Queryable)
@@ -125,7 +132,7 @@ class Cell(LoggedMessages):
         self.error: BaseException | None = None
         self.ready = anyio.Event()
         self.done = anyio.Event()
-        self._mailbox = Mailbox()
+        self._mailbox = Mailbox(self.io.event)
         #: message seq -> the slots of the asks waiting for its step
         self.waiters: dict[int, list[Reply]] = {}
         #: message id -> seq of messages logged here that are not yet both handled and
@@ -441,7 +448,7 @@ class Cell(LoggedMessages):
             except EncodeError as exc:
                 raise EncodeError("message", letter.cls or Letter, exc.reason) from exc
             self.inflight_ids[message_id] = seq
-            slot = Reply(self.waiters, seq) if want_reply else None
+            slot = Reply(self.waiters, seq, self.io.event) if want_reply else None
             # The handler gets the message decoded from the bytes just logged, as replay
             # will (live equals replay; the caller's object is not shared with the handler).
             # It may start before the commit completes: nothing it does escapes before the

@@ -13,8 +13,6 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
-import anyio
-
 from .._durability import (
     decisions as _decisions,
     lifecycle as _lifecycle,
@@ -100,7 +98,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
                 if resumed:
                     ctx.fatal = _unsettled(cell, env, cannot)
                 raise cannot
-            with anyio.CancelScope() as scope, _tools.in_step(cell.where), ctx._handler_task():
+            with cell.journal.scope() as scope, _tools.in_step(cell.where), ctx._handler_task():
                 cell.step_scope = scope  # an operator's cancel (Cell.cancel_step)
                 if resumed and cell.cancel_pending is not None:
                     ctx.cancel_replay = scope  # asked while it was down: cut where its log ends

@@ -28,8 +28,16 @@ __all__ = ["Journal"]
 
 
 class Journal:
-    def __init__(self, store: Store, actor_id: str, last_seq: int) -> None:
+    def __init__(
+        self,
+        store: Store,
+        actor_id: str,
+        last_seq: int,
+        scope: Callable[..., anyio.CancelScope] = anyio.CancelScope,
+    ) -> None:
         self.store = store
+        #: the backend's cancel scope class (``mailbox.primitives``): the shield per append
+        self.scope = scope
         self.actor_id = actor_id
         self.last_seq = last_seq  # last seq written (buffered or durable)
         self.durable_seq = last_seq  # last seq known durable
@@ -128,7 +136,7 @@ class Journal:
             rows, self._buffer = self._buffer, []
             t0 = time.perf_counter()
             try:
-                with anyio.CancelScope(shield=True):
+                with self.scope(shield=True):
                     await self.store.append(self.actor_id, self.durable_seq, rows)
                 self.durable_seq = rows[-1].seq
             except BaseException as exc:
