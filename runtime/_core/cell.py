@@ -545,7 +545,9 @@ class Cell(LoggedMessages):
             except anyio.WouldBlock:
                 if self.status == "running":
                     self.status = "idle" if self.ended is None else self.ended[0]
-                await self.journal.flush()  # idle: make buffered steps durable
+                journal = self.journal
+                if journal.durable_seq < journal.last_seq:  # else flush() is a no-op
+                    await journal.flush()  # idle: make buffered steps durable
                 self.prune_inflight()
                 env = await self._mailbox.get()
             if env is STOP:

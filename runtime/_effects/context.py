@@ -29,7 +29,7 @@ from .._journal.errors import (
     StepCancelledError,
     ToolCallError,
 )
-from .._journal.ids import idempotency_key
+from .._journal.ids import step_key
 from .._journal.records import EffectRecord, EntryKind, ErrorInfo, IntentRecord, Recorded, SettledBy
 from .._tracing import telemetry as _telemetry
 from . import tasks as _tasks
@@ -218,9 +218,7 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         args_plain = _codec.to_plain(list(args), what, check=check)
         kwargs_plain = _codec.to_plain(dict(kwargs), what, check=check)
         node.index += 1
-        key = idempotency_key(
-            self.actor_id, self.step_seq, index, incarnation=self.incarnation, task=node.task
-        )
+        key = step_key(self.actor_id, self.step_seq, index, self.incarnation, node.task)
         rec = self._expect(node, index, EntryKind.INTENT, t.name, args_plain, kwargs_plain)
         if self._seq is not None:
             await self._ordered(node, rec)
