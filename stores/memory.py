@@ -59,6 +59,10 @@ class MemoryStore:
         #: (due, timer_id) of pending timers; entries whose timer moved or ended are skipped
         self._due: list[tuple[float, str]] = []
 
+    #: ``append`` below never suspends (the journal needs no shield around it); a subclass
+    #: that overrides ``append`` does not inherit this (``_durability/wal.py``)
+    _append_never_suspends = True
+
     @property
     def capabilities(self) -> StoreCapabilities:
         return StoreCapabilities(torn_writes=False, multi_process=False, durable=False, timers=True)

@@ -497,7 +497,7 @@ def message_payload(
 
     The builders write the compact payload ([F19]) of ``XRecord(...)`` directly (they run
     for every entry; tests/journal/test_records.py holds them equal)."""
-    a = [body, _compact.now_ms(), incarnation, sender, trace]
+    a = [body, round(time.time() * 1000), incarnation, sender, trace]
     while len(a) > 2 and a[-1] is None:
         a.pop()
     return a
@@ -516,7 +516,7 @@ def intent_payload(
     """``intent`` (type_tag = tool name, ref = step's message seq); ``task`` ([F18]) only
     for an effect of a task the handler spawned."""
     e, p = _compact.EFFECT_CODE.get(effect, effect), _compact.POLICY_CODE.get(policy, policy)
-    a: list[Any] = [index, e, p, args, key, _compact.now_ms()]
+    a: list[Any] = [index, e, p, args, key, round(time.time() * 1000)]
     if task:
         a += (kwargs, task)
     elif kwargs:
@@ -543,7 +543,7 @@ def result_payload(
     a = [
         ok,
         value if ok else _plain_error(_error_of(error)),
-        _compact.now_ms(),
+        round(time.time() * 1000),
         round(duration * 1_000_000),
         attempt,
         _compact.SETTLED_CODE.get(settled_by, str(settled_by)),
@@ -562,7 +562,11 @@ def doubt_keys(in_doubt: bool, reconciled: str | None, value: Any = None) -> dic
 
 def effect_payload(*, index: int, value: Any, task: str = "") -> list[Any]:
     """``effect`` (type_tag = now|random|uuid|send|spawn, ref = step's message seq)."""
-    return [index, value, _compact.now_ms(), task] if task else [index, value, _compact.now_ms()]
+    return (
+        [index, value, round(time.time() * 1000), task]
+        if task
+        else [index, value, round(time.time() * 1000)]
+    )
 
 
 def step_payload(
@@ -577,7 +581,7 @@ def step_payload(
     a = [
         ok,
         reply if ok else _plain_error(_error_of(error)),
-        _compact.now_ms(),
+        round(time.time() * 1000),
         round(duration * 1_000_000),
     ]
     if span is not None:
