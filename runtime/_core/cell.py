@@ -420,7 +420,8 @@ class Cell(LoggedMessages):
                 await self.ready.wait()
             self.check_usable()
             if message_id is not None:
-                _codec.validate_message_id(message_id)
+                # checked at the door (ref.send/ask, a timer's schedule) or made by the
+                # runtime (ctx.send), and again by the entry's row (make_row) before a write
                 found = await self._find_message(message_id)
                 if found is not None:
                     existing, recorded = found

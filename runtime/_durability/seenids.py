@@ -97,7 +97,13 @@ class SeenIds:
             bits_per_id = _BITS_PER_ID + _TIGHTEN * len(self._layers)
             layer = _Layer(layer.capacity * _GROWTH, bits_per_id)
             self._layers.append(layer)
-        layer.add(hash(message_id) & _MASK64)
+        # _Layer.add, inlined (an id per message): double hashing, probe i is h1 + i * h2
+        h = hash(message_id) & _MASK64
+        bits, size, h1, h2 = layer.bits, layer.size, h & 0xFFFFFFFF, (h >> 32) | 1
+        for i in range(layer.probes):
+            p = (h1 + i * h2) % size
+            bits[p >> 3] |= 1 << (p & 7)
+        layer.count += 1
 
     def load(self, message_ids: Iterable[str]) -> None:
         """Add the ids the store held when read; the filter is complete from now on (the

@@ -102,7 +102,10 @@ class Journal:
             raise ActorStoppedError(
                 f"actor {self.actor_id!r} stopped after a failed append: {self.broken}"
             )
-        data = _compact.encode_entry(kind, payload)
+        if type(payload) is list:  # a builder's compact array (``encode_entry``'s first case)
+            data = _codec.encode_plain(payload, f"{kind} entry")
+        else:
+            data = _compact.encode_entry(kind, payload)
         seq = self.last_seq + 1
         row = _codec.make_row(self.actor_id, seq, kind, type_tag, ref, message_id, data)
         self._buffer.append(row)

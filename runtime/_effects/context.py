@@ -215,8 +215,8 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         # Live, the intent entry's encode is the check (arguments encoded once); compared
         # with a recorded intent (or described in an error) they are checked here first.
         check = index < len(self._tasks.get(node.task, ())) or self._complete
-        args_plain = _codec.to_plain(list(args), what, check=check)
-        kwargs_plain = _codec.to_plain(dict(kwargs), what, check=check)
+        args_plain = _codec.to_plain(list(args), what, check=check) if args else []
+        kwargs_plain = _codec.to_plain(dict(kwargs), what, check=check) if kwargs else {}
         node.index += 1
         key = step_key(self.actor_id, self.step_seq, index, self.incarnation, node.task)
         rec = self._expect(node, index, EntryKind.INTENT, t.name, args_plain, kwargs_plain)

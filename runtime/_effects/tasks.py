@@ -50,7 +50,7 @@ class Node:
         self.owner = owner
         self.path = path
         #: [F18] the dot-joined path as logged: "" for the root task, "1.0" for a grandchild
-        self.task = ".".join(map(str, path))
+        self.task = ".".join(map(str, path)) if path else ""
         self.spawned = 0
         #: the number of the task's next effect
         self.index = 0
