@@ -459,7 +459,8 @@ class Cell(LoggedMessages):
                 env.decode_error = letter.error
             else:
                 try:
-                    body = self.journal.last_logged("body")
+                    if not _codec.is_flat(body):  # else it decodes to itself (is_flat)
+                        body = self.journal.last_logged("body")
                     env.message = self.host.registry.decode_message(tag, body)
                 except ActorlogError as exc:
                     env.decode_error = exc

@@ -318,7 +318,8 @@ def structure(plain: Any, cls: Any) -> Any:
     messages, tool results, replies)."""
     if type(plain) is cls and cls in _EXACT:
         return plain
-    if type(plain) is list or type(plain) is dict:
+    if type(plain) is list or (type(plain) is dict and _SIMPLE.get(cls) is None):
+        # (an attrs class of plain fields, cached, is no container: straight below)
         copied = _plain_container(plain, cls)
         if copied is not None:
             return copied
@@ -430,6 +431,27 @@ def is_scalar(plain: Any) -> bool:
     """A plain value that decodes from its JSON exactly as it is (a str, an int, a finite
     float, a bool, None): its decoded form need not be computed."""
     return type(plain) in _SCALARS
+
+
+def is_flat(plain: Any) -> bool:
+    """A plain value whose JSON decodes to an equal value of the same types, item for item:
+    a scalar (``is_scalar``), or a dict with str keys (a list) of scalars, as a small
+    message's body is. Its decoded form need not be computed; it may be used instead
+    (structuring copies its items into a new object: nothing aliases it)."""
+    t = type(plain)
+    if t in _SCALARS:
+        return True
+    if t is dict:
+        for k, v in plain.items():  # noqa: SIM110 (a loop: no generator per message)
+            if type(k) is not str or type(v) not in _SCALARS:
+                return False
+        return True
+    if t is list:
+        for v in plain:  # noqa: SIM110
+            if type(v) not in _SCALARS:
+                return False
+        return True
+    return False
 
 
 _decoder = json.JSONDecoder()
