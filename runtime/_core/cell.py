@@ -542,9 +542,8 @@ class Cell(LoggedMessages):
 
     async def _loop(self) -> None:
         while True:
-            try:
-                env = self._mailbox.get_nowait()
-            except anyio.WouldBlock:
+            env = self._mailbox.take()  # None: empty (no exception raised per idle turn)
+            if env is None:
                 if self.status == "running":
                     self.status = "idle" if self.ended is None else self.ended[0]
                 journal = self.journal

@@ -280,6 +280,11 @@ class Mailbox:
             return self._items.popleft()
         raise anyio.WouldBlock
 
+    def take(self) -> Envelope | _Signal | None:
+        """The next item, or None if there is none."""
+        items = self._items
+        return items.popleft() if items else None
+
     async def get(self) -> Envelope | _Signal:
         while not self._items:
             if self.closed:
