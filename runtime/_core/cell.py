@@ -15,15 +15,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import anyio.to_thread
 
-from .._durability import (
-    lifecycle as _lifecycle,
-    mailbox as _mailbox,
-    reuse as _reuse,
-    snapshots as _snapshots,
-)
+from .._durability import lifecycle as _lifecycle, reuse as _reuse, snapshots as _snapshots
 from .._durability.escalation import Escalations
 from .._durability.logged import LoggedMessages
-from .._durability.mailbox import PASSIVATE, STOP, Envelope, Mailbox, Moved, Reply, settle
+from .._durability.mailbox import PASSIVATE, STOP, Envelope, Mailbox, Moved, Reply, backend, settle
 from .._durability.snapshots import SnapshotPolicy
 from .._durability.wal import Journal
 from .._effects.actor import Actor, accepted_messages, reply_type
@@ -123,7 +118,7 @@ class Cell(LoggedMessages):
         self.actor: Actor[Any] = cls()
         self.actor.actor_id = actor_id
         #: the event loop's event and cancel scope classes, resolved once
-        self.io = _mailbox.primitives()
+        self.io = backend()
         self.journal = Journal(self.store, actor_id, 0, self.io.scope)
         #: [F13] this log's incarnation id (recovery reads it back, or starts one)
         self.incarnation: str | None = None

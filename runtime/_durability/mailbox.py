@@ -35,7 +35,7 @@ __all__ = [
     "settle",
     "reply_value",
     "step_outcome",
-    "primitives",
+    "backend",
 ]
 
 
@@ -87,7 +87,7 @@ class Flag:
 
 
 class Primitives:
-    """A backend's event and cancel scope classes, resolved once (``primitives``): an
+    """A backend's event and cancel scope classes, resolved once (``backend``): an
     ``anyio.Event()`` or ``anyio.CancelScope()`` looks its backend up through sniffio each
     time, which the hot path (a reply slot per ask, a shield per append) need not pay.
     ``event`` has one waiter (``Flag`` on asyncio)."""
@@ -104,7 +104,7 @@ GENERIC: Final = Primitives(anyio.Event, anyio.CancelScope)
 _RESOLVED: dict[str, Primitives] = {}
 
 
-def primitives() -> Primitives:
+def backend() -> Primitives:
     """The running async library's primitives (call it in the event loop's thread: once per
     cell). ``GENERIC`` when no library is running."""
     try:

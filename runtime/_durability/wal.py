@@ -48,7 +48,7 @@ class Journal:
         scope: Callable[..., anyio.CancelScope] = anyio.CancelScope,
     ) -> None:
         self.store = store
-        #: the backend's cancel scope class (``mailbox.primitives``): the shield per append
+        #: the backend's cancel scope class (``mailbox.backend``): the shield per append
         self.scope = scope
         #: the store's append never suspends: no cancellation can reach it, no shield
         self._unshielded = append_never_suspends(store)

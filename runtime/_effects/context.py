@@ -31,7 +31,6 @@ from .._journal.errors import (
 )
 from .._journal.ids import step_key
 from .._journal.records import EffectRecord, EntryKind, ErrorInfo, IntentRecord, Recorded, SettledBy
-from .._tracing import telemetry as _telemetry
 from . import tasks as _tasks
 from .calls import StepHost, abandoned_error, not_started_error
 from .ctxtasks import StepTasks, by_task
@@ -197,7 +196,7 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         node = self._task("ctx.call()")
         t0 = time.perf_counter()
         try:
-            with _tasks.outside(), _telemetry.calling(node.task):  # spawns: not the step's
+            with _tasks.calling_outside(node.task):  # spawns: not the step's
                 return await self._call(node, tool, args, kwargs)
         finally:
             # time awaiting the effect (tool, commit): replay serves it from the log, so it

@@ -541,7 +541,6 @@ def result_payload(
     """
     ok = error is None
     if ok and type(attempt) is int and attempt == 1 and settled_by == "run" and not doubt:
-        # the common result, as trim_result leaves it (attempt 1 and "run" are defaults)
         return [True, value, round(time.time() * 1000), round(duration * 1_000_000)]
     a = [
         ok,
@@ -565,11 +564,7 @@ def doubt_keys(in_doubt: bool, reconciled: str | None, value: Any = None) -> dic
 
 def effect_payload(*, index: int, value: Any, task: str = "") -> list[Any]:
     """``effect`` (type_tag = now|random|uuid|send|spawn, ref = step's message seq)."""
-    return (
-        [index, value, round(time.time() * 1000), task]
-        if task
-        else [index, value, round(time.time() * 1000)]
-    )
+    return [index, value, _compact.now_ms(), task] if task else [index, value, _compact.now_ms()]
 
 
 def step_payload(
