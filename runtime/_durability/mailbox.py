@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
@@ -80,10 +80,24 @@ class Flag:
             if fut is not None and not fut.done():
                 fut.set_result(None)
 
-    async def wait(self) -> None:
-        if not self._set:
-            fut = self._fut = asyncio.get_running_loop().create_future()
-            await fut
+    def wait(self) -> Awaitable[None]:
+        """Awaitable until set: the future itself (no coroutine around it)."""
+        if self._set:
+            return _READY
+        fut = self._fut = asyncio.get_running_loop().create_future()
+        return fut
+
+
+class _Ready:
+    """Awaits to None at once, without suspending."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield from ()
+
+
+_READY: Final = _Ready()
 
 
 class Primitives:
