@@ -126,16 +126,9 @@ def make_row(
             _U32.pack(len(payload)),
         )
     )
-    return EntryRow(
-        actor_id=actor_id,
-        seq=seq,
-        kind=kind,
-        type_tag=type_tag,
-        ref=ref,
-        message_id=message_id,
-        payload=payload,
-        checksum=zlib.crc32(payload, zlib.crc32(head)),
-    )
+    # positional, in EntryRow's field order (faster than keywords: four rows an ask)
+    checksum = zlib.crc32(payload, zlib.crc32(head))
+    return EntryRow(actor_id, seq, kind, type_tag, ref, message_id, payload, checksum)
 
 
 def verify_row(row: EntryRow, expected_actor: str, expected_seq: int) -> None:
