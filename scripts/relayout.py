@@ -71,6 +71,7 @@ MOVES: dict[str, str] = {
     "runtime/_door.py": "runtime/_journal/door.py",
     "runtime/_journal/leases.py": "runtime/_journal/leases.py",  # made after the sweep
     "runtime/_journal/compact.py": "runtime/_journal/compact.py",  # issue 28: format 2
+    "runtime/_journal/frames.py": "runtime/_journal/frames.py",  # issue 28: split from codec
     # _tracing: spans, metrics and logs (docs/tracing.md)
     "runtime/_telemetry.py": "runtime/_tracing/telemetry.py",
     "runtime/_traceends.py": "runtime/_tracing/traceends.py",
@@ -206,6 +207,8 @@ MOVES: dict[str, str] = {
     "tests/runtime/set_worker.py": "tests/runtime/set_worker.py",
     "tests/runtime/test_codec.py": "tests/journal/test_codec.py",
     "tests/journal/test_compact.py": "tests/journal/test_compact.py",
+    "tests/journal/test_flat_values.py": "tests/journal/test_flat_values.py",
+    "tests/durability/test_append_shield.py": "tests/durability/test_append_shield.py",
     "tests/runtime/test_records.py": "tests/journal/test_records.py",
     "tests/runtime/test_names.py": "tests/journal/test_names.py",
     "tests/runtime/test_message_types.py": "tests/journal/test_message_types.py",

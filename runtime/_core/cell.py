@@ -18,7 +18,7 @@ import anyio.to_thread
 from .._durability import lifecycle as _lifecycle, reuse as _reuse, snapshots as _snapshots
 from .._durability.escalation import Escalations
 from .._durability.logged import LoggedMessages
-from .._durability.mailbox import PASSIVATE, STOP, Envelope, Mailbox, Moved, Reply, settle
+from .._durability.mailbox import PASSIVATE, STOP, Envelope, Mailbox, Moved, Reply, backend, settle
 from .._durability.snapshots import SnapshotPolicy
 from .._durability.wal import Journal
 from .._effects.actor import Actor, accepted_messages, reply_type
@@ -117,7 +117,9 @@ class Cell(LoggedMessages):
         self.saved_options: dict[str, Any] | None = None
         self.actor: Actor[Any] = cls()
         self.actor.actor_id = actor_id
-        self.journal = Journal(self.store, actor_id, 0)
+        #: the event loop's event and cancel scope classes, resolved once
+        self.io = backend()
+        self.journal = Journal(self.store, actor_id, 0, self.io.scope)
         #: [F13] this log's incarnation id (recovery reads it back, or starts one)
         self.incarnation: str | None = None
         self.step_lock = anyio.Lock()  # held by each step and each query (_query.Queryable)
@@ -125,7 +127,7 @@ class Cell(LoggedMessages):
         self.error: BaseException | None = None
         self.ready = anyio.Event()
         self.done = anyio.Event()
-        self._mailbox = Mailbox()
+        self._mailbox = Mailbox(self.io.event)
         #: message seq -> the slots of the asks waiting for its step
         self.waiters: dict[int, list[Reply]] = {}
         #: message id -> seq of messages logged here that are not yet both handled and
@@ -413,7 +415,8 @@ class Cell(LoggedMessages):
                 await self.ready.wait()
             self.check_usable()
             if message_id is not None:
-                _codec.validate_message_id(message_id)
+                # checked at the door (ref.send/ask, a timer's schedule) or made by the
+                # runtime (ctx.send), and again by the entry's row (make_row) before a write
                 found = await self._find_message(message_id)
                 if found is not None:
                     existing, recorded = found
@@ -441,7 +444,7 @@ class Cell(LoggedMessages):
             except EncodeError as exc:
                 raise EncodeError("message", letter.cls or Letter, exc.reason) from exc
             self.inflight_ids[message_id] = seq
-            slot = Reply(self.waiters, seq) if want_reply else None
+            slot = Reply(self.waiters, seq, self.io.event) if want_reply else None
             # The handler gets the message decoded from the bytes just logged, as replay
             # will (live equals replay; the caller's object is not shared with the handler).
             # It may start before the commit completes: nothing it does escapes before the
@@ -451,7 +454,8 @@ class Cell(LoggedMessages):
                 env.decode_error = letter.error
             else:
                 try:
-                    body = self.journal.last_logged("body")
+                    if not _codec.is_flat(body):  # else it decodes to itself (is_flat)
+                        body = self.journal.last_logged("body")
                     env.message = self.host.registry.decode_message(tag, body)
                 except ActorlogError as exc:
                     env.decode_error = exc
@@ -533,12 +537,13 @@ class Cell(LoggedMessages):
 
     async def _loop(self) -> None:
         while True:
-            try:
-                env = self._mailbox.get_nowait()
-            except anyio.WouldBlock:
+            env = self._mailbox.take()  # None: empty (no exception raised per idle turn)
+            if env is None:
                 if self.status == "running":
                     self.status = "idle" if self.ended is None else self.ended[0]
-                await self.journal.flush()  # idle: make buffered steps durable
+                journal = self.journal
+                if journal.durable_seq < journal.last_seq:  # else flush() is a no-op
+                    await journal.flush()  # idle: make buffered steps durable
                 self.prune_inflight()
                 env = await self._mailbox.get()
             if env is STOP:

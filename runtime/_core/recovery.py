@@ -144,7 +144,7 @@ async def recover(cell: Recovering) -> None:
                 on_reject=on_reject,
                 decode=lambda plain: _codec.structure(plain, state_type),
             )
-            cell.journal = Journal(cell.store, cell.actor_id, found.last_seq)
+            cell.journal = Journal(cell.store, cell.actor_id, found.last_seq, cell.journal.scope)
             # a new log (or one from before incarnations) starts its incarnation here
             cell.incarnation = found.incarnation or _codec.new_incarnation()
             cell.actor.state = initial if found.state_data is None else found.state

@@ -13,8 +13,6 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
-import anyio
-
 from .._durability import (
     decisions as _decisions,
     lifecycle as _lifecycle,
@@ -75,9 +73,10 @@ async def handle(cell: Stepping, env: Envelope) -> None:
     ctx = Context(cell, env.seq, env.recorded, complete=False, incarnation=env.incarnation)
     resumed = bool(env.recorded)
     name = SPAN.REPLAY_STEP if resumed else SPAN.STEP
-    parent = env.parent if resumed else _telemetry.extract(env.trace)
+    parent = env.parent if resumed else (_telemetry.extract(env.trace) if env.trace else None)
     attributes: dict[str, Any] | None = None
-    if _telemetry.enabled():  # no SDK: no span, and no attributes built for one
+    traced = _telemetry.enabled()
+    if traced:  # no SDK: no span, and no attributes built for one
         attributes = {
             ATTR.ACTOR_ID: cell.actor_id,
             ATTR.ACTOR_TYPE: cell.actor_type,
@@ -100,7 +99,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
                 if resumed:
                     ctx.fatal = _unsettled(cell, env, cannot)
                 raise cannot
-            with anyio.CancelScope() as scope, _tools.in_step(cell.where), ctx._handler_task():
+            with cell.journal.scope() as scope, _tools.in_step(cell.where), ctx._handler_task():
                 cell.step_scope = scope  # an operator's cancel (Cell.cancel_step)
                 if resumed and cell.cancel_pending is not None:
                     ctx.cancel_replay = scope  # asked while it was down: cut where its log ends
@@ -151,7 +150,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
                 _records.step_payload(
                     reply=reply_plain,
                     error=None if error is None else _lifecycle.error_info(error),
-                    span=_telemetry.span_ids(),
+                    span=_telemetry.span_ids() if traced else None,  # no step span: no ids
                     duration=time.perf_counter() - t0,
                 ),
             )
@@ -168,7 +167,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
                 env.seq,
                 _records.step_payload(
                     error=ErrorInfo.of(exc),
-                    span=_telemetry.span_ids(),
+                    span=_telemetry.span_ids() if traced else None,  # no step span: no ids
                     duration=time.perf_counter() - t0,
                 ),
             )
@@ -191,10 +190,11 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         cell.ended = ("finished", ctx.stopped)  # refuse what follows; snapshots stop
     cell.steps_since_snapshot += 1
     cell.replay_cpu += max(time.perf_counter() - t0 - ctx.awaited, 0.0)
-    due = cell.policy.trigger(
+    policy = cell.policy
+    due = policy.trigger(
         cell.steps_since_snapshot,
         time.monotonic() - cell.last_snapshot_at,
-        cell.recovery_parts(),
+        (0.0, 0.0) if policy.recovery_budget is None else cell.recovery_parts(),
     )
     # A burst: with more messages queued, the reply waits for the commit of a later step
     # (its first intent's, its end's, or the loop's when the mailbox is empty): one commit

@@ -132,6 +132,8 @@ class Emitter:
 
     def end(self) -> None:
         """The handler is done: trace the last batch; no caller joins from now on."""
+        if not self.count:
+            return  # nothing emitted: no batch, no registration, no history
         self._trace()
         if self.count and _RUNNING.get(self._key) is self:
             del _RUNNING[self._key]

@@ -5,11 +5,14 @@ Data and small queues only: nothing here knows the cell, the system or the store
 
 from __future__ import annotations
 
+import asyncio
 import collections
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 import attrs
+import sniffio
 
 from .._journal import codec as _codec
 from .._journal.errors import ActorFinishedError, HandlerError, StepCancelledError
@@ -27,10 +30,12 @@ __all__ = [
     "EventItem",
     "Mailbox",
     "Moved",
+    "Primitives",
     "Reply",
     "settle",
     "reply_value",
     "step_outcome",
+    "backend",
 ]
 
 
@@ -50,6 +55,82 @@ class _Signal:
 STOP: Final = _Signal("stop")
 #: Snapshot (if anything changed) and leave memory (``Cell.passivate``).
 PASSIVATE: Final = _Signal("passivate")
+
+
+class Flag:
+    """An event with one waiter, on asyncio: a loop future made only when the waiter has
+    to wait. What an ask's reply slot and the mailbox's wake-up need, for less than an
+    ``anyio.Event`` (which wraps an ``asyncio.Event`` and finds its backend through sniffio
+    per instance). Cancelling the wait cancels only that future (anyio's cancel scopes
+    cancel an asyncio task's awaited future like any other); ``is_set`` stays False."""
+
+    __slots__ = ("_fut", "_set")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._fut: asyncio.Future[None] | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            fut = self._fut
+            if fut is not None and not fut.done():
+                fut.set_result(None)
+
+    def wait(self) -> Awaitable[None]:
+        """Awaitable until set: the future itself (no coroutine around it)."""
+        if self._set:
+            return _READY
+        fut = self._fut = asyncio.get_running_loop().create_future()
+        return fut
+
+
+class _Ready:
+    """Awaits to None at once, without suspending."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield from ()
+
+
+_READY: Final = _Ready()
+
+
+class Primitives:
+    """A backend's event and cancel scope classes, resolved once (``backend``): an
+    ``anyio.Event()`` or ``anyio.CancelScope()`` looks its backend up through sniffio each
+    time, which the hot path (a reply slot per ask, a shield per append) need not pay.
+    ``event`` has one waiter (``Flag`` on asyncio)."""
+
+    __slots__ = ("event", "scope")
+
+    def __init__(self, event: Callable[[], Any], scope: Callable[..., anyio.CancelScope]) -> None:
+        self.event = event
+        self.scope = scope
+
+
+#: what dispatches per call (outside an event loop, or an unknown library)
+GENERIC: Final = Primitives(anyio.Event, anyio.CancelScope)
+_RESOLVED: dict[str, Primitives] = {}
+
+
+def backend() -> Primitives:
+    """The running async library's primitives (call it in the event loop's thread: once per
+    cell). ``GENERIC`` when no library is running."""
+    try:
+        name = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return GENERIC
+    found = _RESOLVED.get(name)
+    if found is None:
+        scope = type(anyio.CancelScope())
+        event = Flag if name == "asyncio" else type(anyio.Event())
+        found = _RESOLVED[name] = Primitives(event, scope)
+    return found
 
 
 class Moved(Exception):  # internal signal, never escapes the system
@@ -127,8 +208,14 @@ class Reply:
 
     __slots__ = ("_seq", "_waiters", "error", "event", "stream", "value")
 
-    def __init__(self, waiters: dict[int, list[Reply]] | None = None, seq: int = 0) -> None:
-        self.event = anyio.Event()
+    def __init__(
+        self,
+        waiters: dict[int, list[Reply]] | None = None,
+        seq: int = 0,
+        event: Callable[[], Any] = anyio.Event,
+    ) -> None:
+        #: set once the reply is in (one waiter: the caller's ``wait``)
+        self.event = event()
         self.value: Any = None
         self.error: BaseException | None = None
         self._waiters = waiters
@@ -181,11 +268,12 @@ class Mailbox:
     memory object stream: no event and no checkpoint per receive, only an event when the
     consumer actually has to wait."""
 
-    __slots__ = ("_items", "_waiter", "closed")
+    __slots__ = ("_event", "_items", "_waiter", "closed")
 
-    def __init__(self) -> None:
+    def __init__(self, event: Callable[[], Any] = anyio.Event) -> None:
         self._items: collections.deque[Envelope | _Signal] = collections.deque()
-        self._waiter: anyio.Event | None = None
+        self._waiter: Any = None
+        self._event = event
         self.closed = False
 
     def __len__(self) -> int:
@@ -206,12 +294,17 @@ class Mailbox:
             return self._items.popleft()
         raise anyio.WouldBlock
 
+    def take(self) -> Envelope | _Signal | None:
+        """The next item, or None if there is none."""
+        items = self._items
+        return items.popleft() if items else None
+
     async def get(self) -> Envelope | _Signal:
         while not self._items:
             if self.closed:
                 raise anyio.ClosedResourceError
-            self._waiter = anyio.Event()
-            await self._waiter.wait()
+            self._waiter = waiter = self._event()
+            await waiter.wait()
         return self._items.popleft()
 
     def close(self) -> None:

@@ -54,12 +54,16 @@ class _Layer:
         self.count += 1
 
     def __contains__(self, h: int) -> bool:
-        bits, size, h1, h2 = self.bits, self.size, h & 0xFFFFFFFF, (h >> 32) | 1
-        for i in range(self.probes):
-            p = (h1 + i * h2) % size
-            if not bits[p >> 3] & (1 << (p & 7)):
-                return False  # a fresh id usually misses at the first or second probe
-        return True
+        return _probe(self, h)
+
+
+def _probe(layer: _Layer, h: int) -> bool:
+    bits, size, h1, h2 = layer.bits, layer.size, h & 0xFFFFFFFF, (h >> 32) | 1
+    for i in range(layer.probes):
+        p = (h1 + i * h2) % size
+        if not bits[p >> 3] & (1 << (p & 7)):
+            return False  # a fresh id usually misses at the first or second probe
+    return True
 
 
 class SeenIds:
@@ -93,7 +97,13 @@ class SeenIds:
             bits_per_id = _BITS_PER_ID + _TIGHTEN * len(self._layers)
             layer = _Layer(layer.capacity * _GROWTH, bits_per_id)
             self._layers.append(layer)
-        layer.add(hash(message_id) & _MASK64)
+        # _Layer.add, inlined (an id per message): double hashing, probe i is h1 + i * h2
+        h = hash(message_id) & _MASK64
+        bits, size, h1, h2 = layer.bits, layer.size, h & 0xFFFFFFFF, (h >> 32) | 1
+        for i in range(layer.probes):
+            p = (h1 + i * h2) % size
+            bits[p >> 3] |= 1 << (p & 7)
+        layer.count += 1
 
     def load(self, message_ids: Iterable[str]) -> None:
         """Add the ids the store held when read; the filter is complete from now on (the
@@ -109,7 +119,10 @@ class SeenIds:
 
     def maybe_seen(self, message_id: str) -> bool:
         h = hash(message_id) & _MASK64
-        return any(h in layer for layer in self._layers)
+        for layer in self._layers:  # noqa: SIM110 (a loop: no generator per id)
+            if _probe(layer, h):
+                return True
+        return False
 
     def surely_new(self, message_id: str) -> bool:
         """True only if the filter is complete and has never seen ``message_id``."""

@@ -29,9 +29,8 @@ from .._journal.errors import (
     StepCancelledError,
     ToolCallError,
 )
-from .._journal.ids import idempotency_key
+from .._journal.ids import step_key
 from .._journal.records import EffectRecord, EntryKind, ErrorInfo, IntentRecord, Recorded, SettledBy
-from .._tracing import telemetry as _telemetry
 from . import tasks as _tasks
 from .calls import StepHost, abandoned_error, not_started_error
 from .ctxtasks import StepTasks, by_task
@@ -197,7 +196,7 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         node = self._task("ctx.call()")
         t0 = time.perf_counter()
         try:
-            with _tasks.outside(), _telemetry.calling(node.task):  # spawns: not the step's
+            with _tasks.calling_outside(node.task):  # spawns: not the step's
                 return await self._call(node, tool, args, kwargs)
         finally:
             # time awaiting the effect (tool, commit): replay serves it from the log, so it
@@ -215,12 +214,10 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         # Live, the intent entry's encode is the check (arguments encoded once); compared
         # with a recorded intent (or described in an error) they are checked here first.
         check = index < len(self._tasks.get(node.task, ())) or self._complete
-        args_plain = _codec.to_plain(list(args), what, check=check)
-        kwargs_plain = _codec.to_plain(dict(kwargs), what, check=check)
+        args_plain = _codec.to_plain(list(args), what, check=check) if args else []
+        kwargs_plain = _codec.to_plain(dict(kwargs), what, check=check) if kwargs else {}
         node.index += 1
-        key = idempotency_key(
-            self.actor_id, self.step_seq, index, incarnation=self.incarnation, task=node.task
-        )
+        key = step_key(self.actor_id, self.step_seq, index, self.incarnation, node.task)
         rec = self._expect(node, index, EntryKind.INTENT, t.name, args_plain, kwargs_plain)
         if self._seq is not None:
             await self._ordered(node, rec)

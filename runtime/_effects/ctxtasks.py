@@ -153,6 +153,8 @@ class StepTasks:
 
 def by_task(recorded: list[Recorded]) -> dict[str, list[Recorded]]:
     """[F18] The recorded effects of each task, each list in the task's own order."""
+    if not recorded:
+        return {"": recorded}  # a live step
     if all(not rec.record.task for rec in recorded):
         return {"": recorded}  # the handler's own task only (every step without concurrency)
     tasks: dict[str, list[Recorded]] = {"": []}

@@ -26,6 +26,8 @@ import sys
 from collections.abc import Coroutine
 from typing import Any, Protocol
 
+from .._tracing import telemetry as _telemetry
+
 __all__ = ["Node", "NodeOwner", "Running", "current", "install", "outside"]
 
 
@@ -50,7 +52,7 @@ class Node:
         self.owner = owner
         self.path = path
         #: [F18] the dot-joined path as logged: "" for the root task, "1.0" for a grandchild
-        self.task = ".".join(map(str, path))
+        self.task = ".".join(map(str, path)) if path else ""
         self.spawned = 0
         #: the number of the task's next effect
         self.index = 0
@@ -114,6 +116,24 @@ class Running:
 def outside() -> _Set:
     """Around the runtime's part of an effect and around a tool: spawns are not counted."""
     return _Set(None)
+
+
+class calling_outside:  # used like a function: ``with calling_outside(task):``
+    """``outside()`` and ``telemetry.calling(task)`` in one block: around each
+    ``ctx.call`` (spawns are not the step's; its spans name the task that made it)."""
+
+    __slots__ = ("_node", "_task", "_value")
+
+    def __init__(self, task: str) -> None:
+        self._value = task
+
+    def __enter__(self) -> None:
+        self._node = _NODE.set(None)
+        self._task = _telemetry.CALL_TASK.set(self._value)
+
+    def __exit__(self, *exc: object) -> None:
+        _telemetry.CALL_TASK.reset(self._task)
+        _NODE.reset(self._node)
 
 
 # -- the hooks -------------------------------------------------------------------------------

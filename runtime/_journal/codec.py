@@ -1,4 +1,5 @@
-"""The only module that knows bytes: payload encoding, the checksum frame, snapshot digests.
+"""The only module that knows bytes: payload encoding (and, from ``frames``, the checksum
+frame and snapshot digests).
 
 Everything here is specified in ``docs/FORMAT.md``; the ``[Fn]`` tags cite it.
 """
@@ -7,15 +8,11 @@ from __future__ import annotations
 
 import collections.abc
 import json
-import struct
 import typing
-import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..store import KINDS, EntryRow, SnapshotInfo
 from .checks import (
-    is_utf8,
     shown as shown,
     validate_int,
     validate_name,
@@ -24,13 +21,23 @@ from .checks import (
     validate_stable_name,
     validate_text,
 )
-from .errors import ConfigurationError, CorruptEntryError, EncodeError
+from .errors import EncodeError
+from .frames import (
+    _KIND_CODE as _KIND_CODE,
+    FRAME_VERSION as FRAME_VERSION,
+    _frame_parts as _frame_parts,
+    entry_checksum as entry_checksum,
+    info_digest as info_digest,
+    log_start_checksum as log_start_checksum,
+    make_row as make_row,
+    snapshot_digest as snapshot_digest,
+    verify_row as verify_row,
+)
 
 # Ids live in ``_ids`` and the bounded repr of error messages in ``_checks``; re-exported
 # here, where most of the runtime calls them (``_codec.validate_actor_id``).
 from .ids import (
     MAX_ACTOR_ID_CHARS as MAX_ACTOR_ID_CHARS,
-    NO_MESSAGE_ID,
     new_incarnation as new_incarnation,
     new_message_id as new_message_id,
     validate_actor_id as validate_actor_id,
@@ -68,20 +75,30 @@ __all__ = [
 #: [F10] Largest encoded payload of one log entry. Larger messages, arguments or results are
 #: rejected at the call with ``EncodeError``; store big blobs elsewhere and log a reference.
 MAX_PAYLOAD_BYTES = 8 * 1024 * 1024
-_MAX_TAG_BYTES = 1024
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _compact_encoder() -> Callable[[Any], str]:
-    """``_encoder.encode`` without its per-call set-up: the C encoder is made once (without
-    a circular-reference memo, so a cycle raises ``RecursionError``). The same output."""
+def _c_encoder() -> Callable[[Any, int], Any] | None:
+    """The C encoder of ``_encoder``, made once (without a circular-reference memo, so a
+    cycle raises ``RecursionError``); None on an interpreter without the C accelerator."""
     make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # an interpreter without the C accelerator
-        return _encoder.encode
-    c_encode = make(
+    if make is None:
+        return None
+    made: Callable[[Any, int], Any] = make(
         None, _encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
     )
+    return made
+
+
+_c_encode = _c_encoder()
+
+
+def _compact_encoder() -> Callable[[Any], str]:
+    """``_encoder.encode`` without its per-call set-up (``_c_encode``). The same output."""
+    c_encode = _c_encode
+    if c_encode is None:  # an interpreter without the C accelerator
+        return _encoder.encode
 
     def encode(obj: Any) -> str:
         return "".join(c_encode(obj, 0))
@@ -100,8 +117,6 @@ converter: cattrs.Converter
 #: What unstructuring a value that cannot be encoded raises (cattrs' own error is added
 #: when the converter is made: it cannot be raised before).
 _ENCODE_ERRORS: tuple[type[BaseException], ...] = (TypeError, ValueError, RecursionError)
-
-_KIND_CODE = {kind: code for code, kind in enumerate(KINDS, start=1)}
 
 
 def _unstructure_pydantic(value: Any) -> Any:
@@ -307,7 +322,8 @@ def structure(plain: Any, cls: Any) -> Any:
     messages, tool results, replies)."""
     if type(plain) is cls and cls in _EXACT:
         return plain
-    if type(plain) is list or type(plain) is dict:
+    if type(plain) is list or (type(plain) is dict and _SIMPLE.get(cls) is None):
+        # (an attrs class of plain fields, cached, is no container: straight below)
         copied = _plain_container(plain, cls)
         if copied is not None:
             return copied
@@ -358,7 +374,10 @@ def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> byt
 def encode_plain(obj: dict[str, Any] | list[Any], what: str) -> bytes:
     """Encode an already-plain JSON object or array (an entry envelope)."""
     try:
-        data = _encode(obj).encode()
+        if _c_encode is not None:  # ``_encode``, inlined: four entries an ask
+            data = "".join(_c_encode(obj, 0)).encode()
+        else:
+            data = _encode(obj).encode()
     except (TypeError, ValueError, RecursionError) as exc:
         raise EncodeError(what, type(obj), str(exc)) from exc
     if len(data) > MAX_PAYLOAD_BYTES:
@@ -418,6 +437,27 @@ def is_scalar(plain: Any) -> bool:
     return type(plain) in _SCALARS
 
 
+def is_flat(plain: Any) -> bool:
+    """A plain value whose JSON decodes to an equal value of the same types, item for item:
+    a scalar (``is_scalar``), or a dict with str keys (a list) of scalars, as a small
+    message's body is. Its decoded form need not be computed; it may be used instead
+    (structuring copies its items into a new object: nothing aliases it)."""
+    t = type(plain)
+    if t in _SCALARS:
+        return True
+    if t is dict:
+        for k, v in plain.items():  # noqa: SIM110 (a loop: no generator per message)
+            if type(k) is not str or type(v) not in _SCALARS:
+                return False
+        return True
+    if t is list:
+        for v in plain:  # noqa: SIM110
+            if type(v) not in _SCALARS:
+                return False
+        return True
+    return False
+
+
 _decoder = json.JSONDecoder()
 _decode_str = _decoder.decode
 _scan: Callable[[str, int], tuple[Any, int]] = _decoder.scan_once  # type: ignore[attr-defined]
@@ -451,165 +491,3 @@ def check_attrs_instance(value: object, what: str) -> None:
             "it is not an instance of an attrs class, a dataclass or a pydantic model "
             "(wrap the value in one: @attrs.define class Ask: question: str)",
         )
-
-
-#: [F6] The first byte of every checksum frame: 1 in formats 1 and 2 (format 2 changed the
-#: payload bytes the frames cover, not the frames)
-FRAME_VERSION = 1
-_HEAD = struct.Struct(">BBQQH")  # version, kind code, seq, ref, actor id length
-_U16 = struct.Struct(">H")
-_U32 = struct.Struct(">I")
-_NO_MESSAGE_ID_BYTES = _U16.pack(NO_MESSAGE_ID)
-
-
-def _frame_parts(
-    actor_id: str,
-    seq: int,
-    kind: str,
-    type_tag: str,
-    ref: int,
-    message_id: str | None,
-    payload: bytes,
-) -> tuple[bytes, bytes]:
-    """[F6] The bytes the checksum covers, as (header, payload): the checksum runs over both
-    without joining them (no copy of a large payload)."""
-    aid = actor_id.encode()
-    tag = type_tag.encode()
-    if message_id is None:
-        mid = _NO_MESSAGE_ID_BYTES
-    else:
-        mid_bytes = message_id.encode()
-        mid = _U16.pack(len(mid_bytes)) + mid_bytes
-    head = b"".join(
-        (
-            _HEAD.pack(FRAME_VERSION, _KIND_CODE.get(kind, 0), seq, ref, len(aid)),
-            aid,
-            _U16.pack(len(tag)),
-            tag,
-            mid,
-            _U32.pack(len(payload)),
-        )
-    )
-    return head, payload
-
-
-def entry_checksum(
-    actor_id: str,
-    seq: int,
-    kind: str,
-    type_tag: str,
-    ref: int,
-    message_id: str | None,
-    payload: bytes,
-) -> int:
-    """[F6] CRC-32 (zlib/IEEE 802.3 polynomial) of the entry frame, as an unsigned int."""
-    head, body = _frame_parts(actor_id, seq, kind, type_tag, ref, message_id, payload)
-    return zlib.crc32(body, zlib.crc32(head))
-
-
-#: type tags already checked by make_row (bounded)
-_GOOD_TAGS: set[str] = set()
-
-
-def make_row(
-    actor_id: str,
-    seq: int,
-    kind: str,
-    type_tag: str,
-    ref: int,
-    message_id: str | None,
-    payload: bytes,
-) -> EntryRow:
-    """Build a checksummed row. Raises ``ConfigurationError`` for a field no entry can hold."""
-    if type_tag not in _GOOD_TAGS:
-        if not is_utf8(type_tag):
-            raise ConfigurationError(f"type tag {type_tag!r} contains lone surrogates")
-        if len(type_tag.encode()) > _MAX_TAG_BYTES:
-            raise ConfigurationError(
-                f"type tag longer than {_MAX_TAG_BYTES} bytes: {type_tag[:80]}..."
-            )
-        if len(_GOOD_TAGS) < 4096:  # tags are a few per program: message types, tool names
-            _GOOD_TAGS.add(type_tag)
-    if message_id is not None:
-        validate_message_id(message_id)
-    return EntryRow(
-        actor_id=actor_id,
-        seq=seq,
-        kind=kind,
-        type_tag=type_tag,
-        ref=ref,
-        message_id=message_id,
-        payload=payload,
-        checksum=entry_checksum(actor_id, seq, kind, type_tag, ref, message_id, payload),
-    )
-
-
-def verify_row(row: EntryRow, expected_actor: str, expected_seq: int) -> None:
-    """[F7] Raise ``CorruptEntryError`` unless ``row`` is a valid entry at that position."""
-    if row.actor_id != expected_actor:
-        raise CorruptEntryError(expected_actor, expected_seq, "identity", "wrong actor id")
-    if row.seq != expected_seq:
-        raise CorruptEntryError(
-            expected_actor,
-            expected_seq,
-            "seq chain",
-            f"found seq {row.seq} where {expected_seq} was expected",
-        )
-    if row.kind not in _KIND_CODE:
-        raise CorruptEntryError(expected_actor, expected_seq, "kind", f"unknown kind {row.kind!r}")
-    try:
-        actual = entry_checksum(
-            row.actor_id, row.seq, row.kind, row.type_tag, row.ref, row.message_id, row.payload
-        )
-    except (struct.error, OverflowError, UnicodeError, TypeError) as exc:
-        # a damaged field no valid entry can hold (a negative seq or ref, say)
-        raise CorruptEntryError(
-            expected_actor, expected_seq, "checksum", f"a field cannot be framed: {exc}"
-        ) from exc
-    if actual != row.checksum:
-        raise CorruptEntryError(
-            expected_actor,
-            expected_seq,
-            "checksum",
-            f"stored {row.checksum:#010x}, computed {actual:#010x}",
-        )
-
-
-def snapshot_digest(
-    actor_id: str,
-    seq: int,
-    handled_seq: int,
-    type_tag: str,
-    schema_version: int,
-    data: bytes,
-) -> bytes:
-    """[F12] SHA-256 of the snapshot frame: its identity and position, then its bytes.
-
-    Covering ``seq`` and ``handled_seq`` (not only the data) means a damaged position is
-    detected too, instead of replaying from the wrong place.
-    """
-    aid = actor_id.encode()
-    tag = type_tag.encode()
-    import hashlib  # only for snapshots (its OpenSSL binding is slow to load)
-
-    h = hashlib.sha256()
-    h.update(struct.pack(">BH", FRAME_VERSION, len(aid)))
-    h.update(aid)
-    h.update(struct.pack(">QQIH", seq, handled_seq, schema_version, len(tag)))
-    h.update(tag)
-    h.update(struct.pack(">Q", len(data)))
-    h.update(data)
-    return h.digest()
-
-
-def info_digest(info: SnapshotInfo, data: bytes) -> bytes:
-    """The digest a snapshot with this metadata and these bytes must carry."""
-    return snapshot_digest(
-        info.actor_id, info.seq, info.handled_seq, info.type_tag, info.schema_version, data
-    )
-
-
-def log_start_checksum(actor_id: str, first_seq: int) -> int:
-    """[F16] CRC-32 of a compacted log's start record: the first seq still stored."""
-    a = actor_id.encode()
-    return zlib.crc32(struct.pack(">BBQH", FRAME_VERSION, 0x80, first_seq, len(a)) + a)

@@ -17,6 +17,7 @@ __all__ = [
     "NO_MESSAGE_ID",
     "new_incarnation",
     "new_message_id",
+    "step_key",
     "validate_actor_id",
     "validate_message_id",
 ]
@@ -121,6 +122,24 @@ def idempotency_key(
     if incarnation is None:
         return f"{actor_id}:{step_seq}:{index}"
     return f"{actor_id}:{validate_text(incarnation, 'incarnation')}:{step_seq}:{index}"
+
+
+#: (actor id, incarnation) -> the head of their keys, checked once (bounded)
+_KEY_HEADS: dict[tuple[str, str | None], str] = {}
+
+
+def step_key(actor_id: str, step_seq: int, index: int, incarnation: str | None, task: str) -> str:
+    """``idempotency_key`` for the runtime's own calls (a step's seq, a call's index and a
+    task path it made itself): the same key, with the actor id and incarnation checked
+    once per pair rather than per call."""
+    head = _KEY_HEADS.get((actor_id, incarnation))
+    if head is None:
+        head = idempotency_key(actor_id, 0, 0, incarnation=incarnation)[: -len(":0:0")]
+        if len(_KEY_HEADS) < 4096:
+            _KEY_HEADS[actor_id, incarnation] = head
+    if task:
+        return f"{head}:{step_seq}:{task}.{index}"
+    return f"{head}:{step_seq}:{index}"
 
 
 def _is_path(task: str) -> bool:

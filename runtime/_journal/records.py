@@ -497,7 +497,7 @@ def message_payload(
 
     The builders write the compact payload ([F19]) of ``XRecord(...)`` directly (they run
     for every entry; tests/journal/test_records.py holds them equal)."""
-    a = [body, _compact.now_ms(), incarnation, sender, trace]
+    a = [body, round(time.time() * 1000), incarnation, sender, trace]
     while len(a) > 2 and a[-1] is None:
         a.pop()
     return a
@@ -516,7 +516,7 @@ def intent_payload(
     """``intent`` (type_tag = tool name, ref = step's message seq); ``task`` ([F18]) only
     for an effect of a task the handler spawned."""
     e, p = _compact.EFFECT_CODE.get(effect, effect), _compact.POLICY_CODE.get(policy, policy)
-    a: list[Any] = [index, e, p, args, key, _compact.now_ms()]
+    a: list[Any] = [index, e, p, args, key, round(time.time() * 1000)]
     if task:
         a += (kwargs, task)
     elif kwargs:
@@ -540,10 +540,12 @@ def result_payload(
     ``doubt``: a cancelled write's in-doubt keys (:func:`doubt_keys`).
     """
     ok = error is None
+    if ok and type(attempt) is int and attempt == 1 and settled_by == "run" and not doubt:
+        return [True, value, round(time.time() * 1000), round(duration * 1_000_000)]
     a = [
         ok,
         value if ok else _plain_error(_error_of(error)),
-        _compact.now_ms(),
+        round(time.time() * 1000),
         round(duration * 1_000_000),
         attempt,
         _compact.SETTLED_CODE.get(settled_by, str(settled_by)),
@@ -577,7 +579,7 @@ def step_payload(
     a = [
         ok,
         reply if ok else _plain_error(_error_of(error)),
-        _compact.now_ms(),
+        round(time.time() * 1000),
         round(duration * 1_000_000),
     ]
     if span is not None:

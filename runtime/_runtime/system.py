@@ -444,6 +444,11 @@ class ActorSystem(Lifecycle, SystemTimers, Queries, Operations):
         the door (``_door.admit_message``): to the actor's cell here, or (leases: another
         runtime owns it) through the store's inbox. With ``want_reply``, waits for the reply,
         at most ``timeout`` seconds (routing and logging included)."""
+        if timeout is None and self._ownership is None:  # _route_and_post's local path
+            slot = await self._post_local(
+                cls, actor_id, letter, message_id=message_id, sender=sender, want_reply=want_reply
+            )
+            return None if slot is None else await slot.wait()
         if timeout is None:
             return await self._route_and_post(cls, actor_id, letter, message_id, sender, want_reply)
         with anyio.fail_after(timeout):
