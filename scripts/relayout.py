@@ -257,9 +257,9 @@ MOVES: dict[str, str] = {
 #: (tests/test_layout.py checks the rules; docs/architecture.md draws them.)
 PACKAGE_DOCS: dict[str, str] = {
     "runtime/_journal": (
-        "The journal: the only code that knows bytes. Payload encoding and the checksum frame "
-        "(``codec``; format 2's compact payloads and compressed snapshots: ``compact``), "
-        "the typed record of each entry kind (``records``, ``entrykinds``, "
+        "The journal: the only code that knows bytes. Payload encoding (``codec``), the "
+        "checksum frames (``frames``), format 2's compact payloads and compressed snapshots "
+        "(``compact``), the typed record of each entry kind (``records``, ``entrykinds``, "
         "``entryreads``, ``fields``), the rows a store keeps (``rows``, ``storetimers``; public "
         "through :mod:`actorlog.store`) and its leases as read (``leases``), stable names and "
         "ids (``names``, ``ids``), the exception "
