@@ -1,0 +1,88 @@
+"""``codec.unstructure`` copies nested plain JSON (a conversation's messages in a reply) itself
+instead of through cattrs: the result must be what cattrs makes of the same value, item for item
+and type for type, whatever is nested inside (a tuple, a set, an enum, a str subclass, an attrs
+instance, a non-str key all go to cattrs)."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+from actorlog._journal import codec
+from hypothesis import given, strategies as st
+
+
+class _Color(enum.IntEnum):
+    RED = 1
+
+
+class _Text(str):
+    pass
+
+
+@attrs.frozen
+class _Point:
+    x: int
+
+
+_leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(),
+)
+_odd = st.one_of(
+    st.just(_Color.RED),
+    st.builds(_Text, st.text()),
+    st.builds(_Point, st.integers()),
+    st.tuples(st.integers()),
+    st.frozensets(st.integers(), max_size=2),
+)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if type(a) in (list, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if type(a) is float:
+        return repr(a) == repr(b)
+    return bool(a == b)
+
+
+def _json(leaves: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.recursive(
+        leaves,
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+        ),
+        max_leaves=20,
+    ).filter(lambda v: type(v) in (dict, list))
+
+
+@given(_json(_leaves))
+def test_nested_plain_json_is_copied_as_cattrs_copies_it(value: Any) -> None:
+    ours = codec.unstructure(value)
+    assert _same(ours, codec._converter().unstructure(value))
+    assert ours is not value  # a new container: the caller's value is never aliased
+
+
+@given(_json(_leaves | _odd))
+def test_anything_else_nested_is_left_to_cattrs(value: Any) -> None:
+    assert _same(codec.unstructure(value), codec._converter().unstructure(value))
+
+
+def test_a_non_str_key_deep_inside_goes_to_cattrs() -> None:
+    value = {"messages": [{"parts": [{1: "a"}]}]}
+    assert _same(codec.unstructure(value), codec._converter().unstructure(value))
+
+
+def test_deep_nesting_past_the_copy_limit_goes_to_cattrs() -> None:
+    value: Any = []
+    for _ in range(80):
+        value = [value]
+    assert _same(codec.unstructure(value), codec._converter().unstructure(value))
