@@ -18,7 +18,8 @@ When (``commit_on_loop``):
   where it ran (on the thread: the statement there, without the trips), weighs
   ``1/LOOP_WEIGHT`` in the mean. The mean starts at ``2 * LOOP_LIMIT`` (nothing measured:
   the first lone commits go to the thread, about seven fast ones before one runs on the
-  loop). A slow stretch (a slow disk, another process's lock) pushes the mean over the
+  loop). A slow stretch (a slow disk; a write lock another connection holds: never waited
+  for on the loop, see ``_commit_here``) pushes the mean over the
   limit within a commit or two, and the lone commits go back to the thread until it is
   fast again; a lone slow commit (a WAL checkpoint) costs at most a few commits on the
   thread.
@@ -35,7 +36,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from actorlog.store import (
     CorruptEntryError,
@@ -95,6 +96,8 @@ class SqliteCommits:
     if TYPE_CHECKING:
 
         def _writer(self) -> Connection: ...
+        @property
+        def _busy_pragma(self) -> str: ...
         def _error(self, what: str, exc: Exception) -> Exception: ...
 
     def _loop_ok(self) -> bool:
@@ -111,6 +114,28 @@ class SqliteCommits:
             # on the loop a commit has no await that others could join during: the leader
             # lets the ready tasks run once first (as with commit_on_loop=True)
             self._committer.gather = "always" if now else "when_shared"
+
+    def _commit_here(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> bool:
+        """Commit a lone append on the event loop's thread, on the idle writer connection
+        ``conn``, without waiting for another connection's write lock (the loop must not
+        stall for ``busy_timeout``): False, nothing written, if the lock is taken (the
+        caller commits on the writer's thread, which waits for it; the mean is pushed over
+        the limit so the next lone commits go there too)."""
+        conn.execute("PRAGMA busy_timeout=0")
+        t = time.perf_counter()
+        try:
+            conn.execute(sql, params).close()
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                raise
+            self._took(2 * LOOP_LIMIT * LOOP_WEIGHT)  # over the limit at once
+            return False
+        else:
+            self._took(time.perf_counter() - t)
+            self._loop_commits += 1
+            return True
+        finally:
+            conn.execute(self._busy_pragma)
 
     async def _commit(self, batch: Sequence[Request[Append]]) -> None:
         """Commit a batch: one multi-row INSERT (one transaction) per chunk of requests."""
@@ -138,14 +163,9 @@ class SqliteCommits:
                 params = flat_entry_values(rows)
                 if len(chunk) > 1:
                     await w.execute(sql, params)
-                elif (direct := w.idle() if self._loop_ok() else None) is not None:
-                    t = time.perf_counter()
-                    try:
-                        direct.execute(sql, params).close()  # on the event loop's thread
-                    finally:
-                        self._took(time.perf_counter() - t)
-                        self._loop_commits += 1
-                else:
+                elif (direct := w.idle() if self._loop_ok() else None) is None or (
+                    not self._commit_here(direct, sql, params)
+                ):
                     self._took(await w.execute_timed(sql, params))
             else:  # one oversized request: an explicit transaction, in one call
                 await w.insert_many(

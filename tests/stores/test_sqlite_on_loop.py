@@ -301,23 +301,59 @@ async def test_auto_commits_on_the_loop_while_commits_are_fast(tmp_path: Path) -
 
 
 async def test_auto_sends_lone_commits_to_the_thread_after_a_slow_one(tmp_path: Path) -> None:
-    """A commit that waited 0.3 s for a lock (a slow disk would do the same) blocked the
-    loop once: the next lone commits go to the writer's thread, until fast ones bring the
-    running mean back under the limit."""
+    """A slow commit (here one that waited 0.3 s for a lock on the writer's thread; a slow
+    disk would do the same): the next lone commits go to the writer's thread, until fast
+    ones bring the running mean back under the limit."""
     path = tmp_path / "a.db"
     async with opened(SqliteStore(path), "a") as store:
         fast_commits(store)
-        with write_lock_held(path, 0.3):
-            await store.append("a", 0, [msg("a", 1)])  # on the loop: waits for the lock
+        await store.append("a", 0, [msg("a", 1)])
         assert on_loop(store) == 1
-        assert store._commit_mean >= 0.3 / LOOP_WEIGHT > LOOP_LIMIT
+        with write_lock_held(path, 0.3):
+            await store.append("a", 1, [msg("a", 2)])  # the loop does not wait: the thread does
+        assert on_loop(store) == 1
+        assert store._commit_mean > LOOP_LIMIT
         assert store._committer.gather == "when_shared"
-        await store.append("a", 1, [msg("a", 2)])
+        await store.append("a", 2, [msg("a", 3)])
         assert on_loop(store) == 1  # on the writer's thread
         fast_commits(store)  # the disk is fast again
-        await store.append("a", 2, [msg("a", 3)])
+        await store.append("a", 3, [msg("a", 4)])
         assert on_loop(store) == 2
-        assert on_disk(path, "a") == [1, 2, 3]
+        assert on_disk(path, "a") == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("mode", [True, "auto"])
+async def test_the_loop_never_waits_for_another_connections_write_lock(
+    tmp_path: Path, mode: bool | str
+) -> None:
+    """Another connection (the operator CLI, a script) holds the write lock: a lone append
+    that would commit on the loop leaves the wait to the writer's thread, so the loop's other
+    tasks keep running (they stalled for the whole wait, up to ``busy_timeout``, before)."""
+    path = tmp_path / "a.db"
+    store = SqliteStore(path, commit_on_loop=mode)  # type: ignore[arg-type]
+    async with opened(store, "a") as store:
+        fast_commits(store)
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await anyio.sleep(0.01)
+                ticks += 1
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker)
+            await anyio.sleep(0.05)
+            with write_lock_held(path, 0.5):
+                before = ticks
+                await store.append("a", 0, [msg("a", 1)])
+                during = ticks - before
+            tg.cancel_scope.cancel()
+        assert during >= 5  # 0 when the loop waited for the lock
+        assert on_loop(store) == 0
+        assert on_disk(path, "a") == [1]
+        await store.append("a", 1, [msg("a", 2)])  # the lock is gone: appends go on
+        assert on_disk(path, "a") == [1, 2]
 
 
 async def test_a_slow_commit_on_the_thread_keeps_auto_off_the_loop(tmp_path: Path) -> None:
@@ -355,10 +391,11 @@ async def test_appends_woken_together_share_a_batch_while_lone_ones_go_on_the_lo
         assert len(batches) <= 12, batches
 
 
-async def test_a_deadline_passing_during_a_commit_on_the_loop(tmp_path: Path) -> None:
-    """A commit on the loop has no await: a deadline that passes while it runs (here: while
-    it waits 1 s for a lock) cannot stop it halfway; the append returns, committed, and the
-    store goes on."""
+async def test_a_deadline_passing_while_a_lone_append_waits_for_a_lock(tmp_path: Path) -> None:
+    """A lone append that meets another connection's write lock waits for it on the
+    writer's thread, not on the loop; a commit is not cut halfway: a deadline that passes
+    meanwhile lets the append return once committed, and the store goes on (back on the
+    loop once the lock is gone)."""
     path = tmp_path / "a.db"
     async with opened(SqliteStore(path, commit_on_loop=True), "a") as store:
         returned = False
@@ -366,11 +403,11 @@ async def test_a_deadline_passing_during_a_commit_on_the_loop(tmp_path: Path) ->
             await store.append("a", 0, [msg("a", 1)])
             returned = True
         assert returned
-        assert on_loop(store) == 1
+        assert on_loop(store) == 0
         assert on_disk(path, "a") == [1]
-        writer = store._writer()
-        assert writer.idle() is not None  # no call left behind, no transaction open
+        assert store._writer().idle() is not None  # no call left behind, no transaction open
         await store.append("a", 1, [msg("a", 2)])
+        assert on_loop(store) == 1
         assert [r.seq for r in await store.read("a")] == [1, 2]
 
 
