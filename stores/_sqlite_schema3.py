@@ -5,8 +5,8 @@ tag as small integer codes (``tags``) and the checksum as a signed 32-bit intege
 checksum unsigned), through which the store reads and writes, like SQL typed by hand.
 
 The view type-checks the coded columns itself (FORMAT.md [F15]): a code of another storage
-class, or one without a meaning, reads as NULL (a kind code unknown to this version as
-``"kind <n>"``), which the row check names as damage. Every other column reaches the row
+class, or one without a meaning, reads as NULL, which the row check names as damage
+(``column type``). Every other column reaches the row
 check unchanged. The checksum frame ([F6]) is computed from the view's values: a flipped
 bit in a code, in a tag's text or in an actor's key changes the entry's frame (or moves the
 row out of its actor's log: a broken seq chain), so it is caught like damage to any column.
@@ -20,9 +20,9 @@ __all__ = ["BY_PK_MESSAGE_ID", "DELETE_LOG3", "ENTRIES3", "MESSAGE_IDS", "STEP_O
 _KINDS = ("message", "intent", "result", "step", "effect", "decision")
 
 _KIND_NAME = (
-    "CASE WHEN typeof(l.kind) = 'integer' THEN coalesce(CASE l.kind "
+    "CASE WHEN typeof(l.kind) = 'integer' THEN CASE l.kind "
     + " ".join(f"WHEN {i} THEN '{k}'" for i, k in enumerate(_KINDS, start=1))
-    + " END, 'kind ' || l.kind) END"
+    + " END END"
 )
 
 
