@@ -79,6 +79,14 @@ async def test_a_format_2_file_resumes_and_goes_on(old_file: Path) -> None:
     async with ActorSystem(SqliteStore(old_file), actors=[Payer]) as system:
         state = await system.read_state(Payer, "pay-1")  # replayed from the file
     assert state.answers == ["charged q1", "charged q2", "charged q3"]
+    # the file keeps its layout (entries with text columns) and its format: no migration
+    assert _format_version(old_file) == "2"
+    con = sqlite3.connect(old_file)
+    try:
+        tables = dict(con.execute("SELECT name, type FROM sqlite_master").fetchall())
+    finally:
+        con.close()
+    assert tables["entries"] == "table" and "log" not in tables and "tags" not in tables
     async with ops.opened(f"sqlite:///{old_file}") as store:
         report = await ops.verify(store)
     assert report.ok, report.findings
