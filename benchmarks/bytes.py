@@ -145,8 +145,12 @@ def _figures(path: Path, asks: int) -> dict[str, float]:
         out["columns"] = cols / asks
         out["payload"] = payload / asks
         try:
-            for name, size in con.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
+            for name, size, unused in con.execute(
+                "SELECT name, sum(pgsize), sum(unused) FROM dbstat GROUP BY name"
+            ):
                 out[_SAME.get(name, name)] = size / asks
+                if name in ("entries", "log"):
+                    out["unused"] = unused / asks
         except sqlite3.OperationalError:  # SQLite built without dbstat
             pass
     finally:
@@ -171,6 +175,21 @@ _SAME = {
 
 #: the b-trees of the tags and the actors (format 3 looks actors up by their key)
 _NAMES = ("tags", "sqlite_autoindex_tags_1", "actors", "sqlite_autoindex_actors_1")
+
+
+def _remaining(f: dict[str, float], asks: int) -> str:
+    """Where a layout's bytes per ask are, in words."""
+    table = f.get("entries", 0)
+    indexes = f.get("entries_message_id", 0) + f.get("entries_step", 0)
+    fixed = f["file"] - table - indexes
+    return (
+        f"{f['payload']:.0f} payloads, {f['columns'] - f['payload']:.0f} the other columns' "
+        f"values, {table - f['columns'] - f.get('unused', 0):.0f} the rows' record headers "
+        f"and cells, {f.get('unused', 0):.0f} free space in the log's b-tree pages, "
+        f"{indexes:.0f} the message-id and step indexes, and {fixed:.0f} the pages of the "
+        f"other tables, indexes and the schema ({fixed * asks / 1024:.0f} KiB, the same for "
+        "any number of asks)"
+    )
 
 
 def _stored(column: str) -> str:
@@ -299,9 +318,7 @@ def main() -> None:
         f"{size_table.markdown()}\n\n"
         f"Format 3 stores {new / two:.2f}x the bytes of format 2 ({two:.0f} -> {new:.0f} bytes "
         f"an ask) and {new / old:.2f}x those of format 1's layout ({old:.0f}). Of format 3's "
-        f"{new:.0f} bytes, {sizes['format 3']['payload']:.0f} are the payloads: the rest is "
-        "each row's key, codes, ref and checksum with its record header, the b-trees' free "
-        "space, and the two indexes.\n\n"
+        f"{new:.0f} bytes: {_remaining(sizes['format 3'], args.asks)}.\n\n"
         "The codec's CPU per entry (the four entries of an ask, both forms interleaved in one "
         f"process, best of {args.rounds} rounds):\n\n{cpu_table.markdown()}\n"
     )

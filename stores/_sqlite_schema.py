@@ -17,7 +17,7 @@ from ._sqlite_schema3 import DELETE_LOG3, ENTRIES3
 if TYPE_CHECKING:
     from ._sqlite_conn import Connection
 
-__all__ = ["PRELUDE", "SCHEMA", "SCHEMA3", "UNFINISHED", "check_version"]
+__all__ = ["PRELUDE", "SCHEMA", "SCHEMA3", "UNFINISHED", "check_version", "file_layout"]
 
 #: Run before the schema: takes effect only in a new, empty file (before its first table);
 #: an existing file keeps its mode (docs/tuning.md, "Reclaiming space").
@@ -207,3 +207,16 @@ async def check_version(conn: Connection, path: str) -> int | None:
             raise UnsupportedFormatError(int(value), FORMAT_VERSION)
         version = int(value)
     return version
+
+
+async def file_layout(conn: Connection, version: int | None) -> int:
+    """The layout of the log in the file (FORMAT.md section 6): ``FORMAT_VERSION`` (3) for a
+    new file (``version`` None) or one made in format 3, 2 for the text layout of formats 1
+    and 2 (a table ``entries``), whatever the file's ``format_version`` says: an older file
+    keeps its layout, and is written in format 2."""
+    if version is None:
+        return FORMAT_VERSION
+    rows = await conn.execute_fetchall(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'entries'"
+    )
+    return 2 if list(rows) else FORMAT_VERSION

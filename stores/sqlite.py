@@ -74,7 +74,7 @@ from ._sql import (
 from ._sqlite_commit import MAX_ROWS_PER_STATEMENT, Append, SqliteCommits
 from ._sqlite_compact import SqliteCompaction
 from ._sqlite_conn import Connection
-from ._sqlite_schema import PRELUDE, SCHEMA, SCHEMA3, UNFINISHED, check_version
+from ._sqlite_schema import PRELUDE, SCHEMA, SCHEMA3, UNFINISHED, check_version, file_layout
 from ._sqlite_schema3 import MESSAGE_IDS, STEP_OF
 from ._sqltimers import SqliteTimers
 
@@ -317,9 +317,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         version = await check_version(conn, self.path)
         if version is not None:
             self._actorlog_schema = True
-        # a new file is made in format 3; an older one keeps its layout (entries with text
-        # columns), its payloads in format 2
-        self.layout = FORMAT_VERSION if version is None or version >= 3 else 2
+        self.layout = await file_layout(conn, version)
 
     async def close(self) -> None:
         try:
