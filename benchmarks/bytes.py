@@ -246,7 +246,7 @@ def _cpu(rounds: int, n: int = 5000) -> dict[str, tuple[float, float]]:
     ``rounds``, both forms interleaved."""
     forms: dict[str, tuple[Callable[[], list[Any]], Callable[[str, Any], bytes]]] = {
         "format 1 layout": (_format1_payloads, lambda kind, p: codec.encode_plain(p, "entry")),
-        "format 2": (_format2_payloads, compact.encode_entry),
+        "formats 2 and 3": (_format2_payloads, compact.encode_entry),
     }
     best = {name: [1e9, 1e9] for name in forms}
     for _ in range(rounds):
