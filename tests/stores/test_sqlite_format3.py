@@ -35,6 +35,7 @@ async def _write_example(path: Path) -> None:
     store = SqliteStore(path)
     await store.open()
     try:
+        assert store.layout == 3
         await store.register_actor("a1", "t.A")
         row = make_row(*EXAMPLE)
         assert row.checksum == EXAMPLE_CRC

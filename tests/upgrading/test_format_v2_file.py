@@ -66,6 +66,12 @@ async def test_a_format_2_file_verifies_and_exports_as_it_was_written(old_file: 
     assert all(e["valid"] for e in entries)
     assert entries[-1]["payload"][4] == RECORDED_KEY
     assert _format_version(old_file) == "2"  # a read-only open changes nothing
+    store = SqliteStore(old_file, read_only=True)
+    await store.open()
+    try:
+        assert store.layout == 2  # the text layout of formats 1 and 2
+    finally:
+        await store.close()
 
 
 async def test_a_format_2_file_resumes_and_goes_on(old_file: Path) -> None:
