@@ -14,7 +14,7 @@ row out of its actor's log: a broken seq chain), so it is caught like damage to 
 
 from __future__ import annotations
 
-__all__ = ["BY_PK_MESSAGE_ID", "DELETE_LOG3", "ENTRIES3", "MESSAGE_IDS", "STEP_OF"]
+__all__ = ["BY_PK_MESSAGE_ID", "DELETE_LOG3", "ENTRIES3", "MESSAGE_IDS", "STEP_OF", "step_of"]
 
 #: kind name -> code, as in the checksum frame (FORMAT.md [F4])
 _KINDS = ("message", "intent", "result", "step", "effect", "decision")
@@ -143,6 +143,21 @@ STEP_OF = (
     + _ACTOR_KEY.format("?")
     + " AND kind = 4 AND ref = ?) AND e.actor_id = ?"
 )
+
+
+def step_of(layout: int, indexed: bool) -> str:
+    """The step lookup's SQL, taking ``(actor_id, ref, actor_id)``: :data:`STEP_OF` in
+    format 3; in the text layout the same through ``entries_step`` when the file has that
+    index (``indexed``: a file from before it, opened read-only, has ``entries_ref``), which
+    is named too, or SQLite's planner reads the actor's whole log (a ``WITHOUT ROWID`` file)."""
+    if layout == 3:
+        return STEP_OF
+    by = "INDEXED BY entries_step " if indexed else ""
+    return (
+        "SELECT actor_id, seq, kind, type_tag, ref, message_id, payload, checksum "
+        f"FROM entries {by}WHERE actor_id = ? AND kind = 'step' AND ref = ? AND actor_id = ?"
+    )
+
 
 #: The message ids of an actor's log, from the index ``log_message_id`` alone.
 MESSAGE_IDS = (

@@ -75,7 +75,7 @@ from ._sqlite_commit import MAX_ROWS_PER_STATEMENT, Append, SqliteCommits
 from ._sqlite_compact import SqliteCompaction
 from ._sqlite_conn import Connection
 from ._sqlite_schema import PRELUDE, SCHEMA, SCHEMA3, UNFINISHED, check_version, file_layout
-from ._sqlite_schema3 import MESSAGE_IDS, STEP_OF
+from ._sqlite_schema3 import MESSAGE_IDS, step_of
 from ._sqltimers import SqliteTimers
 
 __all__ = ["SqliteStore"]
@@ -187,6 +187,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         self._actorlog_schema = False  # the file holds actorlog's tables (set by open)
         #: the file's layout (set by open): 3, or 2 for a file made in format 1 or 2
         self.layout = FORMAT_VERSION
+        self._step_sql = step_of(FORMAT_VERSION, True)  # the step lookup (set by open)
 
     @property
     def capabilities(self) -> StoreCapabilities:
@@ -258,6 +259,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             await self._check_version(w)
             schema = SCHEMA3 if self.layout == FORMAT_VERSION else SCHEMA
             await w.executescript("BEGIN IMMEDIATE;" + schema + "COMMIT;")
+            self._step_sql = step_of(self.layout, True)  # the schema has the step index now
             self._actorlog_schema = True
             await w.execute(
                 # a format-1 file is written in format 2 from now on ([F1]); a file of
@@ -318,6 +320,10 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         if version is not None:
             self._actorlog_schema = True
         self.layout = await file_layout(conn, version)
+        indexed = await conn.execute_fetchall(
+            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'entries_step'"
+        )
+        self._step_sql = step_of(self.layout, bool(list(indexed)))
 
     async def close(self) -> None:
         try:
@@ -492,14 +498,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
 
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         if kind == "step":  # the runtime's lookup (a repeated ask): the partial index
-            if self.layout == 3:  # log_step, on the integer codes
-                found = await self._fetch(STEP_OF, (actor_id, ref, actor_id))
-            else:  # no ORDER BY: it would lead the planner to the primary key instead
-                found = await self._fetch(
-                    f"SELECT {ENTRY_COLS} FROM entries "
-                    "WHERE actor_id = ? AND kind = 'step' AND ref = ?",
-                    (actor_id, ref),
-                )
+            found = await self._fetch(self._step_sql, (actor_id, ref, actor_id))
             steps = entries(found, actor_id, ref)
             return sorted(steps, key=lambda r: r.seq)
         else:  # operators' tools: a ref always points back, so scan the log after it

@@ -4,6 +4,7 @@ added (an actor's key, a kind or tag code, a tag's text) caught like damage to a
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from tests._sqlitefile import SqliteFile
 from tests.stores.test_sqlite_damage import build, sql
 
 pytestmark = pytest.mark.anyio
+
+FIXTURE_V2 = Path(__file__).parents[1] / "upgrading" / "fixtures" / "payer_format_v2.db"
 
 #: FORMAT.md [F6]'s example entry, and its checksum
 EXAMPLE = ("a1", 1, "message", "t.Msg", 0, "m1", b'{"x":1}')
@@ -158,3 +161,24 @@ async def test_damage_to_a_field_of_format_3_is_found(
     assert ("victim", check) in found, (damage, report.findings)
     if damage != "tag text":  # a tag is shared by every actor's entries
         assert not {f for f in found if f[0] == "bystander"}, found
+
+
+@pytest.mark.parametrize("layout", [2, 3])
+async def test_the_step_lookup_reads_the_step_index(tmp_path: Path, layout: int) -> None:
+    """A repeated ``ask`` finds its message's step through the step index (``log_step``,
+    ``entries_step`` in a file of format 2), not by reading the actor's log through the
+    primary key, which SQLite's planner picks for these ``WITHOUT ROWID`` tables unless the
+    index is named."""
+    path = tmp_path / "agents.db"
+    if layout == 2:
+        shutil.copyfile(FIXTURE_V2, path)
+    store = SqliteStore(path)
+    await store.open()
+    try:
+        assert store.layout == layout
+        await store.register_actor("a1", "t.A")
+        sql = store._step_sql
+    finally:
+        await store.close()
+    plan = " ".join(str(r[3]) for r in _rows(path, "EXPLAIN QUERY PLAN " + sql.replace("?", "1")))
+    assert ("log_step" if layout == 3 else "entries_step") in plan, plan
