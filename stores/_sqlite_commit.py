@@ -48,6 +48,7 @@ from actorlog.store import (
 
 from ._groupcommit import GroupCommitter, Request
 from ._sql import ENTRY_COLS, entry_values, flat_entry_values
+from ._sqlite_schema3 import BY_PK_MESSAGE_ID
 
 if TYPE_CHECKING:
     from ._sqlite_conn import Connection
@@ -92,6 +93,7 @@ class SqliteCommits:
     _committer: GroupCommitter[Append]
     batch_sizes: list[int]
     path: str
+    layout: int  # the file's layout (FORMAT.md section 6): 3, or 2 for an older file
 
     if TYPE_CHECKING:
 
@@ -249,7 +251,9 @@ class SqliteCommits:
         for message_id in ids:
             try:
                 found = await self._writer().execute_fetchall(
-                    "SELECT 1 FROM entries INDEXED BY sqlite_autoindex_entries_1 "
+                    BY_PK_MESSAGE_ID
+                    if self.layout == 3
+                    else "SELECT 1 FROM entries INDEXED BY sqlite_autoindex_entries_1 "
                     "WHERE actor_id = ? AND message_id = ? LIMIT 1",
                     (actor_id, message_id),
                 )

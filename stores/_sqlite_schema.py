@@ -12,10 +12,12 @@ from actorlog.store import (
     UnsupportedFormatError,
 )
 
+from ._sqlite_schema3 import DELETE_LOG3, ENTRIES3
+
 if TYPE_CHECKING:
     from ._sqlite_conn import Connection
 
-__all__ = ["PRELUDE", "SCHEMA", "UNFINISHED", "check_version"]
+__all__ = ["PRELUDE", "SCHEMA", "SCHEMA3", "UNFINISHED", "check_version", "file_layout"]
 
 #: Run before the schema: takes effect only in a new, empty file (before its first table);
 #: an existing file keeps its mode (docs/tuning.md, "Reclaiming space").
@@ -31,11 +33,15 @@ WHERE handled_seq < last_message_seq
    OR typeof(created_at) NOT IN ('real', 'integer')
 ORDER BY actor_id"""
 
-SCHEMA = """
+_META = """
 CREATE TABLE IF NOT EXISTS actorlog_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+"""
+
+#: Formats 1 and 2: the log in ``entries``, with text columns.
+_ENTRIES2 = """
 CREATE TABLE IF NOT EXISTS actors (
     actor_id         TEXT PRIMARY KEY,
     actor_type       TEXT NOT NULL,
@@ -60,6 +66,40 @@ CREATE UNIQUE INDEX IF NOT EXISTS entries_message_id
     ON entries (actor_id, message_id) WHERE message_id IS NOT NULL;
 DROP INDEX IF EXISTS entries_ref;
 CREATE INDEX IF NOT EXISTS entries_step ON entries (actor_id, ref) WHERE kind = 'step';
+CREATE TRIGGER IF NOT EXISTS entries_contiguous BEFORE INSERT ON entries BEGIN
+    SELECT RAISE(ABORT, 'actorlog: seq conflict')
+    WHERE NEW.seq != coalesce(
+        (SELECT last_seq FROM actors WHERE actor_id = NEW.actor_id), -1) + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS entries_summary AFTER INSERT ON entries BEGIN
+    UPDATE actors SET
+        last_seq = NEW.seq,
+        first_seq = CASE WHEN first_seq = 0 THEN NEW.seq ELSE first_seq END,
+        last_message_seq = CASE WHEN NEW.kind = 'message' THEN NEW.seq
+                                ELSE last_message_seq END,
+        handled_seq = CASE WHEN NEW.kind = 'step' AND NEW.ref > handled_seq THEN NEW.ref
+                           ELSE handled_seq END
+    WHERE actor_id = NEW.actor_id;
+END;
+CREATE TABLE IF NOT EXISTS log_starts (
+    actor_id  TEXT PRIMARY KEY,
+    first_seq INTEGER NOT NULL,
+    checksum  INTEGER NOT NULL,
+    at        REAL    NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS log_starts_check BEFORE INSERT ON log_starts BEGIN
+    SELECT RAISE(ABORT, 'actorlog: compaction must keep the last entry')
+    WHERE NEW.first_seq > coalesce(
+        (SELECT last_seq FROM actors WHERE actor_id = NEW.actor_id), 0);
+END;
+CREATE TRIGGER IF NOT EXISTS log_starts_compact AFTER INSERT ON log_starts BEGIN
+    DELETE FROM entries WHERE actor_id = NEW.actor_id AND seq < NEW.first_seq;
+    UPDATE actors SET first_seq = NEW.first_seq WHERE actor_id = NEW.actor_id;
+END;
+"""
+
+#: The same in every format.
+_COMMON = """
 CREATE TABLE IF NOT EXISTS snapshots (
     actor_id       TEXT    NOT NULL,
     seq            INTEGER NOT NULL,
@@ -96,36 +136,6 @@ CREATE TABLE IF NOT EXISTS timers (
 CREATE INDEX IF NOT EXISTS timers_due ON timers (due) WHERE state = 'pending';
 CREATE INDEX IF NOT EXISTS timers_firing ON timers (due) WHERE state = 'firing';
 CREATE INDEX IF NOT EXISTS timers_actor ON timers (actor_id, due);
-CREATE TRIGGER IF NOT EXISTS entries_contiguous BEFORE INSERT ON entries BEGIN
-    SELECT RAISE(ABORT, 'actorlog: seq conflict')
-    WHERE NEW.seq != coalesce(
-        (SELECT last_seq FROM actors WHERE actor_id = NEW.actor_id), -1) + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS entries_summary AFTER INSERT ON entries BEGIN
-    UPDATE actors SET
-        last_seq = NEW.seq,
-        first_seq = CASE WHEN first_seq = 0 THEN NEW.seq ELSE first_seq END,
-        last_message_seq = CASE WHEN NEW.kind = 'message' THEN NEW.seq
-                                ELSE last_message_seq END,
-        handled_seq = CASE WHEN NEW.kind = 'step' AND NEW.ref > handled_seq THEN NEW.ref
-                           ELSE handled_seq END
-    WHERE actor_id = NEW.actor_id;
-END;
-CREATE TABLE IF NOT EXISTS log_starts (
-    actor_id  TEXT PRIMARY KEY,
-    first_seq INTEGER NOT NULL,
-    checksum  INTEGER NOT NULL,
-    at        REAL    NOT NULL
-);
-CREATE TRIGGER IF NOT EXISTS log_starts_check BEFORE INSERT ON log_starts BEGIN
-    SELECT RAISE(ABORT, 'actorlog: compaction must keep the last entry')
-    WHERE NEW.first_seq > coalesce(
-        (SELECT last_seq FROM actors WHERE actor_id = NEW.actor_id), 0);
-END;
-CREATE TRIGGER IF NOT EXISTS log_starts_compact AFTER INSERT ON log_starts BEGIN
-    DELETE FROM entries WHERE actor_id = NEW.actor_id AND seq < NEW.first_seq;
-    UPDATE actors SET first_seq = NEW.first_seq WHERE actor_id = NEW.actor_id;
-END;
 CREATE TABLE IF NOT EXISTS store_audit (
     id       INTEGER PRIMARY KEY,
     at       REAL NOT NULL,
@@ -134,9 +144,13 @@ CREATE TABLE IF NOT EXISTS store_audit (
     detail   TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS store_audit_actor ON store_audit (actor_id, id);
+"""
+
+#: Deleting an actor deletes its log rows (``delete_log``), and the rest of its rows.
+_AUDIT = """
 CREATE TRIGGER IF NOT EXISTS store_audit_delete AFTER INSERT ON store_audit
 WHEN NEW.kind = 'deleted' BEGIN
-    DELETE FROM entries WHERE actor_id = NEW.actor_id;
+    {delete_log}
     DELETE FROM snapshots WHERE actor_id = NEW.actor_id;
     DELETE FROM events WHERE actor_id = NEW.actor_id;
     DELETE FROM log_starts WHERE actor_id = NEW.actor_id;
@@ -154,16 +168,27 @@ WHEN NEW.kind = 'deleted' BEGIN
 END;
 """
 
+#: The schema of a file written in format 2 (or 1): created or completed on open.
+SCHEMA = (
+    _META
+    + _ENTRIES2
+    + _COMMON
+    + _AUDIT.replace("{delete_log}", "DELETE FROM entries WHERE actor_id = NEW.actor_id;")
+)
 
-async def check_version(conn: Connection, path: str) -> bool:
-    """Whether the file holds actorlog's tables; raises ``UnsupportedFormatError`` for a
-    newer format and ``StoreCorruptError`` for a damaged header or version (before anything
-    is written to the file)."""
+#: The schema of a file written in format 3 (``_sqlite_schema3``).
+SCHEMA3 = _META + ENTRIES3 + _COMMON + _AUDIT.replace("{delete_log}", DELETE_LOG3)
+
+
+async def check_version(conn: Connection, path: str) -> int | None:
+    """The format version of the file (None if it holds no actorlog tables, 1 if it records
+    none); raises ``UnsupportedFormatError`` for a newer format and ``StoreCorruptError``
+    for a damaged header or version (before anything is written to the file)."""
     rows = await conn.execute_fetchall(
         "SELECT name FROM sqlite_master WHERE type='table' AND name='actorlog_meta'"
     )
     if not list(rows):
-        return False
+        return None
     # actorlog writes UTF-8 files; a flipped header byte makes SQLite read every text
     # as UTF-16, and no key would match any more (a store that looks empty)
     ((encoding,),) = await conn.execute_fetchall("PRAGMA encoding")
@@ -172,6 +197,7 @@ async def check_version(conn: Connection, path: str) -> bool:
             path, f"the file header says text encoding {encoding}, actorlog writes UTF-8"
         )
     rows = await conn.execute_fetchall("SELECT value FROM actorlog_meta WHERE key='format_version'")
+    version = 1
     for (value,) in rows:
         if type(value) is not str or not value.isdigit():
             raise StoreCorruptError(
@@ -179,4 +205,18 @@ async def check_version(conn: Connection, path: str) -> bool:
             )
         if int(value) > FORMAT_VERSION:
             raise UnsupportedFormatError(int(value), FORMAT_VERSION)
-    return True
+        version = int(value)
+    return version
+
+
+async def file_layout(conn: Connection, version: int | None) -> int:
+    """The layout of the log in the file (FORMAT.md section 6): ``FORMAT_VERSION`` (3) for a
+    new file (``version`` None) or one made in format 3, 2 for the text layout of formats 1
+    and 2 (a table ``entries``), whatever the file's ``format_version`` says: an older file
+    keeps its layout, and is written in format 2."""
+    if version is None:
+        return FORMAT_VERSION
+    rows = await conn.execute_fetchall(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'entries'"
+    )
+    return 2 if list(rows) else FORMAT_VERSION

@@ -74,7 +74,8 @@ from ._sql import (
 from ._sqlite_commit import MAX_ROWS_PER_STATEMENT, Append, SqliteCommits
 from ._sqlite_compact import SqliteCompaction
 from ._sqlite_conn import Connection
-from ._sqlite_schema import PRELUDE, SCHEMA, UNFINISHED, check_version
+from ._sqlite_schema import PRELUDE, SCHEMA, SCHEMA3, UNFINISHED, check_version, file_layout
+from ._sqlite_schema3 import MESSAGE_IDS, step_of
 from ._sqltimers import SqliteTimers
 
 __all__ = ["SqliteStore"]
@@ -190,6 +191,9 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         self.batch_sizes: list[int] = []  # recent commit batch sizes (bounded), for telemetry
         self._lock_fd: int | None = None
         self._actorlog_schema = False  # the file holds actorlog's tables (set by open)
+        #: the file's layout (set by open): 3, or 2 for a file made in format 1 or 2
+        self.layout = FORMAT_VERSION
+        self._step_sql = step_of(FORMAT_VERSION, True)  # the step lookup (set by open)
 
     @property
     def capabilities(self) -> StoreCapabilities:
@@ -259,13 +263,16 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             await self._when_not_busy(w, "PRAGMA journal_mode=WAL")
             await w.execute(self._sync_pragma)
             await self._check_version(w)
-            await w.executescript("BEGIN IMMEDIATE;" + SCHEMA + "COMMIT;")
+            schema = SCHEMA3 if self.layout == FORMAT_VERSION else SCHEMA
+            await w.executescript("BEGIN IMMEDIATE;" + schema + "COMMIT;")
+            self._step_sql = step_of(self.layout, True)  # the schema has the step index now
             self._actorlog_schema = True
             await w.execute(
-                # an older format's file is written in this one from now on ([F1])
+                # a format-1 file is written in format 2 from now on ([F1]); a file of
+                # format 2 keeps its layout (format 3 is a new file's: docs/upgrading.md)
                 "INSERT INTO actorlog_meta VALUES ('format_version', ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (str(FORMAT_VERSION),),
+                (str(self.layout),),
             )
             r = await Connection.connect(self.path, text_factory=_text)  # shielded
             self._r = r
@@ -312,8 +319,14 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             delay = min(delay * 2, 0.05)
 
     async def _check_version(self, conn: Connection) -> None:
-        if await check_version(conn, self.path):
+        version = await check_version(conn, self.path)
+        if version is not None:
             self._actorlog_schema = True
+        self.layout = await file_layout(conn, version)
+        indexed = await conn.execute_fetchall(
+            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'entries_step'"
+        )
+        self._step_sql = step_of(self.layout, bool(list(indexed)))
 
     async def close(self) -> None:
         try:
@@ -476,18 +489,19 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
 
     async def message_ids(self, actor_id: str, *, limit: int) -> list[str] | None:
         """``MessageIdIndex``: one scan of the message-id index (None past ``limit``)."""
-        rows = await self._fetch(
-            "SELECT message_id FROM entries WHERE actor_id = ? AND message_id IS NOT NULL LIMIT ?",
-            (actor_id, limit + 1),
+        sql = (
+            MESSAGE_IDS
+            if self.layout == 3
+            else "SELECT message_id FROM entries WHERE actor_id = ? AND message_id IS NOT NULL "
+            "LIMIT ?"
         )
+        rows = await self._fetch(sql, (actor_id, limit + 1))
         return None if len(rows) > limit else [str(r[0]) for r in rows]
 
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         if kind == "step":  # the runtime's lookup (a repeated ask): the partial index
-            sql = (  # no ORDER BY: it would lead the planner to the primary key instead
-                f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = ? AND kind = 'step' AND ref = ?"
-            )
-            steps = entries(await self._fetch(sql, (actor_id, ref)), actor_id, ref)
+            found = await self._fetch(self._step_sql, (actor_id, ref, actor_id))
+            steps = entries(found, actor_id, ref)
             return sorted(steps, key=lambda r: r.seq)
         else:  # operators' tools: a ref always points back, so scan the log after it
             sql = (

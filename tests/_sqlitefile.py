@@ -63,23 +63,28 @@ class SqliteFile:
     page_size: int
     roots: dict[str, int]  # table or index name -> root page
     kinds: dict[str, str]  # name -> "table" | "index"
+    #: format 3 (FORMAT.md section 6): actor key -> actor id. Its log rows are in ``log``
+    #: (also found here as ``entries``, the name of the view over them), whose records'
+    #: keys this maps back to ``(actor_id, seq)``; the columns keep format 2's order
+    actor_keys: dict[int, str] = attrs.field(factory=dict)
 
     @classmethod
     def read(cls, path: Path) -> SqliteFile:
         db = sqlite3.connect(path)
         try:
             rows = db.execute("SELECT name, type, rootpage FROM sqlite_master").fetchall()
+            keys: dict[int, str] = {}
+            if any(n == "log" for n, _, _ in rows):
+                keys = dict(db.execute("SELECT id, actor_id FROM actors").fetchall())
         finally:
             db.close()
         data = path.read_bytes()
         size = int.from_bytes(data[16:18], "big")
-        return cls(
-            path,
-            data,
-            65536 if size == 1 else size,
-            {n: r for n, t, r in rows if r},
-            {n: t for n, t, r in rows if r},
-        )
+        roots = {n: r for n, t, r in rows if r}
+        kinds = {n: t for n, t, r in rows if r}
+        if keys or "log" in roots:
+            roots["entries"], kinds["entries"] = roots["log"], "table"
+        return cls(path, data, 65536 if size == 1 else size, roots, kinds, keys)
 
     def page(self, n: int) -> tuple[int, bytes]:
         """``(file offset of the b-tree header, page bytes)`` of page ``n`` (1-based)."""
@@ -151,6 +156,8 @@ class SqliteFile:
                 for t in types[:2]:
                     value, v = _value(t, page, v)
                     key.append(value)
+                if table in ("entries", "log") and "log" in self.kinds and key:
+                    key[0] = self.actor_keys.get(key[0], key[0])  # type: ignore[call-overload]
                 out.append(Record(table, rowid, tuple(types), tuple(offsets), tuple(key)))
         return out
 

@@ -340,7 +340,7 @@ async def test_damaged_schema_text_is_store_corruption(tmp_path: Path) -> None:
     path = tmp_path / "agents.db"
     await build(path)
     data = path.read_bytes()
-    at = data.index(b"CREATE TRIGGER entries_contiguous") + len(b"CRE")
+    at = data.index(b"CREATE TRIGGER log_contiguous") + len(b"CRE")
     flip(path, at, 7)  # CREATE -> CRE\xc1TE: a syntax error quoting invalid UTF-8
     done = cli("verify", f"sqlite:///{path}")
     assert "internal error" not in done.stderr, done.stderr
@@ -356,7 +356,7 @@ async def test_a_damaged_name_in_the_stored_schema_is_store_corruption(tmp_path:
     path = tmp_path / "agents.db"
     await build(path)
     data = path.read_bytes()
-    trigger = data.index(b"CREATE TRIGGER entries_summary")
+    trigger = data.index(b"CREATE TRIGGER log_summary")
     at = data.index(b"handled_seq", trigger) + len(b"handled_s")
     flip(path, at, 1)  # 'e' (0x65) -> 'g' (0x67)
     with pytest.raises(StoreCorruptError) as info:
@@ -387,16 +387,17 @@ async def test_an_actor_whose_summary_row_is_damaged_is_quarantined_at_start(
 
 
 def stale_message_id_index(path: Path, actor_id: str, old: str, new: str) -> None:
-    """Rename a message id in ``entries`` behind the back of its unique index: the index
-    still holds ``old`` (damage SQLite's own integrity check reports, the rows do not show)."""
+    """Rename a message id in the log (``entries``, format 3's ``log``) behind the back of
+    its unique index ``log_message_id``: the index still holds ``old`` (damage SQLite's own
+    integrity check reports, the rows do not show)."""
     db = sqlite3.connect(path, isolation_level=None)
     try:
         db.execute("PRAGMA writable_schema=ON")
         (index,) = db.execute(
             "SELECT type, name, tbl_name, rootpage, sql FROM sqlite_master "
-            "WHERE name = 'entries_message_id'"
+            "WHERE name = 'log_message_id'"
         ).fetchall()
-        db.execute("DELETE FROM sqlite_master WHERE name = 'entries_message_id'")
+        db.execute("DELETE FROM sqlite_master WHERE name = 'log_message_id'")
     finally:
         db.close()
     db = sqlite3.connect(path, isolation_level=None)

@@ -232,7 +232,15 @@ def _sqlite_entry(db: sqlite3.Connection, seq: int, d: Damage) -> None:
     elif d.op == "message_id":
         db.execute("UPDATE entries SET message_id=?" + where, ((mid or "") + "x", seq))
     elif d.op == "actor_id":
-        db.execute("UPDATE entries SET actor_id='elsewhere'" + where, (seq,))
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'log'").fetchall():
+            # format 3: the row's actor key turned into one no actor has
+            db.execute(
+                "UPDATE log SET actor = actor + 1000000 WHERE seq = ? AND actor = "
+                "(SELECT id FROM actors WHERE actor_id = 'victim')",
+                (seq,),
+            )
+        else:
+            db.execute("UPDATE entries SET actor_id='elsewhere'" + where, (seq,))
     else:
         raise ValueError(d.op)
 

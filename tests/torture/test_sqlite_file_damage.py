@@ -97,7 +97,8 @@ class Flip:
 def _flips(base: SqliteFile, rng: random.Random, n: int) -> list[Flip]:
     indexes = [name for name, kind in base.kinds.items() if kind == "index"]
     free = base.free_pages()
-    records = [r for t in ("entries", "actors", "snapshots") for r in base.records(t)]
+    tables = ("entries", "actors", "snapshots", "tags")  # tags: format 3's tag codes
+    records = [r for t in tables if t in base.roots for r in base.records(t)]
     out: list[Flip] = []
     for i in range(n):
         target = TARGETS[i % len(TARGETS)]
@@ -218,10 +219,11 @@ def _cli_out(*args: str) -> tuple[int, str, str]:
 
 
 def _flip_index_key(path: Path) -> None:
-    """Turn the message-id index's key ``victim-12`` into ``victim-13``: the rows all read
+    """Turn the message-id index's (format 3: ``log_message_id``) key ``victim-12`` into
+    ``victim-13``: the rows all read
     back intact, but the index now finds ``victim-13`` at the row of ``victim-12``."""
     f = SqliteFile.read(path)
-    [offset] = f.find("entries_message_id", b"victim-12")
+    [offset] = f.find("log_message_id", b"victim-12")
     flip(path, offset + len("victim-1"), 0)  # "2" (0x32) -> "3" (0x33)
 
 
@@ -239,12 +241,12 @@ def test_verify_reports_index_damage_only_sqlites_integrity_check_sees(tmp_path:
     store_findings = [f for f in report["findings"] if f["where"] == "store"]
     assert store_findings, report["findings"]
     assert all(f["check"] == "integrity" and f["actor_id"] == "" for f in store_findings)
-    assert any("entries_message_id" in f["detail"] for f in store_findings), store_findings
+    assert any("log_message_id" in f["detail"] for f in store_findings), store_findings
 
     code, out, err = _cli_out("verify", f"sqlite:///{path}")
     assert code == 1, (out, err)
     assert "DAMAGE" in out and "the store's file: integrity check failed" in out, out
-    assert "entries_message_id" in out
+    assert "log_message_id" in out
 
 
 def test_a_message_id_the_damaged_index_finds_at_another_message_is_store_corrupt(

@@ -1,0 +1,175 @@
+"""The SQLite layout of format 3 (docs/FORMAT.md section 6, "Format 3"): the rows of the log
+in ``log``, keyed by a small integer per actor (``actors.id``), with the kind and the type
+tag as small integer codes (``tags``) and the checksum as a signed 32-bit integer; and a view
+``entries`` that shows them with format 2's columns (actor id, kind and tag as text, the
+checksum unsigned), through which the store reads and writes, like SQL typed by hand.
+
+The view type-checks the coded columns itself (FORMAT.md [F15]): a code of another storage
+class, or one without a meaning, reads as NULL, which the row check names as damage
+(``column type``). Every other column reaches the row
+check unchanged. The checksum frame ([F6]) is computed from the view's values: a flipped
+bit in a code, in a tag's text or in an actor's key changes the entry's frame (or moves the
+row out of its actor's log: a broken seq chain), so it is caught like damage to any column.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BY_PK_MESSAGE_ID", "DELETE_LOG3", "ENTRIES3", "MESSAGE_IDS", "STEP_OF", "step_of"]
+
+#: kind name -> code, as in the checksum frame (FORMAT.md [F4])
+_KINDS = ("message", "intent", "result", "step", "effect", "decision")
+
+_KIND_NAME = (
+    "CASE WHEN typeof(l.kind) = 'integer' THEN CASE l.kind "
+    + " ".join(f"WHEN {i} THEN '{k}'" for i, k in enumerate(_KINDS, start=1))
+    + " END END"
+)
+
+
+def _kind_code(value: str) -> str:
+    """SQL: the code of the kind name ``value`` (anything else stays as it is: a text in an
+    integer column, which a reader names as damage)."""
+    whens = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(_KINDS, start=1))
+    return f"CASE {value} {whens} ELSE {value} END"
+
+
+def _signed(value: str) -> str:
+    """SQL: an unsigned 32-bit checksum as the signed integer stored (4 bytes in a record)."""
+    return (
+        f"CASE WHEN typeof({value}) = 'integer' AND {value} BETWEEN 2147483648 AND 4294967295 "
+        f"THEN {value} - 4294967296 ELSE {value} END"
+    )
+
+
+_ACTOR_KEY = "(SELECT id FROM actors WHERE actor_id = {})"
+_TAG_KEY = "(SELECT id FROM tags WHERE tag = {})"
+
+#: Format 3's tables, indexes, view and triggers of the log (the rest of the schema is the
+#: same in every format: ``_sqlite_schema``).
+ENTRIES3 = f"""
+CREATE TABLE IF NOT EXISTS actors (
+    id               INTEGER PRIMARY KEY,
+    actor_id         TEXT NOT NULL UNIQUE,
+    actor_type       TEXT NOT NULL,
+    created_at       REAL NOT NULL,
+    last_seq         INTEGER NOT NULL DEFAULT 0,
+    last_message_seq INTEGER NOT NULL DEFAULT 0,
+    handled_seq      INTEGER NOT NULL DEFAULT 0,
+    first_seq        INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS tags (
+    id  INTEGER PRIMARY KEY,
+    tag TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS log (
+    actor      INTEGER NOT NULL,
+    seq        INTEGER NOT NULL,
+    kind       INTEGER NOT NULL,
+    tag        INTEGER NOT NULL,
+    ref        INTEGER NOT NULL,
+    message_id TEXT,
+    payload    BLOB    NOT NULL,
+    checksum   INTEGER NOT NULL,
+    PRIMARY KEY (actor, seq)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS log_message_id
+    ON log (actor, message_id) WHERE message_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS log_step ON log (actor, ref) WHERE kind = 4;
+CREATE VIEW IF NOT EXISTS entries (
+    actor_id, seq, kind, type_tag, ref, message_id, payload, checksum
+) AS SELECT a.actor_id, l.seq, {_KIND_NAME},
+    CASE WHEN typeof(l.tag) = 'integer' THEN t.tag END, l.ref, l.message_id, l.payload,
+    CASE WHEN typeof(l.checksum) = 'integer'
+          AND l.checksum BETWEEN -2147483648 AND 2147483647
+         THEN l.checksum & 4294967295 END
+FROM log AS l JOIN actors AS a ON a.id = l.actor LEFT JOIN tags AS t ON t.id = l.tag;
+CREATE TRIGGER IF NOT EXISTS log_contiguous BEFORE INSERT ON log BEGIN
+    SELECT RAISE(ABORT, 'actorlog: seq conflict')
+    WHERE NEW.seq != coalesce((SELECT last_seq FROM actors WHERE id = NEW.actor), -1) + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS log_summary AFTER INSERT ON log BEGIN
+    UPDATE actors SET
+        last_seq = NEW.seq,
+        first_seq = CASE WHEN first_seq = 0 THEN NEW.seq ELSE first_seq END,
+        last_message_seq = CASE WHEN NEW.kind = 1 THEN NEW.seq ELSE last_message_seq END,
+        handled_seq = CASE WHEN NEW.kind = 4 AND NEW.ref > handled_seq THEN NEW.ref
+                           ELSE handled_seq END
+    WHERE id = NEW.actor;
+END;
+CREATE TRIGGER IF NOT EXISTS entries_insert INSTEAD OF INSERT ON entries BEGIN
+    INSERT OR IGNORE INTO tags (tag) VALUES (NEW.type_tag);
+    INSERT INTO log (actor, seq, kind, tag, ref, message_id, payload, checksum) VALUES (
+        {_ACTOR_KEY.format("NEW.actor_id")}, NEW.seq, {_kind_code("NEW.kind")},
+        {_TAG_KEY.format("NEW.type_tag")}, NEW.ref, NEW.message_id, NEW.payload,
+        {_signed("NEW.checksum")});
+END;
+CREATE TRIGGER IF NOT EXISTS entries_update INSTEAD OF UPDATE ON entries BEGIN
+    INSERT OR IGNORE INTO tags (tag) VALUES (NEW.type_tag);
+    UPDATE log SET actor = {_ACTOR_KEY.format("NEW.actor_id")}, seq = NEW.seq,
+        kind = {_kind_code("NEW.kind")}, tag = {_TAG_KEY.format("NEW.type_tag")},
+        ref = NEW.ref, message_id = NEW.message_id, payload = NEW.payload,
+        checksum = {_signed("NEW.checksum")}
+    WHERE actor = {_ACTOR_KEY.format("OLD.actor_id")} AND seq = OLD.seq;
+END;
+CREATE TRIGGER IF NOT EXISTS entries_delete INSTEAD OF DELETE ON entries BEGIN
+    DELETE FROM log WHERE actor = {_ACTOR_KEY.format("OLD.actor_id")} AND seq = OLD.seq;
+END;
+CREATE TABLE IF NOT EXISTS log_starts (
+    actor_id  TEXT PRIMARY KEY,
+    first_seq INTEGER NOT NULL,
+    checksum  INTEGER NOT NULL,
+    at        REAL    NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS log_starts_check BEFORE INSERT ON log_starts BEGIN
+    SELECT RAISE(ABORT, 'actorlog: compaction must keep the last entry')
+    WHERE NEW.first_seq > coalesce(
+        (SELECT last_seq FROM actors WHERE actor_id = NEW.actor_id), 0);
+END;
+CREATE TRIGGER IF NOT EXISTS log_starts_compact AFTER INSERT ON log_starts BEGIN
+    DELETE FROM log WHERE actor = {_ACTOR_KEY.format("NEW.actor_id")}
+        AND seq < NEW.first_seq;
+    UPDATE actors SET first_seq = NEW.first_seq WHERE actor_id = NEW.actor_id;
+END;
+"""
+
+#: The audit trigger's deletion of an actor's log rows (before its ``actors`` row goes).
+DELETE_LOG3 = f"DELETE FROM log WHERE actor = {_ACTOR_KEY.format('NEW.actor_id')};"
+
+#: The steps of a message (a repeated ``ask``), through the partial index ``log_step`` (named:
+#: the planner would take the primary key, and read the actor's whole log).
+STEP_OF = (
+    "SELECT e.actor_id, e.seq, e.kind, e.type_tag, e.ref, e.message_id, e.payload, e.checksum "
+    "FROM entries AS e WHERE e.seq IN (SELECT seq FROM log INDEXED BY log_step WHERE actor = "
+    + _ACTOR_KEY.format("?")
+    + " AND kind = 4 AND ref = ?) AND e.actor_id = ?"
+)
+
+
+def step_of(layout: int, indexed: bool) -> str:
+    """The step lookup's SQL, taking ``(actor_id, ref, actor_id)``: :data:`STEP_OF` in
+    format 3; in the text layout the same through ``entries_step`` when the file has that
+    index (``indexed``: a file from before it, opened read-only, has ``entries_ref``), which
+    is named too, or SQLite's planner reads the actor's whole log (a ``WITHOUT ROWID`` file)."""
+    if layout == 3:
+        return STEP_OF
+    by = "INDEXED BY entries_step " if indexed else ""
+    return (
+        "SELECT actor_id, seq, kind, type_tag, ref, message_id, payload, checksum "
+        f"FROM entries {by}WHERE actor_id = ? AND kind = 'step' AND ref = ? AND actor_id = ?"
+    )
+
+
+#: The message ids of an actor's log, from the index ``log_message_id`` alone.
+MESSAGE_IDS = (
+    "SELECT message_id FROM log WHERE actor = "
+    + _ACTOR_KEY.format("?")
+    + " AND message_id IS NOT NULL LIMIT ?"
+)
+
+#: Whether the actor's log holds a message id, read through the primary key (never through
+#: the message-id index: ``_sqlite_commit._explains``).
+BY_PK_MESSAGE_ID = (
+    "SELECT 1 FROM log INDEXED BY sqlite_autoindex_log_1 WHERE actor = "
+    + _ACTOR_KEY.format("?")
+    + " AND message_id = ? LIMIT 1"
+)

@@ -1,0 +1,99 @@
+"""A SQLite file written in format version 2 (``fixtures/payer_format_v2.db``, made by
+``make_v2_sqlite_fixture.py`` with the code of format 2: ``entries`` with text columns)
+stays readable, verifiable, exportable and resumable (FORMAT.md [F1], "Format history"):
+its entries verify, its snapshot is used, the call in doubt at the SIGKILL is re-run with its
+recorded key, and new steps go on after it in the file's own layout."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from actorlog import ActorSystem, ops
+from actorlog.stores import SqliteStore
+
+from .agents import KEYS, KILL_IN_CHARGE, Payer, Question
+
+pytestmark = pytest.mark.anyio
+
+FIXTURE = Path(__file__).parent / "fixtures" / "payer_format_v2.db"
+RECORDED_KEY = "pay-1:78f58eb4477f6b71:5:0"  # the intent of q2, as format 2 wrote it
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> Iterator[None]:
+    KEYS.clear()
+    KILL_IN_CHARGE.clear()
+    yield
+    KEYS.clear()
+    KILL_IN_CHARGE.clear()
+
+
+@pytest.fixture
+def old_file(tmp_path: Path) -> Path:
+    path = tmp_path / "v2.db"
+    shutil.copyfile(FIXTURE, path)
+    return path
+
+
+def _format_version(path: Path) -> str:
+    con = sqlite3.connect(path)
+    try:
+        (value,) = con.execute(
+            "SELECT value FROM actorlog_meta WHERE key = 'format_version'"
+        ).fetchone()
+    finally:
+        con.close()
+    return str(value)
+
+
+async def test_a_format_2_file_verifies_and_exports_as_it_was_written(old_file: Path) -> None:
+    async with ops.opened(f"sqlite:///{old_file}") as store:
+        report = await ops.verify(store)
+        lines = [e async for e in ops.export(store, "pay-1")]
+    assert report.ok, report.findings
+    assert (report.entries, report.snapshots) == (6, 1)
+    entries = [e for e in lines if e["type"] == "entry"]
+    assert [e["kind"] for e in entries][-2:] == ["message", "intent"]
+    assert all(e["valid"] for e in entries)
+    assert entries[-1]["payload"][4] == RECORDED_KEY
+    assert _format_version(old_file) == "2"  # a read-only open changes nothing
+    store = SqliteStore(old_file, read_only=True)
+    await store.open()
+    try:
+        assert store.layout == 2  # the text layout of formats 1 and 2
+    finally:
+        await store.close()
+
+
+async def test_a_format_2_file_resumes_and_goes_on(old_file: Path) -> None:
+    async with ActorSystem(SqliteStore(old_file), actors=[Payer]) as system:
+        ref = await system.spawn(Payer, "pay-1")
+        assert await ref.ask(Question("q2"), message_id="q2") == "charged q2"
+        assert KEYS == [RECORDED_KEY]  # the call in doubt, re-run with its recorded key
+        assert await ref.ask(Question("q1"), message_id="q1") == "charged q1"  # from the log
+        assert await ref.ask(Question("q3"), message_id="q3") == "charged q3"
+        assert len(KEYS) == 2 and KEYS[1].startswith("pay-1:78f58eb4477f6b71:")
+    async with ActorSystem(SqliteStore(old_file), actors=[Payer]) as system:
+        state = await system.read_state(Payer, "pay-1")  # replayed from the file
+    assert state.answers == ["charged q1", "charged q2", "charged q3"]
+    # the file keeps its layout (entries with text columns) and its format: no migration
+    assert _format_version(old_file) == "2"
+    con = sqlite3.connect(old_file)
+    try:
+        tables = dict(con.execute("SELECT name, type FROM sqlite_master").fetchall())
+    finally:
+        con.close()
+    assert tables["entries"] == "table" and "log" not in tables and "tags" not in tables
+    async with ops.opened(f"sqlite:///{old_file}") as store:
+        report = await ops.verify(store)
+    assert report.ok, report.findings
+    assert report.entries > 6
