@@ -209,6 +209,7 @@ MOVES: dict[str, str] = {
     "tests/runtime/test_codec.py": "tests/journal/test_codec.py",
     "tests/journal/test_compact.py": "tests/journal/test_compact.py",
     "tests/journal/test_flat_values.py": "tests/journal/test_flat_values.py",
+    "tests/journal/test_unstructure_json.py": "tests/journal/test_unstructure_json.py",
     "tests/durability/test_append_shield.py": "tests/durability/test_append_shield.py",
     "tests/runtime/test_records.py": "tests/journal/test_records.py",
     "tests/runtime/test_names.py": "tests/journal/test_names.py",
