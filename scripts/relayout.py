@@ -184,6 +184,7 @@ MOVES: dict[str, str] = {
     "tests/_payload.py": "tests/_payload.py",
     "tests/test_benchmarks_cli.py": "tests/test_benchmarks_cli.py",
     "tests/test_docs_check.py": "tests/test_docs_check.py",
+    "tests/test_dependencies.py": "tests/test_dependencies.py",
     "tests/test_layout.py": "tests/test_layout.py",
     "tests/test_relayout_script.py": "tests/test_relayout_script.py",
     "tests/cli/": "tests/cli/",

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 import attrs
-import sniffio
 
 from .._journal import codec as _codec
 from .._journal.errors import ActorFinishedError, HandlerError, StepCancelledError
@@ -60,9 +59,9 @@ PASSIVATE: Final = _Signal("passivate")
 class Flag:
     """An event with one waiter, on asyncio: a loop future made only when the waiter has
     to wait. What an ask's reply slot and the mailbox's wake-up need, for less than an
-    ``anyio.Event`` (which wraps an ``asyncio.Event`` and finds its backend through sniffio
-    per instance). Cancelling the wait cancels only that future (anyio's cancel scopes
-    cancel an asyncio task's awaited future like any other); ``is_set`` stays False."""
+    ``anyio.Event`` (which wraps an ``asyncio.Event`` and finds its backend per
+    instance). Cancelling the wait cancels only that future (anyio's cancel scopes cancel
+    an asyncio task's awaited future like any other); ``is_set`` stays False."""
 
     __slots__ = ("_fut", "_set")
 
@@ -102,7 +101,7 @@ _READY: Final = _Ready()
 
 class Primitives:
     """A backend's event and cancel scope classes, resolved once (``backend``): an
-    ``anyio.Event()`` or ``anyio.CancelScope()`` looks its backend up through sniffio each
+    ``anyio.Event()`` or ``anyio.CancelScope()`` looks its backend up each
     time, which the hot path (a reply slot per ask, a shield per append) need not pay.
     ``event`` has one waiter (``Flag`` on asyncio)."""
 
@@ -118,12 +117,40 @@ GENERIC: Final = Primitives(anyio.Event, anyio.CancelScope)
 _RESOLVED: dict[str, Primitives] = {}
 
 
+#: sniffio, imported on first use: the module, False when it is not installed (None: not yet)
+_sniffio: Any = None
+
+
+def _running_library() -> str | None:
+    """The async library running this thread's event loop, as anyio finds it: sniffio's
+    answer when sniffio is installed (trio and anyio's trio backend require it); without it
+    only asyncio can be running (sniffio is not one of actorlog's dependencies)."""
+    global _sniffio
+    if _sniffio is None:
+        try:
+            import sniffio
+        except ImportError:
+            _sniffio = False
+        else:
+            _sniffio = sniffio
+    if _sniffio is False:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        return "asyncio"
+    try:
+        name: str = _sniffio.current_async_library()
+    except _sniffio.AsyncLibraryNotFoundError:
+        return None
+    return name
+
+
 def backend() -> Primitives:
     """The running async library's primitives (call it in the event loop's thread: once per
     cell). ``GENERIC`` when no library is running."""
-    try:
-        name = sniffio.current_async_library()
-    except sniffio.AsyncLibraryNotFoundError:
+    name = _running_library()
+    if name is None:
         return GENERIC
     found = _RESOLVED.get(name)
     if found is None:
