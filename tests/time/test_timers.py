@@ -36,7 +36,7 @@ async def test_sleep_is_logged_and_later_messages_wait_behind_it(
     async with ActorSystem(make_store(), actors=[Sleeper]) as system:
         ref = system.ref(Sleeper, "s")
         async with anyio.create_task_group() as tg:
-            tg.start_soon(ref.ask, Nap(0.2, "a"))
+            tg.start_soon(ref.ask, Nap(1.0, "a"))  # long enough to be seen asleep under load
             await wait_until(lambda: system._cells.get("s") and system._cells["s"].sleeping)
             got = await ref.ask(Note("after"))
         assert got == ["start:a", "end:a", "after"]
