@@ -244,6 +244,7 @@ MOVES: dict[str, str] = {
     "tests/runtime/test_recovery_budget.py": "tests/core/test_recovery_budget.py",
     "tests/runtime/test_delivery_errors.py": "tests/core/test_delivery_errors.py",
     "tests/runtime/test_messaging_holes.py": "tests/core/test_messaging_holes.py",
+    "tests/core/test_spawn_new.py": "tests/core/test_spawn_new.py",
     "tests/runtime/test_example_crash.py": "tests/core/test_example_crash.py",
     "tests/runtime/test_lazy_imports.py": "tests/runtime/test_lazy_imports.py",
     "tests/runtime/test_public_api.py": "tests/runtime/test_public_api.py",

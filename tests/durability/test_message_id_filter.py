@@ -116,7 +116,9 @@ async def test_fresh_ids_are_accepted_without_a_store_lookup(make_store: StoreFa
         before = store.calls["find_message"]
         for i in range(1, 20):
             assert await ref.ask(Add(1), message_id=f"m{i}") == i + 1
-        assert store.calls["message_ids"] == 1  # loaded once, at the first id
+        # loaded once, at the first id; never for a new actor (its registration inserted
+        # its row: an empty log, tests/core/test_spawn_new.py)
+        assert store.calls["message_ids"] == (0 if system._cells["c"].new else 1)
         # a false positive (~1%) may send one of the 19 to the store; never most of them
         assert store.calls["find_message"] - before <= 1
 
