@@ -160,7 +160,7 @@ async def recover(cell: Recovering) -> None:
                 )
             cell.journal = Journal(cell.store, cell.actor_id, found.last_seq, cell.journal.scope)
             if cell.new:
-                cell.journal.seen.load(())  # an empty log: every id is new until written
+                cell.journal.seen.start_empty()  # every id is new until written
             # a new log (or one from before incarnations) starts its incarnation here
             cell.incarnation = found.incarnation or _codec.new_incarnation()
             cell.actor.state = initial if found.state_data is None else found.state
