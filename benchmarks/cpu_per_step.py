@@ -1,7 +1,7 @@
 """CPU time per durable step on MemoryStore: the runtime's own cost, without any I/O.
 
     python -m benchmarks.cpu_per_step [--actors 1,100] [--burst 100] [--asks 2000] [--rounds 4]
-                                      [--sqlite-burst] [--quick]
+                                      [--sqlite-burst] [--spawn N] [--quick]
 
 Each client asks its actor ``Step(i)`` with a ``message_id``; each step makes one
 ``ctx.call``. Measured as process CPU time (``time.process_time``) per ask, the best of
@@ -9,6 +9,9 @@ Each client asks its actor ``Step(i)`` with a ``message_id``; each step makes on
 queue up and are handled as bursts). On a shared or loaded machine CPU time is far steadier
 than wall-clock throughput, so two builds can be compared by running this alternately with
 each.
+
+With ``--spawn N``, also N new actors spawned on a SQLite file, each asked once: process CPU
+per spawn and first ask, and spawns (each with its ask) per second of wall-clock time.
 
 Beside it, in the same run, the floor: a bare asyncio actor per client (a task, an
 ``asyncio.Queue``, a future per ask) awaiting the same ``echo`` coroutine; the ratio
@@ -86,6 +89,20 @@ async def sqlite_burst(clients: int, asks: int) -> tuple[float, float]:
             return (len(store.batch_sizes) - before) / n, n / wall
 
 
+async def spawn_and_first_ask(n: int) -> tuple[float, float]:
+    """``n`` new actors on a SQLite file, each spawned and asked once (``Counter``, no tool
+    call), one after the other: (CPU seconds per spawn and ask, spawns per wall second)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        async with ActorSystem(SqliteStore(os.path.join(tmp, "spawn.db")), actors=[Counter]) as s:
+            ref = await s.spawn(Counter, "warm-up")
+            await ref.ask(Step(0), message_id="warm-up")
+            t0, w0 = time.process_time(), time.perf_counter()
+            for i in range(n):
+                ref = await s.spawn(Counter, f"new-{i}")
+                await ref.ask(Step(i), message_id=f"first-{i}")
+            return (time.process_time() - t0) / n, n / (time.perf_counter() - w0)
+
+
 async def cpu_per_ask(actors: int, asks: int, clients: int = 1) -> float:
     """Process CPU seconds per ask, ``asks`` spread over ``actors`` actors, each asked by
     ``clients`` concurrent clients (more than one: its asks queue up, a burst)."""
@@ -154,6 +171,13 @@ def main() -> None:
         help="also: the --burst clients on one actor on a SQLite file, steps without a tool "
         "call (commits per ask, asks/s)",
     )
+    parser.add_argument(
+        "--spawn",
+        type=int,
+        default=0,
+        help="also: this many new actors on a SQLite file, each spawned and asked once (CPU "
+        "per spawn + first ask, spawns/s; best of --rounds)",
+    )
     parser.add_argument("--asks", type=int, default=2000, help="asks per measurement")
     parser.add_argument("--rounds", type=int, default=4, help="runs per figure (best is kept)")
     args = parser.parse_args()
@@ -178,6 +202,13 @@ def main() -> None:
         print(
             f"1 actor, {args.burst} clients, SQLite, no tool call: {commits:.3f} commits per "
             f"ask, {rate:,.0f} asks/s"
+        )
+    if args.spawn > 0:
+        runs = [anyio.run(spawn_and_first_ask, args.spawn) for _ in range(args.rounds)]
+        cpu, rate = min(r[0] for r in runs), max(r[1] for r in runs)
+        print(
+            f"{args.spawn} new actors, SQLite: {cpu * 1e3:.2f} ms CPU per spawn + first ask, "
+            f"{rate:,.0f} spawns/s (best of {args.rounds})"
         )
 
 

@@ -198,7 +198,9 @@ class Store(Protocol):
         """Flush and release resources. Idempotent."""
 
     async def register_actor(self, actor_id: str, actor_type: str) -> ActorRow:
-        """Insert the actor if new; return its row (with the type it was first registered as)."""
+        """Insert the actor if new; return its row (with the type it was first registered as).
+
+        ``created`` may be True only when this call inserted the row (see ``ActorRow``)."""
         ...
 
     async def get_actor(self, actor_id: str) -> ActorRow | None:

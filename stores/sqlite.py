@@ -74,6 +74,7 @@ from ._sql import (
 from ._sqlite_commit import MAX_ROWS_PER_STATEMENT, Append, SqliteCommits
 from ._sqlite_compact import SqliteCompaction
 from ._sqlite_conn import Connection
+from ._sqlite_register import Registration, insert_sql, mark_inserted
 from ._sqlite_schema import PRELUDE, SCHEMA, SCHEMA3, UNFINISHED, check_version, file_layout
 from ._sqlite_schema3 import MESSAGE_IDS, step_of
 from ._sqltimers import SqliteTimers
@@ -187,7 +188,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         self._committer: GroupCommitter[Append] = GroupCommitter(
             self._commit, gather="always" if commit_on_loop is True else "when_shared"
         )
-        self._registrar: GroupCommitter[tuple[str, str, float]] = GroupCommitter(self._register)
+        self._registrar: GroupCommitter[Registration] = GroupCommitter(self._register)
         self.batch_sizes: list[int] = []  # recent commit batch sizes (bounded), for telemetry
         self._lock_fd: int | None = None
         self._actorlog_schema = False  # the file holds actorlog's tables (set by open)
@@ -412,21 +413,24 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         if row is None:
             self._writer()
             # concurrent registrations share one transaction (spawning many new actors)
-            await self._registrar.submit((actor_id, actor_type, time.time()))
+            reg = Registration(actor_id, actor_type, time.time())
+            await self._registrar.submit(reg)
+            if reg.inserted:  # the row just written (``created``): no read back
+                return reg.row()
             row = await self.get_actor(actor_id)
         assert row is not None
         return row
 
-    async def _register(self, batch: Sequence[Request[tuple[str, str, float]]]) -> None:
+    async def _register(self, batch: Sequence[Request[Registration]]) -> None:
         """Insert a batch of new actors' rows (a failure fails every registration in it)."""
         items = [req.item for req in batch]
         for i in range(0, len(items), MAX_ROWS_PER_STATEMENT):
             chunk = items[i : i + MAX_ROWS_PER_STATEMENT]
-            await self._write(
-                "INSERT OR IGNORE INTO actors (actor_id, actor_type, created_at) VALUES "
-                + ",".join(["(?,?,?)"] * len(chunk)),
-                [v for item in chunk for v in item],
-            )
+            sql, values = insert_sql(chunk)
+            try:
+                mark_inserted(chunk, await self._writer().execute_fetchall(sql, values))
+            except (sqlite3.Error, ValueError, OverflowError) as exc:
+                raise self._error("write", exc) from exc
 
     async def get_actor(self, actor_id: str) -> ActorRow | None:
         rows = await self._fetch(f"SELECT {ACTOR_COLS} FROM actors WHERE actor_id = ?", (actor_id,))

@@ -122,6 +122,7 @@ class Cell(LoggedMessages):
         self.journal = Journal(self.store, actor_id, 0, self.io.scope)
         #: [F13] this log's incarnation id (recovery reads it back, or starts one)
         self.incarnation: str | None = None
+        self.new = False  # its registration inserted it: nothing to recover (_recovery)
         self.step_lock = anyio.Lock()  # held by each step and each query (_query.Queryable)
         self.status = "starting"
         self.error: BaseException | None = None

@@ -17,7 +17,7 @@ import attrs
 
 from .._durability.attempts import in_doubt_attempt, in_doubt_event
 from .._durability.mailbox import Envelope
-from .._durability.plan import PendingMessage, plan
+from .._durability.plan import PendingMessage, Plan, plan
 from .._durability.snapshots import RecoveryCost
 from .._durability.wal import Journal
 from .._effects.actor import Actor
@@ -102,6 +102,9 @@ class Recovering(StepHost, Protocol):
     ready: anyio.Event
     #: [F13] the incarnation id of this actor's log, written into every new message
     incarnation: str | None
+    #: its registration inserted it just now (``ActorRow.created``): nothing to read
+    new: bool
+    saved_options: dict[str, Any] | None
 
     async def load_options(self) -> None: ...
 
@@ -117,8 +120,16 @@ class Recovering(StepHost, Protocol):
 
 async def recover(cell: Recovering) -> None:
     """Recover the cell's actor: the newest valid snapshot, the verified tail replayed,
-    the interrupted step and pending messages queued (traced as ``actorlog.recover``)."""
-    await cell.load_options()
+    the interrupted step and pending messages queued (traced as ``actorlog.recover``).
+
+    A new actor (``cell.new``: its registration just inserted its row, so the store holds
+    no log, snapshot or event of it) is started the same way from an empty plan, without
+    reading the store: no saved options, no end, no snapshot, an empty log whose message
+    ids are all known (none)."""
+    if cell.new:
+        cell.saved_options = {}
+    else:
+        await cell.load_options()
     t0 = time.perf_counter()
     initial = cell.actor.initial_state()
     state_type = type(initial)
@@ -136,15 +147,20 @@ async def recover(cell: Recovering) -> None:
             cell.note_event(EventKind.SNAPSHOT_REJECTED, {"seq": info.seq, "reason": reason})
 
         try:
-            found = await plan(
-                cell.store,
-                cell.actor_id,
-                state_tag=state_tag,
-                schema_version=cell.cls.schema_version,
-                on_reject=on_reject,
-                decode=lambda plain: _codec.structure(plain, state_type),
-            )
+            if cell.new:
+                found = Plan(None, 0, 0, 0, [], [], 0, 0, snapshot_created_at=time.time())
+            else:
+                found = await plan(
+                    cell.store,
+                    cell.actor_id,
+                    state_tag=state_tag,
+                    schema_version=cell.cls.schema_version,
+                    on_reject=on_reject,
+                    decode=lambda plain: _codec.structure(plain, state_type),
+                )
             cell.journal = Journal(cell.store, cell.actor_id, found.last_seq, cell.journal.scope)
+            if cell.new:
+                cell.journal.seen.start_empty()  # every id is new until written
             # a new log (or one from before incarnations) starts its incarnation here
             cell.incarnation = found.incarnation or _codec.new_incarnation()
             cell.actor.state = initial if found.state_data is None else found.state

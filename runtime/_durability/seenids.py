@@ -113,6 +113,16 @@ class SeenIds:
         if self.state != "given_up":
             self.state = "complete"
 
+    def start_empty(self) -> None:
+        """A new actor's empty log: complete at once, without a read (the journal adds every
+        id written from now on). Off, as for a load, when ``SEEN_IDS_LIMIT`` is 0 or less."""
+        if self.state != "unloaded":
+            return
+        if SEEN_IDS_LIMIT > 0:
+            self.load(())
+        else:
+            self.give_up()
+
     def give_up(self) -> None:
         self.state = "given_up"
         self._layers = []

@@ -111,6 +111,10 @@ class ActorRow:
             :meth:`Store.list_actors`, which goes on with the other actors; ``get_actor``
             raises instead). The damaged fields then hold placeholders (``0``, ``""``):
             trust none of them.
+        created: True only on the row :meth:`Store.register_actor` returns when that call
+            inserted it: the store held no row, log, snapshot or event of this actor, so the
+            runtime starts it without recovery's reads. A store may always leave it False
+            (the actor is then recovered, finding nothing). Not compared (``==``).
     """
 
     actor_id: str
@@ -121,6 +125,7 @@ class ActorRow:
     first_seq: int
     created_at: float
     damage: str | None = None
+    created: bool = attrs.field(default=False, eq=False)
 
 
 @attrs.frozen(slots=True)

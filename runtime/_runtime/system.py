@@ -302,9 +302,14 @@ class ActorSystem(Lifecycle, SystemTimers, Queries, Operations):
 
     # -- actors ----------------------------------------------------------------------------
 
-    def _start_cell(self, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy) -> Cell:
+    def _start_cell(
+        self, cls: type[Actor[Any]], actor_id: str, policy: SnapshotPolicy, new: bool = False
+    ) -> Cell:
         tg = self._check_open()
         cell = Cell(self._host, cls, actor_id, policy)
+        # registered just now, by this runtime alone (without leases another runtime could
+        # claim and write it before this one does): nothing to recover (_recovery.start_new)
+        cell.new = new and self._ownership is None
         self._cells[actor_id] = cell
         self._quarantined.pop(actor_id, None)
         tg.start_soon(cell.run, name=f"actorlog:{actor_id}")
@@ -386,7 +391,7 @@ class ActorSystem(Lifecycle, SystemTimers, Queries, Operations):
                     raise ConfigurationError(_names.class_mismatch(actor_id, row.actor_type, cls))
                 if self._ownership is not None and not await self._ownership.claim(actor_id):
                     return None  # owned by another runtime
-                cell = self._start_cell(cls, actor_id, policy)
+                cell = self._start_cell(cls, actor_id, policy, row.created)
             elif cell.cls is not cls:
                 raise ConfigurationError(
                     f"actor {actor_id!r} is running as {cell.actor_type}, not {tag}"

@@ -20,6 +20,7 @@ from actorlog import Actor, ActorSystem, Context
 from actorlog._durability import seenids as seenids_module
 from actorlog._durability.seenids import SeenIds
 from actorlog.store import Store
+from actorlog.stores import SqliteStore
 
 from tests.runtime._gated import GatedStore
 
@@ -105,6 +106,7 @@ def test_a_filter_past_the_limit_gives_up_and_frees_its_layers(
 
 
 async def test_fresh_ids_are_accepted_without_a_store_lookup(make_store: StoreFactory) -> None:
+    await asked_before(make_store, 0, 0)  # registered before: its ids are loaded, not new
     store = GatedStore(make_store())
     async with running(store) as system:
         ref = await system.spawn(Counter, "c")
@@ -155,6 +157,7 @@ async def test_ids_of_an_earlier_run_are_known_after_a_restart(make_store: Store
 
 
 async def test_without_the_index_every_id_is_looked_up(make_store: StoreFactory) -> None:
+    await asked_before(make_store, 0, 0)  # registered before: recovered, not new
     store = _NoIndex(make_store())
     async with running(store) as system:
         ref = await system.spawn(Counter, "c")
@@ -163,6 +166,20 @@ async def test_without_the_index_every_id_is_looked_up(make_store: StoreFactory)
         assert await ref.ask(Add(1), message_id="m0") == 1
         assert store.calls["find_message"] == 6
         assert store.calls["message_ids"] == 0
+
+
+async def test_a_new_actors_ids_are_known_without_the_index(make_store: StoreFactory) -> None:
+    """A new actor (its registration inserted its row: an empty log) knows every id of its
+    log from the start: the journal adds each one it writes."""
+    store = _NoIndex(make_store())
+    async with running(store) as system:
+        ref = await system.spawn(Counter, "c")
+        for i in range(5):
+            await ref.ask(Add(1), message_id=f"m{i}")
+        assert await ref.ask(Add(1), message_id="m0") == 1
+        new = system._cells["c"].new
+        assert store.calls["find_message"] == (1 if new else 6)  # the retry, a filter hit
+        assert new == isinstance(make_store(), SqliteStore)
 
 
 async def test_a_log_over_the_limit_keeps_the_store_lookup(
@@ -197,6 +214,7 @@ async def test_a_live_log_growing_past_the_limit_falls_back_to_the_store(
 
 
 async def test_a_failed_load_falls_back_and_is_tried_again(make_store: StoreFactory) -> None:
+    await asked_before(make_store, 0, 0)  # registered before: its ids are loaded, not new
     store = GatedStore(make_store())
     gate = store.gate("message_ids", fail=True)
     gate.open()
@@ -227,6 +245,7 @@ async def test_an_id_written_while_the_filter_loads_is_not_taken_for_new(
 ) -> None:
     """The load reads the store's ids before a concurrent post commits its message; the
     journal adds every id it writes, so a later retry of that id is still recognized."""
+    await asked_before(make_store, 0, 0)  # registered before: its ids are loaded, not new
     store = GatedStore(make_store())
     gate = store.gate("message_ids")
     async with running(store) as system:

@@ -1,0 +1,120 @@
+"""Spawning a new actor (docs/recovery.md "A new actor"): when the store's registration
+inserted the actor's row (``ActorRow.created``), the store holds nothing of it, and the cell
+starts without recovery's reads (saved options, snapshots, the log, its message ids). An
+actor whose row existed before is recovered as always, even with an empty log.
+
+The store is wrapped in ``GatedStore``, which counts the calls that reach the real store.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import attrs
+import pytest
+from actorlog import Actor, ActorSystem, Context
+from actorlog.stores import SqliteStore
+
+from tests.runtime._gated import GatedStore
+
+pytestmark = pytest.mark.anyio
+
+#: the reads recovery makes of an actor the store already knows
+RECOVERY_READS = ("read_events", "list_snapshots", "load_snapshot", "read")
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return request.param  # type: ignore[no-any-return]  # pytest params are untyped
+
+
+@attrs.define
+class Add:
+    n: int
+
+
+@attrs.define
+class Total:
+    total: int = 0
+
+
+class Adder(Actor[Total]):
+    name = "spawn_new.adder"
+
+    async def receive(self, ctx: Context, msg: Add) -> int:
+        self.state.total += msg.n
+        return self.state.total
+
+
+async def test_a_new_actor_starts_without_recovery_reads(tmp_path: Path) -> None:
+    store = GatedStore(SqliteStore(tmp_path / "a.db"))
+    async with ActorSystem(store, actors=[Adder]) as system:
+        ref = await system.spawn(Adder, "new")
+        assert await ref.ask(Add(2), message_id="m1") == 2
+        # the retry of an id written by this new actor is still answered from its log
+        assert await ref.ask(Add(2), message_id="m1") == 2
+        assert await ref.ask(Add(3), message_id="m2") == 5
+        cell = system._cells["new"]
+        assert cell.last_recovery is not None and cell.last_recovery.entries_read == 0
+    for name in (*RECOVERY_READS, "message_ids"):
+        assert store.calls[name] == 0, name
+    assert store.calls["get_actor"] == 0 and store.calls["register_actor"] == 1
+    assert store.calls["find_message"] <= 1  # the retried id (a filter hit)
+    # what it wrote is recovered in a new system as before
+    async with ActorSystem(SqliteStore(tmp_path / "a.db"), actors=[Adder]) as system:
+        ref = await system.spawn(Adder, "new")
+        assert await ref.ask(Add(2), message_id="m1") == 2  # the recorded reply
+        assert await ref.ask(Add(1), message_id="m3") == 6
+
+
+async def test_register_actor_says_when_it_inserted_the_row(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "a.db")
+    await store.open()
+    try:
+        row = await store.register_actor("a", "t")
+        assert row.created
+        assert (await store.get_actor("a")) == row  # the same row as stored
+        again = await store.register_actor("a", "other")
+        assert not again.created and again.actor_type == "t"
+        # two registrations of one new id in one batch: one of them inserted it
+        rows: list[bool] = []
+
+        async def register(actor_type: str) -> None:
+            rows.append((await store.register_actor("b", actor_type)).created)
+
+        async with anyio.create_task_group() as tg:
+            for actor_type in ("t1", "t2", "t3"):
+                tg.start_soon(register, actor_type)
+        assert sorted(rows) == [False, False, True]
+        b = await store.get_actor("b")
+        assert b is not None and b.actor_type in ("t1", "t2", "t3")
+    finally:
+        await store.close()
+
+
+async def test_an_empty_log_registered_before_is_recovered(tmp_path: Path) -> None:
+    """Options saved by an earlier spawn of an actor that never got a message are still
+    read: only the registration that inserted the row skips the reads."""
+    async with ActorSystem(SqliteStore(tmp_path / "a.db"), actors=[Adder]) as system:
+        await system.spawn(Adder, "quiet", snapshot_every=3)
+    store = GatedStore(SqliteStore(tmp_path / "a.db"))
+    async with ActorSystem(store, actors=[Adder]) as system:
+        ref = await system.spawn(Adder, "quiet")
+        assert system._cells["quiet"].policy.every == 3
+        assert await ref.ask(Add(1), message_id="q1") == 1
+    assert store.calls["read_events"] == 1 and store.calls["list_snapshots"] == 1
+
+
+async def test_an_id_deleted_and_spawned_again_starts_new(tmp_path: Path) -> None:
+    store = GatedStore(SqliteStore(tmp_path / "a.db"))
+    async with ActorSystem(store, actors=[Adder]) as system:
+        ref = await system.spawn(Adder, "gone", snapshot_every=2)
+        for i in range(3):
+            await ref.ask(Add(1), message_id=f"g{i}")
+        await system.terminate("gone")
+        await system.delete("gone")
+        before = store.calls["read_events"]
+        ref = await system.spawn(Adder, "gone")
+        assert await ref.ask(Add(5), message_id="g0") == 5  # a new log: g0 is a new id
+        assert store.calls["read_events"] == before
