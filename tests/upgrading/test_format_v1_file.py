@@ -5,9 +5,6 @@ call in doubt at the SIGKILL is re-run with its recorded key, and new steps go o
 
 from __future__ import annotations
 
-import shutil
-import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,11 +12,11 @@ from actorlog import ActorSystem, ops
 from actorlog.store import FORMAT_VERSION
 from actorlog.stores import SqliteStore
 
-from .agents import KEYS, KILL_IN_CHARGE, Payer, Question
+from ._old_files import _clean, copy_of, format_version  # noqa: F401 (_clean: autouse)
+from .agents import KEYS, Payer, Question
 
 pytestmark = pytest.mark.anyio
 
-FIXTURE = Path(__file__).parent / "fixtures" / "payer_format_v1.db"
 RECORDED_KEY = "pay-1:d8ccc19a956b3545:5:0"  # the intent of q2, as format 1 wrote it
 
 
@@ -28,31 +25,9 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
-    KEYS.clear()
-    KILL_IN_CHARGE.clear()
-    yield
-    KEYS.clear()
-    KILL_IN_CHARGE.clear()
-
-
 @pytest.fixture
 def old_file(tmp_path: Path) -> Path:
-    path = tmp_path / "v1.db"
-    shutil.copyfile(FIXTURE, path)
-    return path
-
-
-def _format_version(path: Path) -> str:
-    con = sqlite3.connect(path)
-    try:
-        (value,) = con.execute(
-            "SELECT value FROM actorlog_meta WHERE key = 'format_version'"
-        ).fetchone()
-    finally:
-        con.close()
-    return str(value)
+    return copy_of("payer_format_v1.db", tmp_path)
 
 
 async def test_a_format_1_file_verifies_as_it_was_written(old_file: Path) -> None:
@@ -60,7 +35,7 @@ async def test_a_format_1_file_verifies_as_it_was_written(old_file: Path) -> Non
         report = await ops.verify(store)
     assert report.ok, report.findings
     assert (report.entries, report.snapshots) == (6, 1)
-    assert _format_version(old_file) == "1"  # a read-only open changes nothing
+    assert format_version(old_file) == "1"  # a read-only open changes nothing
 
 
 async def test_a_format_1_file_resumes_and_goes_on(old_file: Path) -> None:
@@ -74,7 +49,7 @@ async def test_a_format_1_file_resumes_and_goes_on(old_file: Path) -> None:
     async with ActorSystem(SqliteStore(old_file), actors=[Payer]) as system:
         state = await system.read_state(Payer, "pay-1")  # replayed from the mixed log
     assert state.answers == ["charged q1", "charged q2", "charged q3"]
-    assert _format_version(old_file) == "2"  # written in format 2, in its own layout
+    assert format_version(old_file) == "2"  # written in format 2, in its own layout
     async with ops.opened(f"sqlite:///{old_file}") as store:
         report = await ops.verify(store)
     assert report.ok, report.findings

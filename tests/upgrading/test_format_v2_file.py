@@ -6,20 +6,18 @@ recorded key, and new steps go on after it in the file's own layout."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from actorlog import ActorSystem, ops
 from actorlog.stores import SqliteStore
 
-from .agents import KEYS, KILL_IN_CHARGE, Payer, Question
+from ._old_files import _clean, copy_of, format_version  # noqa: F401 (_clean: autouse)
+from .agents import KEYS, Payer, Question
 
 pytestmark = pytest.mark.anyio
 
-FIXTURE = Path(__file__).parent / "fixtures" / "payer_format_v2.db"
 RECORDED_KEY = "pay-1:78f58eb4477f6b71:5:0"  # the intent of q2, as format 2 wrote it
 
 
@@ -28,31 +26,9 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
-    KEYS.clear()
-    KILL_IN_CHARGE.clear()
-    yield
-    KEYS.clear()
-    KILL_IN_CHARGE.clear()
-
-
 @pytest.fixture
 def old_file(tmp_path: Path) -> Path:
-    path = tmp_path / "v2.db"
-    shutil.copyfile(FIXTURE, path)
-    return path
-
-
-def _format_version(path: Path) -> str:
-    con = sqlite3.connect(path)
-    try:
-        (value,) = con.execute(
-            "SELECT value FROM actorlog_meta WHERE key = 'format_version'"
-        ).fetchone()
-    finally:
-        con.close()
-    return str(value)
+    return copy_of("payer_format_v2.db", tmp_path)
 
 
 async def test_a_format_2_file_verifies_and_exports_as_it_was_written(old_file: Path) -> None:
@@ -65,7 +41,7 @@ async def test_a_format_2_file_verifies_and_exports_as_it_was_written(old_file: 
     assert [e["kind"] for e in entries][-2:] == ["message", "intent"]
     assert all(e["valid"] for e in entries)
     assert entries[-1]["payload"][4] == RECORDED_KEY
-    assert _format_version(old_file) == "2"  # a read-only open changes nothing
+    assert format_version(old_file) == "2"  # a read-only open changes nothing
     store = SqliteStore(old_file, read_only=True)
     await store.open()
     try:
@@ -86,7 +62,7 @@ async def test_a_format_2_file_resumes_and_goes_on(old_file: Path) -> None:
         state = await system.read_state(Payer, "pay-1")  # replayed from the file
     assert state.answers == ["charged q1", "charged q2", "charged q3"]
     # the file keeps its layout (entries with text columns) and its format: no migration
-    assert _format_version(old_file) == "2"
+    assert format_version(old_file) == "2"
     con = sqlite3.connect(old_file)
     try:
         tables = dict(con.execute("SELECT name, type FROM sqlite_master").fetchall())
