@@ -74,6 +74,21 @@ def fast_commits(store: SqliteStore, n: int = 8 * LOOP_WEIGHT) -> None:
         store._took(0.0)
 
 
+async def three_appends_each(store: SqliteStore, ids: list[str]) -> list[int]:
+    """Each of ``ids`` appends seqs 1..3 concurrently with the others: the batch sizes of
+    the commits that made."""
+    start = len(store.batch_sizes)
+
+    async def writer(actor_id: str) -> None:
+        for seq in range(1, 4):
+            await store.append(actor_id, seq - 1, [msg(actor_id, seq)])
+
+    async with anyio.create_task_group() as tg:
+        for actor_id in ids:
+            tg.start_soon(writer, actor_id)
+    return store.batch_sizes[start:]
+
+
 async def test_a_lone_append_commits_on_the_loop_and_is_on_disk(tmp_path: Path) -> None:
     path = tmp_path / "a.db"
     async with opened(SqliteStore(path, commit_on_loop=True), "a") as store:
@@ -94,16 +109,7 @@ async def test_false_commits_everything_on_the_writers_thread(tmp_path: Path) ->
 async def test_concurrent_appends_still_share_transactions(tmp_path: Path) -> None:
     ids = [f"w{i}" for i in range(40)]
     async with opened(SqliteStore(tmp_path / "a.db", commit_on_loop=True), *ids) as store:
-        start = len(store.batch_sizes)
-
-        async def writer(actor_id: str) -> None:
-            for seq in range(1, 4):
-                await store.append(actor_id, seq - 1, [msg(actor_id, seq)])
-
-        async with anyio.create_task_group() as tg:
-            for actor_id in ids:
-                tg.start_soon(writer, actor_id)
-        batches = store.batch_sizes[start:]
+        batches = await three_appends_each(store, ids)
         assert sum(batches) == 120
         # the leader waits for the others woken with it: they share its batch, which goes
         # through the writer's thread (a commit without an await would take them one by one)
@@ -376,16 +382,7 @@ async def test_appends_woken_together_share_a_batch_while_lone_ones_go_on_the_lo
     store = SqliteStore(tmp_path / "a.db", commit_on_loop=mode)  # type: ignore[arg-type]
     async with opened(store, *ids):
         fast_commits(store)
-        start = len(store.batch_sizes)
-
-        async def writer(actor_id: str) -> None:
-            for seq in range(1, 4):
-                await store.append(actor_id, seq - 1, [msg(actor_id, seq)])
-
-        async with anyio.create_task_group() as tg:
-            for actor_id in ids:
-                tg.start_soon(writer, actor_id)
-        batches = store.batch_sizes[start:]
+        batches = await three_appends_each(store, ids)
         assert sum(batches) == 120
         assert max(batches) >= 20, batches
         assert len(batches) <= 12, batches
