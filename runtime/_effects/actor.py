@@ -100,34 +100,51 @@ class Actor(Generic[S]):
         raise NotImplementedError
 
 
-_HINTS: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
+_HINTS: weakref.WeakKeyDictionary[type, dict[str, dict[str, Any]]] = weakref.WeakKeyDictionary()
 
 
-def _receive_hints(cls: type[Actor[Any]]) -> dict[str, Any]:
-    """``typing.get_type_hints(cls.receive)``, cached per class once it resolves (resolving
-    is slow, and every spawn asks; a forward reference that fails now may resolve later)."""
-    hints = _HINTS.get(cls)
+def _method_hints(cls: type, method: str) -> dict[str, Any]:
+    """``typing.get_type_hints(getattr(cls, method))``, cached per class once it resolves
+    (resolving is slow, and every spawn asks; a forward reference that fails now may
+    resolve later)."""
+    per_class = _HINTS.setdefault(cls, {})
+    hints = per_class.get(method)
     if hints is None:
-        hints = _HINTS[cls] = typing.get_type_hints(cls.receive)
+        hints = per_class[method] = typing.get_type_hints(getattr(cls, method))
     return hints
 
 
-def accepted_messages(cls: type[Actor[Any]]) -> tuple[type, ...] | None:
-    """The message classes ``receive`` is annotated to accept, or None for "anything"."""
+def _receive_hints(cls: type[Actor[Any]]) -> dict[str, Any]:
+    return _method_hints(cls, "receive")
+
+
+def _accepted(cls: type, method: str, param: str, at: int) -> tuple[type, ...] | None:
+    """The classes ``method``'s argument ``param`` (else its ``at``-th annotated argument)
+    is annotated to accept, or None for "anything"."""
     try:
-        hints = _receive_hints(cls)
+        hints = _method_hints(cls, method)
     except Exception:
         return None
-    ann = hints.get("msg")
+    ann = hints.get(param)
     if ann is None:
         params = list(hints.items())
-        ann = params[1][1] if len(params) > 1 and params[1][0] != "return" else None
+        ann = params[at][1] if len(params) > at and params[at][0] != "return" else None
     if ann is None or ann is Any:
         return None
     if get_origin(ann) in (Union, types.UnionType):
         members = tuple(a for a in get_args(ann) if isinstance(a, type))
         return members or None
     return (ann,) if isinstance(ann, type) else None
+
+
+def accepted_messages(cls: type[Actor[Any]]) -> tuple[type, ...] | None:
+    """The message classes ``receive`` is annotated to accept, or None for "anything"."""
+    return _accepted(cls, "receive", "msg", 1)  # receive(self, ctx, msg)
+
+
+def accepted_queries(cls: type[Actor[Any]]) -> tuple[type, ...] | None:
+    """The query classes ``on_query`` is annotated to accept, or None for "anything"."""
+    return _accepted(cls, "on_query", "query", 0)  # on_query(self, query)
 
 
 def reply_type(cls: type[Actor[Any]]) -> Any:

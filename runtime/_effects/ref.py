@@ -192,7 +192,8 @@ class ActorRef(Generic[A]):
                 sent or asked through a reference. Nothing was logged; the state is as it
                 was.
             ConfigurationError: ``query`` is neither a message instance nor callable, or a
-                message and the class declares no ``on_query``.
+                message and the class declares no ``on_query`` or annotates it to take
+                another class.
             ActorQuarantinedError: the actor's log cannot be trusted.
             TimeoutError: no answer within ``timeout`` seconds (a running step is slow).
             Exception: whatever the query itself raised, as it raised it.

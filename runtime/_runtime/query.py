@@ -22,6 +22,7 @@ import anyio
 import attrs
 
 from .._effects import tools as _tools
+from .._effects.actor import accepted_queries
 from .._journal import codec as _codec
 from .._journal.errors import (
     ActorFinishedError,
@@ -85,6 +86,13 @@ async def run(cls: type[Actor[Any]], actor_id: str, state: Any, query: Any, *, w
                     f"{cls.__qualname__} declares no on_query(self, query), so it answers no "
                     f"query message ({type(query).__qualname__}); declare one, or pass a "
                     "function of the state: ref.query(lambda state: ...)"
+                )
+            accepts = accepted_queries(cls)
+            if accepts is not None and not isinstance(query, accepts):
+                raise ConfigurationError(
+                    f"{cls.__qualname__}.on_query does not accept queries of type "
+                    f"{type(query).__qualname__} (it is annotated to take "
+                    f"{' | '.join(a.__qualname__ for a in accepts)})"
                 )
             actor = cls()
             actor.actor_id = actor_id

@@ -127,6 +127,9 @@ async def test_bad_queries_get_clear_errors(make_store: StoreFactory) -> None:
             await ref.query(42)
         with pytest.raises(ConfigurationError, match="declares no on_query"):
             await plain.query(Last(1))
+        # a query message on_query is not annotated to take: refused before it runs
+        with pytest.raises(ConfigurationError, match="does not accept queries of type Add"):
+            await ref.query(Add("x"))
         with pytest.raises(ZeroDivisionError):  # the query's own error, as it raised it
             await plain.query(lambda s: 1 / 0)
         with pytest.raises(HandlerError, match="inside the handler"):
