@@ -47,7 +47,6 @@ class InDoubtCalls(ToolCalls):
         rec: Recorded,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        arguments: dict[str, Any],
         key: str,
     ) -> Any:
         """A recorded intent: serve its outcome, or settle it by its tool's in-doubt policy."""
