@@ -36,7 +36,6 @@ from .calls import StepHost, abandoned_error, not_started_error
 from .ctxtasks import StepTasks, by_task
 from .ctxtimers import TimerEffects, check_ref
 from .indoubt import InDoubtCalls
-from .sequencer import Sequencer
 from .tasks import Node
 from .tools import Tool, as_tool, unwrap_partial
 
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     import uuid as _uuid
 
     from .ref import ActorRef
+    from .sequencer import Sequencer
 
 __all__ = ["VERSION_TAG", "Context"]
 
@@ -107,6 +107,9 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         self._compat: bool | None = None
         self._seq: Sequencer | None = None
         if len(self._tasks) > 1:
+            # here: only the replay of a step whose effects came from several tasks needs it
+            from .sequencer import Sequencer
+
             self._seq = Sequencer.of(self._recorded, self._stuck)
         #: an error that must stop the actor even if the handler swallows it
         self.fatal: BaseException | None = None
