@@ -60,9 +60,8 @@ def _normalize(value: Any) -> Any:
 
 def _same(got: Any, recorded: Any) -> bool:
     """Does the plain value the handler gives now equal the recorded one? A set compares as a
-    set also against a log written before sets had one canonical order ([F9a]). Plain values
-    equal as they are are equal after a JSON round trip too (it maps tuples to lists and
-    keys to strings, which a recorded value never holds): compared first, without it."""
+    set also against a log written before sets had one canonical order ([F9a]). Equal as
+    they are is equal after a JSON round trip too: compared first, without it."""
     return got == recorded or _normalize(got) == recorded or _codec.same_plain(got, recorded)
 
 
@@ -107,8 +106,7 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         self._compat: bool | None = None
         self._seq: Sequencer | None = None
         if len(self._tasks) > 1:
-            # here: only the replay of a step whose effects came from several tasks needs it
-            from .sequencer import Sequencer
+            from .sequencer import Sequencer  # only for effects of several tasks
 
             self._seq = Sequencer.of(self._recorded, self._stuck)
         #: an error that must stop the actor even if the handler swallows it
