@@ -27,6 +27,11 @@ commit. Shown: each build's start to first resumed step over the floor, medians 
 target: at most 3x), and the dependencies' floor over it; in wall time and in the CPU time
 each process used until then (all its threads; steadier than wall time on a loaded machine).
 
+Part 4, the work itself: the Python function calls (cProfile's count) of a process that
+resumes the same crashed run, from its start to its first resumed tool call, once per build.
+Unlike times, the count does not move with the machine's load, so it shows a change in
+actorlog's own work even on a busy machine.
+
 ``--against REV`` measures another revision of this repository the same way, interleaved
 with the current code (its ``runtime/`` and ``stores/``, extracted with ``git archive`` into a
 scratch package): before and after in one run on one machine. Child processes run with
@@ -69,10 +74,14 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
 __all__ = [
+    "CALLS",
+    "CALLS_FLOOR",
     "FLOOR",
     "FLOOR_DEPS",
     "ImportRun",
     "Resume",
+    "calls_floor",
+    "calls_round",
     "floor_round",
     "import_run",
     "main",
@@ -238,6 +247,83 @@ def floor_round(work: Path, rep: int, script: str = FLOOR) -> tuple[float, float
     return (int(t) - t0) / 1e9, int(cpu) / 1e9
 
 
+#: Part 4's child: ``ARGV: db phase steps``. Phase ``run`` is killed in the tool call of
+#: step 75 %; phase ``resume`` counts the Python function calls from the start of the
+#: interpreter (``cProfile`` from the first line) to its first resumed tool call.
+CALLS = """
+import cProfile, os, signal, sys
+prof = cProfile.Profile()
+prof.enable()
+import anyio
+from actorlog import ActorSystem
+from actorlog.stores import SqliteStore
+from benchmarks import _agent
+
+db, phase, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+def effect(i):
+    if phase == "run" and i == steps * 3 // 4:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if phase == "resume":
+        prof.disable()
+        prof.create_stats()
+        print(sum(v[1] for v in prof.stats.values()), flush=True)
+        os._exit(0)
+    return f"value-{i:06d}"
+
+_agent.configure(effect)
+
+async def main():
+    async with ActorSystem(SqliteStore(db), actors=[_agent.Agent]) as system:
+        ref = await system.spawn(_agent.Agent, "bench-run")
+        return await ref.ask(_agent.Run(steps), message_id="run")
+
+anyio.run(main)
+"""
+
+
+#: Part 4's floor: the Python function calls of FLOOR_DEPS (the dependencies imported, one
+#: row committed inside ``anyio.run``), counted the same way.
+CALLS_FLOOR = "import cProfile\nprof = cProfile.Profile()\nprof.enable()\n" + FLOOR_DEPS.replace(
+    "print(*anyio.run(main))\n",
+    "anyio.run(main)\nprof.disable()\nprof.create_stats()\n"
+    "print(sum(v[1] for v in prof.stats.values()))\n",
+)
+
+
+def calls_floor(work: Path) -> int:
+    """Python function calls of CALLS_FLOOR in a fresh process."""
+    out = subprocess.run(
+        [sys.executable, "-c", CALLS_FLOOR, str(work / "calls-floor.db")],
+        env=_env(None),
+        cwd=str(work),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout.split()[-1])
+
+
+def calls_round(pkg: Path | None, steps: int, work: Path, name: str) -> int:
+    """Python function calls of a fresh process from its start to its first resumed tool
+    call, after a run of ``steps`` calls killed at 75 % (Part 4)."""
+    db = work / f"calls-{name}.db"
+    env = _env(pkg)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [*([str(pkg)] if pkg is not None else []), str(REPO_ROOT), env.get("PYTHONPATH", "")]
+    )
+    cmd = [sys.executable, "-c", CALLS, str(db)]
+    killed = subprocess.run([*cmd, "run", str(steps)], env=env, cwd=str(work), check=False)
+    if killed.returncode != -9:
+        raise RuntimeError(f"the run phase exited {killed.returncode}, not killed")
+    out = subprocess.run(
+        [*cmd, "resume", str(steps)], env=env, cwd=str(work), capture_output=True, text=True
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"the resume phase exited {out.returncode}: {out.stderr[-300:]}")
+    return int(out.stdout.split()[-1])
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f}"
 
@@ -342,6 +428,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                     continue
                 resumes.setdefault(build, []).append(got)
                 print(f"first resumed step after {got.to_first_step:.3f} s")
+        calls = {
+            b: calls_round(pkg, args.steps, work, str(i))
+            for i, (b, pkg) in enumerate(builds.items())
+        }
+        floor_calls = calls_floor(work)
         info["load average (1, 5, 15 min) at end"] = loadavg()
 
     res = Table(
@@ -391,6 +482,15 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
     print()
     print(res.text())
+    work_table = Table(["build", "Python function calls, start → first resumed tool call"])
+    for build, n in calls.items():
+        work_table.add(build, f"{n:,}")
+    work_table.add(
+        "the dependencies alone (anyio on asyncio, attrs; one row committed in anyio.run)",
+        f"{floor_calls:,}",
+    )
+    print()
+    print(work_table.text())
     ratios = []
     if floors:
         ratios.append(
@@ -437,6 +537,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                 if problems or ratios
                 else ""
             )
+            + "\n\n## The work: Python function calls to the first resumed tool call\n\n"
+            "The same crashed run resumed once more per build, under `cProfile` from the "
+            "interpreter's first line to the first resumed tool call: a count that the "
+            "machine's load does not move.\n\n" + work_table.markdown()
         )
         out = write_report("startup", "Start-up: import and first resumed step", body, info=info)
         print(f"\nwrote {out}")

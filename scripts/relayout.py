@@ -242,6 +242,7 @@ MOVES: dict[str, str] = {
         "tests/effects/test_cancelled_write_in_doubt.py"
     ),
     "tests/runtime/test_live_equals_replay.py": "tests/effects/test_live_equals_replay.py",
+    "tests/effects/test_replay_compare.py": "tests/effects/test_replay_compare.py",
     "tests/runtime/test_recovery_budget.py": "tests/core/test_recovery_budget.py",
     "tests/runtime/test_delivery_errors.py": "tests/core/test_delivery_errors.py",
     "tests/runtime/test_messaging_holes.py": "tests/core/test_messaging_holes.py",

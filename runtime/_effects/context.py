@@ -36,7 +36,6 @@ from .calls import StepHost, abandoned_error, not_started_error
 from .ctxtasks import StepTasks, by_task
 from .ctxtimers import TimerEffects, check_ref
 from .indoubt import InDoubtCalls
-from .sequencer import Sequencer
 from .tasks import Node
 from .tools import Tool, as_tool, unwrap_partial
 
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     import uuid as _uuid
 
     from .ref import ActorRef
+    from .sequencer import Sequencer
 
 __all__ = ["VERSION_TAG", "Context"]
 
@@ -60,8 +60,9 @@ def _normalize(value: Any) -> Any:
 
 def _same(got: Any, recorded: Any) -> bool:
     """Does the plain value the handler gives now equal the recorded one? A set compares as a
-    set also against a log written before sets had one canonical order ([F9a])."""
-    return _normalize(got) == recorded or _codec.same_plain(got, recorded)
+    set also against a log written before sets had one canonical order ([F9a]). Equal as
+    they are is equal after a JSON round trip too: compared first, without it."""
+    return got == recorded or _normalize(got) == recorded or _codec.same_plain(got, recorded)
 
 
 def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
@@ -105,6 +106,8 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         self._compat: bool | None = None
         self._seq: Sequencer | None = None
         if len(self._tasks) > 1:
+            from .sequencer import Sequencer  # only for effects of several tasks
+
             self._seq = Sequencer.of(self._recorded, self._stuck)
         #: an error that must stop the actor even if the handler swallows it
         self.fatal: BaseException | None = None
@@ -261,9 +264,9 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
                 raise
             return await self._run(t, args, kwargs, intent_seq, key, attempt=1)
         # counted in _settle, only when the outcome is served from the log (an in-doubt
-        # call settled by its policy or an operator runs live)
-        arguments = t.bind(args, kwargs).arguments
-        return await self._settle(t, rec, args, kwargs, arguments, key)
+        # call settled by its policy or an operator runs live); check_call above checked
+        # the arguments against the signature
+        return await self._settle(t, rec, args, kwargs, key)
 
     def now(self) -> datetime.datetime:
         """The current time (UTC), recorded; replay returns the recorded time."""

@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import anyio
 import anyio.lowlevel
 import asyncpg
+import attrs
 from actorlog.store import (
     ActorRow,
     ConfigurationError,
@@ -322,13 +323,23 @@ class PostgresStore(LeaseMethods, CompactionMethods, PostgresAudit, TimerMethods
     # -- actors ----------------------------------------------------------------------------
 
     async def register_actor(self, actor_id: str, actor_type: str) -> ActorRow:
-        await self._execute(
-            "INSERT INTO actors (actor_id, actor_type, created_at) VALUES ($1, $2, $3) "
-            "ON CONFLICT (actor_id) DO NOTHING",
-            actor_id,
-            actor_type,
-            time.time(),
-        )
+        """One statement for a new actor: the insert returns the row it made (``created``);
+        an actor that exists is read after it (the first registration's type is kept)."""
+        pool = self._writable_pool()
+        try:
+            with anyio.CancelScope(shield=True):
+                inserted = await pool.fetch(
+                    "INSERT INTO actors (actor_id, actor_type, created_at) VALUES ($1, $2, $3) "
+                    f"ON CONFLICT (actor_id) DO NOTHING RETURNING {ACTOR_COLS}",
+                    actor_id,
+                    actor_type,
+                    time.time(),
+                )
+        except DRIVER_ERRORS as exc:
+            raise self._failure("write", exc) from exc
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        if inserted:
+            return attrs.evolve(actor_row(tuple(inserted[0])), created=True)
         row = await self.get_actor(actor_id)
         assert row is not None  # deleted only when not running (delete_actor)
         return row
