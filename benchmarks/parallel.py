@@ -61,6 +61,7 @@ from ._common import (  # noqa: E402
     write_report,
 )
 from ._parallel_agent import (  # noqa: E402
+    BYTES,
     COMMIT_TIME,
     COMMITS,
     CPU,
@@ -377,6 +378,7 @@ def report(
                 "CPU",
                 "store transactions",
                 "their wall time",
+                "bytes logged",
             ]
         )
         base = _median(agent["pydantic-ai alone (parallel)"])
@@ -384,6 +386,7 @@ def report(
             m = _median(agent[name])
             commits = agent.get(f"{name}: {COMMITS}")
             spent = agent.get(f"{name}: {COMMIT_TIME}")
+            logged = agent.get(f"{name}: {BYTES}")
             t2.add(
                 name,
                 _ms(m),
@@ -391,6 +394,7 @@ def report(
                 _ms(_median(agent[f"{name}: {CPU}"])),
                 "-" if commits is None else f"{_median(commits):g}",
                 "-" if spent is None else _ms(_median(spent)),
+                "-" if logged is None else f"{_median(logged):,.0f}",
             )
         durable = _median(agent["DurableAgent (parallel)"])
         commit_time = _median(agent[f"DurableAgent (parallel): {COMMIT_TIME}"])
