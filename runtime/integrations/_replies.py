@@ -1,0 +1,173 @@
+"""A conversation's run replies with its new messages only (issue 25): the chain of replies.
+
+A durable agent's conversation is its actor's state; each run's reply used to carry the
+whole conversation, so the log grew with the square of its length. Now a run's reply holds
+the run's **tail** (the conversation after the part it kept of the one before) and says
+where the rest is (FORMAT.md [F23]):
+
+``run``
+    this run's message seq;
+``base``
+    the message seq of the earlier run whose conversation this run continued (None: an
+    empty history, the conversation's first run or a ``new_conversation``);
+``keep``
+    how many leading messages of ``base``'s conversation this run's conversation starts
+    with (all of them, unless the framework rewrote the history);
+``tail``
+    the rest of this run's conversation (its new messages, normally);
+``origin``
+    where the chain starts in the log (the message seq of its first run): a hint for
+    reading it in one go.
+
+A run whose state has a history but no ``run_seq`` (a state recovered from a snapshot
+written before this form) replies in the old form, the whole conversation under the
+framework's key (``messages`` / ``items``), and so ends the chain. The caller rebuilds the
+whole conversation from the reply, the earlier replies of its chain in the log, and, when
+compaction removed the start of the chain, the snapshot whose state is the conversation of
+the run where the kept log starts (``whole``): in another process too, after any crash.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .._journal import compact as _compact, frames as _frames
+from .._journal.errors import CorruptEntryError
+from .._journal.records import EntryKind, StepRecord, decode_entry
+from ..store import SnapshotInfo, Store
+
+__all__ = ["reply_fields", "shared_prefix", "whole"]
+
+
+def shared_prefix(before: Sequence[Any], after: Sequence[Any]) -> int:
+    """How many leading items (JSON values) ``after`` shares with ``before``."""
+    n = min(len(before), len(after))
+    i = 0
+    while i < n and before[i] == after[i]:
+        i += 1
+    return i
+
+
+def reply_fields(
+    key: str,
+    history: list[Any],
+    everything: list[Any],
+    *,
+    base: int,
+    origin: int,
+    run_seq: int,
+) -> tuple[dict[str, Any], int]:
+    """The conversation's part of a run's reply, and the chain's origin after the run.
+
+    ``history`` is the conversation the run started from (the state's, plain JSON),
+    ``everything`` the conversation after it; ``base`` the message seq of the run whose
+    conversation ``history`` is (0: not known, a state written before the chain);
+    ``origin`` the chain's start so far; ``run_seq`` this run's message seq."""
+    if history and not base:  # the old form: the whole conversation ends the chain
+        return {key: everything}, run_seq
+    prev: int | None = base
+    if not history:  # the chain starts here
+        prev, origin = None, run_seq
+    keep = shared_prefix(history, everything)
+    fields = {"run": run_seq, "base": prev, "keep": keep, "tail": everything[keep:]}
+    return {**fields, "origin": origin}, origin
+
+
+async def whole(store: Store, actor_id: str, reply: dict[str, Any], key: str) -> list[Any]:
+    """The whole conversation a run's ``reply`` stands for (plain JSON): the reply's own in
+    the old form, else its chain's, read from ``store``. Raises ``CorruptEntryError`` when a
+    reply of the chain is damaged, or neither the log nor a snapshot holds the chain's start
+    (compaction keeps one of them, [F23])."""
+    if key in reply:
+        return list(reply[key])
+    #: the runs of the chain, newest first, and the (keep, tail) of each run's reply
+    seqs: list[int] = [int(reply["run"])]
+    links: list[tuple[int, list[Any]]] = []
+    steps: dict[int, dict[str, Any]] | None = None
+    link: dict[str, Any] = reply
+    history: list[Any] = []
+    while True:
+        links.append((int(link["keep"]), list(link["tail"])))
+        if link["base"] is None:
+            break
+        base = int(link["base"])
+        seqs.append(base)
+        if steps is None:  # the chain's replies in one read, from its origin on
+            steps = await _steps(store, actor_id, int(link.get("origin") or base))
+        found = steps.get(base)
+        if found is None:
+            found = await _step(store, actor_id, base)
+        if found is None:  # compacted away: a snapshot holds the chain's start
+            at, history = await _from_snapshot(store, actor_id, seqs, key)
+            del links[at:]  # the snapshot is run seqs[at]'s conversation: newer tails only
+            break
+        if key in found:  # the old form: the whole conversation
+            history = list(found[key])
+            break
+        link = found
+    for keep, tail in reversed(links):
+        history = history[:keep] + tail
+    return history
+
+
+async def _from_snapshot(
+    store: Store, actor_id: str, seqs: list[int], key: str
+) -> tuple[int, list[Any]]:
+    """The conversation of one of the runs ``seqs`` (newest first) from a valid snapshot
+    whose state is that run's (its ``run_seq``; the conversation under ``key``), and the
+    run's index in ``seqs``."""
+    wanted = {seq: i for i, seq in enumerate(seqs)}
+    for info in await store.list_snapshots(actor_id):
+        snap = await store.load_snapshot(actor_id, info.seq)
+        if snap is None or not _valid(info, snap.data):
+            continue
+        try:
+            state = json.loads(_compact.snapshot_json(snap.data))
+        except ValueError:
+            continue
+        if not isinstance(state, dict) or not isinstance(state.get("run_seq"), int):
+            continue
+        at = wanted.get(state["run_seq"])
+        if at is not None and isinstance(state.get(key), list):
+            return at, list(state[key])
+    raise CorruptEntryError(
+        actor_id,
+        seqs[-1],
+        "reference",
+        "a run's conversation continues one that neither the log nor a snapshot holds",
+    )
+
+
+def _valid(info: SnapshotInfo, data: bytes) -> bool:
+    return len(data) == info.size and _frames.info_digest(info, data) == info.digest
+
+
+async def _steps(store: Store, actor_id: str, origin: int) -> dict[int, dict[str, Any]]:
+    """The replies of the completed runs from ``origin`` on, by message seq."""
+    rows = await store.read(actor_id, after_seq=max(origin, 1) - 1, kinds=[EntryKind.STEP])
+    out: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        reply = _reply_of(actor_id, row)
+        if reply is not None:
+            out[row.ref] = reply
+    return out
+
+
+async def _step(store: Store, actor_id: str, seq: int) -> dict[str, Any] | None:
+    for row in await store.find_ref(actor_id, EntryKind.STEP, seq):
+        return _reply_of(actor_id, row)
+    return None
+
+
+def _reply_of(actor_id: str, row: Any) -> dict[str, Any] | None:
+    _frames.verify_row(row, actor_id, row.seq)
+    step = decode_entry(row)
+    if not isinstance(step, StepRecord):
+        raise CorruptEntryError(actor_id, row.seq, "decode", "not a step")
+    if not step.ok:
+        return None
+    if not isinstance(step.reply, dict):
+        raise CorruptEntryError(actor_id, row.seq, "decode", "a run's reply is not an object")
+    return step.reply
