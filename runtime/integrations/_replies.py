@@ -30,15 +30,19 @@ the run where the kept log starts (``whole``): in another process too, after any
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from .._journal import compact as _compact, frames as _frames
-from .._journal.errors import CorruptEntryError
+from .._journal.checks import shown, validate_text
+from .._journal.errors import ActorlogError, ConfigurationError, CorruptEntryError
 from .._journal.records import EntryKind, StepRecord, decode_entry
+from .._runtime.system import ActorSystem
 from ..store import SnapshotInfo, Store
 
-__all__ = ["reply_fields", "shared_prefix", "whole"]
+__all__ = ["parse", "reply_fields", "result_of", "shared_prefix", "whole"]
+
+R = TypeVar("R")
 
 
 def shared_prefix(before: Sequence[Any], after: Sequence[Any]) -> int:
@@ -75,27 +79,57 @@ def reply_fields(
     return {**fields, "origin": origin}, origin
 
 
+def parse(reply: Any, key: str) -> tuple[int, int | None, int, list[Any], int] | list[Any]:
+    """A run's reply's conversation: the whole conversation (the old form), or its
+    ``(run, base, keep, tail, origin)``. Raises ``ValueError`` for anything else."""
+    if not isinstance(reply, dict):
+        raise ValueError(f"a run's reply is a dict, not {type(reply).__qualname__}")
+    if key in reply:
+        if not isinstance(reply[key], list):
+            raise ValueError(f"{key!r} is not a list")
+        return list(reply[key])
+    run: Any = reply.get("run")
+    base: Any = reply.get("base")
+    keep: Any = reply.get("keep")
+    tail: Any = reply.get("tail")
+    origin: Any = reply.get("origin", 0)
+    if not (_seq(run) and (base is None or _seq(base)) and _count(keep) and _count(origin)):
+        raise ValueError("its run, base, keep or origin is not a seq or a count")
+    if not isinstance(tail, list):
+        raise ValueError("its tail is not a list")
+    return run, base, keep, list(tail), origin
+
+
+def _seq(value: object) -> bool:
+    return type(value) is int and value > 0
+
+
+def _count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
 async def whole(store: Store, actor_id: str, reply: dict[str, Any], key: str) -> list[Any]:
     """The whole conversation a run's ``reply`` stands for (plain JSON): the reply's own in
-    the old form, else its chain's, read from ``store``. Raises ``CorruptEntryError`` when a
-    reply of the chain is damaged, or neither the log nor a snapshot holds the chain's start
-    (compaction keeps one of them, [F23])."""
-    if key in reply:
-        return list(reply[key])
+    the old form, else its chain's, read from ``store``. Raises ``ValueError`` if ``reply``
+    is not a run's reply, ``CorruptEntryError`` when a reply of the chain is damaged, or
+    neither the log nor a snapshot holds the chain's start (compaction keeps one of them,
+    [F23])."""
+    parsed = parse(reply, key)
+    if isinstance(parsed, list):
+        return parsed
     #: the runs of the chain, newest first, and the (keep, tail) of each run's reply
-    seqs: list[int] = [int(reply["run"])]
+    seqs: list[int] = [parsed[0]]
     links: list[tuple[int, list[Any]]] = []
-    steps: dict[int, dict[str, Any]] | None = None
-    link: dict[str, Any] = reply
+    steps: dict[int, tuple[int, Any]] | None = None
     history: list[Any] = []
     while True:
-        links.append((int(link["keep"]), list(link["tail"])))
-        if link["base"] is None:
+        _, base, keep, tail, origin = parsed
+        links.append((keep, tail))
+        if base is None:
             break
-        base = int(link["base"])
         seqs.append(base)
         if steps is None:  # the chain's replies in one read, from its origin on
-            steps = await _steps(store, actor_id, int(link.get("origin") or base))
+            steps = await _steps(store, actor_id, origin or base)
         found = steps.get(base)
         if found is None:
             found = await _step(store, actor_id, base)
@@ -103,10 +137,14 @@ async def whole(store: Store, actor_id: str, reply: dict[str, Any], key: str) ->
             at, history = await _from_snapshot(store, actor_id, seqs, key)
             del links[at:]  # the snapshot is run seqs[at]'s conversation: newer tails only
             break
-        if key in found:  # the old form: the whole conversation
-            history = list(found[key])
+        row_seq, found_reply = found
+        try:
+            parsed = parse(found_reply, key)
+        except ValueError as exc:
+            raise CorruptEntryError(actor_id, row_seq, "decode", f"a run's reply: {exc}") from None
+        if isinstance(parsed, list):  # the old form: the whole conversation
+            history = parsed
             break
-        link = found
     for keep, tail in reversed(links):
         history = history[:keep] + tail
     return history
@@ -144,30 +182,52 @@ def _valid(info: SnapshotInfo, data: bytes) -> bool:
     return len(data) == info.size and _frames.info_digest(info, data) == info.digest
 
 
-async def _steps(store: Store, actor_id: str, origin: int) -> dict[int, dict[str, Any]]:
-    """The replies of the completed runs from ``origin`` on, by message seq."""
+async def _steps(store: Store, actor_id: str, origin: int) -> dict[int, tuple[int, Any]]:
+    """The completed runs' (step seq, reply) from ``origin`` on, by message seq."""
     rows = await store.read(actor_id, after_seq=max(origin, 1) - 1, kinds=[EntryKind.STEP])
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, tuple[int, Any]] = {}
     for row in rows:
-        reply = _reply_of(actor_id, row)
-        if reply is not None:
-            out[row.ref] = reply
+        step = _decoded(actor_id, row)
+        if step.ok:
+            out[row.ref] = (row.seq, step.reply)
     return out
 
 
-async def _step(store: Store, actor_id: str, seq: int) -> dict[str, Any] | None:
+async def _step(store: Store, actor_id: str, seq: int) -> tuple[int, Any] | None:
     for row in await store.find_ref(actor_id, EntryKind.STEP, seq):
-        return _reply_of(actor_id, row)
+        step = _decoded(actor_id, row)
+        if step.ok:
+            return row.seq, step.reply
     return None
 
 
-def _reply_of(actor_id: str, row: Any) -> dict[str, Any] | None:
+def _decoded(actor_id: str, row: Any) -> StepRecord:
     _frames.verify_row(row, actor_id, row.seq)
     step = decode_entry(row)
     if not isinstance(step, StepRecord):
         raise CorruptEntryError(actor_id, row.seq, "decode", "not a step")
-    if not step.ok:
-        return None
-    if not isinstance(step.reply, dict):
-        raise CorruptEntryError(actor_id, row.seq, "decode", "a run's reply is not an object")
-    return step.reply
+    return step
+
+
+async def result_of(
+    system: ActorSystem,
+    actor_id: str,
+    reply: Any,
+    key: str,
+    build: Callable[[dict[str, Any], list[Any]], R],
+) -> R:
+    """``build(reply, its whole conversation)``, for a reply a caller hands in
+    (``DurableAgent.result``): ``ConfigurationError`` for a ``system``, an ``actor_id`` or a
+    ``reply`` that is not one (nothing is read or written for them)."""
+    if not isinstance(system, ActorSystem):
+        raise ConfigurationError(f"system must be an ActorSystem, not {shown(system)}")
+    if not validate_text(actor_id, "actor_id"):
+        raise ConfigurationError("actor_id must not be empty")
+    try:
+        return build(reply, await whole(system.store, actor_id, reply, key))
+    except ActorlogError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigurationError(
+            f"not the reply of a durable agent's run: {shown(reply)} ({exc})"
+        ) from None

@@ -81,7 +81,7 @@ from ._openai_models import (
     fingerprint,
     model_name_of,
 )
-from ._replies import reply_fields, whole
+from ._replies import reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -288,22 +288,21 @@ class DurableAgent(Generic[TContext]):
         ref = await system.spawn(AgentActor, actor_id)
         msg = RunInput(self.name, input, new_conversation=new_conversation)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
-        return await self.result(system, actor_id, reply)
+        return self._result(reply, await whole(system.store, actor_id, reply, "items"))
 
     async def result(
         self, system: ActorSystem, actor_id: str, reply: dict[str, Any]
     ) -> DurableRunResult:
-        """The ``DurableRunResult`` of a run's reply (the dict ``AgentActor`` replies with):
-        the reply holds the run's new items, and the whole conversation is read from the
-        chain of the conversation's earlier replies in ``system``'s store
+        """The ``DurableRunResult`` of a run's reply (the dict ``AgentActor`` replies with),
+        its whole conversation read from the chain of replies in ``system``'s store
         (docs/openai-agents.md, "What a run's reply holds").
 
         Raises:
+            ConfigurationError: ``system``, ``actor_id`` or ``reply`` is not one.
             CorruptEntryError: a reply of the chain is damaged, or its start is in neither
                 the log nor a snapshot.
         """
-        items = await whole(system.store, actor_id, reply, "items")
-        return self._result(reply, items)
+        return await result_of(system, actor_id, reply, "items", self._result)
 
     def _result(self, reply: dict[str, Any], items: list[Any]) -> DurableRunResult:
         output: Any = reply["output"]

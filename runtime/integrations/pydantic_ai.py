@@ -81,7 +81,7 @@ from ._pai_stream import (
     whole_response,
 )
 from ._pai_tasks import _Identities
-from ._replies import reply_fields, whole
+from ._replies import reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -293,22 +293,17 @@ class DurableAgent(Generic[DepsT, OutputT]):
         check_timeout(timeout)  # before anything is sent
         ref = await system.spawn(AgentActor, actor_id)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
-        return await self.result(system, actor_id, reply)
+        return self._result(reply, await whole(system.store, actor_id, reply, "messages"))
 
     async def result(
         self, system: ActorSystem, actor_id: str, reply: dict[str, Any]
     ) -> DurableRunResult[OutputT]:
         """The ``DurableRunResult`` of a run's reply (the dict ``AgentActor`` replies with,
-        e.g. ``stream.reply`` of ``ref.ask_stream``): the reply holds the run's new messages,
-        and the whole conversation is read from the chain of the conversation's earlier
-        replies in ``system``'s store (docs/pydantic-ai.md, "What a run's reply holds").
-
-        Raises:
-            CorruptEntryError: a reply of the chain is damaged, or its start is in neither
-                the log nor a snapshot.
-        """
-        plain = await whole(system.store, actor_id, reply, "messages")
-        return self._result(reply, plain)
+        e.g. ``stream.reply`` of ``ref.ask_stream``), its whole conversation read from the
+        chain of replies in ``system``'s store (docs/pydantic-ai.md, "What a run's reply
+        holds"). Raises ``ConfigurationError`` for what is not a run's reply, and
+        ``CorruptEntryError`` when the chain is damaged."""
+        return await result_of(system, actor_id, reply, "messages", self._result)
 
     def _result(self, reply: dict[str, Any], plain: list[Any]) -> DurableRunResult[OutputT]:
         output: Any = reply["output"]

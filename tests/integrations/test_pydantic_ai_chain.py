@@ -78,6 +78,15 @@ def plain(result: DurableRunResult[Any]) -> list[Any]:
     return list(ModelMessagesTypeAdapter.dump_python(result.messages, mode="json"))
 
 
+def timeless(value: Any) -> Any:
+    """``value`` without its ``timestamp`` keys, at any depth."""
+    if isinstance(value, dict):
+        return {k: timeless(v) for k, v in value.items() if k != "timestamp"}
+    if isinstance(value, list):
+        return [timeless(v) for v in value]
+    return value
+
+
 @pytest.mark.anyio
 async def test_a_run_replies_with_its_new_messages_and_the_caller_gets_them_all(
     tmp_path: Path,
@@ -178,10 +187,13 @@ async def test_the_whole_conversation_after_compaction(tmp_path: Path) -> None:
         for mid in asked:
             i = int(mid[1:])
             got = await make("t-chain-compact").run(system, "c", mid, message_id=mid)
-            assert plain(got) == plain(results[i]), mid
+            assert timeless(plain(got)) == timeless(plain(results[i])), mid
         # and the conversation goes on
         more = await durable.run(system, "c", "q7", message_id="q7")
-    assert plain(more)[:28] == plain(results[6]) and len(more.messages) == 32
+    # the state q7 continued was rebuilt by replaying q6, whose requests then carry the time
+    # of the replay (docs/pydantic-ai.md, "Clock readings in the history")
+    assert timeless(plain(more)[:28]) == timeless(plain(results[6]))
+    assert len(more.messages) == 32
 
 
 @pytest.mark.anyio
