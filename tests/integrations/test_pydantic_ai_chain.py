@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from collections.abc import AsyncIterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,12 @@ from actorlog import ActorQuarantinedError, ActorSystem, NonDeterminismError, op
 from actorlog.errors import CorruptEntryError
 from actorlog.integrations._replies import reply_fields, whole
 from actorlog.integrations.pydantic_ai import READ, AgentActor, DurableAgent, DurableRunResult
-from actorlog.stores import MemoryStore, SqliteStore
+from actorlog.stores import MemoryStore, PostgresStore, SqliteStore
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.models.function import FunctionModel
 
+from tests import _pg
 from tests._payload import payload_of
 from tests.integrations.make_pai_chain_fixture import fn
 
@@ -249,3 +251,37 @@ async def test_a_chain_whose_start_is_gone_is_a_named_error() -> None:
     with pytest.raises(CorruptEntryError) as info:
         await whole(store, "c", reply, "messages")
     assert info.value.actor_id == "c" and "neither the log nor a snapshot" in str(info.value)
+
+
+@pytest.fixture
+def pg_url() -> str:
+    return _pg.postgres_url("a pydantic-ai conversation read by a client on PostgreSQL")
+
+
+@pytest.fixture
+async def pg_schema(pg_url: str) -> AsyncIterator[str]:
+    schema = _pg.new_schema("actorlog_pai_chain")
+    yield schema
+    await _pg.drop_schemas(pg_url, schema)
+
+
+@pytest.mark.anyio
+async def test_a_client_on_postgres_gets_the_whole_conversation(
+    pg_url: str, pg_schema: str
+) -> None:
+    """The runtime that owns the conversation runs it; a client-mode system in the same
+    database asks for the runs and rebuilds each whole conversation from the chain of
+    replies in the shared log."""
+    durable = make("t-chain-pg")
+    runtime = ActorSystem(
+        PostgresStore(pg_url, schema=pg_schema), actors=[AgentActor], owner="r", lease_ttl=2.0
+    )
+    client = ActorSystem(PostgresStore(pg_url, schema=pg_schema), client=True)
+    async with runtime, client:
+        owned = [await durable.run(runtime, "c", f"q{i}", message_id=f"q{i}") for i in range(3)]
+        remote = [
+            await durable.run(client, "c", f"q{i}", message_id=f"q{i}", timeout=30)
+            for i in range(4)
+        ]
+    assert [plain(r) for r in remote[:3]] == [plain(r) for r in owned]
+    assert plain(remote[3])[:12] == plain(owned[2]) and len(remote[3].new_messages) == 4
