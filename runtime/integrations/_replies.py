@@ -62,14 +62,17 @@ def reply_fields(
     base: int,
     origin: int,
     run_seq: int,
+    whole: bool = False,
 ) -> tuple[dict[str, Any], int]:
     """The conversation's part of a run's reply, and the chain's origin after the run.
 
     ``history`` is the conversation the run started from (the state's, plain JSON),
     ``everything`` the conversation after it; ``base`` the message seq of the run whose
     conversation ``history`` is (0: not known, a state written before the chain);
-    ``origin`` the chain's start so far; ``run_seq`` this run's message seq."""
-    if history and not base:  # the old form: the whole conversation ends the chain
+    ``origin`` the chain's start so far; ``run_seq`` this run's message seq; ``whole``:
+    reply in the old form anyway (a run the log shows was recorded by an earlier version,
+    replayed: its logged reply is whole, so the chains after it start there)."""
+    if whole or (history and not base):  # the old form: the whole conversation ends the chain
         return {key: everything}, run_seq
     prev: int | None = base
     if not history:  # the chain starts here

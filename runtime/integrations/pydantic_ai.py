@@ -399,6 +399,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
             base=state.run_seq if history else 0,
             origin=state.origin,
             run_seq=ctx.step_seq,
+            whole=model.whole_form,
         )
         state.messages = all_messages
         state.runs += 1
@@ -459,6 +460,8 @@ class _JournaledModel(WrapperModel):
         self._ids = ids
         #: the chained fingerprints of the conversation's requests ([F23])
         self._chain = RequestChain() if chain is None else chain
+        #: the last request was logged (or recorded) in the whole form, as before [F23]
+        self.whole_form = False
         #: ``ctx.emit`` when the deltas go to the step's callers (``emit_deltas``)
         self._emit = emit
         #: streamed requests so far in this run (their number in the emitted dicts)
@@ -495,6 +498,7 @@ class _JournaledModel(WrapperModel):
                 # the chain again.
                 args[1] = fingerprint(messages)
                 self._chain.restart()
+            self.whole_form = args[1] is not chained
             # A request logged by a version before the tools were fingerprinted holds two
             # arguments: it is checked as it was logged (against the messages only).
             if _FINGERPRINT_TOOLS and (recorded is None or len(recorded) != 2):

@@ -225,6 +225,10 @@ async def test_logs_with_whole_conversation_replies_resume_and_read(tmp_path: Pa
     for actor in ("snap", "plain"):
         replies = [p["reply"] for _, p, _ in rows(store, actor, "step")]
         assert ["messages" in r for r in replies] == [True, True, True, False, False]
+        # q2 (message seq 17), replayed, was recorded whole: the chains start there, and a
+        # caller reads no whole reply but q2's
+        assert [r["base"] for r in replies[3:]] == [17, replies[3]["run"]]
+        assert [r["origin"] for r in replies[3:]] == [17, 17]
         fps = fingerprints(store, actor)
         # q0..q2 and q3's first request as recorded; q3's second request starts the chain
         assert [fp.startswith("c:") for fp in fps] == [False] * 7 + [True] * 3
