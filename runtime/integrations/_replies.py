@@ -98,6 +98,8 @@ def parse(reply: Any, key: str) -> tuple[int, int | None, int, list[Any], int] |
     origin: Any = reply.get("origin", 0)
     if not (_seq(run) and (base is None or _seq(base)) and _count(keep) and _count(origin)):
         raise ValueError("its run, base, keep or origin is not a seq or a count")
+    if base is not None and base >= run:
+        raise ValueError(f"it continues run {base}, not an earlier one than its own ({run})")
     if not isinstance(tail, list):
         raise ValueError("its tail is not a list")
     return run, base, keep, list(tail), origin
@@ -148,6 +150,10 @@ async def whole(store: Store, actor_id: str, reply: dict[str, Any], key: str) ->
         if isinstance(parsed, list):  # the old form: the whole conversation
             history = parsed
             break
+        if parsed[0] != base:
+            raise CorruptEntryError(
+                actor_id, row_seq, "reference", f"the reply of run {base} names run {parsed[0]}"
+            )
     for keep, tail in reversed(links):
         history = history[:keep] + tail
     return history

@@ -17,10 +17,22 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from actorlog import ActorQuarantinedError, ActorSystem, NonDeterminismError, ops
+from actorlog import (
+    ActorQuarantinedError,
+    ActorSystem,
+    ConfigurationError,
+    NonDeterminismError,
+    ops,
+)
 from actorlog.errors import CorruptEntryError
 from actorlog.integrations._replies import reply_fields, whole
-from actorlog.integrations.pydantic_ai import READ, AgentActor, DurableAgent, DurableRunResult
+from actorlog.integrations.pydantic_ai import (
+    READ,
+    AgentActor,
+    DurableAgent,
+    DurableRunResult,
+    RunPrompt,
+)
 from actorlog.stores import MemoryStore, PostgresStore, SqliteStore
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessagesTypeAdapter
@@ -244,6 +256,20 @@ def test_a_reply_from_a_state_without_run_seq_holds_the_whole_conversation() -> 
     assert fields == {"run": 9, "base": 5, "keep": 1, "tail": [{"m": 2}], "origin": 1}
     fields, origin = reply_fields("messages", [], everything, base=5, origin=1, run_seq=9)
     assert fields["base"] is None and fields["tail"] == everything and origin == 9
+
+
+@pytest.mark.anyio
+async def test_a_reply_that_is_not_one_is_refused_at_the_call(tmp_path: Path) -> None:
+    durable = make("t-chain-bad")
+    async with ActorSystem(SqliteStore(tmp_path / "a.db"), actors=[AgentActor]) as system:
+        await durable.run(system, "c", "q0", message_id="q0")
+        ref = await system.spawn(AgentActor, "c")
+        reply = await ref.ask(RunPrompt(durable.name, "q1"), message_id="q1")
+        assert len((await durable.result(system, "c", reply)).messages) == 8
+        bad: list[Any] = [{**reply, "base": reply["run"]}, {**reply, "keep": -1}, {"tail": []}]
+        for not_a_reply in [*bad, [1]]:
+            with pytest.raises(ConfigurationError):
+                await durable.result(system, "c", not_a_reply)
 
 
 @pytest.mark.anyio
