@@ -70,6 +70,12 @@ class TimedSqliteStore(SqliteStore):
         super().__init__(path)
         self.commits = 0
         self.commit_seconds = 0.0
+        #: the payload bytes of every entry appended (what a run writes into the log)
+        self.payload_bytes = 0
+
+    async def append(self, actor_id: str, expected_last_seq: int, rows: Sequence[Any]) -> None:
+        self.payload_bytes += sum(len(r.payload) for r in rows)
+        await super().append(actor_id, expected_last_seq, rows)
 
     async def _commit(self, batch: Sequence[Any]) -> None:
         t = time.perf_counter()
@@ -198,8 +204,11 @@ def pydantic_ai_cases(
 
 
 #: per-run figures of the durable cases: the store's transactions and their wall time; of
-#: every case: its CPU time (``time.process_time``: every thread, SQLite's included)
+#: every case: its CPU time (``time.process_time``: every thread, SQLite's included); of the
+#: durable cases also the payload bytes they logged
 COMMITS, COMMIT_TIME, CPU = "commits", "commit time", "cpu"
+#: the payload bytes a durable case's run appended to the log
+BYTES = "bytes"
 #: the runtime's share: a run's journaled calls without pydantic-ai (``Shaped``), and none
 SHAPED = "the same journaled calls, no pydantic-ai"
 SHAPED_NONE = "the same step without journaled calls"
@@ -226,7 +235,7 @@ async def agent_rounds(db: Path, calls: int, delay: float, rounds: int) -> dict[
             await run()
         for _ in range(rounds):
             for name, run in cases.items():
-                n0, s0 = store.commits, store.commit_seconds
+                n0, s0, b0 = store.commits, store.commit_seconds, store.payload_bytes
                 c, t = time.process_time(), time.perf_counter()
                 await run()
                 times[name].append(time.perf_counter() - t)
@@ -234,4 +243,5 @@ async def agent_rounds(db: Path, calls: int, delay: float, rounds: int) -> dict[
                 if name.startswith("DurableAgent") or name in (SHAPED, SHAPED_NONE):
                     times.setdefault(f"{name}: {COMMITS}", []).append(store.commits - n0)
                     times.setdefault(f"{name}: {COMMIT_TIME}", []).append(store.commit_seconds - s0)
+                    times.setdefault(f"{name}: {BYTES}", []).append(store.payload_bytes - b0)
     return times

@@ -61,6 +61,7 @@ from ._common import (  # noqa: E402
     write_report,
 )
 from ._parallel_agent import (  # noqa: E402
+    BYTES,
     COMMIT_TIME,
     COMMITS,
     CPU,
@@ -377,6 +378,7 @@ def report(
                 "CPU",
                 "store transactions",
                 "their wall time",
+                "bytes logged",
             ]
         )
         base = _median(agent["pydantic-ai alone (parallel)"])
@@ -384,6 +386,7 @@ def report(
             m = _median(agent[name])
             commits = agent.get(f"{name}: {COMMITS}")
             spent = agent.get(f"{name}: {COMMIT_TIME}")
+            logged = agent.get(f"{name}: {BYTES}")
             t2.add(
                 name,
                 _ms(m),
@@ -391,6 +394,7 @@ def report(
                 _ms(_median(agent[f"{name}: {CPU}"])),
                 "-" if commits is None else f"{_median(commits):g}",
                 "-" if spent is None else _ms(_median(spent)),
+                "-" if logged is None else f"{_median(logged):,.0f}",
             )
         durable = _median(agent["DurableAgent (parallel)"])
         commit_time = _median(agent[f"DurableAgent (parallel): {COMMIT_TIME}"])
@@ -461,10 +465,18 @@ def report(
             f"history; tools that do not wait): CPU per run DurableAgent {_ms(long_d)}, "
             f"pydantic-ai alone with the same history {_ms(long_a)}: actorlog adds "
             f"{_ms(long_d - long_a)}, against {_ms(durable_cpu - alone_cpu)} on a fresh "
-            "conversation. What grows with the conversation is the integration's: each model "
-            "request's fingerprint dumps the whole conversation, and each run loads the "
-            "history, dumps the whole conversation for the state and the reply (which the "
-            "runtime encodes and the caller decodes)"
+            "conversation. Each model request's fingerprint covers only what is new since "
+            "the conversation's previous request and the reply holds only the run's new "
+            "messages (FORMAT.md [F23]); what still grows is the integration's handling of "
+            "the whole conversation once per run: validating the history at the step's "
+            "start, dumping the conversation for the state at its end, and the caller's "
+            "rebuilding it from the chain of replies and validating it"
+        )
+        fresh_bytes = _median(agent[f"DurableAgent, tools that do not wait: {BYTES}"])
+        long_bytes = _median(agent[f"{LONG_DURABLE}: {BYTES}"])
+        lines.append(
+            f"- bytes logged per run (entry payloads): {fresh_bytes:,.0f} on a fresh "
+            f"conversation, {long_bytes:,.0f} after {LONG} runs"
         )
         sequential_alone = _median(agent["pydantic-ai alone (sequential mode)"])
         lines.append(

@@ -16,7 +16,7 @@ from pydantic_ai.models import ModelRequestParameters
 from .._journal.errors import ConfigurationError
 from ._effects import ToolEffect
 
-__all__ = ["fingerprint", "tools_fingerprint"]
+__all__ = ["CHAINED", "RequestChain", "chained", "fingerprint", "tools_fingerprint"]
 
 #: Fields of pydantic-ai messages that differ between an original run and its replay
 #: (clock readings and per-run ids); left out of a model request's fingerprint.
@@ -56,6 +56,53 @@ def fingerprint(messages: Sequence[ModelMessage]) -> str:
     plain = _strip(ModelMessagesTypeAdapter.dump_python(list(messages), mode="json"))
     blob = json.dumps(plain, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
+
+
+#: the prefix of a chained fingerprint (FORMAT.md [F23]); a whole request's has none
+CHAINED = "c:"
+
+
+def chained(previous: str, new: Sequence[ModelMessage]) -> str:
+    """A model request's chained fingerprint: ``new``, the messages it sends that the
+    previous request of its chain did not (without clock readings and run ids, as
+    ``fingerprint``), hashed after ``previous``, that request's chained fingerprint ("" at
+    the chain's start)."""
+    plain = _strip(ModelMessagesTypeAdapter.dump_python(list(new), mode="json"))
+    blob = json.dumps(plain, sort_keys=True, separators=(",", ":")).encode()
+    return CHAINED + hashlib.sha256(previous.encode() + b"\n" + blob).hexdigest()
+
+
+class RequestChain:
+    """The chained fingerprints of a conversation's model requests, across its runs.
+
+    A request continues the chain when the messages it sends start with the very message
+    objects the previous request sent (pydantic-ai appends to its history and hands the
+    same objects on); its fingerprint then covers only the messages after them. A request
+    whose messages do not (a history processor that rebuilt them, the first request of a
+    conversation, or one after a request logged in the whole form) starts the chain again:
+    its fingerprint covers all its messages. Both are the same on every replay: they
+    depend on what the run's code does with the messages, not on timing.
+    """
+
+    def __init__(self, sent: Sequence[ModelMessage] | None = None, last: str = "") -> None:
+        #: the messages the chain's last request sent (the objects themselves)
+        self.sent: list[ModelMessage] = list(sent or [])
+        #: that request's chained fingerprint ("": none, the next request starts the chain)
+        self.last = last
+
+    def next(self, messages: Sequence[ModelMessage]) -> str:
+        """The chained fingerprint of a request sending ``messages`` (and it becomes the
+        chain's last)."""
+        sent = self.sent
+        n = len(sent)
+        same = len(messages) >= n and all(a is b for a, b in zip(sent, messages[:n], strict=True))
+        fp = chained(self.last, messages[n:]) if self.last and same else chained("", messages)
+        self.sent, self.last = list(messages), fp
+        return fp
+
+    def restart(self) -> None:
+        """The next request starts the chain again (this one was logged in the whole form)."""
+        self.last = ""
 
 
 def tools_fingerprint(params: ModelRequestParameters, durable: _Declared | None = None) -> str:

@@ -81,6 +81,7 @@ from ._openai_models import (
     fingerprint,
     model_name_of,
 )
+from ._replies import reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -128,6 +129,11 @@ class AgentState:
 
     items: list[Any] = attrs.Factory(list)
     runs: int = 0
+    #: the message seq of the run whose conversation ``items`` is (0: none yet, or a state
+    #: written before runs replied with their new items only, FORMAT.md [F23])
+    run_seq: int = 0
+    #: where the chain of replies ``run_seq``'s reply belongs to starts (a message seq)
+    origin: int = 0
 
 
 _AGENTS: dict[str, DurableAgent[Any]] = {}
@@ -282,9 +288,23 @@ class DurableAgent(Generic[TContext]):
         ref = await system.spawn(AgentActor, actor_id)
         msg = RunInput(self.name, input, new_conversation=new_conversation)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
-        return self._result(reply)
+        return self._result(reply, await whole(system.store, actor_id, reply, "items"))
 
-    def _result(self, reply: dict[str, Any]) -> DurableRunResult:
+    async def result(
+        self, system: ActorSystem, actor_id: str, reply: dict[str, Any]
+    ) -> DurableRunResult:
+        """The ``DurableRunResult`` of a run's reply (the dict ``AgentActor`` replies with),
+        its whole conversation read from the chain of replies in ``system``'s store
+        (docs/openai-agents.md, "What a run's reply holds").
+
+        Raises:
+            ConfigurationError: ``system``, ``actor_id`` or ``reply`` is not one.
+            CorruptEntryError: a reply of the chain is damaged, or its start is in neither
+                the log nor a snapshot.
+        """
+        return await result_of(system, actor_id, reply, "items", self._result)
+
+    def _result(self, reply: dict[str, Any], items: list[Any]) -> DurableRunResult:
         output: Any = reply["output"]
         spec = _find_agent(self.agent, reply["last_agent"])
         out_type = getattr(spec, "output_type", None)
@@ -293,7 +313,6 @@ class DurableAgent(Generic[TContext]):
                 output = adapter_of(out_type).validate_python(output)
             except Exception:  # an output spec that is not a type: the JSON form
                 pass
-        items: list[Any] = list(reply["items"])
         return DurableRunResult(
             final_output=output,
             items=items,
@@ -333,8 +352,18 @@ class DurableAgent(Generic[TContext]):
             result = streamed
         all_items = to_jsonable_python(result.to_input_list(), fallback=str)
         usage = result.context_wrapper.usage
+        # the reply holds the run's new items; the rest is in the chain of replies ([F23])
+        conversation, origin = reply_fields(
+            "items",
+            history,
+            all_items,
+            base=state.run_seq if history else 0,
+            origin=state.origin,
+            run_seq=ctx.step_seq,
+        )
         state.items = all_items
         state.runs += 1
+        state.run_seq, state.origin = ctx.step_seq, origin
         last = result.last_agent
         span = trace.get_current_span()
         span.set_attribute("actorlog.openai_agents.agent", self.name)
@@ -343,10 +372,10 @@ class DurableAgent(Generic[TContext]):
         span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
         return {
             "output": to_jsonable_python(result.final_output, fallback=str),
-            "items": all_items,
             "new_from": len(history),
             "last_agent": last.name,
             "usage": USAGE.dump_python(usage, mode="json"),
+            **conversation,
         }
 
 

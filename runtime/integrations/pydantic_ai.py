@@ -70,7 +70,7 @@ from ._effects import (
     shown,
     this_call,
 )
-from ._pai_fingerprint import fingerprint, tools_fingerprint
+from ._pai_fingerprint import CHAINED, RequestChain, fingerprint, tools_fingerprint
 from ._pai_stream import (
     DeltaForwarder,
     _dump_response,
@@ -81,6 +81,7 @@ from ._pai_stream import (
     whole_response,
 )
 from ._pai_tasks import _Identities
+from ._replies import reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -133,6 +134,15 @@ class AgentState:
 
     messages: list[Any] = attrs.Factory(list)
     runs: int = 0
+    #: the message seq of the run whose conversation ``messages`` is (0: none yet, or a
+    #: state written before runs replied with their new messages only, FORMAT.md [F23])
+    run_seq: int = 0
+    #: where the chain of replies ``run_seq``'s reply belongs to starts (a message seq)
+    origin: int = 0
+    #: the chained fingerprint of the conversation's last model request ("": the next
+    #: request starts the chain) and how many messages that request sent
+    chain: str = ""
+    chained: int = 0
 
 
 _AGENTS: dict[str, DurableAgent[Any, Any]] = {}
@@ -283,9 +293,19 @@ class DurableAgent(Generic[DepsT, OutputT]):
         check_timeout(timeout)  # before anything is sent
         ref = await system.spawn(AgentActor, actor_id)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
-        return self._result(reply)
+        return self._result(reply, await whole(system.store, actor_id, reply, "messages"))
 
-    def _result(self, reply: dict[str, Any]) -> DurableRunResult[OutputT]:
+    async def result(
+        self, system: ActorSystem, actor_id: str, reply: dict[str, Any]
+    ) -> DurableRunResult[OutputT]:
+        """The ``DurableRunResult`` of a run's reply (the dict ``AgentActor`` replies with,
+        e.g. ``stream.reply`` of ``ref.ask_stream``), its whole conversation read from the
+        chain of replies in ``system``'s store (docs/pydantic-ai.md, "What a run's reply
+        holds"). Raises ``ConfigurationError`` for what is not a run's reply, and
+        ``CorruptEntryError`` when the chain is damaged."""
+        return await result_of(system, actor_id, reply, "messages", self._result)
+
+    def _result(self, reply: dict[str, Any], plain: list[Any]) -> DurableRunResult[OutputT]:
         output: Any = reply["output"]
         if reply.get("deferred"):
             output = adapter_of(DeferredToolRequests).validate_python(output)
@@ -295,7 +315,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 output = adapter_of(spec).validate_python(output)
             except Exception:  # an output spec that is not a type: the JSON form
                 pass
-        messages = ModelMessagesTypeAdapter.validate_python(reply["messages"])
+        messages = ModelMessagesTypeAdapter.validate_python(plain)
         return DurableRunResult(
             output=output,
             messages=messages,
@@ -339,7 +359,11 @@ class DurableAgent(Generic[DepsT, OutputT]):
         emit: Callable[[Any], None] | None = None
         if self.emit_deltas:
             emit = ctx.emit
-        model = _JournaledModel(base, ctx, self, ids, emit)
+        # the fingerprints chain on from the conversation's last request ([F23])
+        chain = RequestChain()
+        if history and state.chain and state.chained <= len(messages):
+            chain = RequestChain(messages[: state.chained], state.chain)
+        model = _JournaledModel(base, ctx, self, ids, emit, chain)
         handler = self.event_stream_handler
         if handler is None and emit is not None:
             handler = drain  # streamed requests: pydantic-ai streams for a handler only
@@ -367,8 +391,20 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 infer_name=False,
             )
         all_messages = ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json")
+        # the reply holds the run's new messages; the rest is in the chain of replies
+        conversation, origin = reply_fields(
+            "messages",
+            history,
+            all_messages,
+            base=state.run_seq if history else 0,
+            origin=state.origin,
+            run_seq=ctx.step_seq,
+            whole=model.whole_form,
+        )
         state.messages = all_messages
         state.runs += 1
+        state.run_seq, state.origin = ctx.step_seq, origin
+        state.chain, state.chained = chain.last, len(chain.sent)
         usage = result.usage
         span = trace.get_current_span()
         span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
@@ -377,9 +413,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         return {
             "output": to_jsonable_python(result.output),
             "deferred": isinstance(result.output, DeferredToolRequests),
-            "messages": all_messages,
             "new_from": len(messages),
             "usage": to_jsonable_python(usage),
+            **conversation,
         }
 
 
@@ -390,6 +426,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
 #: logs what earlier versions did (model name and messages fingerprint only): for tests of
 #: logs recorded by them.
 _FINGERPRINT_TOOLS = True
+#: Log each model request's chained fingerprint (since issue 25, [F23]). False logs the
+#: whole request's, as versions before did: for tests of logs recorded by them.
+_CHAIN_FINGERPRINTS = True
 
 
 async def _model_request(model: str, request: str, tools: str | None = None) -> Any:
@@ -413,11 +452,16 @@ class _JournaledModel(WrapperModel):
         durable: DurableAgent[Any, Any],
         ids: _Identities,
         emit: Callable[[Any], None] | None = None,
+        chain: RequestChain | None = None,
     ) -> None:
         super().__init__(wrapped)
         self._actor_ctx = ctx
         self._durable = durable
         self._ids = ids
+        #: the chained fingerprints of the conversation's requests ([F23])
+        self._chain = RequestChain() if chain is None else chain
+        #: the last request was logged (or recorded) in the whole form, as before [F23]
+        self.whole_form = False
         #: ``ctx.emit`` when the deltas go to the step's callers (``emit_deltas``)
         self._emit = emit
         #: streamed requests so far in this run (their number in the emitted dicts)
@@ -441,11 +485,22 @@ class _JournaledModel(WrapperModel):
             return _dump_response(response)
 
         ctx = self._actor_ctx
-        args: list[Any] = [self.wrapped.model_name, fingerprint(messages)]
         with _tasks._Set(self._ids.node() if node is None else node):
+            recorded = ctx._next_recorded_args()
+            chained = self._chain.next(messages)
+            args: list[Any] = [self.wrapped.model_name, chained]
+            if not (_CHAIN_FINGERPRINTS and _FINGERPRINT_TOOLS) or (
+                recorded is not None
+                and not (len(recorded) == 3 and str(recorded[1]).startswith(CHAINED))
+            ):
+                # A request logged before fingerprints were chained holds the whole
+                # request's: it is checked as it was logged, and the next request starts
+                # the chain again.
+                args[1] = fingerprint(messages)
+                self._chain.restart()
+            self.whole_form = args[1] is not chained
             # A request logged by a version before the tools were fingerprinted holds two
             # arguments: it is checked as it was logged (against the messages only).
-            recorded = ctx._next_recorded_args()
             if _FINGERPRINT_TOOLS and (recorded is None or len(recorded) != 2):
                 args.append(tools_fingerprint(params, self._durable))
             with calling(model_request):

@@ -1,7 +1,7 @@
 """The argument fuzz of ``actorlog.integrations.openai_agents`` (see test_arguments.py): every
-parameter of ``DurableAgent(...)`` and ``DurableAgent.run(...)`` given each hostile value
-must succeed (a value it takes) or raise an ``ActorlogError`` at the call; a refused run
-stores nothing (every row of the SQLite file compared before and after)."""
+parameter of ``DurableAgent(...)``, ``DurableAgent.run(...)`` and ``DurableAgent.result(...)``
+given each hostile value must succeed (a value it takes) or raise an ``ActorlogError`` at the
+call; a refused run stores nothing (every row of the SQLite file compared before and after)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ pytest.importorskip("agents")
 
 from actorlog import ActorSystem
 from actorlog.integrations import openai_agents
-from actorlog.integrations.openai_agents import AgentActor, DurableAgent
-from actorlog.stores import SqliteStore
+from actorlog.integrations.openai_agents import AgentActor, DurableAgent, RunInput
+from actorlog.stores import MemoryStore, SqliteStore
 
 from tests.integrations import openai_travel
 
@@ -118,6 +118,35 @@ def test_run_refuses_hostile_values_and_stores_nothing(tmp_path: Path) -> None:
                         changed = _world.diff(before, _world.dump(path))
                         if changed:
                             f.add(param, value, f"refused but stored: {changed}")
+
+    anyio.run(go, backend="asyncio")
+    f.check({})
+
+
+def test_result_refuses_hostile_values() -> None:
+    """``DurableAgent.result(system, actor_id, reply)`` (issue 25): what is not a system, an
+    actor id or a run's reply is a ``ConfigurationError`` at the call."""
+    f = Findings("DurableAgent.result")
+    durable = openai_travel.durable
+
+    async def go() -> None:
+        async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
+            await durable.run(system, "fuzz-1", "plan a trip to Rome")
+            ref = await system.spawn(AgentActor, "fuzz-1")
+            reply = await ref.ask(RunInput(durable.name, "plan a trip to Oslo"))
+            cases: dict[str, tuple[str, Any]] = {
+                "system": ("nothing", lambda v: durable.result(v, "fuzz-1", reply)),
+                "actor_id": ("id", lambda v: durable.result(system, v, reply)),
+                "reply": ("nothing", lambda v: durable.result(system, "fuzz-1", v)),
+            }
+            for param, (kind, call) in cases.items():
+                for value in values():
+                    try:
+                        await call(HOSTILE[value])
+                        exc: BaseException | None = None
+                    except Exception as e:
+                        exc = e
+                    judge(f, param, kind, value, outcome_of(exc))
 
     anyio.run(go, backend="asyncio")
     f.check({})

@@ -1,16 +1,20 @@
 """The argument fuzz of ``actorlog.integrations.pydantic_ai`` (see test_arguments.py), for
-the parameter issue 26 added: ``DurableAgent(emit_deltas=...)`` given each hostile value
-must succeed (True/False) or raise an ``ActorlogError`` at the call."""
+the parameter issue 26 added, ``DurableAgent(emit_deltas=...)``, and the method issue 25
+added, ``DurableAgent.result(...)``: given each hostile value they must succeed or raise an
+``ActorlogError`` at the call."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from actorlog.integrations.pydantic_ai import DurableAgent
+from actorlog import ActorSystem
+from actorlog.integrations.pydantic_ai import AgentActor, DurableAgent, RunPrompt
+from actorlog.stores import MemoryStore
 from pydantic_ai import Agent
 from pydantic_ai.models.test import TestModel
 
@@ -28,4 +32,37 @@ def test_emit_deltas_refuses_hostile_values() -> None:
         except Exception as e:
             exc = e
         judge(f, "emit_deltas", "bool", value, outcome_of(exc))
+    f.check({})
+
+
+def test_result_refuses_hostile_values() -> None:
+    """``DurableAgent.result(system, actor_id, reply)`` (issue 25): a ``reply`` that is not
+    a run's reply, a ``system`` that is not an ActorSystem or a bad ``actor_id`` is a
+    ``ConfigurationError`` at the call."""
+    f = Findings("DurableAgent.result")
+    agent: Agent[Any, Any] = Agent(TestModel(), name="fuzz-pai-result")
+    durable = DurableAgent(agent)
+
+    async def go() -> None:
+        async with ActorSystem(MemoryStore(), actors=[AgentActor]) as system:
+            good = await durable._ask(system, "fuzz-1", RunPrompt(durable.name, "hi"), None, None)
+            reply = await (await system.spawn(AgentActor, "fuzz-1")).ask(
+                RunPrompt(durable.name, "again")
+            )
+            assert good.output is not None
+            cases: dict[str, tuple[str, Any]] = {
+                "system": ("nothing", lambda v: durable.result(v, "fuzz-1", reply)),
+                "actor_id": ("id", lambda v: durable.result(system, v, reply)),
+                "reply": ("nothing", lambda v: durable.result(system, "fuzz-1", v)),
+            }
+            for param, (kind, call) in cases.items():
+                for value in values():
+                    try:
+                        await call(HOSTILE[value])
+                        exc: BaseException | None = None
+                    except Exception as e:
+                        exc = e
+                    judge(f, param, kind, value, outcome_of(exc))
+
+    anyio.run(go, backend="asyncio")
     f.check({})

@@ -1,5 +1,7 @@
-"""Worker process for the SIGKILL test: runs the travel agent on two prompts in one
-conversation over a SQLite store, then prints the outcome as one JSON line."""
+"""Worker process for the SIGKILL test: runs the travel agent on three prompts in one
+conversation over a SQLite store (each start asks them all again, by message id: the runs
+recorded before come from the log), then prints the outcome as one JSON line: each run's
+output and whole conversation (rebuilt from the chain of replies, FORMAT.md [F23])."""
 
 from __future__ import annotations
 
@@ -33,17 +35,19 @@ def strip(value: Any) -> Any:
 async def main(store: str) -> None:
     async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
         outputs = []
+        conversations = []
         result = None
-        for i, city in enumerate(["Lisbon", "Porto"]):
+        for i, city in enumerate(["Lisbon", "Porto", "Faro"]):
             result = await durable.run(
                 system, "trip-7", f"plan a trip to {city}", message_id=f"trip-7/{i}"
             )
             outputs.append(result.output)
+            history = ModelMessagesTypeAdapter.dump_python(result.messages, mode="json")
+            conversations.append(strip(history))
         assert result is not None
-        history = ModelMessagesTypeAdapter.dump_python(result.messages, mode="json")
         done = {
             "outputs": outputs,
-            "messages": strip(history),
+            "messages": conversations,
             "usage": {
                 "requests": result.usage.requests,
                 "input_tokens": result.usage.input_tokens,

@@ -1,10 +1,12 @@
 """A pydantic-ai agent with several tools, run in a worker process that is SIGKILLed at
-random (seeded) points and restarted, ends with the same output and message history as an
-uninterrupted run; the model was asked once per recorded request (plus at most the one in
-flight at each kill), and the idempotent tools wrote once per idempotency key."""
+random (seeded) points and restarted, ends with the same outputs and message history of
+each of the conversation's three runs as an uninterrupted run; the model was asked once per
+recorded request (plus at most the one in flight at each kill), and the idempotent tools
+wrote once per idempotency key."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -22,9 +24,12 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
+from tests._payload import payload_of
+
 WORKER = Path(__file__).with_name("crash_worker.py")
-#: model requests per prompt (5 tool-calling responses + the answer) x 2 prompts
-REQUESTS = 12
+_STEPS = "SELECT payload FROM entries WHERE kind = 'step' ORDER BY seq"
+#: model requests per prompt (5 tool-calling responses + the answer) x 3 prompts
+REQUESTS = 18
 
 
 def _env(ledger: Path) -> dict[str, str]:
@@ -104,15 +109,22 @@ def test_killed_agent_resumes_with_same_history_and_no_repeated_work(tmp_path: P
     rng = random.Random(seed)
     store, ledger = tmp_path / "agents.db", tmp_path / "ledger.db"
     kills = 0
-    for _ in range(4):
-        # effects per full run: 12 model calls + 2 x (search, weather, book, notify) = 20
-        if _run_and_kill(store, ledger, rng.randint(1, 8)):
+    for _ in range(5):
+        # effects per full run: 18 model calls + 3 x (search, weather, book, notify) = 30
+        if _run_and_kill(store, ledger, rng.randint(1, 10)):
             kills += 1
     assert kills >= 1
     final = _run_to_end(store, ledger)
 
     assert _same_keys(final["outputs"]) == _same_keys(reference["outputs"])
     assert _same_keys(final["messages"]) == _same_keys(reference["messages"])
+    # each run's conversation continues the one before; the log holds it once ([F23])
+    conversations = final["messages"]
+    assert [len(c) for c in conversations] == sorted({len(c) for c in conversations})
+    assert all(b[: len(a)] == a for a, b in itertools.pairwise(conversations))
+    with closing(sqlite3.connect(store)) as db:
+        replies = [payload_of("step", p)["reply"] for (p,) in db.execute(_STEPS)]
+    assert len(replies) == 3 and all("messages" not in r and r["tail"] for r in replies)
     assert final["usage"] == reference["usage"]
 
     calls = Counter(_same_keys(k) for k, _ in _ledger(ledger, "model_calls"))
@@ -131,7 +143,7 @@ def test_killed_agent_resumes_with_same_history_and_no_repeated_work(tmp_path: P
     bookings = _ledger(ledger, "bookings")
     notifications = _ledger(ledger, "notifications")
     # the idempotent tools may re-run with the same key when in doubt; never with a new key
-    assert len({k for k, _ in bookings}) == 2, bookings
-    assert len({k for k, _ in notifications}) == 2, notifications
+    assert len({k for k, _ in bookings}) == 3, bookings
+    assert len({k for k, _ in notifications}) == 3, notifications
     ref_bookings = {_same_keys(k) for k, _ in _ledger(tmp_path / "ref-ledger.db", "bookings")}
     assert {_same_keys(k) for k, _ in bookings} == ref_bookings

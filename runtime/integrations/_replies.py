@@ -1,0 +1,242 @@
+"""A conversation's run replies with its new messages only (issue 25): the chain of replies.
+
+A durable agent's conversation is its actor's state; each run's reply used to carry the
+whole conversation, so the log grew with the square of its length. Now a run's reply holds
+the run's **tail** (the conversation after the part it kept of the one before) and says
+where the rest is (FORMAT.md [F23]):
+
+``run``
+    this run's message seq;
+``base``
+    the message seq of the earlier run whose conversation this run continued (None: an
+    empty history, the conversation's first run or a ``new_conversation``);
+``keep``
+    how many leading messages of ``base``'s conversation this run's conversation starts
+    with (all of them, unless the framework rewrote the history);
+``tail``
+    the rest of this run's conversation (its new messages, normally);
+``origin``
+    where the chain starts in the log (the message seq of its first run): a hint for
+    reading it in one go.
+
+A run whose state has a history but no ``run_seq`` (a state recovered from a snapshot
+written before this form) replies in the old form, the whole conversation under the
+framework's key (``messages`` / ``items``), and so ends the chain. The caller rebuilds the
+whole conversation from the reply, the earlier replies of its chain in the log, and, when
+compaction removed the start of the chain, the snapshot whose state is the conversation of
+the run where the kept log starts (``whole``): in another process too, after any crash.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from .._journal import compact as _compact, frames as _frames
+from .._journal.checks import shown, validate_text
+from .._journal.errors import ActorlogError, ConfigurationError, CorruptEntryError
+from .._journal.records import EntryKind, StepRecord, decode_entry
+from .._runtime.system import ActorSystem
+from ..store import SnapshotInfo, Store
+
+__all__ = ["parse", "reply_fields", "result_of", "shared_prefix", "whole"]
+
+R = TypeVar("R")
+
+
+def shared_prefix(before: Sequence[Any], after: Sequence[Any]) -> int:
+    """How many leading items (JSON values) ``after`` shares with ``before``."""
+    n = min(len(before), len(after))
+    i = 0
+    while i < n and before[i] == after[i]:
+        i += 1
+    return i
+
+
+def reply_fields(
+    key: str,
+    history: list[Any],
+    everything: list[Any],
+    *,
+    base: int,
+    origin: int,
+    run_seq: int,
+    whole: bool = False,
+) -> tuple[dict[str, Any], int]:
+    """The conversation's part of a run's reply, and the chain's origin after the run.
+
+    ``history`` is the conversation the run started from (the state's, plain JSON),
+    ``everything`` the conversation after it; ``base`` the message seq of the run whose
+    conversation ``history`` is (0: not known, a state written before the chain);
+    ``origin`` the chain's start so far; ``run_seq`` this run's message seq; ``whole``:
+    reply in the old form anyway (a run the log shows was recorded by an earlier version,
+    replayed: its logged reply is whole, so the chains after it start there)."""
+    if whole or (history and not base):  # the old form: the whole conversation ends the chain
+        return {key: everything}, run_seq
+    prev: int | None = base
+    if not history:  # the chain starts here
+        prev, origin = None, run_seq
+    keep = shared_prefix(history, everything)
+    fields = {"run": run_seq, "base": prev, "keep": keep, "tail": everything[keep:]}
+    return {**fields, "origin": origin}, origin
+
+
+def parse(reply: Any, key: str) -> tuple[int, int | None, int, list[Any], int] | list[Any]:
+    """A run's reply's conversation: the whole conversation (the old form), or its
+    ``(run, base, keep, tail, origin)``. Raises ``ValueError`` for anything else."""
+    if not isinstance(reply, dict):
+        raise ValueError(f"a run's reply is a dict, not {type(reply).__qualname__}")
+    if key in reply:
+        if not isinstance(reply[key], list):
+            raise ValueError(f"{key!r} is not a list")
+        return list(reply[key])
+    run: Any = reply.get("run")
+    base: Any = reply.get("base")
+    keep: Any = reply.get("keep")
+    tail: Any = reply.get("tail")
+    origin: Any = reply.get("origin", 0)
+    if not (_seq(run) and (base is None or _seq(base)) and _count(keep) and _count(origin)):
+        raise ValueError("its run, base, keep or origin is not a seq or a count")
+    if base is not None and base >= run:
+        raise ValueError(f"it continues run {base}, not an earlier one than its own ({run})")
+    if not isinstance(tail, list):
+        raise ValueError("its tail is not a list")
+    return run, base, keep, list(tail), origin
+
+
+def _seq(value: object) -> bool:
+    return type(value) is int and value > 0
+
+
+def _count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+async def whole(store: Store, actor_id: str, reply: dict[str, Any], key: str) -> list[Any]:
+    """The whole conversation a run's ``reply`` stands for (plain JSON): the reply's own in
+    the old form, else its chain's, read from ``store``. Raises ``ValueError`` if ``reply``
+    is not a run's reply, ``CorruptEntryError`` when a reply of the chain is damaged, or
+    neither the log nor a snapshot holds the chain's start (compaction keeps one of them,
+    [F23])."""
+    parsed = parse(reply, key)
+    if isinstance(parsed, list):
+        return parsed
+    #: the runs of the chain, newest first, and the (keep, tail) of each run's reply
+    seqs: list[int] = [parsed[0]]
+    links: list[tuple[int, list[Any]]] = []
+    steps: dict[int, tuple[int, Any]] | None = None
+    history: list[Any] = []
+    while True:
+        _, base, keep, tail, origin = parsed
+        links.append((keep, tail))
+        if base is None:
+            break
+        seqs.append(base)
+        if steps is None:  # the chain's replies in one read, from its origin on
+            steps = await _steps(store, actor_id, origin or base)
+        found = steps.get(base)
+        if found is None:
+            found = await _step(store, actor_id, base)
+        if found is None:  # compacted away: a snapshot holds the chain's start
+            at, history = await _from_snapshot(store, actor_id, seqs, key)
+            del links[at:]  # the snapshot is run seqs[at]'s conversation: newer tails only
+            break
+        row_seq, found_reply = found
+        try:
+            parsed = parse(found_reply, key)
+        except ValueError as exc:
+            raise CorruptEntryError(actor_id, row_seq, "decode", f"a run's reply: {exc}") from None
+        if isinstance(parsed, list):  # the old form: the whole conversation
+            history = parsed
+            break
+        if parsed[0] != base:
+            raise CorruptEntryError(
+                actor_id, row_seq, "reference", f"the reply of run {base} names run {parsed[0]}"
+            )
+    for keep, tail in reversed(links):
+        history = history[:keep] + tail
+    return history
+
+
+async def _from_snapshot(
+    store: Store, actor_id: str, seqs: list[int], key: str
+) -> tuple[int, list[Any]]:
+    """The conversation of one of the runs ``seqs`` (newest first) from a valid snapshot
+    whose state is that run's (its ``run_seq``; the conversation under ``key``), and the
+    run's index in ``seqs``."""
+    wanted = {seq: i for i, seq in enumerate(seqs)}
+    for info in await store.list_snapshots(actor_id):
+        snap = await store.load_snapshot(actor_id, info.seq)
+        if snap is None or not _valid(info, snap.data):
+            continue
+        try:
+            state = json.loads(_compact.snapshot_json(snap.data))
+        except ValueError:
+            continue
+        if not isinstance(state, dict) or not isinstance(state.get("run_seq"), int):
+            continue
+        at = wanted.get(state["run_seq"])
+        if at is not None and isinstance(state.get(key), list):
+            return at, list(state[key])
+    raise CorruptEntryError(
+        actor_id,
+        seqs[-1],
+        "reference",
+        "a run's conversation continues one that neither the log nor a snapshot holds",
+    )
+
+
+def _valid(info: SnapshotInfo, data: bytes) -> bool:
+    return len(data) == info.size and _frames.info_digest(info, data) == info.digest
+
+
+async def _steps(store: Store, actor_id: str, origin: int) -> dict[int, tuple[int, Any]]:
+    """The completed runs' (step seq, reply) from ``origin`` on, by message seq."""
+    rows = await store.read(actor_id, after_seq=max(origin, 1) - 1, kinds=[EntryKind.STEP])
+    out: dict[int, tuple[int, Any]] = {}
+    for row in rows:
+        step = _decoded(actor_id, row)
+        if step.ok:
+            out[row.ref] = (row.seq, step.reply)
+    return out
+
+
+async def _step(store: Store, actor_id: str, seq: int) -> tuple[int, Any] | None:
+    for row in await store.find_ref(actor_id, EntryKind.STEP, seq):
+        step = _decoded(actor_id, row)
+        if step.ok:
+            return row.seq, step.reply
+    return None
+
+
+def _decoded(actor_id: str, row: Any) -> StepRecord:
+    _frames.verify_row(row, actor_id, row.seq)
+    step = decode_entry(row)
+    if not isinstance(step, StepRecord):
+        raise CorruptEntryError(actor_id, row.seq, "decode", "not a step")
+    return step
+
+
+async def result_of(
+    system: ActorSystem,
+    actor_id: str,
+    reply: Any,
+    key: str,
+    build: Callable[[dict[str, Any], list[Any]], R],
+) -> R:
+    """``build(reply, its whole conversation)``, for a reply a caller hands in
+    (``DurableAgent.result``): ``ConfigurationError`` for a ``system``, an ``actor_id`` or a
+    ``reply`` that is not one (nothing is read or written for them)."""
+    if not isinstance(system, ActorSystem):
+        raise ConfigurationError(f"system must be an ActorSystem, not {shown(system)}")
+    if not validate_text(actor_id, "actor_id"):
+        raise ConfigurationError("actor_id must not be empty")
+    try:
+        return build(reply, await whole(system.store, actor_id, reply, key))
+    except ActorlogError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigurationError(
+            f"not the reply of a durable agent's run: {shown(reply)} ({exc})"
+        ) from None
