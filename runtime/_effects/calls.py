@@ -82,7 +82,12 @@ class ToolCalls:
         wait. Not a new cancellation point (the turn is shielded)."""
         if len(self.nodes) > 1:
             await anyio.lowlevel.cancel_shielded_checkpoint()
-        await self._guard(self._cell.journal.flush())
+        try:  # ``_guard``, inlined: once a call
+            await self._cell.journal.flush()
+        except ActorlogError as exc:
+            if not isinstance(exc, ToolCallError):
+                self.fatal = self.fatal or exc
+            raise
 
     def _guard_now(self, check: Callable[[], R]) -> R:
         """``_guard`` for a synchronous check."""
@@ -120,19 +125,23 @@ class ToolCalls:
         *,
         attempt: int,
         resume: Outcome | None = None,
+        policy: str | None = None,
     ) -> Any:
         """Run the tool now (its intent is durable) and log the result; after a failure its
         retry policy may run it again (docs/retries.md): one span for all the attempts.
         ``resume``: recovery found the call between attempts (this is its last outcome, about
-        attempt ``attempt``): go on from there instead of starting attempt ``attempt``."""
+        attempt ``attempt``): go on from there instead of starting attempt ``attempt``.
+        ``policy``: ``t.policy``, if the caller has it."""
         self._open[intent_seq] = t.name  # until its result is written (settle_abandoned)
-        self.open_tools[t.name] = (t.effect, t.policy)
-        attributes = None
+        self.open_tools[t.name] = (t.effect, t.policy if policy is None else policy)
         if _telemetry.enabled():  # no SDK: no span, and no attributes built for one
             attributes = _call_attributes(self, t, key, attempt, intent_seq)
-        with tracer.start_as_current_span(SPAN.TOOL_CALL, attributes=attributes) as span:
+            cm = tracer.start_as_current_span(SPAN.TOOL_CALL, attributes=attributes)
+        else:
+            cm = _telemetry.NO_SPAN
+        with cm as span:
             try:
-                return await self._attempts(t, args, kwargs, intent_seq, key, attempt, resume)
+                return await self._attempts(t, args, kwargs, intent_seq, key, attempt, resume, span)
             except ToolCallError as exc:  # settled as an error: no longer open
                 self._open.pop(intent_seq, None)
                 _telemetry.set_error(span, f"{exc.error_type}: {exc.message}")
@@ -187,9 +196,9 @@ class ToolCalls:
         key: str,
         attempt: int,
         resume: Outcome | None,
+        span: Any,
     ) -> Any:
-        """The attempts loop of ``_run`` (inside its span)."""
-        span = _telemetry.current_span()
+        """The attempts loop of ``_run`` (inside its ``span``)."""
         step: int | Settled | None = None
         if resume is not None:
             step = await self._resume(t, args, kwargs, intent_seq, key, attempt, resume)
@@ -340,27 +349,35 @@ class ToolCalls:
         (False, the error, start) with nothing written."""
         cell = self._cell
         # Start no tool on a lease that may have expired (LeaseLostError stops the actor).
-        token = self._guard_now(cell.check_lease)
+        try:  # ``_guard_now``, inlined: once a call
+            token = cell.check_lease()
+        except ActorlogError as exc:
+            self.fatal = self.fatal or exc
+            raise
         extra: dict[str, Any] = {"idempotency_key": key} if t.idempotent else {}
         if t.wants_fencing_token:
             extra["fencing_token"] = token
         t0 = time.perf_counter()
         self._in_flight.add(intent_seq)  # until it returns (kept if a cancel ends it)
+        # ``_tools.running_tool()``, inlined: a tool may call tools directly
+        running = _tools.STEP.set(None)
         try:
-            with _tools.running_tool():  # a tool may call tools directly
-                if t.timeout is None:
+            if t.timeout is None:
+                value = await t.fn(*args, **kwargs, **extra)
+            else:
+                with anyio.move_on_after(t.timeout) as scope:
                     value = await t.fn(*args, **kwargs, **extra)
-                else:
-                    with anyio.move_on_after(t.timeout) as scope:
-                        value = await t.fn(*args, **kwargs, **extra)
-                    if scope.cancelled_caught:
-                        self._in_flight.discard(intent_seq)
-                        return False, ToolTimeoutError(t.name, t.timeout), t0
+                if scope.cancelled_caught:
+                    _tools.STEP.reset(running)
+                    self._in_flight.discard(intent_seq)
+                    return False, ToolTimeoutError(t.name, t.timeout), t0
         except BaseException as exc:
+            _tools.STEP.reset(running)
             if not is_call_error(exc):
                 raise  # a cancellation the runtime (or the handler) asked for
             self._in_flight.discard(intent_seq)
             return False, exc, t0
+        _tools.STEP.reset(running)
         self._in_flight.discard(intent_seq)
         try:
             plain = _codec.to_plain(value, "result", check=False)

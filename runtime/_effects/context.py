@@ -31,6 +31,7 @@ from .._journal.errors import (
 )
 from .._journal.ids import step_key
 from .._journal.records import EffectRecord, EntryKind, ErrorInfo, IntentRecord, Recorded, SettledBy
+from .._tracing.telemetry import CALL_TASK
 from . import tasks as _tasks
 from .calls import StepHost, abandoned_error, not_started_error
 from .ctxtasks import StepTasks, by_task
@@ -77,6 +78,28 @@ def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
 class Context(StepTasks, InDoubtCalls, TimerEffects):
     """The handler's door to the world. One per step; do not keep it after ``receive``."""
 
+    # Defaults shared by every step until one sets its own: a live step of one task that
+    # makes a call sets none of them, so its ``Context`` is built with a dozen stores.
+    #: the handler returned: effects from its tasks are refused
+    ended = False
+    #: replaying effects of several tasks: hands their outcomes back in log order
+    _compat: bool | None = None
+    _seq: Sequencer | None = None
+    #: an error that must stop the actor even if the handler swallows it
+    fatal: BaseException | None = None
+    effects_from_log = 0
+    awaited = 0.0
+    #: ``ctx.stop()`` was called: the reason it gave (None: not called)
+    stopped: str | None = None
+    #: replaying a step an operator cancelled: the scope to cancel where its log ends
+    cancel_replay: Any = None
+    #: hands ``emit``'s events to the streaming callers (a live or resumed step only): made
+    #: at the first ``emit``, so a step that emits nothing builds none
+    emitter: Emitter | None = None
+    #: (the cell's waiters, its journal, the step's span) for that ``Emitter``: set by the
+    #: live step (``_core/step.py``); None on replay (events are not replayed)
+    _emits: tuple[dict[int, Any], Any, Any] | None = None
+
     def __init__(
         self,
         cell: StepHost,
@@ -90,38 +113,27 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         self.step_seq = step_seq
         #: [F13] the incarnation id recorded in this step's message (part of its keys)
         self.incarnation = incarnation
-        self._recorded = recorded or []
-        #: [F18] the recorded effects of each task of the step ("" is the handler's own)
-        self._tasks = by_task(self._recorded)
+        if recorded:
+            self._recorded = recorded
+            #: [F18] the recorded effects of each task of the step ("" is the handler's own)
+            self._tasks = by_task(recorded)
+            if len(self._tasks) > 1:
+                self._seq = Sequencer.of(recorded, self._stuck)
+        else:
+            self._recorded = []
+            self._tasks = {"": self._recorded}  # a live step (``by_task`` of nothing)
         self._complete = complete
         #: the handler's own task; the tasks it spawns are its descendants (``_tasks``)
         self.root = Node(self)
         #: task path -> node, of every task of this step seen so far
         self.nodes: dict[str, Node] = {"": self.root}
-        #: the handler returned: effects from its tasks are refused
-        self.ended = False
         self._thread = threading.get_ident()
-        #: replaying effects of several tasks: hands their outcomes back in log order
-        self._compat: bool | None = None
-        self._seq: Sequencer | None = None
-        if len(self._tasks) > 1:
-            self._seq = Sequencer.of(self._recorded, self._stuck)
-        #: an error that must stop the actor even if the handler swallows it
-        self.fatal: BaseException | None = None
-        self.effects_from_log = 0
-        self.awaited = 0.0
         #: intents of this step running (or waiting for an operator) now: seq -> tool name
         self._open: dict[int, str] = {}
         #: intents whose current attempt may have taken effect (``_calls``, ``_indoubt``)
         self._in_flight: set[int] = set()
         #: tool name -> (effect, policy) of the calls this step ran (for a cancel's record)
         self.open_tools: dict[str, tuple[str, str]] = {}
-        #: ``ctx.stop()`` was called: the reason it gave (None: not called)
-        self.stopped: str | None = None
-        #: replaying a step an operator cancelled: the scope to cancel where its log ends
-        self.cancel_replay: Any = None
-        #: hands ``emit``'s events to the streaming callers (a live or resumed step only)
-        self.emitter: Emitter | None = None
 
     # -- public surface --------------------------------------------------------------------
 
@@ -162,8 +174,12 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
                 "loop's thread"
             )
         data = encode_event(obj)
-        if self.emitter is not None:
-            self.emitter.emit(data, self.replaying)
+        emitter = self.emitter
+        if emitter is None and self._emits is not None:
+            waiters, journal, span = self._emits
+            emitter = self.emitter = Emitter(waiters, self.step_seq, journal, span)
+        if emitter is not None:
+            emitter.emit(data, self.replaying)
 
     def stop(self, reason: str = "") -> None:
         """Finish this actor when this step ends: a ``finish`` effect is logged with the
@@ -195,10 +211,15 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         """
         node = self._task("ctx.call()")
         t0 = time.perf_counter()
+        # ``_tasks.calling_outside(node.task)``, inlined (a call an effect): the runtime's
+        # spawns are not the step's, and the call's spans name the task that made it
+        outside = _tasks.NODE.set(None)
+        calling = CALL_TASK.set(node.task)
         try:
-            with _tasks.calling_outside(node.task):  # spawns: not the step's
-                return await self._call(node, tool, args, kwargs)
+            return await self._call(node, tool, args, kwargs)
         finally:
+            CALL_TASK.reset(calling)
+            _tasks.NODE.reset(outside)
             # time awaiting the effect (tool, commit): replay serves it from the log, so it
             # is not part of the step's replay cost (see RecoveryCost)
             self.awaited += time.perf_counter() - t0
@@ -206,8 +227,11 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
     async def _call(
         self, node: Node, tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        tool, args, kwargs = unwrap_partial(tool, args, kwargs)
-        t = as_tool(tool)
+        if type(tool) is Tool:  # a declared tool, as given (not a partial of one)
+            t: Tool[Any, Any] = tool
+        else:
+            tool, args, kwargs = unwrap_partial(tool, args, kwargs)
+            t = as_tool(tool)
         t.check_call(args, kwargs)
         what = f"arguments of tool {t.name}"
         index = node.index
@@ -218,11 +242,15 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         kwargs_plain = _codec.to_plain(dict(kwargs), what, check=check) if kwargs else {}
         node.index += 1
         key = step_key(self.actor_id, self.step_seq, index, self.incarnation, node.task)
-        rec = self._expect(node, index, EntryKind.INTENT, t.name, args_plain, kwargs_plain)
+        # past its task's recorded effects, live: nothing to compare (``_expect`` is None)
+        rec = None
+        if check:
+            rec = self._expect(node, index, EntryKind.INTENT, t.name, args_plain, kwargs_plain)
         if self._seq is not None:
             await self._ordered(node, rec)
         if rec is None:
             cell = self._cell
+            policy = t.policy
             try:
                 intent_seq = cell.journal.write(
                     EntryKind.INTENT,
@@ -232,7 +260,7 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
                         index=index,
                         task=node.task,
                         effect=t.effect,
-                        policy=t.policy,
+                        policy=policy,
                         args=args_plain,
                         kwargs=kwargs_plain,
                         key=key,
@@ -244,7 +272,7 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
             # open from here: a handler's scope that cancels it while its intent commits
             # (a race's loser) settles it, as it does once the tool runs (issue 25)
             self._open[intent_seq] = t.name
-            self.open_tools[t.name] = (t.effect, t.policy)
+            self.open_tools[t.name] = (t.effect, policy)
             try:
                 await self._flush_before_tool()
             except anyio.get_cancelled_exc_class():
@@ -259,7 +287,7 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
                         ),
                     )
                 raise
-            return await self._run(t, args, kwargs, intent_seq, key, attempt=1)
+            return await self._run(t, args, kwargs, intent_seq, key, attempt=1, policy=policy)
         # counted in _settle, only when the outcome is served from the log (an in-doubt
         # call settled by its policy or an operator runs live)
         arguments = t.bind(args, kwargs).arguments

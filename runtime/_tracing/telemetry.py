@@ -152,6 +152,9 @@ class _NoSpan:
 
 
 _NO_SPAN = _NoSpan()
+#: ``tracer.start_as_current_span(...)`` for a caller that has just seen ``enabled()`` False
+#: (a step, a tool call): the same no-op, without asking again
+NO_SPAN: AbstractContextManager[trace.Span] = _NO_SPAN
 
 #: ``context_with`` for a span that is not recording while OpenTelemetry is not loaded: the
 #: API's context holding ``INVALID_SPAN``, made when (if ever) a span starts under it.
