@@ -192,7 +192,7 @@ async def recover(cell: Recovering) -> None:
                         intent = rec.record
                         if not isinstance(intent, IntentRecord):
                             continue
-                        # no outcome, or an attempt of a retry that left none (_attempts)
+                        # no outcome, or an attempt of a retry that left none (ToolCalls._run)
                         attempt = in_doubt_attempt(rec.outcomes)
                         if attempt is not None:
                             in_doubt += 1

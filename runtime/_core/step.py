@@ -98,7 +98,11 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         ctx = Context(cell, env.seq, env.recorded, complete=False, incarnation=env.incarnation)
         ctx._emits = (cell.waiters, cell.journal, span)  # its Emitter: at the first emit
         try:
-            cannot = _cannot_run(cell, env)
+            accepts = cell.accepts  # ``_cannot_run``'s question, asked inline first
+            if env.decode_error is not None or (
+                accepts is not None and not isinstance(env.message, accepts)
+            ):
+                cannot = _cannot_run(cell, env)
             if cannot is not None:
                 if resumed:
                     ctx.fatal = _unsettled(cell, env, cannot)

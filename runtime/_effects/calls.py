@@ -141,7 +141,23 @@ class ToolCalls:
             cm = _telemetry.NO_SPAN
         with cm as span:
             try:
-                return await self._attempts(t, args, kwargs, intent_seq, key, attempt, resume, span)
+                step: int | Settled | None = None
+                if resume is not None:
+                    step = await self._resume(t, args, kwargs, intent_seq, key, attempt, resume)
+                while True:  # the attempts
+                    if isinstance(step, Settled):
+                        self._open.pop(intent_seq, None)
+                        return step.value
+                    if step is not None:
+                        attempt = step
+                    span.set_attribute(ATTR.ATTEMPT, attempt)
+                    ok, value, t0 = await self._attempt(t, args, kwargs, intent_seq, key, attempt)
+                    if ok:
+                        del self._open[intent_seq]
+                        return value
+                    step = await self._failed(
+                        t, args, kwargs, intent_seq, key, attempt, value, t0, span
+                    )
             except ToolCallError as exc:  # settled as an error: no longer open
                 self._open.pop(intent_seq, None)
                 _telemetry.set_error(span, f"{exc.error_type}: {exc.message}")
@@ -187,7 +203,7 @@ class ToolCalls:
         scope = getattr(cell, "step_scope", None)  # the operator's cancel scope
         return not (scope is not None and scope.cancel_called)
 
-    async def _attempts(
+    async def _failed(
         self,
         t: Tool[Any, Any],
         args: tuple[Any, ...],
@@ -195,59 +211,44 @@ class ToolCalls:
         intent_seq: int,
         key: str,
         attempt: int,
-        resume: Outcome | None,
+        failure: BaseException,
+        t0: float,
         span: Any,
-    ) -> Any:
-        """The attempts loop of ``_run`` (inside its ``span``)."""
-        step: int | Settled | None = None
-        if resume is not None:
-            step = await self._resume(t, args, kwargs, intent_seq, key, attempt, resume)
-        while True:
-            if isinstance(step, Settled):
-                self._open.pop(intent_seq, None)
-                return step.value
-            if step is not None:
-                attempt = step
-            span.set_attribute(ATTR.ATTEMPT, attempt)
-            ok, value, t0 = await self._attempt(t, args, kwargs, intent_seq, key, attempt)
-            if ok:
-                del self._open[intent_seq]
-                return value
-            failure: BaseException = value
-            info = ErrorInfo.of(failure)  # always loggable: sanitized, truncated
-            if (
-                attempt < t.retry.attempts
-                and t.retry.retries(failure)
-                and not isinstance(failure, EncodeError)  # it ran: running it again is no cure
-            ):
-                failed = DecisionRecord(
-                    DecisionAction.ATTEMPT_FAILED.value,
-                    error=info,
-                    by="runtime",
-                    reason=f"retry policy: attempt {attempt} of {t.retry.attempts} failed",
-                    at=time.time(),
-                    attempt=attempt,
-                    delay=t.retry.delay(attempt),
-                    in_doubt=isinstance(failure, ToolTimeoutError) and t.effect == "write",
-                )
-                self._cell.journal.write(
-                    EntryKind.DECISION, DecisionAction.ATTEMPT_FAILED, intent_seq, failed.payload()
-                )
-                # durable before the wait: a crash during the back-off resumes it
-                await self._guard(self._cell.journal.flush())
-                attempt_event(span, failed)
-                out = Outcome(failed, DecisionAction.ATTEMPT_FAILED.value)
-                step = await self._resume(t, args, kwargs, intent_seq, key, attempt, out)
-                continue
-            self._cell.journal.write(
-                EntryKind.RESULT,
-                t.name,
-                intent_seq,
-                _records.result_payload(
-                    error=info, attempt=attempt, duration=time.perf_counter() - t0
-                ),
+    ) -> int | Settled:
+        """Attempt ``attempt`` (started at ``t0``) failed with ``failure``: by the tool's
+        retry policy, the next attempt's number (or what settled the call meanwhile), else
+        the error result is logged and raised as ``ToolCallError``."""
+        info = ErrorInfo.of(failure)  # always loggable: sanitized, truncated
+        if (
+            attempt < t.retry.attempts
+            and t.retry.retries(failure)
+            and not isinstance(failure, EncodeError)  # it ran: running it again is no cure
+        ):
+            failed = DecisionRecord(
+                DecisionAction.ATTEMPT_FAILED.value,
+                error=info,
+                by="runtime",
+                reason=f"retry policy: attempt {attempt} of {t.retry.attempts} failed",
+                at=time.time(),
+                attempt=attempt,
+                delay=t.retry.delay(attempt),
+                in_doubt=isinstance(failure, ToolTimeoutError) and t.effect == "write",
             )
-            raise ToolCallError(t.name, info.type, info.message) from failure
+            self._cell.journal.write(
+                EntryKind.DECISION, DecisionAction.ATTEMPT_FAILED, intent_seq, failed.payload()
+            )
+            # durable before the wait: a crash during the back-off resumes it
+            await self._guard(self._cell.journal.flush())
+            attempt_event(span, failed)
+            out = Outcome(failed, DecisionAction.ATTEMPT_FAILED.value)
+            return await self._resume(t, args, kwargs, intent_seq, key, attempt, out)
+        self._cell.journal.write(
+            EntryKind.RESULT,
+            t.name,
+            intent_seq,
+            _records.result_payload(error=info, attempt=attempt, duration=time.perf_counter() - t0),
+        )
+        raise ToolCallError(t.name, info.type, info.message) from failure
 
     async def _resume(
         self,
@@ -394,7 +395,13 @@ class ToolCalls:
             )
         except EncodeError as exc:
             return False, EncodeError(f"result of tool {t.name}", type(value), exc.reason), t0
-        return True, self._value(t, self._logged(plain)), t0
+        # ``self._value(t, self._logged(plain))``, inlined (once a call)
+        if not _codec.is_scalar(plain):
+            plain = cell.journal.last_logged("value")
+        rt = t.return_type
+        if rt is Any or rt is None or plain is None:
+            return True, plain, t0
+        return True, self._value(t, plain), t0
 
     def _served(self, t: Tool[Any, Any], outcome: ResultRecord | DecisionRecord) -> Any:
         """Return (or raise) a recorded outcome: a result, or an operator's decision."""

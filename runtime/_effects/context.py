@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
+import anyio.lowlevel
 
 from .._durability.events import Emitter, encode_event
 from .._journal import codec as _codec, names as _names, records as _records
@@ -232,7 +233,8 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         else:
             tool, args, kwargs = unwrap_partial(tool, args, kwargs)
             t = as_tool(tool)
-        t.check_call(args, kwargs)
+        if kwargs or len(args) != t._arity:  # ``t.check_call``'s fast case, inlined
+            t.bind(args, kwargs)
         what = f"arguments of tool {t.name}"
         index = node.index
         # Live, the intent entry's encode is the check (arguments encoded once); compared
@@ -241,7 +243,8 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         args_plain = _codec.to_plain(list(args), what, check=check) if args else []
         kwargs_plain = _codec.to_plain(dict(kwargs), what, check=check) if kwargs else {}
         node.index += 1
-        key = step_key(self.actor_id, self.step_seq, index, self.incarnation, node.task)
+        cell = self._cell
+        key = step_key(cell.actor_id, self.step_seq, index, self.incarnation, node.task)
         # past its task's recorded effects, live: nothing to compare (``_expect`` is None)
         rec = None
         if check:
@@ -249,7 +252,6 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         if self._seq is not None:
             await self._ordered(node, rec)
         if rec is None:
-            cell = self._cell
             policy = t.policy
             try:
                 intent_seq = cell.journal.write(
@@ -274,7 +276,14 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
             self._open[intent_seq] = t.name
             self.open_tools[t.name] = (t.effect, policy)
             try:
-                await self._flush_before_tool()
+                # ``_flush_before_tool``, inlined (once a call)
+                if len(self.nodes) > 1:
+                    await anyio.lowlevel.cancel_shielded_checkpoint()
+                try:
+                    await cell.journal.flush()
+                except ActorlogError as exc:
+                    self.fatal = self.fatal or exc
+                    raise
             except anyio.get_cancelled_exc_class():
                 if intent_seq in self._open and self._handler_cancelled():
                     del self._open[intent_seq]
@@ -604,6 +613,8 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         record for a tool, by name) that an operator's cancel cut short. A completed step
         never holds an unsettled intent; replay takes the same path (see ``_settle``).
         Returns the names of the calls settled."""
+        if not self._open:
+            return []  # every call settled (a step's usual end)
         names = []
         for intent_seq, name in sorted(self._open.items()):
             error = abandoned_error()
