@@ -128,6 +128,10 @@ class Cell(LoggedMessages):
         self.error: BaseException | None = None
         self.ready = anyio.Event()
         self.done = anyio.Event()
+        #: ``ready.is_set()`` and ``done.is_set()`` as plain attributes, set with them (an
+        #: ask reads them three times: two Python calls each through anyio's Event)
+        self.is_ready = False
+        self.is_done = False
         self._mailbox = Mailbox(self.io.event)
         #: message seq -> the slots of the asks waiting for its step
         self.waiters: dict[int, list[Reply]] = {}
@@ -228,6 +232,7 @@ class Cell(LoggedMessages):
                 settle(
                     self.waiters, seq, None, ActorStoppedError(f"actor {self.actor_id!r} stopped")
                 )
+            self.is_ready = self.is_done = True
             self.ready.set()
             self.done.set()
             self._mailbox.close()
@@ -315,6 +320,7 @@ class Cell(LoggedMessages):
         for seq in list(self.waiters):
             settle(self.waiters, seq, None, err)
         self.escalations.wake_all()
+        self.is_ready = True
         self.ready.set()
         if not isinstance(exc, LeaseLostError):
             # A runtime that lost the actor writes nothing for it, not even history: the
@@ -346,7 +352,7 @@ class Cell(LoggedMessages):
             raise self.failure()
         if self.passivating or self.status == "passivated":
             return  # usable: the next post moves to a fresh cell (``Moved``)
-        if self.status == "stopped" or self.done.is_set():
+        if self.status == "stopped" or self.is_done:
             raise ActorStoppedError(f"actor {self.actor_id!r} is stopped")
 
     def note_event(self, kind: str, detail: dict[str, Any]) -> None:
@@ -412,7 +418,7 @@ class Cell(LoggedMessages):
         tag, body = letter.type_tag, letter.body  # checked, tagged and learned at the door
         self.holds += 1  # not idle while a post is on its way in
         try:
-            if not self.ready.is_set():
+            if not self.is_ready:
                 await self.ready.wait()
             self.check_usable()
             if message_id is not None:
@@ -438,7 +444,7 @@ class Cell(LoggedMessages):
             trace = _telemetry.inject()
             inc = self.incarnation
             payload = _records.message_payload(body, sender=sender, trace=trace, incarnation=inc)
-            if self.passivating or self.done.is_set():
+            if self.passivating or self.is_done:
                 raise Moved  # checked with no await before the write: no post is lost
             try:
                 seq = self.journal.write(EntryKind.MESSAGE, tag, 0, payload, message_id=message_id)

@@ -202,10 +202,13 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         outcome: tuple[Any, BaseException | None] | None = None
         if wanted:
             if error is None:  # a scalar decodes to itself
-                reply = reply_plain
+                rt = cell.reply_type
                 if not _codec.is_scalar(reply_plain):
-                    reply = cell.journal.last_logged("reply")
-                outcome = (reply_value(reply, cell.reply_type), None)
+                    outcome = (reply_value(cell.journal.last_logged("reply"), rt), None)
+                elif rt is Any or reply_plain is None or type(reply_plain) is rt:
+                    outcome = (reply_plain, None)  # what ``reply_value`` gives it
+                else:
+                    outcome = (reply_value(reply_plain, rt), None)
             else:
                 logged = cell.journal.last_record()
                 assert isinstance(logged, StepRecord)
