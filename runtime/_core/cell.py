@@ -7,7 +7,6 @@ A cell reaches the runtime around it only through :class:`CellHost` (implemented
 from __future__ import annotations
 
 import collections
-import contextlib
 import json
 import time
 from typing import TYPE_CHECKING, Any, Protocol
@@ -424,7 +423,16 @@ class Cell(LoggedMessages):
             if message_id is not None:
                 # checked at the door (ref.send/ask, a timer's schedule) or made by the
                 # runtime (ctx.send), and again by the entry's row (make_row) before a write
-                found = await self._find_message(message_id)
+                found = None
+                seen = self.journal.seen
+                # ``_find_message``'s first answers, inline: not in flight, and the filter
+                # complete and sure the id is new (most asks): nothing to look up
+                if (
+                    message_id in self.inflight_ids
+                    or seen.state != "complete"
+                    or seen.maybe_seen(message_id)
+                ):
+                    found = await self._find_message(message_id)
                 if found is not None:
                     existing, recorded = found
                     _reuse.check_same_message(
@@ -506,40 +514,6 @@ class Cell(LoggedMessages):
         self._burst_commit = False
         await self._commit_queued(self.journal.last_seq)
 
-    async def _commit_queued(self, seq: int) -> None:
-        """Commit a message queued behind a running step (see ``post``). A failed commit is
-        the step's to meet and report: this one only asks for it earlier."""
-        with contextlib.suppress(ActorlogError):
-            await self._durable(seq)
-
-    async def _durable(self, seq: int) -> None:
-        """Wait until the entry ``seq`` of this log is committed.
-
-        Raises the failure of the commit that should have carried it: the store's
-        ``StoreUnavailableError`` (also for a caller whose entry rode on another caller's
-        commit), or ``SequenceConflictError``.
-        """
-        if self.journal.durable_seq >= seq or seq > self.journal.last_seq:
-            return  # committed already (or read back from the store)
-        try:
-            await self.journal.flush()
-        except SequenceConflictError as exc:
-            self.quarantine(exc, status="stopped")
-            raise
-        except ActorlogError as exc:
-            if self.journal.durable_seq >= seq:
-                return  # ours committed; a later commit failed
-            raise self._commit_failure(exc) from exc.__cause__
-
-    def _commit_failure(self, exc: ActorlogError) -> ActorlogError:
-        """What a caller whose entry was in a failed commit gets: the store's error."""
-        broken = self.journal.broken
-        if isinstance(broken, StoreUnavailableError) and broken is not exc:
-            err = StoreUnavailableError(str(broken))
-            err.__cause__ = broken
-            return err
-        return exc
-
     # -- the step loop ---------------------------------------------------------------------
 
     async def _loop(self) -> None:
@@ -551,7 +525,8 @@ class Cell(LoggedMessages):
                 journal = self.journal
                 if journal.durable_seq < journal.last_seq:  # else flush() is a no-op
                     await journal.flush()  # idle: make buffered steps durable
-                self.prune_inflight()
+                if self.inflight_ids:  # (else nothing to prune)
+                    self.prune_inflight()
                 env = await self._mailbox.get()
             if env is STOP:
                 await self.journal.flush()

@@ -192,6 +192,30 @@ class ToolCalls:
         )
         return True
 
+    def settle_abandoned(self, cancelled: Callable[[str], ErrorInfo] | None = None) -> list[str]:
+        """Before the step entry: settle every call of this step the handler cancelled with
+        its own scope (a timeout) and went on without, or (``cancelled``: the error to
+        record for a tool, by name) that an operator's cancel cut short. A completed step
+        never holds an unsettled intent; replay takes the same path (see ``_settle``).
+        Returns the names of the calls settled."""
+        if not self._open:
+            return []  # every call settled (a step's usual end)
+        names = []
+        for intent_seq, name in sorted(self._open.items()):
+            error = abandoned_error()
+            self._cell.journal.write(
+                EntryKind.RESULT,
+                name,
+                intent_seq,
+                _records.result_payload(
+                    error=error if cancelled is None else cancelled(name),
+                    settled_by="cancelled",
+                ),
+            )
+            names.append(name)
+        self._open.clear()
+        return names
+
     def _handler_cancelled(self) -> bool:
         """Is the cancellation now the handler's own (a task group's, a deadline's), not
         the runtime's (shutdown, an operator's cancel, a fatal error)?"""

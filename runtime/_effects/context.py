@@ -34,7 +34,7 @@ from .._journal.ids import step_key
 from .._journal.records import EffectRecord, EntryKind, ErrorInfo, IntentRecord, Recorded, SettledBy
 from .._tracing.telemetry import CALL_TASK
 from . import tasks as _tasks
-from .calls import StepHost, abandoned_error, not_started_error
+from .calls import StepHost, not_started_error
 from .ctxtasks import StepTasks, by_task
 from .ctxtimers import TimerEffects, check_ref
 from .indoubt import InDoubtCalls
@@ -56,14 +56,10 @@ R = TypeVar("R")
 A = TypeVar("A")
 
 
-def _normalize(value: Any) -> Any:
-    return json.loads(json.dumps(value))
-
-
 def _same(got: Any, recorded: Any) -> bool:
-    """Does the plain value the handler gives now equal the recorded one? A set compares as a
-    set also against a log written before sets had one canonical order ([F9a])."""
-    return _normalize(got) == recorded or _codec.same_plain(got, recorded)
+    """Does the plain value the handler gives now equal the recorded one (as JSON)? A set
+    compares as a set also against a log written before sets had one canonical order ([F9a])."""
+    return json.loads(json.dumps(got)) == recorded or _codec.same_plain(got, recorded)
 
 
 def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
@@ -79,9 +75,8 @@ def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
 class Context(StepTasks, InDoubtCalls, TimerEffects):
     """The handler's door to the world. One per step; do not keep it after ``receive``."""
 
-    # Defaults shared by every step until one sets its own: a live step of one task that
-    # makes a call sets none of them, so its ``Context`` is built with a dozen stores.
-    #: the handler returned: effects from its tasks are refused
+    # Defaults shared by every step until one sets its own (a live step of one task that
+    # makes a call sets none of them). The handler returned: effects from its tasks refused
     ended = False
     #: replaying effects of several tasks: hands their outcomes back in log order
     _compat: bool | None = None
@@ -94,11 +89,9 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
     stopped: str | None = None
     #: replaying a step an operator cancelled: the scope to cancel where its log ends
     cancel_replay: Any = None
-    #: hands ``emit``'s events to the streaming callers (a live or resumed step only): made
-    #: at the first ``emit``, so a step that emits nothing builds none
+    #: hands ``emit``'s events to the streaming callers, made at the first ``emit`` from
+    #: ``_emits`` (the cell's waiters, journal, step span: a live or resumed step's only)
     emitter: Emitter | None = None
-    #: (the cell's waiters, its journal, the step's span) for that ``Emitter``: set by the
-    #: live step (``_core/step.py``); None on replay (events are not replayed)
     _emits: tuple[dict[int, Any], Any, Any] | None = None
 
     def __init__(
@@ -114,15 +107,10 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         self.step_seq = step_seq
         #: [F13] the incarnation id recorded in this step's message (part of its keys)
         self.incarnation = incarnation
-        if recorded:
-            self._recorded = recorded
-            #: [F18] the recorded effects of each task of the step ("" is the handler's own)
-            self._tasks = by_task(recorded)
-            if len(self._tasks) > 1:
-                self._seq = Sequencer.of(recorded, self._stuck)
-        else:
-            self._recorded = []
-            self._tasks = {"": self._recorded}  # a live step (``by_task`` of nothing)
+        #: [F18] the recorded effects of each task of the step ("" is the handler's own)
+        self._tasks = by_task(recorded) if recorded else {"": []}  # (live: no call)
+        if len(self._tasks) > 1:
+            self._seq = Sequencer.of(recorded or [], self._stuck)
         self._complete = complete
         #: the handler's own task; the tasks it spawns are its descendants (``_tasks``)
         self.root = Node(self)
@@ -212,8 +200,7 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         """
         node = self._task("ctx.call()")
         t0 = time.perf_counter()
-        # ``_tasks.calling_outside(node.task)``, inlined (a call an effect): the runtime's
-        # spawns are not the step's, and the call's spans name the task that made it
+        # ``_tasks.calling_outside(node.task)``, inlined (spawns: not the step's)
         outside = _tasks.NODE.set(None)
         calling = CALL_TASK.set(node.task)
         try:
@@ -275,14 +262,13 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
             # (a race's loser) settles it, as it does once the tool runs (issue 25)
             self._open[intent_seq] = t.name
             self.open_tools[t.name] = (t.effect, policy)
-            try:
-                # ``_flush_before_tool``, inlined (once a call)
+            try:  # ``_flush_before_tool``, inlined (once a call)
                 if len(self.nodes) > 1:
                     await anyio.lowlevel.cancel_shielded_checkpoint()
                 try:
                     await cell.journal.flush()
                 except ActorlogError as exc:
-                    self.fatal = self.fatal or exc
+                    self.fatal = self.fatal or exc  # (``_guard``)
                     raise
             except anyio.get_cancelled_exc_class():
                 if intent_seq in self._open and self._handler_cancelled():
@@ -606,30 +592,6 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         exc = NonDeterminismError(self.actor_id, self.step_seq, index, expected, got, node.task)
         self.fatal = self.fatal or exc
         raise exc
-
-    def settle_abandoned(self, cancelled: Callable[[str], ErrorInfo] | None = None) -> list[str]:
-        """Before the step entry: settle every call of this step the handler cancelled with
-        its own scope (a timeout) and went on without, or (``cancelled``: the error to
-        record for a tool, by name) that an operator's cancel cut short. A completed step
-        never holds an unsettled intent; replay takes the same path (see ``_settle``).
-        Returns the names of the calls settled."""
-        if not self._open:
-            return []  # every call settled (a step's usual end)
-        names = []
-        for intent_seq, name in sorted(self._open.items()):
-            error = abandoned_error()
-            self._cell.journal.write(
-                EntryKind.RESULT,
-                name,
-                intent_seq,
-                _records.result_payload(
-                    error=error if cancelled is None else cancelled(name),
-                    settled_by="cancelled",
-                ),
-            )
-            names.append(name)
-        self._open.clear()
-        return names
 
 
 def _version_marker(rec: Recorded | None) -> tuple[str, int] | None:
