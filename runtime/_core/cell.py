@@ -501,7 +501,7 @@ class Cell(LoggedMessages):
     def more_queued(self) -> bool:
         """Another message waits in the mailbox, and the burst holds fewer than
         ``BURST_MAX`` replies: the step just handled may leave its commit to the next."""
-        return bool(self._mailbox) and self.journal.deferred < BURST_MAX
+        return bool(self._mailbox.items) and self.journal.deferred < BURST_MAX
 
     def commit_burst(self) -> None:
         """A reply waits for a later commit (a burst, ``_step.handle``): make sure one
