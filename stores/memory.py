@@ -129,23 +129,31 @@ class MemoryStore:
         last = a.seqs[-1] if a.seqs else 0
         if not a.actor_type or last != expected_last_seq:
             raise SequenceConflictError(actor_id, expected_last_seq, last)
-        seen: set[str] = set()
-        for i, row in enumerate(rows, start=1):
-            if row.actor_id != actor_id or row.seq != expected_last_seq + i:
-                raise SequenceConflictError(actor_id, expected_last_seq, last)
-            if row.message_id is not None:
-                if row.message_id in a.message_ids or row.message_id in seen:
-                    raise SequenceConflictError(actor_id, expected_last_seq, last)
-                seen.add(row.message_id)
+        # every check before anything is stored: a refused append stores nothing
+        seen: set[str] | None = None  # the batch's message ids (a set only when it has one)
+        seq = expected_last_seq
+        message_ids = a.message_ids
         for row in rows:
-            a.entries.append(row)
-            a.seqs.append(row.seq)
+            seq += 1
+            if row.actor_id != actor_id or row.seq != seq:
+                raise SequenceConflictError(actor_id, expected_last_seq, last)
+            mid = row.message_id
+            if mid is not None:
+                if mid in message_ids or (seen is not None and mid in seen):
+                    raise SequenceConflictError(actor_id, expected_last_seq, last)
+                if seen is None:
+                    seen = set()
+                seen.add(mid)
+        a.entries.extend(rows)
+        a.seqs.extend(range(expected_last_seq + 1, seq + 1))  # checked: contiguous
+        for row in rows:
             if row.message_id is not None:
-                a.message_ids[row.message_id] = row.seq
-            if row.kind == "message":
-                a.last_message_seq = max(a.last_message_seq, row.seq)
-            elif row.kind == "step":
-                a.handled_seq = max(a.handled_seq, row.ref)
+                message_ids[row.message_id] = row.seq
+            kind = row.kind
+            if kind == "message" and row.seq > a.last_message_seq:
+                a.last_message_seq = row.seq
+            elif kind == "step" and row.ref > a.handled_seq:
+                a.handled_seq = row.ref
 
     async def read(
         self,

@@ -7,7 +7,6 @@ A cell reaches the runtime around it only through :class:`CellHost` (implemented
 from __future__ import annotations
 
 import collections
-import contextlib
 import json
 import time
 from typing import TYPE_CHECKING, Any, Protocol
@@ -128,6 +127,10 @@ class Cell(LoggedMessages):
         self.error: BaseException | None = None
         self.ready = anyio.Event()
         self.done = anyio.Event()
+        #: ``ready.is_set()`` and ``done.is_set()`` as plain attributes, set with them (an
+        #: ask reads them three times: two Python calls each through anyio's Event)
+        self.is_ready = False
+        self.is_done = False
         self._mailbox = Mailbox(self.io.event)
         #: message seq -> the slots of the asks waiting for its step
         self.waiters: dict[int, list[Reply]] = {}
@@ -228,6 +231,7 @@ class Cell(LoggedMessages):
                 settle(
                     self.waiters, seq, None, ActorStoppedError(f"actor {self.actor_id!r} stopped")
                 )
+            self.is_ready = self.is_done = True
             self.ready.set()
             self.done.set()
             self._mailbox.close()
@@ -315,6 +319,7 @@ class Cell(LoggedMessages):
         for seq in list(self.waiters):
             settle(self.waiters, seq, None, err)
         self.escalations.wake_all()
+        self.is_ready = True
         self.ready.set()
         if not isinstance(exc, LeaseLostError):
             # A runtime that lost the actor writes nothing for it, not even history: the
@@ -346,7 +351,7 @@ class Cell(LoggedMessages):
             raise self.failure()
         if self.passivating or self.status == "passivated":
             return  # usable: the next post moves to a fresh cell (``Moved``)
-        if self.status == "stopped" or self.done.is_set():
+        if self.status == "stopped" or self.is_done:
             raise ActorStoppedError(f"actor {self.actor_id!r} is stopped")
 
     def note_event(self, kind: str, detail: dict[str, Any]) -> None:
@@ -412,13 +417,22 @@ class Cell(LoggedMessages):
         tag, body = letter.type_tag, letter.body  # checked, tagged and learned at the door
         self.holds += 1  # not idle while a post is on its way in
         try:
-            if not self.ready.is_set():
+            if not self.is_ready:
                 await self.ready.wait()
             self.check_usable()
             if message_id is not None:
                 # checked at the door (ref.send/ask, a timer's schedule) or made by the
                 # runtime (ctx.send), and again by the entry's row (make_row) before a write
-                found = await self._find_message(message_id)
+                found = None
+                seen = self.journal.seen
+                # ``_find_message``'s first answers, inline: not in flight, and the filter
+                # complete and sure the id is new (most asks): nothing to look up
+                if (
+                    message_id in self.inflight_ids
+                    or seen.state != "complete"
+                    or seen.maybe_seen(message_id)
+                ):
+                    found = await self._find_message(message_id)
                 if found is not None:
                     existing, recorded = found
                     _reuse.check_same_message(
@@ -438,7 +452,7 @@ class Cell(LoggedMessages):
             trace = _telemetry.inject()
             inc = self.incarnation
             payload = _records.message_payload(body, sender=sender, trace=trace, incarnation=inc)
-            if self.passivating or self.done.is_set():
+            if self.passivating or self.is_done:
                 raise Moved  # checked with no await before the write: no post is lost
             try:
                 seq = self.journal.write(EntryKind.MESSAGE, tag, 0, payload, message_id=message_id)
@@ -487,7 +501,7 @@ class Cell(LoggedMessages):
     def more_queued(self) -> bool:
         """Another message waits in the mailbox, and the burst holds fewer than
         ``BURST_MAX`` replies: the step just handled may leave its commit to the next."""
-        return bool(self._mailbox) and self.journal.deferred < BURST_MAX
+        return bool(self._mailbox.items) and self.journal.deferred < BURST_MAX
 
     def commit_burst(self) -> None:
         """A reply waits for a later commit (a burst, ``_step.handle``): make sure one
@@ -500,40 +514,6 @@ class Cell(LoggedMessages):
         self._burst_commit = False
         await self._commit_queued(self.journal.last_seq)
 
-    async def _commit_queued(self, seq: int) -> None:
-        """Commit a message queued behind a running step (see ``post``). A failed commit is
-        the step's to meet and report: this one only asks for it earlier."""
-        with contextlib.suppress(ActorlogError):
-            await self._durable(seq)
-
-    async def _durable(self, seq: int) -> None:
-        """Wait until the entry ``seq`` of this log is committed.
-
-        Raises the failure of the commit that should have carried it: the store's
-        ``StoreUnavailableError`` (also for a caller whose entry rode on another caller's
-        commit), or ``SequenceConflictError``.
-        """
-        if self.journal.durable_seq >= seq or seq > self.journal.last_seq:
-            return  # committed already (or read back from the store)
-        try:
-            await self.journal.flush()
-        except SequenceConflictError as exc:
-            self.quarantine(exc, status="stopped")
-            raise
-        except ActorlogError as exc:
-            if self.journal.durable_seq >= seq:
-                return  # ours committed; a later commit failed
-            raise self._commit_failure(exc) from exc.__cause__
-
-    def _commit_failure(self, exc: ActorlogError) -> ActorlogError:
-        """What a caller whose entry was in a failed commit gets: the store's error."""
-        broken = self.journal.broken
-        if isinstance(broken, StoreUnavailableError) and broken is not exc:
-            err = StoreUnavailableError(str(broken))
-            err.__cause__ = broken
-            return err
-        return exc
-
     # -- the step loop ---------------------------------------------------------------------
 
     async def _loop(self) -> None:
@@ -545,7 +525,8 @@ class Cell(LoggedMessages):
                 journal = self.journal
                 if journal.durable_seq < journal.last_seq:  # else flush() is a no-op
                     await journal.flush()  # idle: make buffered steps durable
-                self.prune_inflight()
+                if self.inflight_ids:  # (else nothing to prune)
+                    self.prune_inflight()
                 env = await self._mailbox.get()
             if env is STOP:
                 await self.journal.flush()

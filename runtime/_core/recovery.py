@@ -100,6 +100,8 @@ class Recovering(StepHost, Protocol):
     #: (finished | terminated, reason) once the actor ended (``_lifecycle``)
     ended: tuple[str, str] | None
     ready: anyio.Event
+    #: ``ready.is_set()``, as a plain attribute (set with it)
+    is_ready: bool
     #: [F13] the incarnation id of this actor's log, written into every new message
     incarnation: str | None
     #: its registration inserted it just now (``ActorRow.created``): nothing to read
@@ -192,7 +194,7 @@ async def recover(cell: Recovering) -> None:
                         intent = rec.record
                         if not isinstance(intent, IntentRecord):
                             continue
-                        # no outcome, or an attempt of a retry that left none (_attempts)
+                        # no outcome, or an attempt of a retry that left none (ToolCalls._run)
                         attempt = in_doubt_attempt(rec.outcomes)
                         if attempt is not None:
                             in_doubt += 1
@@ -235,6 +237,7 @@ async def recover(cell: Recovering) -> None:
             _telemetry.record_failure(span, exc, cell.actor_id)
             raise
     cell.status = "running"
+    cell.is_ready = True
     cell.ready.set()
 
 

@@ -95,7 +95,7 @@ def restartable(cell: Cell) -> bool:
     lease to another runtime (spawning takes the lease again if it is free, else reaches the
     actor where it runs). Recovery reads the truth back from the store; a damaged log or a
     conflict stays stopped."""
-    if not cell.done.is_set():
+    if not cell.is_done:  # ``cell.done.is_set()``
         return False
     return (
         cell.error is None

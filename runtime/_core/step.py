@@ -19,10 +19,9 @@ from .._durability import (
     retention as _retention,
     snapshots as _snapshots,
 )
-from .._durability.events import Emitter
 from .._durability.mailbox import Envelope, Reply, reply_value, settle
 from .._durability.snapshots import SnapshotPolicy
-from .._effects import tools as _tools
+from .._effects import tasks as _tasks, tools as _tools
 from .._effects.cancelling import is_call_error
 from .._effects.context import Context
 from .._effects.ctxtasks import by_task
@@ -70,7 +69,6 @@ async def handle(cell: Stepping, env: Envelope) -> None:
     """Run one step: the handler in its ``Context`` (live, or finishing an interrupted step
     from its recorded effects), traced; then the step entry, and the reply to its asks once
     that entry is durable; then a snapshot if one is due."""
-    ctx = Context(cell, env.seq, env.recorded, complete=False, incarnation=env.incarnation)
     resumed = bool(env.recorded)
     name = SPAN.REPLAY_STEP if resumed else SPAN.STEP
     parent = env.parent if resumed else (_telemetry.extract(env.trace) if env.trace else None)
@@ -91,19 +89,43 @@ async def handle(cell: Stepping, env: Envelope) -> None:
     reply: Any = None
     error: BaseException | None = None
     cannot: BaseException | None = None
-    with tracer.start_as_current_span(name, context=parent, attributes=attributes) as span:
-        ctx.emitter = emitter = Emitter(cell.waiters, env.seq, cell.journal, span)
+    span_cm = (
+        tracer.start_as_current_span(name, context=parent, attributes=attributes)
+        if traced
+        else _telemetry.NO_SPAN  # (asked once a step)
+    )
+    with span_cm as span:
+        ctx = Context(cell, env.seq, env.recorded, complete=False, incarnation=env.incarnation)
+        ctx._emits = (cell.waiters, cell.journal, span)  # its Emitter: at the first emit
         try:
-            cannot = _cannot_run(cell, env)
+            accepts = cell.accepts  # ``_cannot_run``'s question, asked inline first
+            if env.decode_error is not None or (
+                accepts is not None and not isinstance(env.message, accepts)
+            ):
+                cannot = _cannot_run(cell, env)
             if cannot is not None:
                 if resumed:
                     ctx.fatal = _unsettled(cell, env, cannot)
                 raise cannot
-            with cell.journal.scope() as scope, _tools.in_step(cell.where), ctx._handler_task():
+            with cell.journal.scope() as scope:
                 cell.step_scope = scope  # an operator's cancel (Cell.cancel_step)
                 if resumed and cell.cancel_pending is not None:
                     ctx.cancel_replay = scope  # asked while it was down: cut where its log ends
-                reply = await cell.actor.receive(ctx, env.message)
+                # ``_tools.in_step(cell.where)`` and ``ctx._handler_task()``, inlined (once
+                # a step): a tool called directly in here is refused, the handler runs as the
+                # step's root task, the tasks it spawns are counted, and the step ends (its
+                # effects are refused) when it returns
+                in_step = _tools.STEP.set(cell.where)
+                try:
+                    _tasks.install()
+                    root = _tasks.NODE.set(ctx.root)
+                    try:
+                        reply = await cell.actor.receive(ctx, env.message)
+                    finally:
+                        _tasks.NODE.reset(root)
+                        ctx.ended = True
+                finally:
+                    _tools.STEP.reset(in_step)
             cell.step_scope = None
             if scope.cancel_called:
                 why = (cell.cancel_pending or {}).get("reason") or "cancelled by an operator"
@@ -128,19 +150,21 @@ async def handle(cell: Stepping, env: Envelope) -> None:
             reply_plain = None
             _telemetry.set_error(span, ErrorInfo.of(exc).message)
         cell.step_scope = None
-        emitter.end()
+        if ctx.emitter is not None:
+            ctx.emitter.end()
         if ctx.fatal is not None:
             raise ctx.fatal
         cancel = cell.cancel_pending if isinstance(error, StepCancelledError) else None
         calls = ctx.settle_abandoned(
             None if cancel is None else _lifecycle.cancelled_call(ctx.open_tools)
         )
-        span.set_attribute(ATTR.OUTCOME, "ok" if error is None else "error")
+        if traced:
+            span.set_attribute(ATTR.OUTCOME, "ok" if error is None else "error")
         if cancel is not None:
             _traceends.step_cancelled(cancel, calls)
         if ctx.stopped is not None:
             _traceends.finished(ctx.stopped)
-        if resumed:
+        if resumed and traced:
             span.set_attribute(ATTR.EFFECTS_FROM_LOG, ctx.effects_from_log)
         try:
             step_seq = cell.journal.write(
@@ -160,7 +184,8 @@ async def handle(cell: Stepping, env: Envelope) -> None:
             if error is None:
                 exc = EncodeError("reply", type(reply), exc.reason)
             error, reply_plain = exc, None
-            span.set_attribute(ATTR.OUTCOME, "error")
+            if traced:
+                span.set_attribute(ATTR.OUTCOME, "error")
             step_seq = cell.journal.write(
                 EntryKind.STEP,
                 env.type_tag,
@@ -177,10 +202,13 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         outcome: tuple[Any, BaseException | None] | None = None
         if wanted:
             if error is None:  # a scalar decodes to itself
-                reply = reply_plain
+                rt = cell.reply_type
                 if not _codec.is_scalar(reply_plain):
-                    reply = cell.journal.last_logged("reply")
-                outcome = (reply_value(reply, cell.reply_type), None)
+                    outcome = (reply_value(cell.journal.last_logged("reply"), rt), None)
+                elif rt is Any or reply_plain is None or type(reply_plain) is rt:
+                    outcome = (reply_plain, None)  # what ``reply_value`` gives it
+                else:
+                    outcome = (reply_value(reply_plain, rt), None)
             else:
                 logged = cell.journal.last_record()
                 assert isinstance(logged, StepRecord)

@@ -1,4 +1,5 @@
-"""A message already in a cell's log: finding it by its message id, and its reply.
+"""A message already in a cell's log: finding it by its message id, its reply, and waiting
+until it is durable (``_durable``).
 
 A retry of a message (the same ``message_id``) is answered from its first delivery: the cell
 finds where it was logged (:meth:`LoggedMessages._find_message`) and waits for, or reads back,
@@ -8,10 +9,17 @@ attributes it uses (declared below).
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from .._journal import codec as _codec
-from .._journal.errors import ActorlogError, CorruptEntryError, StoreCorruptError
+from .._journal.errors import (
+    ActorlogError,
+    CorruptEntryError,
+    SequenceConflictError,
+    StoreCorruptError,
+    StoreUnavailableError,
+)
 from .._journal.records import EntryKind, StepRecord, decode_entry
 from . import reuse as _reuse
 from .mailbox import Moved, Reply, settle, step_outcome
@@ -52,7 +60,7 @@ class LoggedMessages:
 
         def check_usable(self) -> None: ...
 
-        def _commit_failure(self, exc: ActorlogError) -> ActorlogError: ...
+        def quarantine(self, exc: BaseException, *, status: str = ...) -> None: ...
 
     async def _find_message(self, message_id: str) -> tuple[int, tuple[str, Any]] | None:
         """The seq of the message logged with ``message_id`` and that message (type tag,
@@ -140,3 +148,37 @@ class LoggedMessages:
 
     def outcome(self, seq: int, step: StepRecord) -> tuple[Any, BaseException | None]:
         return step_outcome(self.actor_id, seq, step, self.reply_type)
+
+    async def _commit_queued(self, seq: int) -> None:
+        """Commit a message queued behind a running step (see ``post``). A failed commit is
+        the step's to meet and report: this one only asks for it earlier."""
+        with contextlib.suppress(ActorlogError):
+            await self._durable(seq)
+
+    async def _durable(self, seq: int) -> None:
+        """Wait until the entry ``seq`` of this log is committed.
+
+        Raises the failure of the commit that should have carried it: the store's
+        ``StoreUnavailableError`` (also for a caller whose entry rode on another caller's
+        commit), or ``SequenceConflictError``.
+        """
+        if self.journal.durable_seq >= seq or seq > self.journal.last_seq:
+            return  # committed already (or read back from the store)
+        try:
+            await self.journal.flush()
+        except SequenceConflictError as exc:
+            self.quarantine(exc, status="stopped")
+            raise
+        except ActorlogError as exc:
+            if self.journal.durable_seq >= seq:
+                return  # ours committed; a later commit failed
+            raise self._commit_failure(exc) from exc.__cause__
+
+    def _commit_failure(self, exc: ActorlogError) -> ActorlogError:
+        """What a caller whose entry was in a failed commit gets: the store's error."""
+        broken = self.journal.broken
+        if isinstance(broken, StoreUnavailableError) and broken is not exc:
+            err = StoreUnavailableError(str(broken))
+            err.__cause__ = broken
+            return err
+        return exc

@@ -276,7 +276,8 @@ class Reply:
             if not self.event.is_set():
                 await self.event.wait()
         finally:
-            self.withdraw()
+            if self._waiters is not None:  # (``settle`` took it out already)
+                self.withdraw()
         if self.error is not None:
             raise self.error
         return self.value
@@ -295,44 +296,45 @@ class Mailbox:
     memory object stream: no event and no checkpoint per receive, only an event when the
     consumer actually has to wait."""
 
-    __slots__ = ("_event", "_items", "_waiter", "closed")
+    __slots__ = ("_event", "_waiter", "closed", "items")
 
     def __init__(self, event: Callable[[], Any] = anyio.Event) -> None:
-        self._items: collections.deque[Envelope | _Signal] = collections.deque()
+        #: the queued items, oldest first (read it to ask "any queued?" without a call)
+        self.items: collections.deque[Envelope | _Signal] = collections.deque()
         self._waiter: Any = None
         self._event = event
         self.closed = False
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self.items)
 
     def put(self, item: Envelope | _Signal) -> None:
         """Queue ``item``. Raises ``anyio.ClosedResourceError`` once the cell has closed."""
         if self.closed:
             raise anyio.ClosedResourceError
-        self._items.append(item)
+        self.items.append(item)
         waiter, self._waiter = self._waiter, None
         if waiter is not None:
             waiter.set()
 
     def get_nowait(self) -> Envelope | _Signal:
         """The next item. Raises ``anyio.WouldBlock`` if there is none."""
-        if self._items:
-            return self._items.popleft()
+        if self.items:
+            return self.items.popleft()
         raise anyio.WouldBlock
 
     def take(self) -> Envelope | _Signal | None:
         """The next item, or None if there is none."""
-        items = self._items
+        items = self.items
         return items.popleft() if items else None
 
     async def get(self) -> Envelope | _Signal:
-        while not self._items:
+        while not self.items:
             if self.closed:
                 raise anyio.ClosedResourceError
             self._waiter = waiter = self._event()
             await waiter.wait()
-        return self._items.popleft()
+        return self.items.popleft()
 
     def close(self) -> None:
         self.closed = True

@@ -82,7 +82,12 @@ class ToolCalls:
         wait. Not a new cancellation point (the turn is shielded)."""
         if len(self.nodes) > 1:
             await anyio.lowlevel.cancel_shielded_checkpoint()
-        await self._guard(self._cell.journal.flush())
+        try:  # ``_guard``, inlined: once a call
+            await self._cell.journal.flush()
+        except ActorlogError as exc:
+            if not isinstance(exc, ToolCallError):
+                self.fatal = self.fatal or exc
+            raise
 
     def _guard_now(self, check: Callable[[], R]) -> R:
         """``_guard`` for a synchronous check."""
@@ -120,19 +125,39 @@ class ToolCalls:
         *,
         attempt: int,
         resume: Outcome | None = None,
+        policy: str | None = None,
     ) -> Any:
         """Run the tool now (its intent is durable) and log the result; after a failure its
         retry policy may run it again (docs/retries.md): one span for all the attempts.
         ``resume``: recovery found the call between attempts (this is its last outcome, about
-        attempt ``attempt``): go on from there instead of starting attempt ``attempt``."""
+        attempt ``attempt``): go on from there instead of starting attempt ``attempt``.
+        ``policy``: ``t.policy``, if the caller has it."""
         self._open[intent_seq] = t.name  # until its result is written (settle_abandoned)
-        self.open_tools[t.name] = (t.effect, t.policy)
-        attributes = None
+        self.open_tools[t.name] = (t.effect, t.policy if policy is None else policy)
         if _telemetry.enabled():  # no SDK: no span, and no attributes built for one
             attributes = _call_attributes(self, t, key, attempt, intent_seq)
-        with tracer.start_as_current_span(SPAN.TOOL_CALL, attributes=attributes) as span:
+            cm = tracer.start_as_current_span(SPAN.TOOL_CALL, attributes=attributes)
+        else:
+            cm = _telemetry.NO_SPAN
+        with cm as span:
             try:
-                return await self._attempts(t, args, kwargs, intent_seq, key, attempt, resume)
+                step: int | Settled | None = None
+                if resume is not None:
+                    step = await self._resume(t, args, kwargs, intent_seq, key, attempt, resume)
+                while True:  # the attempts
+                    if isinstance(step, Settled):
+                        self._open.pop(intent_seq, None)
+                        return step.value
+                    if step is not None:
+                        attempt = step
+                    span.set_attribute(ATTR.ATTEMPT, attempt)
+                    ok, value, t0 = await self._attempt(t, args, kwargs, intent_seq, key, attempt)
+                    if ok:
+                        del self._open[intent_seq]
+                        return value
+                    step = await self._failed(
+                        t, args, kwargs, intent_seq, key, attempt, value, t0, span
+                    )
             except ToolCallError as exc:  # settled as an error: no longer open
                 self._open.pop(intent_seq, None)
                 _telemetry.set_error(span, f"{exc.error_type}: {exc.message}")
@@ -167,6 +192,30 @@ class ToolCalls:
         )
         return True
 
+    def settle_abandoned(self, cancelled: Callable[[str], ErrorInfo] | None = None) -> list[str]:
+        """Before the step entry: settle every call of this step the handler cancelled with
+        its own scope (a timeout) and went on without, or (``cancelled``: the error to
+        record for a tool, by name) that an operator's cancel cut short. A completed step
+        never holds an unsettled intent; replay takes the same path (see ``_settle``).
+        Returns the names of the calls settled."""
+        if not self._open:
+            return []  # every call settled (a step's usual end)
+        names = []
+        for intent_seq, name in sorted(self._open.items()):
+            error = abandoned_error()
+            self._cell.journal.write(
+                EntryKind.RESULT,
+                name,
+                intent_seq,
+                _records.result_payload(
+                    error=error if cancelled is None else cancelled(name),
+                    settled_by="cancelled",
+                ),
+            )
+            names.append(name)
+        self._open.clear()
+        return names
+
     def _handler_cancelled(self) -> bool:
         """Is the cancellation now the handler's own (a task group's, a deadline's), not
         the runtime's (shutdown, an operator's cancel, a fatal error)?"""
@@ -178,7 +227,7 @@ class ToolCalls:
         scope = getattr(cell, "step_scope", None)  # the operator's cancel scope
         return not (scope is not None and scope.cancel_called)
 
-    async def _attempts(
+    async def _failed(
         self,
         t: Tool[Any, Any],
         args: tuple[Any, ...],
@@ -186,59 +235,44 @@ class ToolCalls:
         intent_seq: int,
         key: str,
         attempt: int,
-        resume: Outcome | None,
-    ) -> Any:
-        """The attempts loop of ``_run`` (inside its span)."""
-        span = _telemetry.current_span()
-        step: int | Settled | None = None
-        if resume is not None:
-            step = await self._resume(t, args, kwargs, intent_seq, key, attempt, resume)
-        while True:
-            if isinstance(step, Settled):
-                self._open.pop(intent_seq, None)
-                return step.value
-            if step is not None:
-                attempt = step
-            span.set_attribute(ATTR.ATTEMPT, attempt)
-            ok, value, t0 = await self._attempt(t, args, kwargs, intent_seq, key, attempt)
-            if ok:
-                del self._open[intent_seq]
-                return value
-            failure: BaseException = value
-            info = ErrorInfo.of(failure)  # always loggable: sanitized, truncated
-            if (
-                attempt < t.retry.attempts
-                and t.retry.retries(failure)
-                and not isinstance(failure, EncodeError)  # it ran: running it again is no cure
-            ):
-                failed = DecisionRecord(
-                    DecisionAction.ATTEMPT_FAILED.value,
-                    error=info,
-                    by="runtime",
-                    reason=f"retry policy: attempt {attempt} of {t.retry.attempts} failed",
-                    at=time.time(),
-                    attempt=attempt,
-                    delay=t.retry.delay(attempt),
-                    in_doubt=isinstance(failure, ToolTimeoutError) and t.effect == "write",
-                )
-                self._cell.journal.write(
-                    EntryKind.DECISION, DecisionAction.ATTEMPT_FAILED, intent_seq, failed.payload()
-                )
-                # durable before the wait: a crash during the back-off resumes it
-                await self._guard(self._cell.journal.flush())
-                attempt_event(span, failed)
-                out = Outcome(failed, DecisionAction.ATTEMPT_FAILED.value)
-                step = await self._resume(t, args, kwargs, intent_seq, key, attempt, out)
-                continue
-            self._cell.journal.write(
-                EntryKind.RESULT,
-                t.name,
-                intent_seq,
-                _records.result_payload(
-                    error=info, attempt=attempt, duration=time.perf_counter() - t0
-                ),
+        failure: BaseException,
+        t0: float,
+        span: Any,
+    ) -> int | Settled:
+        """Attempt ``attempt`` (started at ``t0``) failed with ``failure``: by the tool's
+        retry policy, the next attempt's number (or what settled the call meanwhile), else
+        the error result is logged and raised as ``ToolCallError``."""
+        info = ErrorInfo.of(failure)  # always loggable: sanitized, truncated
+        if (
+            attempt < t.retry.attempts
+            and t.retry.retries(failure)
+            and not isinstance(failure, EncodeError)  # it ran: running it again is no cure
+        ):
+            failed = DecisionRecord(
+                DecisionAction.ATTEMPT_FAILED.value,
+                error=info,
+                by="runtime",
+                reason=f"retry policy: attempt {attempt} of {t.retry.attempts} failed",
+                at=time.time(),
+                attempt=attempt,
+                delay=t.retry.delay(attempt),
+                in_doubt=isinstance(failure, ToolTimeoutError) and t.effect == "write",
             )
-            raise ToolCallError(t.name, info.type, info.message) from failure
+            self._cell.journal.write(
+                EntryKind.DECISION, DecisionAction.ATTEMPT_FAILED, intent_seq, failed.payload()
+            )
+            # durable before the wait: a crash during the back-off resumes it
+            await self._guard(self._cell.journal.flush())
+            attempt_event(span, failed)
+            out = Outcome(failed, DecisionAction.ATTEMPT_FAILED.value)
+            return await self._resume(t, args, kwargs, intent_seq, key, attempt, out)
+        self._cell.journal.write(
+            EntryKind.RESULT,
+            t.name,
+            intent_seq,
+            _records.result_payload(error=info, attempt=attempt, duration=time.perf_counter() - t0),
+        )
+        raise ToolCallError(t.name, info.type, info.message) from failure
 
     async def _resume(
         self,
@@ -340,27 +374,35 @@ class ToolCalls:
         (False, the error, start) with nothing written."""
         cell = self._cell
         # Start no tool on a lease that may have expired (LeaseLostError stops the actor).
-        token = self._guard_now(cell.check_lease)
+        try:  # ``_guard_now``, inlined: once a call
+            token = cell.check_lease()
+        except ActorlogError as exc:
+            self.fatal = self.fatal or exc
+            raise
         extra: dict[str, Any] = {"idempotency_key": key} if t.idempotent else {}
         if t.wants_fencing_token:
             extra["fencing_token"] = token
         t0 = time.perf_counter()
         self._in_flight.add(intent_seq)  # until it returns (kept if a cancel ends it)
+        # ``_tools.running_tool()``, inlined: a tool may call tools directly
+        running = _tools.STEP.set(None)
         try:
-            with _tools.running_tool():  # a tool may call tools directly
-                if t.timeout is None:
+            if t.timeout is None:
+                value = await t.fn(*args, **kwargs, **extra)
+            else:
+                with anyio.move_on_after(t.timeout) as scope:
                     value = await t.fn(*args, **kwargs, **extra)
-                else:
-                    with anyio.move_on_after(t.timeout) as scope:
-                        value = await t.fn(*args, **kwargs, **extra)
-                    if scope.cancelled_caught:
-                        self._in_flight.discard(intent_seq)
-                        return False, ToolTimeoutError(t.name, t.timeout), t0
+                if scope.cancelled_caught:
+                    _tools.STEP.reset(running)
+                    self._in_flight.discard(intent_seq)
+                    return False, ToolTimeoutError(t.name, t.timeout), t0
         except BaseException as exc:
+            _tools.STEP.reset(running)
             if not is_call_error(exc):
                 raise  # a cancellation the runtime (or the handler) asked for
             self._in_flight.discard(intent_seq)
             return False, exc, t0
+        _tools.STEP.reset(running)
         self._in_flight.discard(intent_seq)
         try:
             plain = _codec.to_plain(value, "result", check=False)
@@ -377,7 +419,13 @@ class ToolCalls:
             )
         except EncodeError as exc:
             return False, EncodeError(f"result of tool {t.name}", type(value), exc.reason), t0
-        return True, self._value(t, self._logged(plain)), t0
+        # ``self._value(t, self._logged(plain))``, inlined (once a call)
+        if not _codec.is_scalar(plain):
+            plain = cell.journal.last_logged("value")
+        rt = t.return_type
+        if rt is Any or rt is None or plain is None:
+            return True, plain, t0
+        return True, self._value(t, plain), t0
 
     def _served(self, t: Tool[Any, Any], outcome: ResultRecord | DecisionRecord) -> Any:
         """Return (or raise) a recorded outcome: a result, or an operator's decision."""

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
+import anyio.lowlevel
 
 from .._durability.events import Emitter, encode_event
 from .._journal import codec as _codec, names as _names, records as _records
@@ -31,8 +32,9 @@ from .._journal.errors import (
 )
 from .._journal.ids import step_key
 from .._journal.records import EffectRecord, EntryKind, ErrorInfo, IntentRecord, Recorded, SettledBy
+from .._tracing.telemetry import CALL_TASK
 from . import tasks as _tasks
-from .calls import StepHost, abandoned_error, not_started_error
+from .calls import StepHost, not_started_error
 from .ctxtasks import StepTasks, by_task
 from .ctxtimers import TimerEffects, check_ref
 from .indoubt import InDoubtCalls
@@ -54,15 +56,12 @@ R = TypeVar("R")
 A = TypeVar("A")
 
 
-def _normalize(value: Any) -> Any:
-    return json.loads(json.dumps(value))
-
-
 def _same(got: Any, recorded: Any) -> bool:
     """Does the plain value the handler gives now equal the recorded one? A set compares as a
     set also against a log written before sets had one canonical order ([F9a]). Equal as
     they are is equal after a JSON round trip too: compared first, without it."""
-    return got == recorded or _normalize(got) == recorded or _codec.same_plain(got, recorded)
+    same = got == recorded or json.loads(json.dumps(got)) == recorded
+    return same or _codec.same_plain(got, recorded)
 
 
 def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
@@ -78,6 +77,25 @@ def _describe(tag: str, args: Any = None, kwargs: Any = None) -> str:
 class Context(StepTasks, InDoubtCalls, TimerEffects):
     """The handler's door to the world. One per step; do not keep it after ``receive``."""
 
+    # Defaults shared by every step until one sets its own (a live step of one task that
+    # makes a call sets none of them). The handler returned: effects from its tasks refused
+    ended = False
+    #: replaying effects of several tasks: hands their outcomes back in log order
+    _compat: bool | None = None
+    _seq: Sequencer | None = None
+    #: an error that must stop the actor even if the handler swallows it
+    fatal: BaseException | None = None
+    effects_from_log = 0
+    awaited = 0.0
+    #: ``ctx.stop()`` was called: the reason it gave (None: not called)
+    stopped: str | None = None
+    #: replaying a step an operator cancelled: the scope to cancel where its log ends
+    cancel_replay: Any = None
+    #: hands ``emit``'s events to the streaming callers, made at the first ``emit`` from
+    #: ``_emits`` (the cell's waiters, journal, step span: a live or resumed step's only)
+    emitter: Emitter | None = None
+    _emits: tuple[dict[int, Any], Any, Any] | None = None
+
     def __init__(
         self,
         cell: StepHost,
@@ -91,40 +109,24 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         self.step_seq = step_seq
         #: [F13] the incarnation id recorded in this step's message (part of its keys)
         self.incarnation = incarnation
-        self._recorded = recorded or []
         #: [F18] the recorded effects of each task of the step ("" is the handler's own)
-        self._tasks = by_task(self._recorded)
+        self._tasks = by_task(recorded) if recorded else {"": []}  # (live: no call)
+        if len(self._tasks) > 1:  # replaying effects of several tasks: in log order
+            from .sequencer import Sequencer  # only for effects of several tasks
+
+            self._seq = Sequencer.of(recorded or [], self._stuck)
         self._complete = complete
         #: the handler's own task; the tasks it spawns are its descendants (``_tasks``)
         self.root = Node(self)
         #: task path -> node, of every task of this step seen so far
         self.nodes: dict[str, Node] = {"": self.root}
-        #: the handler returned: effects from its tasks are refused
-        self.ended = False
         self._thread = threading.get_ident()
-        #: replaying effects of several tasks: hands their outcomes back in log order
-        self._compat: bool | None = None
-        self._seq: Sequencer | None = None
-        if len(self._tasks) > 1:
-            from .sequencer import Sequencer  # only for effects of several tasks
-
-            self._seq = Sequencer.of(self._recorded, self._stuck)
-        #: an error that must stop the actor even if the handler swallows it
-        self.fatal: BaseException | None = None
-        self.effects_from_log = 0
-        self.awaited = 0.0
         #: intents of this step running (or waiting for an operator) now: seq -> tool name
         self._open: dict[int, str] = {}
         #: intents whose current attempt may have taken effect (``_calls``, ``_indoubt``)
         self._in_flight: set[int] = set()
         #: tool name -> (effect, policy) of the calls this step ran (for a cancel's record)
         self.open_tools: dict[str, tuple[str, str]] = {}
-        #: ``ctx.stop()`` was called: the reason it gave (None: not called)
-        self.stopped: str | None = None
-        #: replaying a step an operator cancelled: the scope to cancel where its log ends
-        self.cancel_replay: Any = None
-        #: hands ``emit``'s events to the streaming callers (a live or resumed step only)
-        self.emitter: Emitter | None = None
 
     # -- public surface --------------------------------------------------------------------
 
@@ -165,8 +167,12 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
                 "loop's thread"
             )
         data = encode_event(obj)
-        if self.emitter is not None:
-            self.emitter.emit(data, self.replaying)
+        emitter = self.emitter
+        if emitter is None and self._emits is not None:
+            waiters, journal, span = self._emits
+            emitter = self.emitter = Emitter(waiters, self.step_seq, journal, span)
+        if emitter is not None:
+            emitter.emit(data, self.replaying)
 
     def stop(self, reason: str = "") -> None:
         """Finish this actor when this step ends: a ``finish`` effect is logged with the
@@ -198,10 +204,14 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         """
         node = self._task("ctx.call()")
         t0 = time.perf_counter()
+        # ``_tasks.calling_outside(node.task)``, inlined (spawns: not the step's)
+        outside = _tasks.NODE.set(None)
+        calling = CALL_TASK.set(node.task)
         try:
-            with _tasks.calling_outside(node.task):  # spawns: not the step's
-                return await self._call(node, tool, args, kwargs)
+            return await self._call(node, tool, args, kwargs)
         finally:
+            CALL_TASK.reset(calling)
+            _tasks.NODE.reset(outside)
             # time awaiting the effect (tool, commit): replay serves it from the log, so it
             # is not part of the step's replay cost (see RecoveryCost)
             self.awaited += time.perf_counter() - t0
@@ -209,9 +219,13 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
     async def _call(
         self, node: Node, tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        tool, args, kwargs = unwrap_partial(tool, args, kwargs)
-        t = as_tool(tool)
-        t.check_call(args, kwargs)
+        if type(tool) is Tool:  # a declared tool, as given (not a partial of one)
+            t: Tool[Any, Any] = tool
+        else:
+            tool, args, kwargs = unwrap_partial(tool, args, kwargs)
+            t = as_tool(tool)
+        if kwargs or len(args) != t._arity:  # ``t.check_call``'s fast case, inlined
+            t.bind(args, kwargs)
         what = f"arguments of tool {t.name}"
         index = node.index
         # Live, the intent entry's encode is the check (arguments encoded once); compared
@@ -220,12 +234,16 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         args_plain = _codec.to_plain(list(args), what, check=check) if args else []
         kwargs_plain = _codec.to_plain(dict(kwargs), what, check=check) if kwargs else {}
         node.index += 1
-        key = step_key(self.actor_id, self.step_seq, index, self.incarnation, node.task)
-        rec = self._expect(node, index, EntryKind.INTENT, t.name, args_plain, kwargs_plain)
+        cell = self._cell
+        key = step_key(cell.actor_id, self.step_seq, index, self.incarnation, node.task)
+        # past its task's recorded effects, live: nothing to compare (``_expect`` is None)
+        rec = None
+        if check:
+            rec = self._expect(node, index, EntryKind.INTENT, t.name, args_plain, kwargs_plain)
         if self._seq is not None:
             await self._ordered(node, rec)
         if rec is None:
-            cell = self._cell
+            policy = t.policy
             try:
                 intent_seq = cell.journal.write(
                     EntryKind.INTENT,
@@ -235,7 +253,7 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
                         index=index,
                         task=node.task,
                         effect=t.effect,
-                        policy=t.policy,
+                        policy=policy,
                         args=args_plain,
                         kwargs=kwargs_plain,
                         key=key,
@@ -247,9 +265,15 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
             # open from here: a handler's scope that cancels it while its intent commits
             # (a race's loser) settles it, as it does once the tool runs (issue 25)
             self._open[intent_seq] = t.name
-            self.open_tools[t.name] = (t.effect, t.policy)
-            try:
-                await self._flush_before_tool()
+            self.open_tools[t.name] = (t.effect, policy)
+            try:  # ``_flush_before_tool``, inlined (once a call)
+                if len(self.nodes) > 1:
+                    await anyio.lowlevel.cancel_shielded_checkpoint()
+                try:
+                    await cell.journal.flush()
+                except ActorlogError as exc:
+                    self.fatal = self.fatal or exc  # (``_guard``)
+                    raise
             except anyio.get_cancelled_exc_class():
                 if intent_seq in self._open and self._handler_cancelled():
                     del self._open[intent_seq]
@@ -262,7 +286,7 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
                         ),
                     )
                 raise
-            return await self._run(t, args, kwargs, intent_seq, key, attempt=1)
+            return await self._run(t, args, kwargs, intent_seq, key, attempt=1, policy=policy)
         # counted in _settle, only when the outcome is served from the log (an in-doubt
         # call settled by its policy or an operator runs live); check_call above checked
         # the arguments against the signature
@@ -573,28 +597,6 @@ class Context(StepTasks, InDoubtCalls, TimerEffects):
         self.fatal = self.fatal or exc
         raise exc
 
-    def settle_abandoned(self, cancelled: Callable[[str], ErrorInfo] | None = None) -> list[str]:
-        """Before the step entry: settle every call of this step the handler cancelled with
-        its own scope (a timeout) and went on without, or (``cancelled``: the error to
-        record for a tool, by name) that an operator's cancel cut short. A completed step
-        never holds an unsettled intent; replay takes the same path (see ``_settle``).
-        Returns the names of the calls settled."""
-        names = []
-        for intent_seq, name in sorted(self._open.items()):
-            error = abandoned_error()
-            self._cell.journal.write(
-                EntryKind.RESULT,
-                name,
-                intent_seq,
-                _records.result_payload(
-                    error=error if cancelled is None else cancelled(name),
-                    settled_by="cancelled",
-                ),
-            )
-            names.append(name)
-        self._open.clear()
-        return names
-
 
 def _version_marker(rec: Recorded | None) -> tuple[str, int] | None:
     """``(change_id, version)`` if ``rec`` is a recorded version gate."""
@@ -609,11 +611,9 @@ def _version_marker(rec: Recorded | None) -> tuple[str, int] | None:
     return None
 
 
-def _intent(rec: Recorded) -> IntentRecord | None:
-    """The recorded tool call, if ``rec`` is one."""
+def _intent(rec: Recorded) -> IntentRecord | None:  # the recorded tool call, if it is one
     return rec.record if isinstance(rec.record, IntentRecord) else None
 
 
-def _effect_value(rec: Recorded) -> Any:
-    """The value a recorded plain effect holds (None for a tool call)."""
+def _effect_value(rec: Recorded) -> Any:  # a recorded plain effect's value (None: a call)
     return rec.record.value if isinstance(rec.record, EffectRecord) else None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from .._journal.errors import ConfigurationError
 from .._journal.records import Recorded, ResultRecord, SettledBy
-from .tasks import Node, Running, current
+from .tasks import NODE, Node, Running
 
 if TYPE_CHECKING:
     from .sequencer import Sequencer
@@ -55,7 +55,7 @@ class StepTasks:
     def _task(self, what: str) -> Node:
         """The task of this step asking for effect ``what`` (``ctx.call`` ...), or a
         ``ConfigurationError`` saying why it cannot be durable (fail fast, at the call)."""
-        node = current()
+        node = NODE.get()  # ``current()``
         if (
             node is not None
             and node.owner is self

@@ -12,7 +12,7 @@ from .._durability.mailbox import Reply
 from .._journal import codec as _codec
 from .._journal.door import Learner, Letter, admit_message
 from .._journal.errors import ConfigurationError
-from .tools import refuse_in_query, refuse_query_in_step
+from .tools import QUERY, refuse_in_query, refuse_query_in_step
 
 __all__ = ["ActorRef", "Messenger"]
 
@@ -79,7 +79,8 @@ class ActorRef(Generic[A]):
                 written.
         """
         _codec.validate_message_id(message_id)
-        refuse_in_query(f"sent a message to actor {self.actor_id!r}")
+        if QUERY.get() is not None:  # (no call, no text, outside a query)
+            refuse_in_query(f"sent a message to actor {self.actor_id!r}")
         letter = admit_message(self.system.registry, msg)
         await self.system._deliver(
             self.cls, self.actor_id, letter, message_id=message_id, sender=None, want_reply=False
@@ -112,7 +113,8 @@ class ActorRef(Generic[A]):
         _codec.validate_message_id(message_id)
         if timeout is not None:
             _codec.validate_seconds(timeout, "timeout")
-        refuse_in_query(f"asked actor {self.actor_id!r}")
+        if QUERY.get() is not None:  # (no call, no text, outside a query)
+            refuse_in_query(f"asked actor {self.actor_id!r}")
         letter = admit_message(self.system.registry, msg)
         return await self.system._deliver(
             self.cls,

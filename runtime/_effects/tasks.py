@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from .._tracing import telemetry as _telemetry
 
-__all__ = ["Node", "NodeOwner", "Running", "current", "install", "outside"]
+__all__ = ["NODE", "Node", "NodeOwner", "Running", "current", "install", "outside"]
 
 
 class NodeOwner(Protocol):
@@ -69,6 +69,9 @@ class Node:
 
 
 _NODE: contextvars.ContextVar[Node | None] = contextvars.ContextVar("actorlog_task", default=None)
+#: the same, for the runtime's hot paths (a step's start, each ``ctx.call``): ``token =
+#: NODE.set(node)`` ... ``NODE.reset(token)``, as ``Running`` and ``calling_outside`` do
+NODE = _NODE
 
 
 def current() -> Node | None:

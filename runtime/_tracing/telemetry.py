@@ -145,13 +145,18 @@ class _NoSpan:
 
     def __enter__(self) -> trace.Span:
         t = _modules.get("opentelemetry.trace")
-        return cast("trace.Span", _NOOP_SPAN if t is None else t.INVALID_SPAN)
+        if t is None:  # (no ``typing.cast``: a Python call, twice an ask)
+            return _NOOP_SPAN  # type: ignore[return-value]  # a Span by duck typing
+        return t.INVALID_SPAN  # type: ignore[no-any-return]  # the API's, a trace.Span
 
     def __exit__(self, *exc: object) -> None:
         return None
 
 
 _NO_SPAN = _NoSpan()
+#: ``tracer.start_as_current_span(...)`` for a caller that has just seen ``enabled()`` False
+#: (a step, a tool call): the same no-op, without asking again
+NO_SPAN: AbstractContextManager[trace.Span] = _NO_SPAN
 
 #: ``context_with`` for a span that is not recording while OpenTelemetry is not loaded: the
 #: API's context holding ``INVALID_SPAN``, made when (if ever) a span starts under it.
