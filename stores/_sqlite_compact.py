@@ -12,16 +12,24 @@ reused for new entries otherwise.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from actorlog.store import ConfigurationError, LogStartRow
+from actorlog._journal.frames import entry_checksum
+from actorlog.store import ConfigurationError, EntryRow, LogStartRow, entry_row
 
-from ._sql import SqlConnection
+from ._sql import ENTRY_COLS, SqlConnection
+from ._sqlite_pack import is_packed, needs
 
 __all__ = ["SqliteCompaction"]
 
 
 class SqliteCompaction(SqlConnection):
     """The compaction methods of ``SqliteStore``."""
+
+    if TYPE_CHECKING:
+        layout: int
+
+        async def _unpacked(self, rows: list[EntryRow]) -> list[EntryRow]: ...
 
     async def compact(self, actor_id: str, upto_seq: int, *, checksum: int) -> int:
         rows = await self._query(
@@ -37,6 +45,8 @@ class SqliteCompaction(SqlConnection):
         first = max(1, first)
         if upto_seq < first:
             return 0
+        if self.layout >= 4:
+            await self._unpack_kept(actor_id, upto_seq + 1)
         # the WHERE makes a compaction that lost a race with another one a no-op
         await self._command(
             "INSERT OR REPLACE INTO log_starts (actor_id, first_seq, checksum, at) "
@@ -46,6 +56,37 @@ class SqliteCompaction(SqlConnection):
         )
         await self._command("PRAGMA incremental_vacuum")
         return upto_seq + 1 - first
+
+    async def _unpack_kept(self, actor_id: str, first: int) -> None:
+        """[F21] Before the entries up to ``first - 1`` go: store unpacked each kept entry
+        packed against one of them (the first kept entry against the one before it, an
+        intent against its step's message), so that every kept entry still reads without
+        them. Each is its own statement (a crash in between leaves an entry stored
+        unpacked: the same payload); one whose unpacked payload does not match its checksum
+        (damage) is left as it is, for ``verify`` to report."""
+        found = await self._query(
+            f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = ? AND seq >= ? "
+            "AND (seq = ? OR (kind = 'intent' AND ref < ?))",
+            (actor_id, first, first, first),
+        )
+        rows = []
+        for r in found:
+            try:
+                row = entry_row(tuple(r), actor_id=actor_id)
+            except Exception:  # a damaged column: nothing to unpack (verify reports it)
+                continue
+            if is_packed(row.payload) and any(s < first for s in needs(row)):
+                rows.append(row)
+        for stored, row in zip(rows, await self._unpacked(rows), strict=True):
+            crc = entry_checksum(
+                row.actor_id, row.seq, row.kind, row.type_tag, row.ref, row.message_id, row.payload
+            )
+            if crc == row.checksum and row.payload != stored.payload:
+                await self._command(
+                    "UPDATE log SET payload = ? WHERE actor = "
+                    "(SELECT id FROM actors WHERE actor_id = ?) AND seq = ? AND payload = ?",
+                    (row.payload, actor_id, row.seq, stored.payload),
+                )
 
     async def log_start(self, actor_id: str) -> LogStartRow | None:
         if not await self._query(

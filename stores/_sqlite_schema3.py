@@ -147,10 +147,10 @@ STEP_OF = (
 
 def step_of(layout: int, indexed: bool) -> str:
     """The step lookup's SQL, taking ``(actor_id, ref, actor_id)``: :data:`STEP_OF` in
-    format 3; in the text layout the same through ``entries_step`` when the file has that
+    formats 3 and 4; in the text layout the same through ``entries_step`` when the file has that
     index (``indexed``: a file from before it, opened read-only, has ``entries_ref``), which
     is named too, or SQLite's planner reads the actor's whole log (a ``WITHOUT ROWID`` file)."""
-    if layout == 3:
+    if layout >= 3:
         return STEP_OF
     by = "INDEXED BY entries_step " if indexed else ""
     return (
