@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from actorlog._journal.frames import entry_checksum
 from actorlog.store import ConfigurationError, EntryRow, LogStartRow, entry_row
 
 from ._sql import ENTRY_COLS, SqlConnection
@@ -62,8 +61,9 @@ class SqliteCompaction(SqlConnection):
         packed against one of them (the first kept entry against the one before it, an
         intent against its step's message), so that every kept entry still reads without
         them. Each is its own statement (a crash in between leaves an entry stored
-        unpacked: the same payload); one whose unpacked payload does not match its checksum
-        (damage) is left as it is, for ``verify`` to report."""
+        unpacked: the same payload). The store checks no checksum: what it stores is what
+        the entry read as before (damage included, for ``verify`` to report); one that does
+        not unpack is left as it is (it reads as stored, before and after)."""
         found = await self._query(
             f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = ? AND seq >= ? "
             "AND (seq = ? OR (kind = 'intent' AND ref < ?))",
@@ -78,10 +78,7 @@ class SqliteCompaction(SqlConnection):
             if is_packed(row.payload) and any(s < first for s in needs(row)):
                 rows.append(row)
         for stored, row in zip(rows, await self._unpacked(rows), strict=True):
-            crc = entry_checksum(
-                row.actor_id, row.seq, row.kind, row.type_tag, row.ref, row.message_id, row.payload
-            )
-            if crc == row.checksum and row.payload != stored.payload:
+            if row.payload != stored.payload:
                 await self._command(
                     "UPDATE log SET payload = ? WHERE actor = "
                     "(SELECT id FROM actors WHERE actor_id = ?) AND seq = ? AND payload = ?",
