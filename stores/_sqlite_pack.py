@@ -25,15 +25,17 @@ flag says) is handed on as stored, which no checksum matches.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from actorlog.store import EntryRow
 
 __all__ = [
     "AT",
+    "Anchor",
     "KEY",
     "REPLY",
+    "anchor",
     "is_packed",
     "missing",
     "needs",
@@ -47,8 +49,27 @@ AT, KEY, REPLY = 1, 2, 4
 _AT = {"message": 1, "intent": 5, "result": 2, "effect": 2, "step": 2}
 _PACKED_KINDS = frozenset({"intent", "result", "effect", "step"})
 
-_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-_text = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _make_encode() -> Any:
+    """``_encoder.encode`` without its set-up per call (the C encoder, made once, as the
+    runtime's codec does; the same text)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # an interpreter without the C accelerator
+        return _encoder.encode
+    c = make(
+        None, _encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+    return lambda obj: "".join(c(obj, 0))
+
+
+_encode = _make_encode()
+
+#: a stored entry as packing reads it: its kind, and the items of its payload (None: it is
+#: packed, or not a JSON array: nothing is packed against it)
+Anchor = tuple[str, "list[Any] | None"]
 
 
 def is_packed(payload: bytes) -> bool:
@@ -56,157 +77,151 @@ def is_packed(payload: bytes) -> bool:
     return 0 < payload[0] < 8 if payload else False
 
 
-def _items(data: bytes) -> tuple[list[str], list[Any]] | None:
-    """The top-level items of a compact JSON array (their text, their values), or None if
-    ``data`` is not one (whitespace, not UTF-8, another value)."""
+def _items(data: bytes) -> list[Any] | None:
+    """The items of a JSON array (None: ``data`` is not one)."""
+    if data[:1] != b"[":
+        return None
     try:
         text = data.decode()
-    except UnicodeDecodeError:
+        got, end = _scan(text, 0)
+    except (StopIteration, ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
-    if len(text) < 2 or text[0] != "[" or text[-1] != "]":
-        return None
-    texts: list[str] = []
-    values: list[Any] = []
-    i, end = 1, len(text) - 1
-    if i == end:
-        return texts, values
+    return got if end == len(text) and type(got) is list else None
+
+
+def _bytes(items: list[Any]) -> bytes | None:
     try:
-        while True:
-            value, j = _scan(text, i)
-            texts.append(text[i:j])
-            values.append(value)
-            if j == end:
-                return texts, values
-            if text[j] != ",":
-                return None
-            i = j + 1
-    except (StopIteration, ValueError, RecursionError):
+        data: bytes = _encode(items).encode()
+        return data
+    except (ValueError, TypeError, RecursionError):  # a lone surrogate, ...
         return None
 
 
-def _join(texts: list[str]) -> bytes:
-    return ("[" + ",".join(texts) + "]").encode()
+def anchor(kind: str, payload: bytes) -> Anchor:
+    """``(kind, items)`` of a stored entry, parsed once for every entry packed against it."""
+    return kind, (None if is_packed(payload) else _items(payload))
 
 
-def _at(kind: str, values: list[Any]) -> int | None:
-    i = _AT.get(kind)
-    if i is None or i >= len(values):
+def _start(a: Anchor | None) -> int | None:
+    """The ``at`` an entry packed against anchor ``a`` counts from (None: it has none)."""
+    if a is None or a[1] is None:
         return None
-    v = values[i]
+    i = _AT.get(a[0])
+    v = a[1][i] if i is not None and i < len(a[1]) else None
     return v if type(v) is int else None
 
 
-def _key(actor_id: str, ref: int, values: list[Any], incarnation: Any) -> str | None:
-    """The key [F13] derives for an intent of these items (None: it has no such key)."""
-    index = values[0] if values else None
-    task = values[7] if len(values) > 7 else ""
+def _key(row: EntryRow, items: list[Any], message: Anchor | None) -> str | None:
+    """The key [F13] derives for intent ``row`` of these items, its step's message
+    ``message`` (None: it has no such key)."""
+    if message is None or message[0] != "message" or message[1] is None:
+        return None
+    m = message[1]
+    incarnation = m[2] if len(m) > 2 else None
+    index = items[0] if items else None
+    task = items[7] if len(items) > 7 else ""
     if type(index) is not int or type(incarnation) is not str or type(task) is not str:
         return None
     part = f"{task}.{index}" if task else str(index)
-    return f"{actor_id}:{incarnation}:{ref}:{part}"
+    return f"{row.actor_id}:{incarnation}:{row.ref}:{part}"
 
 
-def _incarnation(message: tuple[str, bytes] | None) -> Any:
-    if message is None or message[0] != "message":
-        return None
-    got = _items(message[1])
-    return got[1][2] if got is not None and len(got[1]) > 2 else None
+_NO: Any = object()
 
 
-def unpack(row: EntryRow, prev: tuple[str, bytes] | None, ref: tuple[str, bytes] | None) -> bytes:
-    """The payload of ``row`` (whose stored payload is packed), given the stored ``(kind,
-    payload)`` of the entries at ``seq - 1`` and at ``ref`` (None: not in the log). The
-    stored bytes as they are when they do not unpack (the checksum then finds them)."""
+def _reply(a: Anchor | None) -> Any:
+    """The value of result ``a`` (``_NO``: not an unpacked result with ``ok`` true)."""
+    if a is None or a[0] != "result" or a[1] is None or len(a[1]) < 2 or a[1][0] is not True:
+        return _NO
+    return a[1][1]
+
+
+def unpack(row: EntryRow, prev: Anchor | None, ref: Anchor | None) -> bytes:
+    """The payload of ``row`` (whose stored payload is packed), given the entries at ``seq -
+    1`` and at ``ref`` (:func:`anchor`; None: not in the log). The stored bytes as they are
+    when they do not unpack (the checksum then finds them)."""
     stored = row.payload
     flags = stored[0]
-    got = _items(stored[1:])
-    if got is None or flags & ~7 or row.kind not in _PACKED_KINDS:
+    items = _items(stored[1:])
+    if items is None or flags & ~7 or row.kind not in _PACKED_KINDS:
         return stored
-    texts, values = got
     if flags & AT:
         i = _AT[row.kind]
-        base = None if prev is None or is_packed(prev[1]) else _items(prev[1])
-        start = None if base is None else _at(prev[0] if prev else "", base[1])
-        delta = values[i] if i < len(values) else None
-        if start is None or type(delta) is not int or texts[i] != str(delta):
+        start = _start(prev)
+        delta = items[i] if i < len(items) else None
+        if start is None or type(delta) is not int:
             return stored
-        texts[i] = str(start + delta)
+        items[i] = start + delta
     if flags & KEY:
-        if row.kind != "intent" or len(texts) < 5 or texts[4] != "0":
+        if row.kind != "intent" or len(items) < 5 or type(items[4]) is not int or items[4] != 0:
             return stored
-        if ref is None or is_packed(ref[1]):
-            return stored
-        key = _key(row.actor_id, row.ref, values, _incarnation(ref))
+        key = _key(row, items, ref)
         if key is None:
             return stored
-        texts[4] = _text(key)
+        items[4] = key
     if flags & REPLY:
-        if row.kind != "step" or len(texts) < 2 or texts[1] != "0" or texts[0] != "true":
+        reply = _reply(prev)
+        if row.kind != "step" or len(items) < 2 or items[0] is not True or reply is _NO:
             return stored
-        if prev is None or prev[0] != "result" or is_packed(prev[1]):
+        if type(items[1]) is not int or items[1] != 0:
             return stored
-        result = _items(prev[1])
-        if result is None or len(result[0]) < 2 or result[0][0] != "true":
-            return stored
-        texts[1] = result[0][1]
-    return _join(texts)
+        items[1] = reply
+    return _bytes(items) or stored
 
 
 def pack_rows(rows: Sequence[EntryRow]) -> list[EntryRow]:
     """The rows of one append (one actor, consecutive seqs) as a format-4 file stores them:
     each packed against the unpacked rows before it in the same append where that pays, and
-    unpacking gives back its payload exactly; the others as they are."""
+    unpacking gives back its payload exactly (a payload that is not this encoder's own text
+    is never packed); the others as they are."""
     out: list[EntryRow] = []
-    stored: dict[int, tuple[str, bytes]] = {}  # seq -> (kind, stored payload), this append
+    seen: dict[int, Anchor] = {}  # seq -> the row as stored, this append
     for row in rows:
         new = row
-        if row.kind in _PACKED_KINDS and row.payload[:1] == b"[":
-            new = _pack(row, stored.get(row.seq - 1), stored.get(row.ref)) or row
-        stored[row.seq] = (row.kind, new.payload)
+        items = _items(row.payload)
+        if items is not None and row.kind in _PACKED_KINDS:
+            new = _pack(row, items, seen.get(row.seq - 1), seen.get(row.ref)) or row
+        seen[row.seq] = (row.kind, items if new is row else None)
         out.append(new)
     return out
 
 
 def _pack(
-    row: EntryRow, prev: tuple[str, bytes] | None, ref: tuple[str, bytes] | None
+    row: EntryRow, items: list[Any], prev: Anchor | None, ref: Anchor | None
 ) -> EntryRow | None:
-    got = _items(row.payload)
-    if got is None or _join(got[0]) != row.payload:
-        return None
-    texts, values = got
+    packed = list(items)
     flags = 0
-    base = None if prev is None or is_packed(prev[1]) else _items(prev[1])
-    if base is not None:
-        start, at = _at(prev[0] if prev else "", base[1]), _at(row.kind, values)
-        if start is not None and at is not None:
-            texts[_AT[row.kind]] = str(at - start)
-            flags |= AT
-        if (
-            row.kind == "step"
-            and prev is not None
-            and prev[0] == "result"
-            and len(texts) > 1
-            and texts[0] == "true"
-            and base[0][:1] == ["true"]
-            and len(base[0]) > 1
-            and texts[1] == base[0][1]
-        ):
-            texts[1] = "0"
+    start, i = _start(prev), _AT[row.kind]
+    if start is not None and i < len(items) and type(items[i]) is int:
+        packed[i] = items[i] - start
+        flags |= AT
+    if row.kind == "step" and len(items) > 1 and items[0] is True:
+        reply = _reply(prev)
+        if reply is not _NO and reply == items[1] and _encode(reply) == _encode(items[1]):
+            packed[1] = 0
             flags |= REPLY
-    if row.kind == "intent" and len(texts) > 4 and ref is not None and not is_packed(ref[1]):
-        key = _key(row.actor_id, row.ref, values, _incarnation(ref))
-        if key is not None and texts[4] == _text(key):
-            texts[4] = "0"
-            flags |= KEY
+    key = items[4] if row.kind == "intent" and len(items) > 4 else None
+    if type(key) is str and key == _key(row, items, ref):
+        packed[4] = 0
+        flags |= KEY
     if not flags:
         return None
-    packed = bytes((flags,)) + _join(texts)
-    new = EntryRow(
-        row.actor_id, row.seq, row.kind, row.type_tag, row.ref, row.message_id, packed, row.checksum
-    )
-    if unpack(new, prev, ref) != row.payload:  # never store what does not come back
+    # exact by construction: ``items`` encode to the payload, and unpacking puts back into
+    # the items encoded here (only integers replaced) what was taken out (an ``at``, a key
+    # equal to the derived one, a reply whose text is the result value's)
+    data = _bytes(packed)
+    if data is None or _bytes(items) != row.payload:
         return None
-    return new
+    return EntryRow(
+        row.actor_id,
+        row.seq,
+        row.kind,
+        row.type_tag,
+        row.ref,
+        row.message_id,
+        bytes((flags,)) + data,
+        row.checksum,
+    )
 
 
 def needs(row: EntryRow) -> tuple[int, ...]:
@@ -232,14 +247,22 @@ def missing(rows: Sequence[EntryRow]) -> list[int]:
 def unpack_rows(rows: list[EntryRow], more: dict[int, tuple[str, bytes]]) -> list[EntryRow]:
     """``rows`` (of one actor) with their payloads unpacked; ``more`` holds the stored
     ``(kind, payload)`` of the entries :func:`missing` named."""
-    have = {r.seq: (r.kind, r.payload) for r in rows}
-    have.update(more)
+    stored = {r.seq: (r.kind, r.payload) for r in rows}
+    stored.update(more)
+    anchors: dict[int, Anchor | None] = {}
+
+    def at(seq: int) -> Anchor | None:
+        if seq not in anchors:
+            s = stored.get(seq)
+            anchors[seq] = None if s is None else anchor(*s)
+        return anchors[seq]
+
     out = []
     for r in rows:
         if is_packed(r.payload):
             want = needs(r)
-            prev = have.get(r.seq - 1) if r.seq - 1 in want else None
-            ref = have.get(r.ref) if r.ref in want else None
+            prev = at(r.seq - 1) if r.seq - 1 in want else None
+            ref = at(r.ref) if r.ref in want else None
             payload = unpack(r, prev, ref)
             r = EntryRow(
                 r.actor_id, r.seq, r.kind, r.type_tag, r.ref, r.message_id, payload, r.checksum

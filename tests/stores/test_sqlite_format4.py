@@ -15,6 +15,7 @@ from actorlog._journal.codec import log_start_checksum, make_row, verify_row
 from actorlog.errors import CorruptEntryError
 from actorlog.store import EntryRow
 from actorlog.stores import SqliteStore
+from actorlog.stores._sqlite_pack import pack_rows, unpack_rows
 
 from tests.upgrading._old_files import _clean  # noqa: F401 (autouse: the payer's hooks)
 from tests.upgrading.agents import KEYS, Payer, Question
@@ -197,3 +198,50 @@ async def test_the_runtime_writes_packed_entries_with_the_same_keys_and_replies(
         lines = [e async for e in ops.export(store, "pay-1")]
     intents = [e["payload"][4] for e in lines if e.get("kind") == "intent"]
     assert intents == KEYS and len(KEYS) == 2  # the keys the tool got, as recorded
+
+
+def _ask(
+    intent: bytes, result: bytes, step: bytes, message: bytes = MESSAGE.payload
+) -> list[EntryRow]:
+    return [
+        make_row("agent-1", 1, "message", "t.Ask", 0, "m1", message),
+        make_row("agent-1", 2, "intent", "lookup", 1, None, intent),
+        make_row("agent-1", 3, "result", "lookup", 2, None, result),
+        make_row("agent-1", 4, "step", "t.Ask", 1, None, step),
+    ]
+
+
+_K = b'"agent-1:' + INC.encode() + b":1:"
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        _ask(INTENT.payload, RESULT.payload, STEP.payload),
+        # a task's call, kwargs, a key that is not the derived one, a reply that differs
+        _ask(b"[0,1,1,[],"+_K+b'0.3",5,{"a":1},"0"]', b'[true,"x",7,1]', b'[true,"y",3,1]'),
+        _ask(b"[3,1,1,[],"+_K+b'0.3",5,{},"0"]', b'[true,{"\xc3\xa9":[1,2]},7,1]',
+             b'[true,{"\xc3\xa9":[1,2]},9,1]'),
+        _ask(b'[0,1,1,[],"other-key",5]', b'[false,{"type":"E","message":"m"},7,1]',
+             b'[false,{"type":"E","message":"m"},9,1]'),
+        # times that are not integers, null, negative differences, whitespace, objects
+        _ask(b"[0,1,1,[]," + _K + b'0",null]', b"[true,1,null,1]", b"[true,1,5,1]"),
+        _ask(b"[0,1,1,[]," + _K + b'0",1]', b"[true,1,1795829010239,1]", b"[true,1,2,1]"),
+        _ask(b"[0, 1,1,[]," + _K + b'0",1]', b'{"ok":true,"value":1}', b"[true,1,2.5,1]"),
+        _ask(INTENT.payload, RESULT.payload, STEP.payload, b'[{"q":1},17,null]'),
+        # replies equal in Python but not in bytes (1 == True == 1.0), spelled otherwise
+        _ask(INTENT.payload, b"[true,true,7,1]", b"[true,1,9,1]"),
+        _ask(INTENT.payload, b"[true,1,7,1]", b"[true,1.0,9,1]"),
+        _ask(INTENT.payload, b"[true,1e5,7,1]", b"[true,1e5,9,1]"),
+        _ask(INTENT.payload, b'[true,"\\u00e9",7,1]', b'[true,"\\u00e9",9,1]'),
+        _ask(INTENT.payload, RESULT.payload, STEP.payload, b'{"body":1,"at":1.5}'),
+    ],
+)  # fmt: skip
+def test_what_is_packed_unpacks_to_its_payload(rows: list[EntryRow]) -> None:
+    """FORMAT.md [F21]: a packed entry unpacks to its payload byte for byte, whatever it
+    holds; an entry that cannot be packed is stored as it is."""
+    stored = pack_rows(rows[:2]) + pack_rows(rows[2:])
+    assert unpack_rows(stored, {}) == rows
+    assert unpack_rows(
+        [stored[3]], {2: ("intent", stored[1].payload), 3: ("result", stored[2].payload)}
+    ) == [rows[3]]
