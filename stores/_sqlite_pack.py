@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actorlog.store import EntryRow
 
 __all__ = [
+    "PackedReads",
     "AT",
     "Anchor",
     "KEY",
@@ -269,3 +270,31 @@ def unpack_rows(rows: list[EntryRow], more: dict[int, tuple[str, bytes]]) -> lis
             )
         out.append(r)
     return out
+
+
+class PackedReads:
+    """``SqliteStore``'s unpacking of what it reads (a mixin)."""
+
+    if TYPE_CHECKING:
+        layout: int
+
+        async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+    async def _unpacked(self, rows: list[EntryRow]) -> list[EntryRow]:
+        """[F21] ``rows`` (of one actor) with their packed payloads unpacked (a format-4
+        file), reading the entries they were packed against that ``rows`` does not hold."""
+        if self.layout < 4 or not any(is_packed(r.payload) for r in rows):
+            return rows
+        seqs = missing(rows)
+        more: dict[int, tuple[str, bytes]] = {}
+        if seqs:
+            found = await self._fetch(
+                "SELECT seq, kind, payload FROM entries WHERE actor_id = ? AND seq IN ("
+                + ",".join("?" * len(seqs))
+                + ")",
+                (rows[0].actor_id, *seqs),
+            )
+            for seq, kind, payload in found:  # a damaged column: nothing to unpack with
+                if type(seq) is int and type(kind) is str and type(payload) is bytes:
+                    more[seq] = (kind, payload)
+        return unpack_rows(rows, more)

@@ -116,7 +116,7 @@ def _is_corrupt(exc: BaseException) -> bool:
     return "malformed" in text or "not a database" in text
 
 
-class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
+class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers, _pack.PackedReads):
     """A SQLite file store (WAL journal, group commit), on asyncio or trio.
 
     Args:
@@ -471,25 +471,6 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
     ) -> list[EntryRow]:
         sql, params = select_entries("sqlite", actor_id, after_seq, upto_seq, kinds, limit)
         return await self._unpacked(entries(await self._fetch(sql, params), actor_id, after_seq))
-
-    async def _unpacked(self, rows: list[EntryRow]) -> list[EntryRow]:
-        """[F21] ``rows`` (of one actor) with their packed payloads unpacked (a format-4
-        file), reading the entries they were packed against that ``rows`` does not hold."""
-        if self.layout < 4 or not any(_pack.is_packed(r.payload) for r in rows):
-            return rows
-        seqs = _pack.missing(rows)
-        more: dict[int, tuple[str, bytes]] = {}
-        if seqs:
-            found = await self._fetch(
-                "SELECT seq, kind, payload FROM entries WHERE actor_id = ? AND seq IN ("
-                + ",".join("?" * len(seqs))
-                + ")",
-                (rows[0].actor_id, *seqs),
-            )
-            for seq, kind, payload in found:  # a damaged column: nothing to unpack with
-                if type(seq) is int and type(kind) is str and type(payload) is bytes:
-                    more[seq] = (kind, payload)
-        return _pack.unpack_rows(rows, more)
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
         # The index finds the row's seq; its columns are read from the table by its primary
