@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from actorlog.store import ConfigurationError, EntryRow, LogStartRow, entry_row
 
 from ._sql import ENTRY_COLS, SqlConnection
-from ._sqlite_pack import is_packed, needs
+from ._sqlite_pack import is_packed
 
 __all__ = ["SqliteCompaction"]
 
@@ -64,25 +64,31 @@ class SqliteCompaction(SqlConnection):
         unpacked: the same payload). The store checks no checksum: what it stores is what
         the entry read as before (damage included, for ``verify`` to report); one that does
         not unpack is left as it is (it reads as stored, before and after)."""
+        # the stored form from ``log``, the payload as read from the view (which unpacks)
         found = await self._query(
-            f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = ? AND seq >= ? "
-            "AND (seq = ? OR (kind = 'intent' AND ref < ?))",
-            (actor_id, first, first, first),
+            f"SELECT {', '.join('e.' + c for c in ENTRY_COLS.split(', '))}, l.payload "
+            "FROM log AS l JOIN entries AS e ON e.actor_id = ? AND e.seq = l.seq "
+            "WHERE l.actor = (SELECT id FROM actors WHERE actor_id = ?) AND l.seq >= ? "
+            "AND (l.seq = ? OR (l.kind = 2 AND l.ref < ?))",
+            (actor_id, actor_id, first, first, first),
         )
-        rows = []
+        stored, rows = [], []
         for r in found:
             try:
-                row = entry_row(tuple(r), actor_id=actor_id)
+                row = entry_row(tuple(r[:8]), actor_id=actor_id)
             except Exception:  # a damaged column: nothing to unpack (verify reports it)
                 continue
-            if is_packed(row.payload) and any(s < first for s in needs(row)):
+            raw = r[8]
+            if type(raw) is bytes and is_packed(raw):
+                stored.append(raw)
                 rows.append(row)
-        for stored, row in zip(rows, await self._unpacked(rows), strict=True):
-            if row.payload != stored.payload:
+        # a row the view could not unpack (a view made before it unpacked): unpack here
+        for raw, row in zip(stored, await self._unpacked(rows), strict=True):
+            if not is_packed(row.payload):
                 await self._command(
                     "UPDATE log SET payload = ? WHERE actor = "
                     "(SELECT id FROM actors WHERE actor_id = ?) AND seq = ? AND payload = ?",
-                    (row.payload, actor_id, row.seq, stored.payload),
+                    (row.payload, actor_id, row.seq, raw),
                 )
 
     async def log_start(self, actor_id: str) -> LogStartRow | None:

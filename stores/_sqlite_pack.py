@@ -14,12 +14,15 @@ byte of JSON) and the entry's compact array ([F19]) with up to three items repla
   of the ``result`` at ``seq - 1`` (stored unpacked, ``ok`` true).
 
 An entry is packed only against entries of the same append (they are written in its
-transaction), and only if unpacking gives back its payload byte for byte (checked before
-it is written); anything else is stored as it is. A reader unpacks with the entries at
-``seq - 1`` and ``ref`` (which are never packed themselves) and then verifies the checksum
-as for any entry: damage to a stored byte of either entry changes the unpacked payload.
-A packed form that does not unpack (a damaged flag, a replaced item that is not what its
-flag says) is handed on as stored, which no checksum matches.
+transaction), and only if unpacking gives back its payload byte for byte; anything else is
+stored as it is. The view ``entries`` unpacks in SQL (``_sqlite_view4``, the same rules),
+so the store's reads get unpacked payloads; :func:`unpack_rows` is what a row read from
+``log`` (or from a view made before it unpacked) goes through, and what compaction uses.
+A reader unpacks with the entries at ``seq - 1`` and ``ref`` (which are never packed
+themselves) and then verifies the checksum as for any entry: damage to a stored byte of
+either entry changes the unpacked payload. A packed form that does not unpack (a damaged
+flag, a replaced item that is not what its flag says) is handed on as stored, which no
+checksum matches.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ row out of its actor's log: a broken seq chain), so it is caught like damage to 
 
 from __future__ import annotations
 
+from ._sqlite_view4 import PAYLOAD4
+
 __all__ = ["BY_PK_MESSAGE_ID", "DELETE_LOG3", "ENTRIES3", "MESSAGE_IDS", "STEP_OF", "step_of"]
 
 #: kind name -> code, as in the checksum frame (FORMAT.md [F4])
@@ -78,7 +80,7 @@ CREATE INDEX IF NOT EXISTS log_step ON log (actor, ref) WHERE kind = 4;
 CREATE VIEW IF NOT EXISTS entries (
     actor_id, seq, kind, type_tag, ref, message_id, payload, checksum
 ) AS SELECT a.actor_id, l.seq, {_KIND_NAME},
-    CASE WHEN typeof(l.tag) = 'integer' THEN t.tag END, l.ref, l.message_id, l.payload,
+    CASE WHEN typeof(l.tag) = 'integer' THEN t.tag END, l.ref, l.message_id, {PAYLOAD4},
     CASE WHEN typeof(l.checksum) = 'integer'
           AND l.checksum BETWEEN -2147483648 AND 2147483647
          THEN l.checksum & 4294967295 END
