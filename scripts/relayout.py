@@ -162,7 +162,6 @@ MOVES: dict[str, str] = {
     "stores/_sqlite_schema.py": "stores/_sqlite_schema.py",
     "stores/_sqlite_schema3.py": "stores/_sqlite_schema3.py",
     "stores/_sqlite_pack.py": "stores/_sqlite_pack.py",
-    "stores/_sqlite_view4.py": "stores/_sqlite_view4.py",
     "stores/_writelock.py": "stores/_writelock.py",
     "stores/postgres/": "stores/postgres/",
     # tests mirror the packages; the folders that test a concept already keep their names

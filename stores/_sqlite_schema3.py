@@ -14,7 +14,7 @@ row out of its actor's log: a broken seq chain), so it is caught like damage to 
 
 from __future__ import annotations
 
-from ._sqlite_view4 import PAYLOAD4
+from ._sqlite_pack import PAYLOAD4
 
 __all__ = ["BY_PK_MESSAGE_ID", "DELETE_LOG3", "ENTRIES3", "MESSAGE_IDS", "STEP_OF", "step_of"]
 

@@ -245,3 +245,38 @@ def test_what_is_packed_unpacks_to_its_payload(rows: list[EntryRow]) -> None:
     assert unpack_rows(
         [stored[3]], {2: ("intent", stored[1].payload), 3: ("result", stored[2].payload)}
     ) == [rows[3]]
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        _ask(INTENT.payload, RESULT.payload, STEP.payload),
+        # a task's call, kwargs, a key that is not the derived one, a reply that differs
+        _ask(b"[0,1,1,[],"+_K+b'0.3",5,{"a":1},"0"]', b'[true,"x",7,1]', b'[true,"y",3,1]'),
+        _ask(b"[3,1,1,[],"+_K+b'0.3",5,{},"0"]', b'[true,{"\xc3\xa9":[1,2]},7,1]',
+             b'[true,{"\xc3\xa9":[1,2]},9,1]'),
+        _ask(b'[0,1,1,[],"other-key",5]', b'[false,{"type":"E","message":"m"},7,1]',
+             b'[false,{"type":"E","message":"m"},9,1]'),
+        # times that are not integers, null, negative differences, whitespace, objects
+        _ask(b"[0,1,1,[]," + _K + b'0",null]', b"[true,1,null,1]", b"[true,1,5,1]"),
+        _ask(b"[0,1,1,[]," + _K + b'0",1]', b"[true,1,1795829010239,1]", b"[true,1,2,1]"),
+        _ask(b"[0, 1,1,[]," + _K + b'0",1]', b'{"ok":true,"value":1}', b"[true,1,2.5,1]"),
+        _ask(INTENT.payload, RESULT.payload, STEP.payload, b'[{"q":1},17,null]'),
+        # replies equal in Python but not in bytes (1 == True == 1.0), spelled otherwise
+        _ask(INTENT.payload, b"[true,true,7,1]", b"[true,1,9,1]"),
+        _ask(INTENT.payload, b"[true,1,7,1]", b"[true,1.0,9,1]"),
+        _ask(INTENT.payload, b"[true,1e5,7,1]", b"[true,1e5,9,1]"),
+        _ask(INTENT.payload, b'[true,"\\u00e9",7,1]', b'[true,"\\u00e9",9,1]'),
+        _ask(INTENT.payload, RESULT.payload, STEP.payload, b'{"body":1,"at":1.5}'),
+    ],
+)  # fmt: skip
+async def test_the_view_unpacks_as_the_store_does(tmp_path: Path, rows: list[EntryRow]) -> None:
+    """FORMAT.md [F21]: SQL typed by hand reads ``entries`` unpacked, byte for byte."""
+    path = tmp_path / "agents.db"
+    await _write(path, rows[:2], rows[2:])
+    db = sqlite3.connect(path)
+    try:
+        got = db.execute("SELECT payload FROM entries ORDER BY seq").fetchall()
+    finally:
+        db.close()
+    assert [p for (p,) in got] == [r.payload for r in rows]
