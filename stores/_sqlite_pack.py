@@ -284,6 +284,12 @@ class PackedReads:
 
         async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
+    def _stored_rows(self, sql: str) -> str:
+        """A read of ``entries`` as one of the view ``log_rows`` in a format-4 file: the
+        stored payloads, which :meth:`_unpacked` unpacks in Python (cheaper than the SQL of
+        ``entries``, which a read of many rows would run for every packed one)."""
+        return sql.replace("FROM entries", "FROM log_rows", 1) if self.layout >= 4 else sql
+
     async def _unpacked(self, rows: list[EntryRow]) -> list[EntryRow]:
         """[F21] ``rows`` (of one actor) with their packed payloads unpacked (a format-4
         file), reading the entries they were packed against that ``rows`` does not hold."""

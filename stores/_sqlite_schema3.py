@@ -85,6 +85,14 @@ CREATE VIEW IF NOT EXISTS entries (
           AND l.checksum BETWEEN -2147483648 AND 2147483647
          THEN l.checksum & 4294967295 END
 FROM log AS l JOIN actors AS a ON a.id = l.actor LEFT JOIN tags AS t ON t.id = l.tag;
+CREATE VIEW IF NOT EXISTS log_rows (
+    actor_id, seq, kind, type_tag, ref, message_id, payload, checksum
+) AS SELECT a.actor_id, l.seq, {_KIND_NAME},
+    CASE WHEN typeof(l.tag) = 'integer' THEN t.tag END, l.ref, l.message_id, l.payload,
+    CASE WHEN typeof(l.checksum) = 'integer'
+          AND l.checksum BETWEEN -2147483648 AND 2147483647
+         THEN l.checksum & 4294967295 END
+FROM log AS l JOIN actors AS a ON a.id = l.actor LEFT JOIN tags AS t ON t.id = l.tag;
 CREATE TRIGGER IF NOT EXISTS log_contiguous BEFORE INSERT ON log BEGIN
     SELECT RAISE(ABORT, 'actorlog: seq conflict')
     WHERE NEW.seq != coalesce((SELECT last_seq FROM actors WHERE id = NEW.actor), -1) + 1;

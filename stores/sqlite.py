@@ -470,6 +470,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers, _p
         limit: int | None = None,
     ) -> list[EntryRow]:
         sql, params = select_entries("sqlite", actor_id, after_seq, upto_seq, kinds, limit)
+        sql = self._stored_rows(sql)  # [F21] format 4: stored payloads, unpacked here
         return await self._unpacked(entries(await self._fetch(sql, params), actor_id, after_seq))
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
