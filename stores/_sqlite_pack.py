@@ -179,12 +179,18 @@ def pack_rows(rows: Sequence[EntryRow]) -> list[EntryRow]:
     each packed against the unpacked rows before it in the same append where that pays, and
     unpacking gives back its payload exactly (a payload that is not this encoder's own text
     is never packed); the others as they are."""
+    if len(rows) < 2:  # the first row has nothing of its append before it
+        return list(rows)
     out: list[EntryRow] = []
     seen: dict[int, Anchor] = {}  # seq -> the row as stored, this append
-    for row in rows:
+    last = len(rows) - 1
+    for i, row in enumerate(rows):
+        if i == last and row.kind not in _PACKED_KINDS:
+            out.append(row)  # neither packed nor an anchor: not even parsed
+            break
         new = row
         items = _items(row.payload)
-        if items is not None and row.kind in _PACKED_KINDS:
+        if i and items is not None and row.kind in _PACKED_KINDS:
             new = _pack(row, items, seen.get(row.seq - 1), seen.get(row.ref)) or row
         seen[row.seq] = (row.kind, items if new is row else None)
         out.append(new)
