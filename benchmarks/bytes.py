@@ -1,4 +1,4 @@
-"""Stored bytes per ask: format 1's layout, format 2 and format 3 (SQLite), in one run.
+"""Stored bytes per ask: format 1's layout, formats 2, 3 and 4 (SQLite), in one run.
 
     python -m benchmarks.bytes [--asks 2000] [--rounds 5]
 
@@ -18,14 +18,17 @@ default snapshot policy (none). Then ``PRAGMA wal_checkpoint(TRUNCATE)`` and the
 ``format 1 layout`` writes each payload as the JSON object format 1's builders wrote (every
 key, ``at`` as float seconds, a duration with all its digits).
 
-Three variants of the same run: ``format 3`` (this code, a new file: compact payloads, the
-log in ``log`` with an integer actor key and integer codes), ``format 2`` (this code writing
-a file made in format 2, which keeps its layout: ``entries`` ``WITHOUT ROWID`` with text
-columns, made before the store opens the file) and ``format 1 layout`` (this code writing
-what format 1 wrote: payloads as JSON objects with every key, and the entries table with a
-rowid and its primary-key index). Then the codec's CPU per entry, both forms interleaved in
-this process (``time.process_time``, best of ``--rounds``): building and encoding a payload
-(format 1's builders made dicts with every key), and verifying and decoding its row.
+Four variants of the same run: ``format 4`` (this code, a new file: format 3's tables with
+packed payloads, [F21]), ``format 3`` (this code writing a file made in format 3, which
+keeps its format: compact payloads, the log in ``log`` with an integer actor key and integer
+codes), ``format 2`` (a file made in format 2, which keeps its layout: ``entries``
+``WITHOUT ROWID`` with text columns, made before the store opens the file) and ``format 1
+layout`` (this code writing what format 1 wrote: payloads as JSON objects with every key,
+and the entries table with a rowid and its primary-key index). Then the codec's CPU per
+entry, the forms interleaved in this process (``time.process_time``, best of ``--rounds``):
+building and encoding a payload (format 1's builders made dicts with every key; format 4
+also packs an ask's rows as its store does), and verifying and decoding its row (format 4
+unpacking it first).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import attrs
 from actorlog import Actor, ActorSystem, Context, message, tool
 from actorlog._journal import codec, compact, records
 from actorlog.store import EntryRow
-from actorlog.stores import SqliteStore
+from actorlog.stores import SqliteStore, _sqlite_pack
 
 from ._common import (
     Table,
@@ -80,41 +83,56 @@ class Agent(Actor[Tally], name="bench.bytes.Agent"):
         return found
 
 
+_plain = codec.encode_plain
+
+
 def format1_entry(kind: str, payload: dict[str, Any] | list[Any]) -> bytes:
     """The payload bytes format 1 wrote for this payload: the JSON object of its record with
     every key, ``at`` as float seconds (``time.time()``) and a measured duration's digits."""
     if type(payload) is not list:  # decisions: the same object in both formats
-        return codec.encode_plain(payload, f"{kind} entry")
-    data = codec.encode_plain(payload, f"{kind} entry")
+        return _plain(payload, f"{kind} entry")
+    data = _plain(payload, f"{kind} entry")
     rec = records.decode_entry(EntryRow("x", 1, kind, "x", 0, None, data, 0))
     p = rec.payload()
     if p.get("at") is not None:
         p["at"] = time.time()
     if p.get("duration"):
         p["duration"] += 1e-12  # a perf_counter difference has ~17 significant digits
-    return codec.encode_plain(p, f"{kind} entry")
+    return _plain(p, f"{kind} entry")
+
+
+def _format1_plain(obj: dict[str, Any] | list[Any], what: str) -> bytes:
+    """``codec.encode_plain`` writing an entry's compact array as :func:`format1_entry`
+    (the journal encodes a builder's array with it)."""
+    if type(obj) is list and what.endswith(" entry"):
+        return format1_entry(what[: -len(" entry")], obj)
+    return _plain(obj, what)
 
 
 @contextlib.contextmanager
 def format1_payloads() -> Iterator[None]:
     """Write payloads as format 1 did (:func:`format1_entry`)."""
     saved = compact.encode_entry
-    compact.encode_entry = format1_entry  # a benchmark switch
+    compact.encode_entry = format1_entry  # benchmark switches
+    codec.encode_plain = _format1_plain
     try:
         yield
     finally:
         compact.encode_entry = saved
+        codec.encode_plain = _plain
 
 
 def older_file(path: Path, version: int) -> None:
-    """Make the file as format ``version`` (1 or 2) did, before the store opens it (which
-    then keeps its layout): the entries table with text columns, a rowid table in format 1."""
-    from actorlog.stores._sqlite_schema import PRELUDE, SCHEMA
+    """Make the file as format ``version`` (1, 2 or 3) did, before the store opens it (which
+    then keeps its layout and format): in formats 1 and 2 the entries table with text
+    columns, a rowid table in format 1; in format 3 format 4's tables (no packed payloads)."""
+    from actorlog.stores._sqlite_schema import PRELUDE, SCHEMA, SCHEMA3
 
     con = sqlite3.connect(path)
     try:
         con.execute(PRELUDE)
-        con.executescript(SCHEMA if version == 2 else SCHEMA.replace(") WITHOUT ROWID;", ");"))
+        schema = {1: SCHEMA.replace(") WITHOUT ROWID;", ");"), 2: SCHEMA, 3: SCHEMA3}[version]
+        con.executescript(schema)
         con.execute("INSERT INTO actorlog_meta VALUES ('format_version', ?)", (str(version),))
         con.commit()
     finally:
@@ -126,6 +144,21 @@ async def _run(path: Path, asks: int) -> None:
         ref = await system.spawn(Agent, "agent-1")
         for i in range(asks):
             await ref.ask(Ask(f"question {i}"), message_id=f"m-{i}")
+
+
+async def _store_read(path: Path, asks: int) -> float:
+    """CPU µs per entry of ``SqliteStore.read`` of the whole log (best of 5)."""
+    store = SqliteStore(path, read_only=True)
+    await store.open()
+    try:
+        best = 1e9
+        for _ in range(5):
+            t0 = time.process_time()
+            await store.read("agent-1")
+            best = min(best, time.process_time() - t0)
+    finally:
+        await store.close()
+    return best * 1e6 / (4 * asks)
 
 
 def _figures(path: Path, asks: int) -> dict[str, float]:
@@ -144,6 +177,13 @@ def _figures(path: Path, asks: int) -> dict[str, float]:
         ).fetchone()
         out["columns"] = cols / asks
         out["payload"] = payload / asks
+        # reading every entry through the view ``entries`` (format 4's unpacks in SQLite)
+        best = 1e9
+        for _ in range(5):
+            t0 = time.process_time()
+            con.execute("SELECT * FROM entries").fetchall()
+            best = min(best, time.process_time() - t0)
+        out["read_us"] = best * 1e6 / (4 * asks)
         try:
             for name, size, unused in con.execute(
                 "SELECT name, sum(pgsize), sum(unused) FROM dbstat GROUP BY name"
@@ -186,7 +226,7 @@ def _remaining(f: dict[str, float], asks: int) -> str:
     """Where a layout's bytes per ask are, in words."""
     table = f.get("entries", 0)
     indexes = _indexes(f)
-    fixed = f["file"] - table - indexes
+    fixed = _fixed(f)
     return (
         f"{f['payload']:.0f} payloads, {f['columns'] - f['payload']:.0f} the other columns' "
         f"values, {table - f['columns'] - f.get('unused', 0):.0f} the rows' record headers "
@@ -195,6 +235,11 @@ def _remaining(f: dict[str, float], asks: int) -> str:
         f"other tables, indexes and the schema ({fixed * asks / 1024:.0f} KiB, the same for "
         "any number of asks)"
     )
+
+
+def _fixed(f: dict[str, float]) -> float:
+    """The bytes per ask of the pages that are not the log's or its indexes'."""
+    return f["file"] - f.get("entries", 0) - _indexes(f)
 
 
 def _stored(column: str) -> str:
@@ -248,26 +293,41 @@ def _format2_payloads() -> list[tuple[str, str, int, str | None, Any]]:
 
 def _cpu(rounds: int, n: int = 5000) -> dict[str, tuple[float, float]]:
     """(build + encode, verify + decode) microseconds per entry, by form, best of
-    ``rounds``, both forms interleaved."""
-    forms: dict[str, tuple[Callable[[], list[Any]], Callable[[str, Any], bytes]]] = {
-        "format 1 layout": (_format1_payloads, lambda kind, p: codec.encode_plain(p, "entry")),
-        "formats 2 and 3": (_format2_payloads, compact.encode_entry),
+    ``rounds``, the forms interleaved. An ask's four entries are seqs 5 to 8; format 4 packs
+    them in the two appends the runtime makes (message and intent, result and step) and
+    unpacks them before the checks."""
+    Form = tuple[Callable[[], list[Any]], Callable[[str, Any], bytes], bool]
+    forms: dict[str, Form] = {
+        "format 1 layout": (
+            _format1_payloads,
+            lambda kind, p: codec.encode_plain(p, "entry"),
+            False,
+        ),
+        "formats 2 and 3": (_format2_payloads, compact.encode_entry, False),
+        "format 4": (_format2_payloads, compact.encode_entry, True),
     }
     best = {name: [1e9, 1e9] for name in forms}
     for _ in range(rounds):
-        for name, (build, encode) in forms.items():
+        for name, (build, encode, packed) in forms.items():
             t0 = time.process_time()
-            rows = [
-                codec.make_row("agent-1", 5, kind, tag, ref, mid, encode(kind, p))
-                for _ in range(n)
-                for kind, tag, ref, mid, p in build()
-            ]
+            asks = []
+            for _ in range(n):
+                rows = [
+                    codec.make_row("agent-1", seq, kind, tag, ref, mid, encode(kind, p))
+                    for seq, (kind, tag, ref, mid, p) in enumerate(build(), start=5)
+                ]
+                if packed:
+                    rows = _sqlite_pack.pack_rows(rows[:2]) + _sqlite_pack.pack_rows(rows[2:])
+                asks.append(rows)
             t1 = time.process_time()
-            for r in rows:
-                codec.verify_row(r, "agent-1", 5)
-                records.decode_entry(r)
+            for rows in asks:
+                if packed:  # what a row read from ``log`` goes through (the view: in SQL)
+                    rows = _sqlite_pack.unpack_rows(rows, {})
+                for r in rows:
+                    codec.verify_row(r, "agent-1", r.seq)
+                    records.decode_entry(r)
             t2 = time.process_time()
-            per = 1e6 / len(rows)
+            per = 1e6 / (4 * n)
             best[name][0] = min(best[name][0], (t1 - t0) * per)
             best[name][1] = min(best[name][1], (t2 - t1) * per)
     return {name: (e, d) for name, (e, d) in best.items()}
@@ -283,9 +343,10 @@ def main() -> None:
     configure_output(args)
     sizes: dict[str, dict[str, float]] = {}
     with scratch_dir() as d:
-        for name, version in (("format 1 layout", 1), ("format 2", 2), ("format 3", 3)):
+        variants = (("format 1 layout", 1), ("format 2", 2), ("format 3", 3), ("format 4", 4))
+        for name, version in variants:
             path = d / f"v{version}.db"
-            if version < 3:
+            if version < 4:
                 older_file(path, version)
             if version == 1:
                 with format1_payloads():
@@ -293,10 +354,12 @@ def main() -> None:
             else:
                 anyio.run(_run, path, args.asks)
             sizes[name] = _figures(path, args.asks)
+            sizes[name]["store_read_us"] = anyio.run(_store_read, path, args.asks)
         info = machine_info(d)
     size_table = Table(
         ["layout", "file / ask", "entries table", "pk index", "message-id index",
-         "step index", "tags, actors", "entry columns", "payloads"]
+         "step index", "tags, actors", "entry columns", "payloads", "SQL read µs/entry",
+         "store read µs/entry"]
     )  # fmt: skip
     for name, f in sizes.items():
         size_table.add(
@@ -309,8 +372,11 @@ def main() -> None:
             f"{sum(f.get(k, 0) for k in _NAMES):.0f}",
             f"{f['columns']:.0f}",
             f"{f['payload']:.0f}",
+            f"{f['read_us']:.2f}",
+            f"{f['store_read_us']:.2f}",
         )
-    old, two, new = (sizes[f"format {v}"]["file"] for v in ("1 layout", 2, 3))
+    old, two, three, new = (sizes[f"format {v}"]["file"] for v in ("1 layout", 2, 3, 4))
+    four = sizes["format 4"]
     cpu = _cpu(args.rounds)
     cpu_table = Table(
         ["payload form", "build + encode µs/entry", "verify + decode µs/entry", "sum"]
@@ -321,23 +387,33 @@ def main() -> None:
         f"{args.asks:,} asks with one tool call each (4 entries an ask), bytes per ask after a "
         "truncating checkpoint:\n\n"
         f"{size_table.markdown()}\n\n"
-        f"Format 3 stores {new / two:.2f}x the bytes of format 2 ({two:.0f} -> {new:.0f} bytes "
-        f"an ask) and {new / old:.2f}x those of format 1's layout ({old:.0f}). Of format 3's "
-        f"{new:.0f} bytes: {_remaining(sizes['format 3'], args.asks)}.\n\n"
-        "Issue 28's 250 bytes an ask cannot be reached by the rows' layout: the payloads and "
-        "the two indexes alone are "
-        f"{sizes['format 3']['payload'] + _indexes(sizes['format 3']):.0f}. In these payloads "
-        "(the examples of FORMAT.md [F19]) the four `at` times take about 56 bytes as decimal "
-        "milliseconds, the intent's idempotency key about 32 (it is derived from the actor, "
-        "the incarnation, the message's seq and the index), the message's incarnation 19, "
-        "and the step's reply repeats the tool's result: what is left needs a payload encoding "
-        "that drops or shares these. Measured and left out: a commit's entries of one actor "
-        "as one row (message and intent, result and step) saved about 25 bytes an ask (6%) "
-        "with each entry's kind, tag, ref, checksum and length still in the row, while every "
-        "read by seq, both indexes, compaction at any seq and the append trigger would have "
-        "to look inside rows; and a rowid key `actor << 40 | seq` about 18 (appends fill "
-        "rowid pages fully), for one actor appending alone.\n\n"
-        "The codec's CPU per entry (the four entries of an ask, both forms interleaved in one "
+        f"Format 4 stores {new / three:.2f}x the bytes of format 3 ({three:.0f} -> {new:.0f} "
+        f"bytes an ask), {new / two:.2f}x those of format 2 ({two:.0f}) and {new / old:.2f}x "
+        f"those of format 1's layout ({old:.0f}). Of format 4's {new:.0f} bytes: "
+        f"{_remaining(four, args.asks)}.\n\n"
+        "Format 4 packs the intent (its `at` a difference from the message's, its idempotency "
+        "key derived) and the step (its `at` a difference from the result's, its reply the "
+        "result's value) against the entries of the same append (FORMAT.md [F21]): "
+        f"{sizes['format 3']['payload'] - four['payload']:.0f} payload bytes an ask. "
+        "Issue 28's 250 bytes an ask are not reached: without the fixed pages, an ask still "
+        f"costs about {new - _fixed(four):.0f} bytes, of which the payloads and the two "
+        f"indexes are {four['payload'] + _indexes(four):.0f}. What is left in the payloads "
+        "is the message (its body, its `at` and its incarnation, which a reader needs "
+        "without any other entry) and the result (its value and `at`: it is the first entry "
+        "of the step's last append, with nothing of its own append before it). Measured and "
+        "left out: 1 KiB pages (`PRAGMA page_size`) cut the fixed pages to a quarter (about "
+        "323 bytes an ask here) but split every payload over about 1 KiB into overflow "
+        "pages; a commit's entries of one actor as one row saved about 25 bytes an ask, "
+        "while every read by seq, both indexes, compaction at any seq and the append trigger "
+        "would have to look inside rows; and a rowid key `actor << 40 | seq` about 18, for "
+        "one actor appending alone.\n\n"
+        "`SQL read µs/entry`: the CPU of `SELECT * FROM entries` over the whole file (best "
+        "of 5), where format 4's view unpacks in SQL (what SQL typed by hand pays); `store "
+        "read µs/entry`: `SqliteStore.read` of the whole log (best of 5), which in format 4 "
+        "reads the stored payloads (the view `log_rows`) and unpacks them in Python. The "
+        "codec table's format 4 row packs an ask's rows as the store does on every append, "
+        "and unpacks them as the store's read does.\n\n"
+        "The codec's CPU per entry (the four entries of an ask, the forms interleaved in one "
         f"process, best of {args.rounds} rounds):\n\n{cpu_table.markdown()}\n"
     )
     print(body)

@@ -93,7 +93,7 @@ class SqliteCommits:
     _committer: GroupCommitter[Append]
     batch_sizes: list[int]
     path: str
-    layout: int  # the file's layout (FORMAT.md section 6): 3, or 2 for an older file
+    layout: int  # the file's layout (FORMAT.md section 6): 4 or 3, or 2 for an older file
 
     if TYPE_CHECKING:
 
@@ -252,7 +252,7 @@ class SqliteCommits:
             try:
                 found = await self._writer().execute_fetchall(
                     BY_PK_MESSAGE_ID
-                    if self.layout == 3
+                    if self.layout >= 3
                     else "SELECT 1 FROM entries INDEXED BY sqlite_autoindex_entries_1 "
                     "WHERE actor_id = ? AND message_id = ? LIMIT 1",
                     (actor_id, message_id),

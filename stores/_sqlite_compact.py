@@ -12,16 +12,23 @@ reused for new entries otherwise.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from actorlog.store import ConfigurationError, LogStartRow
+from actorlog.store import ConfigurationError, EntryRow, LogStartRow, entry_row
 
-from ._sql import SqlConnection
+from ._sql import ENTRY_COLS, SqlConnection
+from ._sqlite_pack import is_packed
 
 __all__ = ["SqliteCompaction"]
 
 
 class SqliteCompaction(SqlConnection):
     """The compaction methods of ``SqliteStore``."""
+
+    if TYPE_CHECKING:
+        layout: int
+
+        async def _unpacked(self, rows: list[EntryRow]) -> list[EntryRow]: ...
 
     async def compact(self, actor_id: str, upto_seq: int, *, checksum: int) -> int:
         rows = await self._query(
@@ -37,6 +44,8 @@ class SqliteCompaction(SqlConnection):
         first = max(1, first)
         if upto_seq < first:
             return 0
+        if self.layout >= 4:
+            await self._unpack_kept(actor_id, upto_seq + 1)
         # the WHERE makes a compaction that lost a race with another one a no-op
         await self._command(
             "INSERT OR REPLACE INTO log_starts (actor_id, first_seq, checksum, at) "
@@ -46,6 +55,41 @@ class SqliteCompaction(SqlConnection):
         )
         await self._command("PRAGMA incremental_vacuum")
         return upto_seq + 1 - first
+
+    async def _unpack_kept(self, actor_id: str, first: int) -> None:
+        """[F21] Before the entries up to ``first - 1`` go: store unpacked each kept entry
+        packed against one of them (the first kept entry against the one before it, an
+        intent against its step's message), so that every kept entry still reads without
+        them. Each is its own statement (a crash in between leaves an entry stored
+        unpacked: the same payload). The store checks no checksum: what it stores is what
+        the entry read as before (damage included, for ``verify`` to report); one that does
+        not unpack is left as it is (it reads as stored, before and after)."""
+        # the stored form from ``log``, the payload as read from the view (which unpacks)
+        found = await self._query(
+            f"SELECT {', '.join('e.' + c for c in ENTRY_COLS.split(', '))}, l.payload "
+            "FROM log AS l JOIN entries AS e ON e.actor_id = ? AND e.seq = l.seq "
+            "WHERE l.actor = (SELECT id FROM actors WHERE actor_id = ?) AND l.seq >= ? "
+            "AND (l.seq = ? OR (l.kind = 2 AND l.ref < ?))",
+            (actor_id, actor_id, first, first, first),
+        )
+        stored, rows = [], []
+        for r in found:
+            try:
+                row = entry_row(tuple(r[:8]), actor_id=actor_id)
+            except Exception:  # a damaged column: nothing to unpack (verify reports it)
+                continue
+            raw = r[8]
+            if type(raw) is bytes and is_packed(raw):
+                stored.append(raw)
+                rows.append(row)
+        # a row the view could not unpack (a view made before it unpacked): unpack here
+        for raw, row in zip(stored, await self._unpacked(rows), strict=True):
+            if not is_packed(row.payload):
+                await self._command(
+                    "UPDATE log SET payload = ? WHERE actor = "
+                    "(SELECT id FROM actors WHERE actor_id = ?) AND seq = ? AND payload = ?",
+                    (row.payload, actor_id, row.seq, raw),
+                )
 
     async def log_start(self, actor_id: str) -> LogStartRow | None:
         if not await self._query(

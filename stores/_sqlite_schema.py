@@ -210,13 +210,16 @@ async def check_version(conn: Connection, path: str) -> int | None:
 
 
 async def file_layout(conn: Connection, version: int | None) -> int:
-    """The layout of the log in the file (FORMAT.md section 6): ``FORMAT_VERSION`` (3) for a
-    new file (``version`` None) or one made in format 3, 2 for the text layout of formats 1
-    and 2 (a table ``entries``), whatever the file's ``format_version`` says: an older file
-    keeps its layout, and is written in format 2."""
+    """The layout of the log in the file (FORMAT.md section 6): ``FORMAT_VERSION`` (4) for a
+    new file (``version`` None) or one made in format 4, 3 for a file made in format 3 (the
+    same tables, no packed payloads [F21]), 2 for the text layout of formats 1 and 2 (a
+    table ``entries``), whatever the file's ``format_version`` says: an older file keeps its
+    layout, and is written in its format (2 for a file of format 1)."""
     if version is None:
         return FORMAT_VERSION
     rows = await conn.execute_fetchall(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'entries'"
     )
-    return 2 if list(rows) else FORMAT_VERSION
+    if list(rows):
+        return 2
+    return FORMAT_VERSION if version >= FORMAT_VERSION else 3

@@ -14,6 +14,8 @@ row out of its actor's log: a broken seq chain), so it is caught like damage to 
 
 from __future__ import annotations
 
+from ._sqlite_pack import PAYLOAD4
+
 __all__ = ["BY_PK_MESSAGE_ID", "DELETE_LOG3", "ENTRIES3", "MESSAGE_IDS", "STEP_OF", "step_of"]
 
 #: kind name -> code, as in the checksum frame (FORMAT.md [F4])
@@ -76,6 +78,14 @@ CREATE UNIQUE INDEX IF NOT EXISTS log_message_id
     ON log (actor, message_id) WHERE message_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS log_step ON log (actor, ref) WHERE kind = 4;
 CREATE VIEW IF NOT EXISTS entries (
+    actor_id, seq, kind, type_tag, ref, message_id, payload, checksum
+) AS SELECT a.actor_id, l.seq, {_KIND_NAME},
+    CASE WHEN typeof(l.tag) = 'integer' THEN t.tag END, l.ref, l.message_id, {PAYLOAD4},
+    CASE WHEN typeof(l.checksum) = 'integer'
+          AND l.checksum BETWEEN -2147483648 AND 2147483647
+         THEN l.checksum & 4294967295 END
+FROM log AS l JOIN actors AS a ON a.id = l.actor LEFT JOIN tags AS t ON t.id = l.tag;
+CREATE VIEW IF NOT EXISTS log_rows (
     actor_id, seq, kind, type_tag, ref, message_id, payload, checksum
 ) AS SELECT a.actor_id, l.seq, {_KIND_NAME},
     CASE WHEN typeof(l.tag) = 'integer' THEN t.tag END, l.ref, l.message_id, l.payload,
@@ -147,10 +157,10 @@ STEP_OF = (
 
 def step_of(layout: int, indexed: bool) -> str:
     """The step lookup's SQL, taking ``(actor_id, ref, actor_id)``: :data:`STEP_OF` in
-    format 3; in the text layout the same through ``entries_step`` when the file has that
+    formats 3 and 4; in the text layout the same through ``entries_step`` when the file has that
     index (``indexed``: a file from before it, opened read-only, has ``entries_ref``), which
     is named too, or SQLite's planner reads the actor's whole log (a ``WITHOUT ROWID`` file)."""
-    if layout == 3:
+    if layout >= 3:
         return STEP_OF
     by = "INDEXED BY entries_step " if indexed else ""
     return (

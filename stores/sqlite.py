@@ -60,7 +60,7 @@ from actorlog.store import (
     validate_seconds,
 )
 
-from . import _writelock
+from . import _sqlite_pack as _pack, _writelock
 from ._audit import SqliteAudit
 from ._groupcommit import GroupCommitter, Request
 from ._sql import (
@@ -116,7 +116,7 @@ def _is_corrupt(exc: BaseException) -> bool:
     return "malformed" in text or "not a database" in text
 
 
-class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
+class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers, _pack.PackedReads):
     """A SQLite file store (WAL journal, group commit), on asyncio or trio.
 
     Args:
@@ -192,7 +192,8 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         self.batch_sizes: list[int] = []  # recent commit batch sizes (bounded), for telemetry
         self._lock_fd: int | None = None
         self._actorlog_schema = False  # the file holds actorlog's tables (set by open)
-        #: the file's layout (set by open): 3, or 2 for a file made in format 1 or 2
+        #: the file's layout (set by open): 4, 3 for a file made in format 3 (no packed
+        #: payloads), or 2 for a file made in format 1 or 2
         self.layout = FORMAT_VERSION
         self._step_sql = step_of(FORMAT_VERSION, True)  # the step lookup (set by open)
 
@@ -264,7 +265,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
             await self._when_not_busy(w, "PRAGMA journal_mode=WAL")
             await w.execute(self._sync_pragma)
             await self._check_version(w)
-            schema = SCHEMA3 if self.layout == FORMAT_VERSION else SCHEMA
+            schema = SCHEMA3 if self.layout >= 3 else SCHEMA
             await w.executescript("BEGIN IMMEDIATE;" + schema + "COMMIT;")
             self._step_sql = step_of(self.layout, True)  # the schema has the step index now
             self._actorlog_schema = True
@@ -455,6 +456,8 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         if not rows:
             return
         self._writer()
+        if self.layout >= 4:  # [F21] packed against the rows before them in this append
+            rows = _pack.pack_rows(rows)
         await self._committer.submit((actor_id, expected_last_seq, rows))
 
     async def read(
@@ -467,7 +470,8 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         limit: int | None = None,
     ) -> list[EntryRow]:
         sql, params = select_entries("sqlite", actor_id, after_seq, upto_seq, kinds, limit)
-        return entries(await self._fetch(sql, params), actor_id, after_seq)
+        sql = self._stored_rows(sql)  # [F21] format 4: stored payloads, unpacked here
+        return await self._unpacked(entries(await self._fetch(sql, params), actor_id, after_seq))
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
         # The index finds the row's seq; its columns are read from the table by its primary
@@ -495,7 +499,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         """``MessageIdIndex``: one scan of the message-id index (None past ``limit``)."""
         sql = (
             MESSAGE_IDS
-            if self.layout == 3
+            if self.layout >= 3
             else "SELECT message_id FROM entries WHERE actor_id = ? AND message_id IS NOT NULL "
             "LIMIT ?"
         )
@@ -506,14 +510,14 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers):
         if kind == "step":  # the runtime's lookup (a repeated ask): the partial index
             found = await self._fetch(self._step_sql, (actor_id, ref, actor_id))
             steps = entries(found, actor_id, ref)
-            return sorted(steps, key=lambda r: r.seq)
+            return sorted(await self._unpacked(steps), key=lambda r: r.seq)
         else:  # operators' tools: a ref always points back, so scan the log after it
             sql = (
                 f"SELECT {ENTRY_COLS} FROM entries "
                 "WHERE actor_id = ? AND seq > ? AND kind = ? AND ref = ? ORDER BY seq"
             )
             rows = await self._fetch(sql, (actor_id, ref, kind, ref))
-        return [entry_row(r, actor_id=actor_id, seq=ref + 1) for r in rows]
+        return await self._unpacked([entry_row(r, actor_id=actor_id, seq=ref + 1) for r in rows])
 
     async def check_integrity(self) -> list[str]:
         """``IntegrityCheckingStore``: SQLite's ``PRAGMA integrity_check`` of the whole file

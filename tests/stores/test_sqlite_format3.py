@@ -1,5 +1,6 @@
-"""Format 3's SQLite layout (docs/FORMAT.md section 6, "Format 3"): the golden row of the
-documented example entry, the schema of a new file, and damage to each field format 3
+"""Format 3's SQLite layout (docs/FORMAT.md section 6, "Format 3"; a new file is made in
+format 4, whose tables are format 3's, [F21]): the golden row of the documented example
+entry, the schema of a new file, and damage to each field format 3
 added (an actor's key, a kind or tag code, a tag's text) caught like damage to any column."""
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from tests.stores.test_sqlite_damage import build, sql
 
 pytestmark = pytest.mark.anyio
 
-FIXTURE_V2 = Path(__file__).parents[1] / "upgrading" / "fixtures" / "payer_format_v2.db"
+FIXTURES = Path(__file__).parents[1] / "upgrading" / "fixtures"
+FIXTURE_V2 = FIXTURES / "payer_format_v2.db"
 
 #: FORMAT.md [F6]'s example entry, and its checksum
 EXAMPLE = ("a1", 1, "message", "t.Msg", 0, "m1", b'{"x":1}')
@@ -38,7 +40,7 @@ async def _write_example(path: Path) -> None:
     store = SqliteStore(path)
     await store.open()
     try:
-        assert store.layout == 3
+        assert store.layout == 4  # format 3's tables (a message is never packed)
         await store.register_actor("a1", "t.A")
         row = make_row(*EXAMPLE)
         assert row.checksum == EXAMPLE_CRC
@@ -57,8 +59,8 @@ async def test_a_new_file_stores_the_documented_row(tmp_path: Path) -> None:
     columns."""
     path = tmp_path / "agents.db"
     await _write_example(path)
-    assert FORMAT_VERSION == 3
-    assert _rows(path, "SELECT value FROM actorlog_meta WHERE key = 'format_version'") == [("3",)]
+    assert FORMAT_VERSION == 4
+    assert _rows(path, "SELECT value FROM actorlog_meta WHERE key = 'format_version'") == [("4",)]
     assert _rows(path, "SELECT * FROM log") == [
         (1, 1, 1, 1, 0, "m1", b'{"x":1}', EXAMPLE_CRC - 2**32)
     ]
@@ -163,15 +165,15 @@ async def test_damage_to_a_field_of_format_3_is_found(
         assert not {f for f in found if f[0] == "bystander"}, found
 
 
-@pytest.mark.parametrize("layout", [2, 3])
+@pytest.mark.parametrize("layout", [2, 3, 4])
 async def test_the_step_lookup_reads_the_step_index(tmp_path: Path, layout: int) -> None:
     """A repeated ``ask`` finds its message's step through the step index (``log_step``,
     ``entries_step`` in a file of format 2), not by reading the actor's log through the
     primary key, which SQLite's planner picks for these ``WITHOUT ROWID`` tables unless the
     index is named."""
     path = tmp_path / "agents.db"
-    if layout == 2:
-        shutil.copyfile(FIXTURE_V2, path)
+    if layout < 4:
+        shutil.copyfile(FIXTURES / f"payer_format_v{layout}.db", path)
     store = SqliteStore(path)
     await store.open()
     try:
@@ -181,4 +183,4 @@ async def test_the_step_lookup_reads_the_step_index(tmp_path: Path, layout: int)
     finally:
         await store.close()
     plan = " ".join(str(r[3]) for r in _rows(path, "EXPLAIN QUERY PLAN " + sql.replace("?", "1")))
-    assert ("log_step" if layout == 3 else "entries_step") in plan, plan
+    assert ("log_step" if layout >= 3 else "entries_step") in plan, plan

@@ -1,0 +1,412 @@
+"""Format 4's packed payloads (docs/FORMAT.md [F21]): how a SQLite file of format 4 stores
+the payload of an entry whose fields repeat what the entries next to it already hold.
+
+An entry's payload (the bytes its checksum covers, [F6]) is what every reader gets; a
+format-4 file may store instead a *packed* form: one flag byte (1 to 7, never the first
+byte of JSON) and the entry's compact array ([F19]) with up to three items replaced:
+
+* flag 1: ``at`` holds the difference in milliseconds from the ``at`` of the entry at
+  ``seq - 1`` (then a stored, unpacked compact array);
+* flag 2 (an ``intent``): ``key`` holds ``0``: the key is the one [F13] derives from the
+  actor id, the ``incarnation`` of the message at ``ref`` (stored unpacked), ``ref`` and
+  the intent's ``index`` (and ``task``);
+* flag 4 (a ``step``): ``reply`` holds ``0``: the reply is, byte for byte, the ``value``
+  of the ``result`` at ``seq - 1`` (stored unpacked, ``ok`` true).
+
+An entry is packed only against entries of the same append (they are written in its
+transaction), and only if unpacking gives back its payload byte for byte; anything else is
+stored as it is. The view ``entries`` unpacks in SQL (:data:`PAYLOAD4`, the same rules),
+so the store's reads get unpacked payloads; :func:`unpack_rows` is what a row read from
+``log`` (or from a view made before it unpacked) goes through, and what compaction uses.
+A reader unpacks with the entries at ``seq - 1`` and ``ref`` (which are never packed
+themselves) and then verifies the checksum as for any entry: damage to a stored byte of
+either entry changes the unpacked payload. A packed form that does not unpack (a damaged
+flag, a replaced item that is not what its flag says) is handed on as stored, which no
+checksum matches.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from actorlog.store import EntryRow
+
+__all__ = [
+    "PAYLOAD4",
+    "PackedReads",
+    "AT",
+    "Anchor",
+    "KEY",
+    "REPLY",
+    "anchor",
+    "is_packed",
+    "missing",
+    "needs",
+    "pack_rows",
+    "unpack",
+    "unpack_rows",
+]
+
+AT, KEY, REPLY = 1, 2, 4
+#: kind -> the position of ``at`` in its compact array ([F19])
+_AT = {"message": 1, "intent": 5, "result": 2, "effect": 2, "step": 2}
+_PACKED_KINDS = frozenset({"intent", "result", "effect", "step"})
+
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _make_encode() -> Any:
+    """``_encoder.encode`` without its set-up per call (the C encoder, made once, as the
+    runtime's codec does; the same text)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # an interpreter without the C accelerator
+        return _encoder.encode
+    c = make(
+        None, _encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+    return lambda obj: "".join(c(obj, 0))
+
+
+_encode = _make_encode()
+
+#: a stored entry as packing reads it: its kind, and the items of its payload (None: it is
+#: packed, or not a JSON array: nothing is packed against it)
+Anchor = tuple[str, "list[Any] | None"]
+
+
+def is_packed(payload: bytes) -> bool:
+    """Is this stored payload a packed form (its flag byte is 1 to 7)?"""
+    return 0 < payload[0] < 8 if payload else False
+
+
+def _items(data: bytes) -> list[Any] | None:
+    """The items of a JSON array (None: ``data`` is not one)."""
+    if data[:1] != b"[":
+        return None
+    try:
+        text = data.decode()
+        got, end = _scan(text, 0)
+    except (StopIteration, ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    return got if end == len(text) and type(got) is list else None
+
+
+def _bytes(items: list[Any]) -> bytes | None:
+    try:
+        data: bytes = _encode(items).encode()
+        return data
+    except (ValueError, TypeError, RecursionError):  # a lone surrogate, ...
+        return None
+
+
+def anchor(kind: str, payload: bytes) -> Anchor:
+    """``(kind, items)`` of a stored entry, parsed once for every entry packed against it."""
+    return kind, (None if is_packed(payload) else _items(payload))
+
+
+def _start(a: Anchor | None) -> int | None:
+    """The ``at`` an entry packed against anchor ``a`` counts from (None: it has none)."""
+    if a is None or a[1] is None:
+        return None
+    i = _AT.get(a[0])
+    v = a[1][i] if i is not None and i < len(a[1]) else None
+    return v if type(v) is int else None
+
+
+def _key(row: EntryRow, items: list[Any], message: Anchor | None) -> str | None:
+    """The key [F13] derives for intent ``row`` of these items, its step's message
+    ``message`` (None: it has no such key)."""
+    if message is None or message[0] != "message" or message[1] is None:
+        return None
+    m = message[1]
+    incarnation = m[2] if len(m) > 2 else None
+    index = items[0] if items else None
+    task = items[7] if len(items) > 7 else ""
+    if type(index) is not int or type(incarnation) is not str or type(task) is not str:
+        return None
+    part = f"{task}.{index}" if task else str(index)
+    return f"{row.actor_id}:{incarnation}:{row.ref}:{part}"
+
+
+_NO: Any = object()
+
+
+def _reply(a: Anchor | None) -> Any:
+    """The value of result ``a`` (``_NO``: not an unpacked result with ``ok`` true)."""
+    if a is None or a[0] != "result" or a[1] is None or len(a[1]) < 2 or a[1][0] is not True:
+        return _NO
+    return a[1][1]
+
+
+def unpack(row: EntryRow, prev: Anchor | None, ref: Anchor | None) -> bytes:
+    """The payload of ``row`` (whose stored payload is packed), given the entries at ``seq -
+    1`` and at ``ref`` (:func:`anchor`; None: not in the log). The stored bytes as they are
+    when they do not unpack (the checksum then finds them)."""
+    stored = row.payload
+    flags = stored[0]
+    items = _items(stored[1:])
+    if items is None or flags & ~7 or row.kind not in _PACKED_KINDS:
+        return stored
+    if flags & AT:
+        i = _AT[row.kind]
+        start = _start(prev)
+        delta = items[i] if i < len(items) else None
+        if start is None or type(delta) is not int:
+            return stored
+        items[i] = start + delta
+    if flags & KEY:
+        if row.kind != "intent" or len(items) < 5 or type(items[4]) is not int or items[4] != 0:
+            return stored
+        key = _key(row, items, ref)
+        if key is None:
+            return stored
+        items[4] = key
+    if flags & REPLY:
+        reply = _reply(prev)
+        if row.kind != "step" or len(items) < 2 or items[0] is not True or reply is _NO:
+            return stored
+        if type(items[1]) is not int or items[1] != 0:
+            return stored
+        items[1] = reply
+    return _bytes(items) or stored
+
+
+def pack_rows(rows: Sequence[EntryRow]) -> list[EntryRow]:
+    """The rows of one append (one actor, consecutive seqs) as a format-4 file stores them:
+    each packed against the unpacked rows before it in the same append where that pays, and
+    unpacking gives back its payload exactly (a payload that is not this encoder's own text
+    is never packed); the others as they are."""
+    if len(rows) < 2:  # the first row has nothing of its append before it
+        return list(rows)
+    out: list[EntryRow] = []
+    seen: dict[int, Anchor] = {}  # seq -> the row as stored, this append
+    last = len(rows) - 1
+    for i, row in enumerate(rows):
+        if i == last and row.kind not in _PACKED_KINDS:
+            out.append(row)  # neither packed nor an anchor: not even parsed
+            break
+        new = row
+        items = _items(row.payload)
+        if i and items is not None and row.kind in _PACKED_KINDS:
+            new = _pack(row, items, seen.get(row.seq - 1), seen.get(row.ref)) or row
+        seen[row.seq] = (row.kind, items if new is row else None)
+        out.append(new)
+    return out
+
+
+def _pack(
+    row: EntryRow, items: list[Any], prev: Anchor | None, ref: Anchor | None
+) -> EntryRow | None:
+    packed = list(items)
+    flags = 0
+    start, i = _start(prev), _AT[row.kind]
+    if start is not None and i < len(items) and type(items[i]) is int:
+        packed[i] = items[i] - start
+        flags |= AT
+    if row.kind == "step" and len(items) > 1 and items[0] is True:
+        reply = _reply(prev)
+        if reply is not _NO and reply == items[1] and _encode(reply) == _encode(items[1]):
+            packed[1] = 0
+            flags |= REPLY
+    key = items[4] if row.kind == "intent" and len(items) > 4 else None
+    if type(key) is str and key == _key(row, items, ref):
+        packed[4] = 0
+        flags |= KEY
+    if not flags:
+        return None
+    # exact by construction: ``items`` encode to the payload, and unpacking puts back into
+    # the items encoded here (only integers replaced) what was taken out (an ``at``, a key
+    # equal to the derived one, a reply whose text is the result value's)
+    data = _bytes(packed)
+    if data is None or _bytes(items) != row.payload:
+        return None
+    return EntryRow(
+        row.actor_id,
+        row.seq,
+        row.kind,
+        row.type_tag,
+        row.ref,
+        row.message_id,
+        bytes((flags,)) + data,
+        row.checksum,
+    )
+
+
+def needs(row: EntryRow) -> tuple[int, ...]:
+    """The seqs whose stored payloads unpacking ``row`` reads (none if it is not packed)."""
+    p = row.payload
+    if not is_packed(p):
+        return ()
+    flags = p[0]
+    out = []
+    if flags & (AT | REPLY):
+        out.append(row.seq - 1)
+    if flags & KEY:
+        out.append(row.ref)
+    return tuple(out)
+
+
+def missing(rows: Sequence[EntryRow]) -> list[int]:
+    """The seqs whose stored payloads unpacking ``rows`` reads and ``rows`` does not hold."""
+    have = {r.seq for r in rows}
+    return sorted({s for r in rows for s in needs(r) if s not in have and s > 0})
+
+
+def unpack_rows(rows: list[EntryRow], more: dict[int, tuple[str, bytes]]) -> list[EntryRow]:
+    """``rows`` (of one actor) with their payloads unpacked; ``more`` holds the stored
+    ``(kind, payload)`` of the entries :func:`missing` named."""
+    stored = {r.seq: (r.kind, r.payload) for r in rows}
+    stored.update(more)
+    anchors: dict[int, Anchor | None] = {}
+
+    def at(seq: int) -> Anchor | None:
+        if seq not in anchors:
+            s = stored.get(seq)
+            anchors[seq] = None if s is None else anchor(*s)
+        return anchors[seq]
+
+    out = []
+    for r in rows:
+        if is_packed(r.payload):
+            want = needs(r)
+            prev = at(r.seq - 1) if r.seq - 1 in want else None
+            ref = at(r.ref) if r.ref in want else None
+            payload = unpack(r, prev, ref)
+            r = EntryRow(
+                r.actor_id, r.seq, r.kind, r.type_tag, r.ref, r.message_id, payload, r.checksum
+            )
+        out.append(r)
+    return out
+
+
+class PackedReads:
+    """``SqliteStore``'s unpacking of what it reads (a mixin)."""
+
+    if TYPE_CHECKING:
+        layout: int
+
+        async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+    def _stored_rows(self, sql: str) -> str:
+        """A read of ``entries`` as one of the view ``log_rows`` in a format-4 file: the
+        stored payloads, which :meth:`_unpacked` unpacks in Python (cheaper than the SQL of
+        ``entries``, which a read of many rows would run for every packed one)."""
+        return sql.replace("FROM entries", "FROM log_rows", 1) if self.layout >= 4 else sql
+
+    async def _unpacked(self, rows: list[EntryRow]) -> list[EntryRow]:
+        """[F21] ``rows`` (of one actor) with their packed payloads unpacked (a format-4
+        file), reading the entries they were packed against that ``rows`` does not hold."""
+        if self.layout < 4 or not any(is_packed(r.payload) for r in rows):
+            return rows
+        seqs = missing(rows)
+        more: dict[int, tuple[str, bytes]] = {}
+        if seqs:
+            found = await self._fetch(
+                "SELECT seq, kind, payload FROM entries WHERE actor_id = ? AND seq IN ("
+                + ",".join("?" * len(seqs))
+                + ")",
+                (rows[0].actor_id, *seqs),
+            )
+            for seq, kind, payload in found:  # a damaged column: nothing to unpack with
+                if type(seq) is int and type(kind) is str and type(payload) is bytes:
+                    more[seq] = (kind, payload)
+        return unpack_rows(rows, more)
+
+
+# -- the same in SQL: the view's ``payload`` ------------------------------------------------
+#
+# Format 4's unpacking in SQL (docs/FORMAT.md [F21]): the ``payload`` column of the view
+# ``entries``, so that every reader of a format-4 file through the view (the store, an
+# operator's SQL typed by hand, a checker reading rows beside the store's code) gets the
+# payload the checksum covers, as ``_sqlite_pack.unpack`` makes it.
+#
+# SQLite's JSON functions keep the text of every token they do not replace (a number's
+# spelling, a string's escapes), so replacing an item of a compact array gives the array's
+# bytes with that item's text changed, as Python's encoder writes it (and as ``unpack``
+# gives it: tests/stores/test_sqlite_format4.py reads both for the same rows). Every check
+# of ``unpack`` is made here too (a flag's item is the integer ``0``, an anchor is stored
+# unpacked and holds what it must);
+# when one fails the expression is NULL and the view shows the stored bytes, which no
+# checksum matches. An unpacked row's payload is shown as it is, without any JSON function.
+
+#: the stored payload's JSON after its flag byte, as text
+_BODY = "CAST(substr(l.payload, 2) AS TEXT)"
+#: the flag byte
+_FLAGS = "unicode(CAST(substr(l.payload, 1, 1) AS TEXT))"
+#: the position of ``at`` by kind code (message 1, intent 2, result 3, step 4, effect 5)
+_AT_OF_CODE = (
+    "CASE {code} WHEN 1 THEN 1 WHEN 2 THEN 5 WHEN 3 THEN 2 WHEN 4 THEN 2 WHEN 5 THEN 2 END"
+)
+
+
+def _stored_json(alias: str) -> str:
+    """SQL: the payload of log row ``alias`` as JSON text if it is an unpacked JSON array
+    (else NULL)."""
+    return (
+        f"CASE WHEN typeof({alias}.payload) = 'blob' AND substr({alias}.payload, 1, 1) = x'5b' "
+        f"AND json_valid(CAST({alias}.payload AS TEXT)) THEN CAST({alias}.payload AS TEXT) END"
+    )
+
+
+def _row(seq: str) -> str:
+    return f"(SELECT {{col}} FROM log AS a WHERE a.actor = l.actor AND a.seq = {seq})"
+
+
+_PREV = _row("l.seq - 1")
+_REF = _row("l.ref")
+
+
+def _unpack() -> str:
+    """SQL: the unpacked payload of a packed row ``l`` (NULL when it does not unpack)."""
+    prev_json = _PREV.format(col=_stored_json("a"))
+    prev_code = _PREV.format(col="a.kind")
+    ref_json = _REF.format(col=f"CASE WHEN a.kind = 1 THEN {_stored_json('a')} END")
+    at_pos = "CASE l.kind WHEN 2 THEN 5 WHEN 3 THEN 2 WHEN 4 THEN 2 WHEN 5 THEN 2 END"
+    # each step's JSON text, or NULL when a check fails
+    body = f"CASE WHEN json_valid({_BODY}) AND json_type({_BODY}) = 'array' THEN {_BODY} END"
+    prev_at = (
+        f"(SELECT CASE WHEN json_type(p.j, '$[' || p.i || ']') = 'integer' "
+        f"THEN json_extract(p.j, '$[' || p.i || ']') END "
+        f"FROM (SELECT {prev_json} AS j, {_AT_OF_CODE.format(code=prev_code)} AS i) AS p)"
+    )
+    j1 = (
+        f"(SELECT CASE WHEN NOT f & 1 THEN b "
+        f"WHEN json_type(b, '$[' || i || ']') = 'integer' AND {prev_at} IS NOT NULL "
+        f"THEN json_replace(b, '$[' || i || ']', {prev_at} + json_extract(b, '$[' || i || ']')) "
+        f"END FROM (SELECT {body} AS b, {at_pos} AS i, {_FLAGS} AS f))"
+    )
+    key = (
+        "(SELECT CASE WHEN json_type(m.j, '$[2]') = 'text' AND json_type(x.b, '$[0]') = 'integer' "
+        "AND (json_array_length(x.b) < 8 OR json_type(x.b, '$[7]') = 'text') "
+        "THEN ea.actor_id || ':' || json_extract(m.j, '$[2]') || ':' || l.ref || ':' || "
+        "CASE WHEN json_array_length(x.b) > 7 AND json_extract(x.b, '$[7]') != '' "
+        "THEN json_extract(x.b, '$[7]') || '.' ELSE '' END || json_extract(x.b, '$[0]') END "
+        f"FROM (SELECT {ref_json} AS j) AS m, actors AS ea WHERE ea.id = l.actor)"
+    )
+    j2 = (
+        f"(SELECT CASE WHEN NOT {_FLAGS} & 2 THEN x.b "
+        "WHEN l.kind = 2 AND json_type(x.b, '$[4]') = 'integer' AND json_extract(x.b, '$[4]') = 0 "
+        f"AND {key} IS NOT NULL THEN json_replace(x.b, '$[4]', {key}) END "
+        f"FROM (SELECT {j1} AS b) AS x)"
+    )
+    j3 = (
+        f"(SELECT CASE WHEN NOT {_FLAGS} & 4 THEN y.b "
+        "WHEN l.kind = 4 AND json_type(y.b, '$[0]') = 'true' "
+        "AND json_type(y.b, '$[1]') = 'integer' AND json_extract(y.b, '$[1]') = 0 "
+        f"AND {prev_code} = 3 AND json_type(r.j, '$[0]') = 'true' "
+        "AND json_array_length(r.j) > 1 "
+        "THEN json_replace(y.b, '$[1]', json(r.j -> '$[1]')) END "
+        f"FROM (SELECT {j2} AS b) AS y, (SELECT {prev_json} AS j) AS r)"
+    )
+    return f"CAST({j3} AS BLOB)"
+
+
+#: SQL: the view's ``payload`` of log row ``l``: unpacked when it is packed and unpacks
+PAYLOAD4 = (
+    "CASE WHEN typeof(l.payload) = 'blob' AND substr(l.payload, 1, 1) BETWEEN x'01' AND x'07' "
+    "AND l.kind BETWEEN 2 AND 5 "
+    f"THEN coalesce({_unpack()}, l.payload) ELSE l.payload END"
+)
