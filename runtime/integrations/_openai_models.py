@@ -34,9 +34,11 @@ from .._journal.errors import ConfigurationError
 from ._effects import ToolEffect, calling, this_call
 
 __all__ = [
+    "CHAINED",
     "MODEL_CALL",
     "MODEL_STREAM",
     "USAGE",
+    "CallChain",
     "JournaledModel",
     "JournaledProvider",
     "fingerprint",
@@ -55,6 +57,9 @@ _STREAM_EVENTS: pydantic.TypeAdapter[list[TResponseStreamEvent]] = pydantic.Type
     list[TResponseStreamEvent]
 )
 USAGE: pydantic.TypeAdapter[Usage] = pydantic.TypeAdapter(Usage)
+#: Log each model call's chained fingerprint (since issue 25, [F23]). False logs the whole
+#: request's, as versions before did: for tests of logs recorded by them.
+_CHAIN_FINGERPRINTS = True
 
 
 async def _model_call(model: str, request: str) -> Any:
@@ -79,19 +84,17 @@ def model_name_of(model: Model | str | None) -> str:
     return str(getattr(model, "model", None) or type(model).__name__)
 
 
-def fingerprint(
+def _request_plain(
     system_instructions: str | None,
-    input: str | list[TResponseInputItem],
+    input: Any,
     model_settings: ModelSettings,
     tools: list[SdkTool],
     output_schema: AgentOutputSchemaBase | None,
     handoffs: list[Handoff[Any, Any]],
-    effect_of: Callable[[str], ToolEffect] | None = None,
-) -> str:
-    """What a model call asks: the instructions, the input items, the settings, every tool
-    (name, description, parameter schema and, for function tools, the declared effect), the
-    handoffs and the output schema. Replay checks that the run asks the same thing the log
-    recorded at that position."""
+    effect_of: Callable[[str], ToolEffect] | None,
+) -> bytes:
+    """The JSON a fingerprint hashes: the request with ``input`` (all its items, or the
+    new ones only) in sorted compact JSON."""
 
     def tool(t: SdkTool) -> Any:
         if isinstance(t, FunctionTool):
@@ -127,8 +130,84 @@ def fingerprint(
             "schema": None if output_schema.is_plain_text() else output_schema.json_schema(),
         },
     }
-    blob = json.dumps(plain, sort_keys=True, separators=(",", ":"), default=repr).encode()
+    return json.dumps(plain, sort_keys=True, separators=(",", ":"), default=repr).encode()
+
+
+def fingerprint(
+    system_instructions: str | None,
+    input: str | list[TResponseInputItem],
+    model_settings: ModelSettings,
+    tools: list[SdkTool],
+    output_schema: AgentOutputSchemaBase | None,
+    handoffs: list[Handoff[Any, Any]],
+    effect_of: Callable[[str], ToolEffect] | None = None,
+) -> str:
+    """What a model call asks, whole (the form logged before issue 25, FORMAT.md [F23]): the
+    instructions, the input items, the settings, every tool (name, description, parameter
+    schema and, for function tools, the declared effect), the handoffs and the output
+    schema. Replay checks that the run asks the same thing the log recorded at that
+    position. Logs hold these hexes, so their computation never changes."""
+    blob = _request_plain(
+        system_instructions, input, model_settings, tools, output_schema, handoffs, effect_of
+    )
     return hashlib.sha256(blob).hexdigest()
+
+
+#: the prefix of a chained fingerprint (FORMAT.md [F23]); a whole request's has none
+CHAINED = "c:"
+
+
+class CallChain:
+    """The chained fingerprints of a conversation's model calls, across its runs ([F23]).
+
+    A call continues the chain when its input items start with items equal to all those the
+    chain's previous call sent; its fingerprint then covers the request with only the items
+    after them, hashed after the previous call's fingerprint. Any other call (the first of a
+    conversation, a string input, an input filter that rewrote an earlier item, the call
+    after one logged in the whole form) starts the chain again: its fingerprint covers all
+    its items. Both depend on what the run sends, not on timing, so a replay computes the
+    same fingerprints; an earlier item that changed makes the chain start again, and that
+    call's fingerprint differ from the recorded one.
+    """
+
+    def __init__(self, sent: list[Any] | None = None, last: str = "") -> None:
+        #: the input items the chain's last call sent (a list of its own)
+        self.sent: list[Any] = list(sent or [])
+        #: that call's chained fingerprint ("": none, the next call starts the chain)
+        self.last = last
+
+    def next(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[SdkTool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff[Any, Any]],
+        effect_of: Callable[[str], ToolEffect] | None = None,
+    ) -> str:
+        """The chained fingerprint of a call (and it becomes the chain's last)."""
+        previous, new, items = "", input, []
+        if not isinstance(input, str):
+            items = list(input)
+            sent = self.sent
+            n = len(sent)
+            if (
+                self.last
+                and len(items) >= n
+                and all(a is b or a == b for a, b in zip(sent, items, strict=False))
+            ):
+                previous, new = self.last, items[n:]
+        blob = _request_plain(
+            system_instructions, new, model_settings, tools, output_schema, handoffs, effect_of
+        )
+        fp = CHAINED + hashlib.sha256(previous.encode() + b"\n" + blob).hexdigest()
+        self.sent, self.last = items, fp
+        return fp
+
+    def restart(self) -> None:
+        """The next call starts the chain again (this one was logged in the whole form)."""
+        self.last = ""
 
 
 def _dump_response(response: ModelResponse) -> dict[str, Any]:
@@ -155,15 +234,22 @@ class JournaledProvider(ModelProvider):
     """Wraps each model the run's provider looks up by name."""
 
     def __init__(
-        self, wrapped: ModelProvider, ctx: Context, effect_of: Callable[[str], ToolEffect]
+        self,
+        wrapped: ModelProvider,
+        ctx: Context,
+        effect_of: Callable[[str], ToolEffect],
+        chain: CallChain | None = None,
     ) -> None:
         self.wrapped = wrapped
         self.ctx = ctx
         self.effect_of = effect_of
+        self.chain = CallChain() if chain is None else chain
 
     def get_model(self, model_name: str | None) -> Model:
         model = self.wrapped.get_model(model_name)
-        return JournaledModel(model, self.ctx, self.effect_of, model_name_of(model_name))
+        return JournaledModel(
+            model, self.ctx, self.effect_of, model_name_of(model_name), self.chain
+        )
 
 
 class JournaledModel(Model):
@@ -175,11 +261,39 @@ class JournaledModel(Model):
         ctx: Context,
         effect_of: Callable[[str], ToolEffect],
         name: str,
+        chain: CallChain | None = None,
     ) -> None:
         self.wrapped = wrapped
         self.ctx = ctx
         self.effect_of = effect_of
         self.name = name
+        #: the chained fingerprints of the conversation's calls, shared by the run's models
+        self.chain = CallChain() if chain is None else chain
+
+    def _key(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[SdkTool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff[Any, Any]],
+    ) -> str:
+        """The call's fingerprint in the form the log holds at its position: chained, or
+        (a call logged before issue 25, replayed) whole, after which the chain starts
+        again."""
+        request = (system_instructions, input, model_settings, tools, output_schema, handoffs)
+        recorded = self.ctx._next_recorded_args()
+        key = self.chain.next(*request, self.effect_of)
+        if not _CHAIN_FINGERPRINTS or (
+            recorded is not None
+            and len(recorded) == 2
+            and isinstance(recorded[1], str)
+            and not recorded[1].startswith(CHAINED)
+        ):
+            key = fingerprint(*request, self.effect_of)
+            self.chain.restart()
+        return key
 
     async def get_response(
         self,
@@ -211,15 +325,7 @@ class JournaledModel(Model):
             _usage_attributes(model, response.usage)
             return _dump_response(response)
 
-        key = fingerprint(
-            system_instructions,
-            input,
-            model_settings,
-            tools,
-            output_schema,
-            handoffs,
-            self.effect_of,
-        )
+        key = self._key(system_instructions, input, model_settings, tools, output_schema, handoffs)
         with calling(model_call):
             return _load_response(await self.ctx.call(_MODEL_CALL, self.name, key))
 
@@ -271,15 +377,7 @@ class JournaledModel(Model):
                         )
             return _STREAM_EVENTS.dump_python(events, mode="json")
 
-        key = fingerprint(
-            system_instructions,
-            input,
-            model_settings,
-            tools,
-            output_schema,
-            handoffs,
-            self.effect_of,
-        )
+        key = self._key(system_instructions, input, model_settings, tools, output_schema, handoffs)
         with calling(model_stream):
             plain = await self.ctx.call(_MODEL_STREAM, self.name, key)
         for event in _STREAM_EVENTS.validate_python(plain):

@@ -76,6 +76,7 @@ from ._openai_models import (
     MODEL_CALL,
     MODEL_STREAM,
     USAGE,
+    CallChain,
     JournaledModel,
     JournaledProvider,
     fingerprint,
@@ -134,6 +135,10 @@ class AgentState:
     run_seq: int = 0
     #: where the chain of replies ``run_seq``'s reply belongs to starts (a message seq)
     origin: int = 0
+    #: the chained fingerprint of the conversation's last model call ("": the next call
+    #: starts the chain) and how many input items that call sent (FORMAT.md [F23])
+    chain: str = ""
+    chained: int = 0
 
 
 _AGENTS: dict[str, DurableAgent[Any]] = {}
@@ -326,16 +331,20 @@ class DurableAgent(Generic[TContext]):
     async def _step(self, ctx: Context, state: AgentState, msg: RunInput) -> dict[str, Any]:
         history: list[Any] = [] if msg.new_conversation else list(state.items)
         items: list[Any] = [*history, {"role": "user", "content": msg.input}]
-        run = _Run(ctx, self)
+        # the fingerprints chain on from the conversation's last model call ([F23])
+        chain = CallChain()
+        if history and state.chain and state.chained <= len(history):
+            chain = CallChain(history[: state.chained], state.chain)
+        run = _Run(ctx, self, chain)
         rc = self.run_config
         model = rc.model
         run_config = dataclasses.replace(
             rc,
-            model=JournaledModel(model, ctx, self.effect_of, model_name_of(model))
+            model=JournaledModel(model, ctx, self.effect_of, model_name_of(model), chain)
             if isinstance(model, Model)
             else model,
             model_provider=JournaledProvider(
-                rc.model_provider or MultiProvider(), ctx, self.effect_of
+                rc.model_provider or MultiProvider(), ctx, self.effect_of, chain
             ),
         )
         start = run.convert(self.agent)
@@ -364,6 +373,7 @@ class DurableAgent(Generic[TContext]):
         state.items = all_items
         state.runs += 1
         state.run_seq, state.origin = ctx.step_seq, origin
+        state.chain, state.chained = chain.last, len(chain.sent)
         last = result.last_agent
         span = trace.get_current_span()
         span.set_attribute("actorlog.openai_agents.agent", self.name)
@@ -423,9 +433,11 @@ class _Run:
     copy), and the lock that makes its tool calls run one after another when the agent
     asks for that (``sequential_tools``)."""
 
-    def __init__(self, ctx: Context, durable: DurableAgent[Any]) -> None:
+    def __init__(self, ctx: Context, durable: DurableAgent[Any], chain: CallChain) -> None:
         self.ctx = ctx
         self.durable = durable
+        #: the chained fingerprints of the conversation's model calls
+        self.chain = chain
         self.lock = anyio.Lock()
         self._agents: dict[int, Agent[Any]] = {}
         self._tools: dict[int, SdkTool] = {}
@@ -437,7 +449,11 @@ class _Run:
         changes: dict[str, Any] = {}
         if isinstance(agent.model, Model):
             changes["model"] = JournaledModel(
-                agent.model, self.ctx, self.durable.effect_of, model_name_of(agent.model)
+                agent.model,
+                self.ctx,
+                self.durable.effect_of,
+                model_name_of(agent.model),
+                self.chain,
             )
             changes["model_settings"] = agent.model_settings
         clone = agent.clone(**changes)

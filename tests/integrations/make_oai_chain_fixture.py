@@ -51,18 +51,15 @@ async def book(what: str) -> str:
     return f"booked {what}"
 
 
-def make(instructions: str = PLANNER, **kwargs: Any) -> DurableAgent[Any]:
-    """The fixture's agent (``instructions``: the planner's)."""
-    planner: Agent[Any] = Agent(
-        name="planner", instructions=instructions, tools=[search, weather, book]
-    )
+def make(name: str = "oai-chain", **config: Any) -> DurableAgent[Any]:
+    """The fixture's agent (``name``: another one's; ``config``: more of its RunConfig)."""
+    planner: Agent[Any] = Agent(name="planner", instructions=PLANNER, tools=[search, weather, book])
     triage: Agent[Any] = Agent(name="triage", instructions=TRIAGE, handoffs=[planner])
     return DurableAgent(
         triage,
-        name="oai-chain",
+        name=name,
         tools={"search": READ, "weather": READ, "book": IDEMPOTENT},
-        run_config=RunConfig(model=TravelModel()),
-        **kwargs,
+        run_config=RunConfig(model=TravelModel(), **config),
     )
 
 
