@@ -28,6 +28,7 @@ BENCHMARKS = {
     "streaming": "ctx.emit to ask_stream: latency per event and emit cost (memory, SQLite)",
     "pai_stream": "latency per streamed token, pydantic-ai alone vs DurableAgent",
     "sse_chat": "examples/sse_chat: ctx.emit to the browser's EventSource and to httpx",
+    "oai_conversation": "OpenAI Agents DurableAgent: CPU per run after 20 runs, build vs build",
 }
 
 

@@ -145,10 +145,7 @@ async def test_a_changed_earlier_item_is_non_determinism(tmp_path: Path) -> None
     shout: list[bool] = [False]
 
     def rewrite(data: CallModelData[Any]) -> ModelInputData:
-        items = list(data.model_data.input)
-        if shout[0]:
-            items[0] = {**items[0], "content": str(items[0]["content"]).upper()}
-        return ModelInputData(input=items, instructions=data.model_data.instructions)
+        return _upper_first(data) if shout[0] else data.model_data
 
     durable = fixture.make("t-chain-changed", call_model_input_filter=rewrite)
     async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
@@ -206,6 +203,7 @@ async def test_logs_with_whole_fingerprints_resume(tmp_path: Path) -> None:
 
 
 def _upper_first(data: CallModelData[Any]) -> ModelInputData:
-    items = list(data.model_data.input)
+    """An input filter that rewrites the first item (the conversation's first message)."""
+    items: list[Any] = list(data.model_data.input)
     items[0] = {**items[0], "content": str(items[0]["content"]).upper()}
     return ModelInputData(input=items, instructions=data.model_data.instructions)
