@@ -295,16 +295,6 @@ def pack_rows(rows: Sequence[EntryRow]) -> list[EntryRow]:
     return out
 
 
-def _same(reply: Any, item: Any) -> bool:
-    """Are the result's value ``reply`` and the step's reply ``item`` the same text?"""
-    if type(reply) is str and type(item) is str:
-        return bool(reply == item)
-    try:
-        return bool(reply == item and _encode(reply) == _encode(item))
-    except (ValueError, TypeError, RecursionError):  # Infinity, ...: not the encoder's text
-        return False
-
-
 def _pack(
     row: EntryRow, text: str, items: list[Any], prev: Anchor | None, ref: Anchor | None
 ) -> EntryRow | None:
@@ -313,10 +303,23 @@ def _pack(
     start, i = _start(prev), _AT[kind]
     if start is not None and i < len(items) and type(items[i]) is int:
         flags |= AT
+    reply = None  # the text of the result's value, when the step's reply is that text
+    canonical = False  # is ``text`` known to be the encoder's text of ``items``?
     if kind == "step" and len(items) > 1 and items[0] is True:
-        reply = _reply(prev)
-        if reply is not _NO and _same(reply, items[1]):
-            flags |= REPLY
+        value = _reply(prev)
+        reply = None if value is _NO else _token(value)
+        if reply is not None:
+            try:  # the rest of the step (its ``at``, duration, span) is small
+                rest = "," + _encode(items[2:])[1:] if len(items) > 2 else "]"
+            except (ValueError, TypeError, RecursionError):
+                return None
+            # the encoder's text of a reply is its value's (equal texts: equal values), so
+            # this is the step's own text with the result's value as its reply
+            canonical = text == _OK + reply + rest
+            if canonical:
+                flags |= REPLY
+            else:  # another reply, or not the encoder's text: not packed against it
+                reply = None
     key = items[4] if kind == "intent" and len(items) > 4 else None
     if type(key) is str and key == _key(row, items, ref):
         flags |= KEY
@@ -328,7 +331,7 @@ def _pack(
     # intent and step are written by replacing those items' text in the payload's, which
     # gives the same bytes as encoding the replaced items
     try:
-        if _encode(items) != text:
+        if not canonical and _encode(items) != text:
             return None
     except (ValueError, TypeError, RecursionError):  # a lone surrogate, ...
         return None
@@ -337,8 +340,8 @@ def _pack(
         tail = f",{_string(key)},{items[5]}]"
         if text.endswith(tail):
             data = f"{text[: -len(tail)]},0,{items[5] - start}]"
-    elif flags == REPLY or flags == REPLY | AT:
-        data = _packed_step(text, items, flags, start)
+    elif reply is not None and (flags == REPLY or flags == REPLY | AT):
+        data = _packed_step(text, items, flags, start, reply)
     if data is None:
         packed = list(items)
         if flags & AT and start is not None:
@@ -365,12 +368,12 @@ def _pack(
     )
 
 
-def _packed_step(text: str, items: list[Any], flags: int, start: int | None) -> str | None:
-    """The packed text of step ``text`` (the encoder's text of ``items``, ``ok`` true) whose
-    reply (and ``at``) are replaced (None: not found where they must be)."""
-    reply = _token(items[1])
-    if reply is None:
-        return None
+def _packed_step(
+    text: str, items: list[Any], flags: int, start: int | None, reply: str
+) -> str | None:
+    """The packed text of step ``text`` (the encoder's text of ``items``, ``ok`` true, its
+    reply's ``reply``) whose reply (and ``at``) are replaced (None: not found where they
+    must be)."""
     head = _OK + reply
     if not text.startswith(head) or text[len(head) : len(head) + 1] != ",":
         return None
@@ -401,8 +404,11 @@ def needs(row: EntryRow) -> tuple[int, ...]:
 
 def missing(rows: Sequence[EntryRow]) -> list[int]:
     """The seqs whose stored payloads unpacking ``rows`` reads and ``rows`` does not hold."""
+    flagged = [r for r in rows if r.payload[:1] in _FLAG_BYTES]
+    if not flagged:
+        return []
     have = {r.seq for r in rows}
-    return sorted({s for r in rows for s in needs(r) if s not in have and s > 0})
+    return sorted({s for r in flagged for s in needs(r) if s not in have and s > 0})
 
 
 def unpack_rows(rows: list[EntryRow], more: dict[int, tuple[str, bytes]]) -> list[EntryRow]:
@@ -464,7 +470,7 @@ class PackedReads:
     async def _unpacked(self, rows: list[EntryRow]) -> list[EntryRow]:
         """[F21] ``rows`` (of one actor) with their packed payloads unpacked (a format-4
         file), reading the entries they were packed against that ``rows`` does not hold."""
-        if self.layout < 4 or not any(is_packed(r.payload) for r in rows):
+        if self.layout < 4 or not any(r.payload[:1] in _FLAG_BYTES for r in rows):
             return rows
         seqs = missing(rows)
         more: dict[int, tuple[str, bytes]] = {}
