@@ -28,7 +28,7 @@ checksum matches.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from actorlog.store import EntryRow
@@ -56,6 +56,8 @@ _PACKED_KINDS = frozenset({"intent", "result", "effect", "step"})
 
 _scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+#: the encoder's text of a str (``ensure_ascii`` false: the C function the encoder calls)
+_string: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def _make_encode() -> Any:
@@ -79,7 +81,13 @@ Anchor = tuple[str, "list[Any] | None"]
 
 def is_packed(payload: bytes) -> bool:
     """Is this stored payload a packed form (its flag byte is 1 to 7)?"""
-    return 0 < payload[0] < 8 if payload else False
+    return payload[:1] in _FLAG_BYTES
+
+
+#: the first byte of a packed payload (one ``in`` per row read finds the packed ones)
+_FLAG_BYTES = frozenset(bytes((f,)) for f in range(1, 8))
+#: ``[true,`` and ``[true,0,``: how the encoder's text of a step with ``ok`` true begins
+_OK, _OK0 = "[true,", "[true,0,"
 
 
 def _items(data: bytes) -> list[Any] | None:
@@ -88,8 +96,18 @@ def _items(data: bytes) -> list[Any] | None:
         return None
     try:
         text = data.decode()
+    except UnicodeDecodeError:
+        return None
+    return _parse(text)
+
+
+def _parse(text: str) -> list[Any] | None:
+    """The items of the JSON array ``text`` (None: it is not one)."""
+    if text[:1] != "[":
+        return None
+    try:
         got, end = _scan(text, 0)
-    except (StopIteration, ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+    except (StopIteration, ValueError, RecursionError):
         return None
     return got if end == len(text) and type(got) is list else None
 
@@ -141,15 +159,38 @@ def _reply(a: Anchor | None) -> Any:
     return a[1][1]
 
 
+def _token(v: Any) -> str | None:
+    """The encoder's text of ``v`` (None: it refuses it)."""
+    if type(v) is str:
+        return _string(v)
+    data = _bytes([v])
+    return None if data is None else data[1:-1].decode()
+
+
 def unpack(row: EntryRow, prev: Anchor | None, ref: Anchor | None) -> bytes:
     """The payload of ``row`` (whose stored payload is packed), given the entries at ``seq -
     1`` and at ``ref`` (:func:`anchor`; None: not in the log). The stored bytes as they are
-    when they do not unpack (the checksum then finds them)."""
+    when they do not unpack (the checksum then finds them).
+
+    The runtime's packed intent (flags 3, six items) and step (flags 4 or 5) get their
+    items put back into the stored text (the text before and after them kept as stored:
+    the encoder's own, as packing wrote it); any other is decoded and encoded again."""
     stored = row.payload
     flags = stored[0]
-    items = _items(stored[1:])
+    try:
+        text = stored[1:].decode()
+    except UnicodeDecodeError:
+        return stored
+    items = _parse(text)
     if items is None or flags & ~7 or row.kind not in _PACKED_KINDS:
         return stored
+    fast = None
+    if flags == AT | KEY and row.kind == "intent" and len(items) == 6:
+        fast = _unpack_intent(row, text, items, prev, ref)
+    elif (flags == REPLY or flags == REPLY | AT) and row.kind == "step" and len(items) > 1:
+        fast = _unpack_step(text, items, flags, prev)
+    if fast is not None:
+        return fast
     if flags & AT:
         i = _AT[row.kind]
         start = _start(prev)
@@ -174,6 +215,54 @@ def unpack(row: EntryRow, prev: Anchor | None, ref: Anchor | None) -> bytes:
     return _bytes(items) or stored
 
 
+def _unpack_intent(
+    row: EntryRow, text: str, items: list[Any], prev: Anchor | None, ref: Anchor | None
+) -> bytes | None:
+    """:func:`unpack` of an intent of six items packed with flags 3, its key and its ``at``
+    put into the stored text (None: not that, or it does not unpack)."""
+    delta, start = items[5], _start(prev)
+    if type(items[4]) is not int or items[4] != 0 or type(delta) is not int or start is None:
+        return None
+    key = _key(row, items, ref)
+    if key is None:
+        return None
+    try:
+        tail = f",0,{delta}]"  # the stored text of items 4 and 5
+        if not text.endswith(tail):
+            return None
+        return f"{text[: -len(tail)]},{_string(key)},{start + delta}]".encode()
+    except (ValueError, UnicodeEncodeError):  # an integer too long for text, a surrogate
+        return None
+
+
+def _unpack_step(text: str, items: list[Any], flags: int, prev: Anchor | None) -> bytes | None:
+    """:func:`unpack` of a step packed with flag 4 (and 1): the text of the result's value
+    (and the ``at``) put into the stored text (None: not that, or it does not unpack)."""
+    if not text.startswith(_OK0) or items[0] is not True or type(items[1]) is not int:
+        return None
+    if items[1] != 0 or prev is None or prev[0] != "result" or prev[1] is None:
+        return None
+    value = prev[1]
+    if len(value) < 2 or value[0] is not True:
+        return None
+    reply = _token(value[1])
+    if reply is None:
+        return None
+    try:
+        if not flags & AT:
+            return f"{_OK}{reply}{text[7:]}".encode()
+        start = _start(prev)
+        delta = items[2] if len(items) > 2 else None
+        if start is None or type(delta) is not int:
+            return None
+        d = str(delta)
+        if not text.startswith(d, 8) or text[8 + len(d) : 9 + len(d)] not in (",", "]"):
+            return None
+        return f"{_OK}{reply},{start + delta}{text[8 + len(d) :]}".encode()
+    except (ValueError, UnicodeEncodeError):
+        return None
+
+
 def pack_rows(rows: Sequence[EntryRow]) -> list[EntryRow]:
     """The rows of one append (one actor, consecutive seqs) as a format-4 file stores them:
     each packed against the unpacked rows before it in the same append where that pays, and
@@ -185,44 +274,88 @@ def pack_rows(rows: Sequence[EntryRow]) -> list[EntryRow]:
     seen: dict[int, Anchor] = {}  # seq -> the row as stored, this append
     last = len(rows) - 1
     for i, row in enumerate(rows):
-        if i == last and row.kind not in _PACKED_KINDS:
+        kind = row.kind
+        if i == last and kind not in _PACKED_KINDS:
             out.append(row)  # neither packed nor an anchor: not even parsed
             break
         new = row
-        items = _items(row.payload)
-        if i and items is not None and row.kind in _PACKED_KINDS:
-            new = _pack(row, items, seen.get(row.seq - 1), seen.get(row.ref)) or row
-        seen[row.seq] = (row.kind, items if new is row else None)
+        payload = row.payload
+        items = text = None
+        if payload[:1] == b"[":
+            try:
+                text = payload.decode()
+            except UnicodeDecodeError:
+                pass
+            else:
+                items = _parse(text)
+        if i and items is not None and text is not None and kind in _PACKED_KINDS:
+            new = _pack(row, text, items, seen.get(row.seq - 1), seen.get(row.ref)) or row
+        seen[row.seq] = (kind, items if new is row else None)
         out.append(new)
     return out
 
 
 def _pack(
-    row: EntryRow, items: list[Any], prev: Anchor | None, ref: Anchor | None
+    row: EntryRow, text: str, items: list[Any], prev: Anchor | None, ref: Anchor | None
 ) -> EntryRow | None:
-    packed = list(items)
     flags = 0
-    start, i = _start(prev), _AT[row.kind]
+    kind = row.kind
+    start, i = _start(prev), _AT[kind]
     if start is not None and i < len(items) and type(items[i]) is int:
-        packed[i] = items[i] - start
         flags |= AT
-    if row.kind == "step" and len(items) > 1 and items[0] is True:
-        reply = _reply(prev)
-        if reply is not _NO and reply == items[1] and _encode(reply) == _encode(items[1]):
-            packed[1] = 0
-            flags |= REPLY
-    key = items[4] if row.kind == "intent" and len(items) > 4 else None
+    reply = None  # the text of the result's value, when the step's reply is that text
+    canonical = False  # is ``text`` known to be the encoder's text of ``items``?
+    if kind == "step" and len(items) > 1 and items[0] is True:
+        value = _reply(prev)
+        reply = None if value is _NO else _token(value)
+        if reply is not None:
+            try:  # the rest of the step (its ``at``, duration, span) is small
+                rest = "," + _encode(items[2:])[1:] if len(items) > 2 else "]"
+            except (ValueError, TypeError, RecursionError):
+                return None
+            # the encoder's text of a reply is its value's (equal texts: equal values), so
+            # this is the step's own text with the result's value as its reply
+            canonical = text == _OK + reply + rest
+            if canonical:
+                flags |= REPLY
+            else:  # another reply, or not the encoder's text: not packed against it
+                reply = None
+    key = items[4] if kind == "intent" and len(items) > 4 else None
     if type(key) is str and key == _key(row, items, ref):
-        packed[4] = 0
         flags |= KEY
     if not flags:
         return None
     # exact by construction: ``items`` encode to the payload, and unpacking puts back into
     # the items encoded here (only integers replaced) what was taken out (an ``at``, a key
-    # equal to the derived one, a reply whose text is the result value's)
-    data = _bytes(packed)
-    if data is None or _bytes(items) != row.payload:
+    # equal to the derived one, a reply whose text is the result value's); the runtime's
+    # intent and step are written by replacing those items' text in the payload's, which
+    # gives the same bytes as encoding the replaced items
+    try:
+        if not canonical and _encode(items) != text:
+            return None
+    except (ValueError, TypeError, RecursionError):  # a lone surrogate, ...
         return None
+    data = None
+    if flags == AT | KEY and len(items) == 6 and start is not None and type(key) is str:
+        tail = f",{_string(key)},{items[5]}]"
+        if text.endswith(tail):
+            data = f"{text[: -len(tail)]},0,{items[5] - start}]"
+    elif reply is not None and (flags == REPLY or flags == REPLY | AT):
+        data = _packed_step(text, items, flags, start, reply)
+    if data is None:
+        packed = list(items)
+        if flags & AT and start is not None:
+            packed[i] = items[i] - start
+        if flags & REPLY:
+            packed[1] = 0
+        if flags & KEY:
+            packed[4] = 0
+        got = _bytes(packed)
+        if got is None:
+            return None
+        payload = bytes((flags,)) + got
+    else:
+        payload = bytes((flags,)) + data.encode()
     return EntryRow(
         row.actor_id,
         row.seq,
@@ -230,9 +363,29 @@ def _pack(
         row.type_tag,
         row.ref,
         row.message_id,
-        bytes((flags,)) + data,
+        payload,
         row.checksum,
     )
+
+
+def _packed_step(
+    text: str, items: list[Any], flags: int, start: int | None, reply: str
+) -> str | None:
+    """The packed text of step ``text`` (the encoder's text of ``items``, ``ok`` true, its
+    reply's ``reply``) whose reply (and ``at``) are replaced (None: not found where they
+    must be)."""
+    head = _OK + reply
+    if not text.startswith(head) or text[len(head) : len(head) + 1] != ",":
+        return None
+    if not flags & AT:
+        return _OK0[:-1] + text[len(head) :]
+    if start is None or len(items) < 3 or type(items[2]) is not int:
+        return None
+    at = str(items[2])
+    p = len(head) + 1
+    if not text.startswith(at, p):
+        return None
+    return f"{_OK0}{items[2] - start}{text[p + len(at) :]}"
 
 
 def needs(row: EntryRow) -> tuple[int, ...]:
@@ -251,34 +404,52 @@ def needs(row: EntryRow) -> tuple[int, ...]:
 
 def missing(rows: Sequence[EntryRow]) -> list[int]:
     """The seqs whose stored payloads unpacking ``rows`` reads and ``rows`` does not hold."""
+    flagged = [r for r in rows if r.payload[:1] in _FLAG_BYTES]
+    if not flagged:
+        return []
     have = {r.seq for r in rows}
-    return sorted({s for r in rows for s in needs(r) if s not in have and s > 0})
+    return sorted({s for r in flagged for s in needs(r) if s not in have and s > 0})
 
 
 def unpack_rows(rows: list[EntryRow], more: dict[int, tuple[str, bytes]]) -> list[EntryRow]:
     """``rows`` (of one actor) with their payloads unpacked; ``more`` holds the stored
     ``(kind, payload)`` of the entries :func:`missing` named."""
-    stored = {r.seq: (r.kind, r.payload) for r in rows}
-    stored.update(more)
+    flagged = _FLAG_BYTES
+    todo = [i for i, r in enumerate(rows) if r.payload[:1] in flagged]
+    if not todo:
+        return list(rows)
+    by_seq: dict[int, EntryRow] | None = None
     anchors: dict[int, Anchor | None] = {}
 
     def at(seq: int) -> Anchor | None:
-        if seq not in anchors:
-            s = stored.get(seq)
-            anchors[seq] = None if s is None else anchor(*s)
-        return anchors[seq]
+        nonlocal by_seq
+        if seq in anchors:
+            return anchors[seq]
+        s = more.get(seq)
+        if s is None:
+            if by_seq is None:
+                by_seq = {r.seq: r for r in rows}
+            r = by_seq.get(seq)
+            s = None if r is None else (r.kind, r.payload)
+        a = anchors[seq] = None if s is None else anchor(*s)
+        return a
 
-    out = []
-    for r in rows:
-        if is_packed(r.payload):
-            want = needs(r)
-            prev = at(r.seq - 1) if r.seq - 1 in want else None
-            ref = at(r.ref) if r.ref in want else None
-            payload = unpack(r, prev, ref)
-            r = EntryRow(
-                r.actor_id, r.seq, r.kind, r.type_tag, r.ref, r.message_id, payload, r.checksum
-            )
-        out.append(r)
+    out = list(rows)
+    for i in todo:
+        r = rows[i]
+        flags = r.payload[0]
+        prev = at(r.seq - 1) if flags & (AT | REPLY) else None
+        ref = at(r.ref) if flags & KEY else None
+        out[i] = EntryRow(
+            r.actor_id,
+            r.seq,
+            r.kind,
+            r.type_tag,
+            r.ref,
+            r.message_id,
+            unpack(r, prev, ref),
+            r.checksum,
+        )
     return out
 
 
@@ -299,7 +470,7 @@ class PackedReads:
     async def _unpacked(self, rows: list[EntryRow]) -> list[EntryRow]:
         """[F21] ``rows`` (of one actor) with their packed payloads unpacked (a format-4
         file), reading the entries they were packed against that ``rows`` does not hold."""
-        if self.layout < 4 or not any(is_packed(r.payload) for r in rows):
+        if self.layout < 4 or not any(r.payload[:1] in _FLAG_BYTES for r in rows):
             return rows
         seqs = missing(rows)
         more: dict[int, tuple[str, bytes]] = {}

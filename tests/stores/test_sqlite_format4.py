@@ -6,6 +6,7 @@ replies unchanged by it."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -235,6 +236,19 @@ _K = b'"agent-1:' + INC.encode() + b":1:"
         _ask(INTENT.payload, b"[true,1e5,7,1]", b"[true,1e5,9,1]"),
         _ask(INTENT.payload, b'[true,"\\u00e9",7,1]', b'[true,"\\u00e9",9,1]'),
         _ask(INTENT.payload, RESULT.payload, STEP.payload, b'{"body":1,"at":1.5}'),
+        # values the decoder takes and the encoder refuses: stored as they are
+        _ask(INTENT.payload, b"[true,Infinity,7,1]", b"[true,Infinity,9,1]"),
+        _ask(b"[0,1,1,[NaN]," + _K + b'0",5]', RESULT.payload, STEP.payload),
+        # the items put back into the stored text: non-ASCII text, a span, an `at` null or
+        # before the result's, a reply that is an array, an intent of seven items whose
+        # last two are 0, an intent whose args hold its key and zeros
+        _ask(INTENT.payload, b'[true,"\xc3\xa9t\xc3\xa9",7,1]',
+             b'[true,"\xc3\xa9t\xc3\xa9",9,1,{"trace_id":"ab","span_id":"cd"}]'),
+        _ask(INTENT.payload, b'[true,"x",7,1]', b'[true,"x",null,1]'),
+        _ask(INTENT.payload, b'[true,[1,{"a":null}],9,1]', b'[true,[1,{"a":null}],7]'),
+        _ask(b"[0,1,1,[]," + _K + b'0",1795829010238,0]', RESULT.payload, STEP.payload),
+        _ask(b"[0,1,1,[" + _K + b'0",0,0],' + _K + b'0",1795829010238]', RESULT.payload,
+             STEP.payload),
     ],
 )  # fmt: skip
 def test_what_is_packed_unpacks_to_its_payload(rows: list[EntryRow]) -> None:
@@ -268,6 +282,19 @@ def test_what_is_packed_unpacks_to_its_payload(rows: list[EntryRow]) -> None:
         _ask(INTENT.payload, b"[true,1e5,7,1]", b"[true,1e5,9,1]"),
         _ask(INTENT.payload, b'[true,"\\u00e9",7,1]', b'[true,"\\u00e9",9,1]'),
         _ask(INTENT.payload, RESULT.payload, STEP.payload, b'{"body":1,"at":1.5}'),
+        # values the decoder takes and the encoder refuses: stored as they are
+        _ask(INTENT.payload, b"[true,Infinity,7,1]", b"[true,Infinity,9,1]"),
+        _ask(b"[0,1,1,[NaN]," + _K + b'0",5]', RESULT.payload, STEP.payload),
+        # the items put back into the stored text: non-ASCII text, a span, an `at` null or
+        # before the result's, a reply that is an array, an intent of seven items whose
+        # last two are 0, an intent whose args hold its key and zeros
+        _ask(INTENT.payload, b'[true,"\xc3\xa9t\xc3\xa9",7,1]',
+             b'[true,"\xc3\xa9t\xc3\xa9",9,1,{"trace_id":"ab","span_id":"cd"}]'),
+        _ask(INTENT.payload, b'[true,"x",7,1]', b'[true,"x",null,1]'),
+        _ask(INTENT.payload, b'[true,[1,{"a":null}],9,1]', b'[true,[1,{"a":null}],7]'),
+        _ask(b"[0,1,1,[]," + _K + b'0",1795829010238,0]', RESULT.payload, STEP.payload),
+        _ask(b"[0,1,1,[" + _K + b'0",0,0],' + _K + b'0",1795829010238]', RESULT.payload,
+             STEP.payload),
     ],
 )  # fmt: skip
 async def test_the_view_unpacks_as_the_store_does(tmp_path: Path, rows: list[EntryRow]) -> None:
@@ -280,3 +307,33 @@ async def test_the_view_unpacks_as_the_store_does(tmp_path: Path, rows: list[Ent
     finally:
         db.close()
     assert [p for (p,) in got] == [r.payload for r in rows]
+
+
+@pytest.mark.parametrize(
+    ("rows", "flags"),
+    [
+        (_ask(INTENT.payload, RESULT.payload, STEP.payload), [0, 3, 0, 5]),
+        (_ask(INTENT.payload, b'[true,"\xc3\xa9",7,1]', b'[true,"\xc3\xa9",9,1,{"a":"b"}]'),
+         [0, 3, 0, 5]),
+        (_ask(INTENT.payload, b'[true,"x",7,1]', b'[true,"x",null,1]'), [0, 3, 0, 4]),
+        (_ask(INTENT.payload, b"[true,[1,{}],9,1]", b"[true,[1,{}],7]"), [0, 3, 0, 5]),
+        (_ask(b"[0,1,1,[]," + _K + b'0",1795829010238,0]', RESULT.payload, b"[false,1,9]"),
+         [0, 3, 0, 1]),
+        (_ask(b'[0,1,1,[],"k",1795829010238,{},"t"]', RESULT.payload, STEP.payload),
+         [0, 1, 0, 5]),
+    ],
+)  # fmt: skip
+def test_a_packed_payload_is_the_encoders_text_of_its_items(
+    rows: list[EntryRow], flags: list[int]
+) -> None:
+    """FORMAT.md [F21]: what is packed is the flag byte and the encoder's text of the
+    compact array with its items replaced (the bytes a packed entry is stored as, whether
+    packing replaces items in the payload's text or encodes them again)."""
+    stored = pack_rows(rows[:2]) + pack_rows(rows[2:])
+    assert [s.payload[0] if s.payload[0] < 8 else 0 for s in stored] == flags
+    for s in stored:
+        if s.payload[0] < 8:
+            body = s.payload[1:]
+            again = json.dumps(json.loads(body), separators=(",", ":"), ensure_ascii=False)
+            assert again.encode() == body
+    assert unpack_rows(stored, {}) == rows
