@@ -215,42 +215,43 @@ def _ask(
 _K = b'"agent-1:' + INC.encode() + b":1:"
 
 
-@pytest.mark.parametrize(
-    "rows",
-    [
-        _ask(INTENT.payload, RESULT.payload, STEP.payload),
-        # a task's call, kwargs, a key that is not the derived one, a reply that differs
-        _ask(b"[0,1,1,[],"+_K+b'0.3",5,{"a":1},"0"]', b'[true,"x",7,1]', b'[true,"y",3,1]'),
-        _ask(b"[3,1,1,[],"+_K+b'0.3",5,{},"0"]', b'[true,{"\xc3\xa9":[1,2]},7,1]',
-             b'[true,{"\xc3\xa9":[1,2]},9,1]'),
-        _ask(b'[0,1,1,[],"other-key",5]', b'[false,{"type":"E","message":"m"},7,1]',
-             b'[false,{"type":"E","message":"m"},9,1]'),
-        # times that are not integers, null, negative differences, whitespace, objects
-        _ask(b"[0,1,1,[]," + _K + b'0",null]', b"[true,1,null,1]", b"[true,1,5,1]"),
-        _ask(b"[0,1,1,[]," + _K + b'0",1]', b"[true,1,1795829010239,1]", b"[true,1,2,1]"),
-        _ask(b"[0, 1,1,[]," + _K + b'0",1]', b'{"ok":true,"value":1}', b"[true,1,2.5,1]"),
-        _ask(INTENT.payload, RESULT.payload, STEP.payload, b'[{"q":1},17,null]'),
-        # replies equal in Python but not in bytes (1 == True == 1.0), spelled otherwise
-        _ask(INTENT.payload, b"[true,true,7,1]", b"[true,1,9,1]"),
-        _ask(INTENT.payload, b"[true,1,7,1]", b"[true,1.0,9,1]"),
-        _ask(INTENT.payload, b"[true,1e5,7,1]", b"[true,1e5,9,1]"),
-        _ask(INTENT.payload, b'[true,"\\u00e9",7,1]', b'[true,"\\u00e9",9,1]'),
-        _ask(INTENT.payload, RESULT.payload, STEP.payload, b'{"body":1,"at":1.5}'),
-        # values the decoder takes and the encoder refuses: stored as they are
-        _ask(INTENT.payload, b"[true,Infinity,7,1]", b"[true,Infinity,9,1]"),
-        _ask(b"[0,1,1,[NaN]," + _K + b'0",5]', RESULT.payload, STEP.payload),
-        # the items put back into the stored text: non-ASCII text, a span, an `at` null or
-        # before the result's, a reply that is an array, an intent of seven items whose
-        # last two are 0, an intent whose args hold its key and zeros
-        _ask(INTENT.payload, b'[true,"\xc3\xa9t\xc3\xa9",7,1]',
-             b'[true,"\xc3\xa9t\xc3\xa9",9,1,{"trace_id":"ab","span_id":"cd"}]'),
-        _ask(INTENT.payload, b'[true,"x",7,1]', b'[true,"x",null,1]'),
-        _ask(INTENT.payload, b'[true,[1,{"a":null}],9,1]', b'[true,[1,{"a":null}],7]'),
-        _ask(b"[0,1,1,[]," + _K + b'0",1795829010238,0]', RESULT.payload, STEP.payload),
-        _ask(b"[0,1,1,[" + _K + b'0",0,0],' + _K + b'0",1795829010238]', RESULT.payload,
-             STEP.payload),
-    ],
-)  # fmt: skip
+#: asks whose entries are packed, or stored as they are, in every shape worth checking
+CASES = [
+    _ask(INTENT.payload, RESULT.payload, STEP.payload),
+    # a task's call, kwargs, a key that is not the derived one, a reply that differs
+    _ask(b"[0,1,1,[],"+_K+b'0.3",5,{"a":1},"0"]', b'[true,"x",7,1]', b'[true,"y",3,1]'),
+    _ask(b"[3,1,1,[],"+_K+b'0.3",5,{},"0"]', b'[true,{"\xc3\xa9":[1,2]},7,1]',
+         b'[true,{"\xc3\xa9":[1,2]},9,1]'),
+    _ask(b'[0,1,1,[],"other-key",5]', b'[false,{"type":"E","message":"m"},7,1]',
+         b'[false,{"type":"E","message":"m"},9,1]'),
+    # times that are not integers, null, negative differences, whitespace, objects
+    _ask(b"[0,1,1,[]," + _K + b'0",null]', b"[true,1,null,1]", b"[true,1,5,1]"),
+    _ask(b"[0,1,1,[]," + _K + b'0",1]', b"[true,1,1795829010239,1]", b"[true,1,2,1]"),
+    _ask(b"[0, 1,1,[]," + _K + b'0",1]', b'{"ok":true,"value":1}', b"[true,1,2.5,1]"),
+    _ask(INTENT.payload, RESULT.payload, STEP.payload, b'[{"q":1},17,null]'),
+    # replies equal in Python but not in bytes (1 == True == 1.0), spelled otherwise
+    _ask(INTENT.payload, b"[true,true,7,1]", b"[true,1,9,1]"),
+    _ask(INTENT.payload, b"[true,1,7,1]", b"[true,1.0,9,1]"),
+    _ask(INTENT.payload, b"[true,1e5,7,1]", b"[true,1e5,9,1]"),
+    _ask(INTENT.payload, b'[true,"\\u00e9",7,1]', b'[true,"\\u00e9",9,1]'),
+    _ask(INTENT.payload, RESULT.payload, STEP.payload, b'{"body":1,"at":1.5}'),
+    # values the decoder takes and the encoder refuses: stored as they are
+    _ask(INTENT.payload, b"[true,Infinity,7,1]", b"[true,Infinity,9,1]"),
+    _ask(b"[0,1,1,[NaN]," + _K + b'0",5]', RESULT.payload, STEP.payload),
+    # the items put back into the stored text: non-ASCII text, a span, an `at` null or
+    # before the result's, a reply that is an array, an intent of seven items whose
+    # last two are 0, an intent whose args hold its key and zeros
+    _ask(INTENT.payload, b'[true,"\xc3\xa9t\xc3\xa9",7,1]',
+         b'[true,"\xc3\xa9t\xc3\xa9",9,1,{"trace_id":"ab","span_id":"cd"}]'),
+    _ask(INTENT.payload, b'[true,"x",7,1]', b'[true,"x",null,1]'),
+    _ask(INTENT.payload, b'[true,[1,{"a":null}],9,1]', b'[true,[1,{"a":null}],7]'),
+    _ask(b"[0,1,1,[]," + _K + b'0",1795829010238,0]', RESULT.payload, STEP.payload),
+    _ask(b"[0,1,1,[" + _K + b'0",0,0],' + _K + b'0",1795829010238]', RESULT.payload,
+         STEP.payload),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("rows", CASES)
 def test_what_is_packed_unpacks_to_its_payload(rows: list[EntryRow]) -> None:
     """FORMAT.md [F21]: a packed entry unpacks to its payload byte for byte, whatever it
     holds; an entry that cannot be packed is stored as it is."""
@@ -261,42 +262,7 @@ def test_what_is_packed_unpacks_to_its_payload(rows: list[EntryRow]) -> None:
     ) == [rows[3]]
 
 
-@pytest.mark.parametrize(
-    "rows",
-    [
-        _ask(INTENT.payload, RESULT.payload, STEP.payload),
-        # a task's call, kwargs, a key that is not the derived one, a reply that differs
-        _ask(b"[0,1,1,[],"+_K+b'0.3",5,{"a":1},"0"]', b'[true,"x",7,1]', b'[true,"y",3,1]'),
-        _ask(b"[3,1,1,[],"+_K+b'0.3",5,{},"0"]', b'[true,{"\xc3\xa9":[1,2]},7,1]',
-             b'[true,{"\xc3\xa9":[1,2]},9,1]'),
-        _ask(b'[0,1,1,[],"other-key",5]', b'[false,{"type":"E","message":"m"},7,1]',
-             b'[false,{"type":"E","message":"m"},9,1]'),
-        # times that are not integers, null, negative differences, whitespace, objects
-        _ask(b"[0,1,1,[]," + _K + b'0",null]', b"[true,1,null,1]", b"[true,1,5,1]"),
-        _ask(b"[0,1,1,[]," + _K + b'0",1]', b"[true,1,1795829010239,1]", b"[true,1,2,1]"),
-        _ask(b"[0, 1,1,[]," + _K + b'0",1]', b'{"ok":true,"value":1}', b"[true,1,2.5,1]"),
-        _ask(INTENT.payload, RESULT.payload, STEP.payload, b'[{"q":1},17,null]'),
-        # replies equal in Python but not in bytes (1 == True == 1.0), spelled otherwise
-        _ask(INTENT.payload, b"[true,true,7,1]", b"[true,1,9,1]"),
-        _ask(INTENT.payload, b"[true,1,7,1]", b"[true,1.0,9,1]"),
-        _ask(INTENT.payload, b"[true,1e5,7,1]", b"[true,1e5,9,1]"),
-        _ask(INTENT.payload, b'[true,"\\u00e9",7,1]', b'[true,"\\u00e9",9,1]'),
-        _ask(INTENT.payload, RESULT.payload, STEP.payload, b'{"body":1,"at":1.5}'),
-        # values the decoder takes and the encoder refuses: stored as they are
-        _ask(INTENT.payload, b"[true,Infinity,7,1]", b"[true,Infinity,9,1]"),
-        _ask(b"[0,1,1,[NaN]," + _K + b'0",5]', RESULT.payload, STEP.payload),
-        # the items put back into the stored text: non-ASCII text, a span, an `at` null or
-        # before the result's, a reply that is an array, an intent of seven items whose
-        # last two are 0, an intent whose args hold its key and zeros
-        _ask(INTENT.payload, b'[true,"\xc3\xa9t\xc3\xa9",7,1]',
-             b'[true,"\xc3\xa9t\xc3\xa9",9,1,{"trace_id":"ab","span_id":"cd"}]'),
-        _ask(INTENT.payload, b'[true,"x",7,1]', b'[true,"x",null,1]'),
-        _ask(INTENT.payload, b'[true,[1,{"a":null}],9,1]', b'[true,[1,{"a":null}],7]'),
-        _ask(b"[0,1,1,[]," + _K + b'0",1795829010238,0]', RESULT.payload, STEP.payload),
-        _ask(b"[0,1,1,[" + _K + b'0",0,0],' + _K + b'0",1795829010238]', RESULT.payload,
-             STEP.payload),
-    ],
-)  # fmt: skip
+@pytest.mark.parametrize("rows", CASES)
 async def test_the_view_unpacks_as_the_store_does(tmp_path: Path, rows: list[EntryRow]) -> None:
     """FORMAT.md [F21]: SQL typed by hand reads ``entries`` unpacked, byte for byte."""
     path = tmp_path / "agents.db"

@@ -1,4 +1,4 @@
-"""What the tests of old SQLite files share (``test_format_v1_file``, ``test_format_v2_file``):
+"""What the tests of old SQLite files share (``test_format_v1_file``, ``test_format_files``):
 the payer agent's hooks cleared around each test, a working copy of a fixture
 file, and the format version a file records."""
 
