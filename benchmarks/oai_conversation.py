@@ -81,7 +81,7 @@ def _worker(long: int, runs: int) -> dict[str, list[float]]:
             return ModelResponse(output=out, usage=Usage(requests=1), response_id=None)
 
         def stream_response(self, *a: Any, **k: Any) -> Any:  # pragma: no cover
-            raise NotImplementedError
+            raise NotImplementedError("the benchmark's scripted model answers unstreamed runs only")
 
     @function_tool
     async def search(city: str) -> str:

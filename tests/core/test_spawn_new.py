@@ -16,6 +16,7 @@ import anyio
 import attrs
 import pytest
 from actorlog import Actor, ActorSystem, Context
+from actorlog.store import Store
 from actorlog.stores import SqliteStore
 
 from tests import _pg
@@ -71,16 +72,18 @@ async def test_a_new_actor_starts_without_recovery_reads(tmp_path: Path) -> None
         assert await ref.ask(Add(1), message_id="m3") == 6
 
 
-async def test_register_actor_says_when_it_inserted_the_row(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "a.db")
+async def _registers_and_says_when_it_inserted(store: Store) -> None:
+    """``register_actor`` sets ``created`` only on the call that inserted the row, also
+    among concurrent registrations of one new id."""
     await store.open()
     try:
         row = await store.register_actor("a", "t")
-        assert row.created
+        assert row.created and row.last_seq == 0 and row.first_seq == 0
         assert (await store.get_actor("a")) == row  # the same row as stored
         again = await store.register_actor("a", "other")
         assert not again.created and again.actor_type == "t"
-        # two registrations of one new id in one batch: one of them inserted it
+        assert again.created_at == row.created_at
+        # concurrent registrations of one new id: exactly one of them inserted it
         rows: list[bool] = []
 
         async def register(actor_type: str) -> None:
@@ -94,6 +97,10 @@ async def test_register_actor_says_when_it_inserted_the_row(tmp_path: Path) -> N
         assert b is not None and b.actor_type in ("t1", "t2", "t3")
     finally:
         await store.close()
+
+
+async def test_register_actor_says_when_it_inserted_the_row(tmp_path: Path) -> None:
+    await _registers_and_says_when_it_inserted(SqliteStore(tmp_path / "a.db"))
 
 
 async def test_an_empty_log_registered_before_is_recovered(tmp_path: Path) -> None:
@@ -144,29 +151,7 @@ async def test_postgres_register_actor_says_when_it_inserted_the_row(
 ) -> None:
     from actorlog.stores import PostgresStore
 
-    store = PostgresStore(pg_schema[0], schema=pg_schema[1])
-    await store.open()
-    try:
-        row = await store.register_actor("a", "t")
-        assert row.created and row.last_seq == 0 and row.first_seq == 0
-        assert (await store.get_actor("a")) == row  # the same row as stored
-        again = await store.register_actor("a", "other")
-        assert not again.created and again.actor_type == "t"
-        assert again.created_at == row.created_at
-        # concurrent registrations of one new id: exactly one of them inserted it
-        rows: list[bool] = []
-
-        async def register(actor_type: str) -> None:
-            rows.append((await store.register_actor("b", actor_type)).created)
-
-        async with anyio.create_task_group() as tg:
-            for actor_type in ("t1", "t2", "t3"):
-                tg.start_soon(register, actor_type)
-        assert sorted(rows) == [False, False, True]
-        b = await store.get_actor("b")
-        assert b is not None and b.actor_type in ("t1", "t2", "t3")
-    finally:
-        await store.close()
+    await _registers_and_says_when_it_inserted(PostgresStore(pg_schema[0], schema=pg_schema[1]))
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])

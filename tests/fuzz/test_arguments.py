@@ -152,6 +152,25 @@ def judge(f: Findings, param: str, kind: str, value: str, outcome: str) -> None:
         f.add(param, value, f"{outcome} (a {kind} must refuse it)")
 
 
+async def judge_result(f: Findings, durable: Any, system: Any, actor_id: str, reply: Any) -> None:
+    """Hostile values for each argument of an integration's ``DurableAgent.result(system,
+    actor_id, reply)`` (issue 25), the others good: what is not a system, an actor id or a
+    run's reply must be a typed error at the call."""
+    cases: dict[str, tuple[str, Any]] = {
+        "system": ("nothing", lambda v: durable.result(v, actor_id, reply)),
+        "actor_id": ("id", lambda v: durable.result(system, v, reply)),
+        "reply": ("nothing", lambda v: durable.result(system, actor_id, v)),
+    }
+    for param, (kind, call) in cases.items():
+        for value in values():
+            try:
+                await call(HOSTILE[value])
+                exc: BaseException | None = None
+            except Exception as e:
+                exc = e
+            judge(f, param, kind, value, outcome_of(exc))
+
+
 def values() -> list[str]:
     return list(HOSTILE) if FULL else CORE
 

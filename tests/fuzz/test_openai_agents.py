@@ -23,7 +23,7 @@ from tests.integrations import openai_travel
 
 from . import _world
 from ._world import HOSTILE
-from .test_arguments import Findings, judge, outcome_of, values
+from .test_arguments import Findings, judge, judge_result, outcome_of, values
 
 #: DurableAgent's parameters: their kinds (_world.ACCEPTS), "agent" refusing every value
 CONSTRUCTOR = {
@@ -134,19 +134,7 @@ def test_result_refuses_hostile_values() -> None:
             await durable.run(system, "fuzz-1", "plan a trip to Rome")
             ref = await system.spawn(AgentActor, "fuzz-1")
             reply = await ref.ask(RunInput(durable.name, "plan a trip to Oslo"))
-            cases: dict[str, tuple[str, Any]] = {
-                "system": ("nothing", lambda v: durable.result(v, "fuzz-1", reply)),
-                "actor_id": ("id", lambda v: durable.result(system, v, reply)),
-                "reply": ("nothing", lambda v: durable.result(system, "fuzz-1", v)),
-            }
-            for param, (kind, call) in cases.items():
-                for value in values():
-                    try:
-                        await call(HOSTILE[value])
-                        exc: BaseException | None = None
-                    except Exception as e:
-                        exc = e
-                    judge(f, param, kind, value, outcome_of(exc))
+            await judge_result(f, durable, system, "fuzz-1", reply)
 
     anyio.run(go, backend="asyncio")
     f.check({})

@@ -19,7 +19,7 @@ from pydantic_ai import Agent
 from pydantic_ai.models.test import TestModel
 
 from ._world import HOSTILE
-from .test_arguments import Findings, judge, outcome_of, values
+from .test_arguments import Findings, judge, judge_result, outcome_of, values
 
 
 def test_emit_deltas_refuses_hostile_values() -> None:
@@ -50,19 +50,7 @@ def test_result_refuses_hostile_values() -> None:
                 RunPrompt(durable.name, "again")
             )
             assert good.output is not None
-            cases: dict[str, tuple[str, Any]] = {
-                "system": ("nothing", lambda v: durable.result(v, "fuzz-1", reply)),
-                "actor_id": ("id", lambda v: durable.result(system, v, reply)),
-                "reply": ("nothing", lambda v: durable.result(system, "fuzz-1", v)),
-            }
-            for param, (kind, call) in cases.items():
-                for value in values():
-                    try:
-                        await call(HOSTILE[value])
-                        exc: BaseException | None = None
-                    except Exception as e:
-                        exc = e
-                    judge(f, param, kind, value, outcome_of(exc))
+            await judge_result(f, durable, system, "fuzz-1", reply)
 
     anyio.run(go, backend="asyncio")
     f.check({})
