@@ -59,7 +59,9 @@ class BatchCountingSqliteStore(SqliteStore):
     """``SqliteStore`` that counts its commits; with ``group_commit=False`` it commits every
     queued append in a transaction of its own (what a store without group commit does).
 
-    Benchmark-only: it overrides the store's private ``_commit`` hook.
+    Benchmark-only: it overrides the store's private ``_commit`` hook, and
+    ``_commit_now`` (a lone append committed on the loop without ``_commit``; an actorlog
+    without that hook never calls it).
     """
 
     def __init__(
@@ -75,6 +77,15 @@ class BatchCountingSqliteStore(SqliteStore):
         self.appends = 0
         self.rows = 0
         self.all_batch_sizes: list[int] = []  # unbounded, unlike batch_sizes
+
+    def _commit_now(self, req: Any) -> bool:
+        done = super()._commit_now(req)
+        if done:
+            self.appends += 1
+            self.rows += len(req.item[2])
+            self.commits += 1
+            self.all_batch_sizes.append(1)
+        return done
 
     async def _commit(self, batch: Sequence[Any]) -> None:
         self.appends += len(batch)
