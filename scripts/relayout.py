@@ -157,7 +157,6 @@ MOVES: dict[str, str] = {
     "stores/_sqltimers.py": "stores/_sqltimers.py",
     "stores/_sqlite_commit.py": "stores/_sqlite_commit.py",
     "stores/_sqlite_compact.py": "stores/_sqlite_compact.py",
-    "stores/_sqlite_keys.py": "stores/_sqlite_keys.py",
     "stores/_sqlite_register.py": "stores/_sqlite_register.py",
     "stores/_sqlite_conn.py": "stores/_sqlite_conn.py",
     "stores/_sqlite_schema.py": "stores/_sqlite_schema.py",

@@ -1,4 +1,4 @@
-"""Format 4's appends straight into ``log`` (``stores/_sqlite_keys.py``): once the store knows
+"""Format 4's appends straight into ``log`` (``_sqlite_commit.LogKeys``): once the store knows
 the file's keys of an actor and of a tag, it inserts their rows into ``log`` itself instead
 of through the view ``entries`` and its insert trigger. Checked here: the rows stored are the
 ones the trigger stores (every column, its storage class, the summary rows), the direct path
