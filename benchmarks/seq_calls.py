@@ -22,16 +22,20 @@ one event loop, the raw thread commits ``--slice-calls`` one-row transactions, t
 default store's actor makes as many sequential calls (one ``ask`` of ``Run(n)``), and again,
 ``--slices`` times, the order swapped every other slice: each slice's two measurements are
 a fraction of a second apart. Reported: the ratio of the sums (the raw thread's time over
-the calls' time, equal counts) and the median of the slices' ratios.
+the calls' time, equal counts) and the median of the slices' ratios. With
+``--paired-actors 100`` (the default: ``1,100``) 100 actors make ``--slice-calls`` calls
+each per slice, concurrently (issue 28's "100 actors >= 3x the raw rate").
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
+import attrs
 from actorlog import ActorSystem
 
 from . import _agent
@@ -73,31 +77,45 @@ async def _solo(kind: str, path: Path, calls: int) -> tuple[float, float, float]
     return calls / wall, cpu / calls, loop_share
 
 
-async def _paired(d: Path, slices: int, n: int) -> list[tuple[float, float, float]]:
-    """``slices`` pairs (raw thread seconds for ``n`` one-row commits, seconds for ``n``
-    sequential calls on the default store, CPU seconds of those calls)."""
-    store = _make_store("sqlite", d / "paired.db")
-    out: list[tuple[float, float, float]] = []
+@attrs.frozen
+class Slice:
+    """One paired slice: raw one-row commits through a thread and sequential calls."""
+
+    raw_commits: int
+    raw_s: float
+    calls: int
+    calls_s: float
+    cpu_s: float
+
+
+async def _paired(d: Path, actors: int, slices: int, n: int) -> list[Slice]:
+    """``slices`` pairs: ``n`` raw one-row commits through a thread, and ``actors`` actors on
+    the default store each making ``n`` sequential calls (one ``Run(n)`` each, concurrently),
+    in an order swapped every other slice."""
+    store = _make_store("sqlite", d / f"paired-{actors}.db")
+    out: list[Slice] = []
     async with (
-        RawThread(d / "paired-raw.db") as raw,
+        RawThread(d / f"paired-raw-{actors}.db") as raw,
         ActorSystem(store, actors=[_agent.Agent]) as system,
     ):
-        ref = await system.spawn(_agent.Agent, "solo")
-        await ref.ask(_agent.Run(20), message_id="warmup")
+        refs = [await system.spawn(_agent.Agent, f"solo-{a}") for a in range(actors)]
 
-        async def calls(i: int) -> tuple[float, float]:
+        async def run(i: int, calls: int) -> tuple[float, float]:
             c, t = time.process_time(), time.perf_counter()
-            await ref.ask(_agent.Run(n), message_id=f"slice-{i}")
+            async with anyio.create_task_group() as tg:
+                for ref in refs:
+                    tg.start_soon(partial(ref.ask, _agent.Run(calls), message_id=f"slice-{i}"))
             return time.perf_counter() - t, time.process_time() - c
 
+        await run(-1, 20)  # warm-up
         for i in range(slices):
             if i % 2:
-                wall, cpu = await calls(i)
+                wall, cpu = await run(i, n)
                 raw_s = await raw.commits(n)
             else:
                 raw_s = await raw.commits(n)
-                wall, cpu = await calls(i)
-            out.append((raw_s, wall, cpu))
+                wall, cpu = await run(i, n)
+            out.append(Slice(n, raw_s, n * actors, wall, cpu))
     return out
 
 
@@ -107,7 +125,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=300, help="ctx.calls per store, per round")
     parser.add_argument("--raw-seconds", type=float, default=0.4, help="per raw measurement")
     parser.add_argument("--slices", type=int, default=20, help="paired slices (0: none)")
-    parser.add_argument("--slice-calls", type=int, default=50, help="calls per paired slice")
+    parser.add_argument(
+        "--slice-calls", type=int, default=50, help="calls per actor per paired slice"
+    )
+    parser.add_argument(
+        "--paired-actors", default="1,100", help="concurrent actors of the paired slices"
+    )
     parser.add_argument("--dir", default=None, help="where to create the scratch databases")
     parser.add_argument("--no-write", action="store_true", help="print only; write no report")
     args = parser.parse_args(argv)
@@ -143,34 +166,38 @@ def main(argv: Sequence[str] | None = None) -> None:
                 rate = rates[kind][-1]
                 cells.append(f"{rate:,.0f} ({rate / raw.commits_per_s:.2f}x)")
             rounds.add(*cells)
-        pairs = anyio.run(_paired, d, args.slices, args.slice_calls) if args.slices else []
+        pairs = {
+            a: anyio.run(_paired, d, a, args.slices, args.slice_calls)
+            for a in ([int(x) for x in args.paired_actors.split(",")] if args.slices else [])
+        }
         info["load average (1, 5, 15 min) at end"] = loadavg()
 
     paired = Table(
         [
             "store",
+            "actors",
             "slices",
-            "calls per slice",
             "raw thread 1-row/s (slices: min-max)",
             "calls/s (slices: min-max)",
-            "vs raw thread 1-row: ratio of the sums",
+            "vs raw thread 1-row: ratio of the rates over all slices",
             "median of the slices' ratios",
             "CPU µs/call",
         ]
     )
-    if pairs:
-        n = args.slice_calls
-        raw_total = sum(p[0] for p in pairs)
-        calls_total = sum(p[1] for p in pairs)
+    for actors, got in pairs.items():
+        raw_rate = sum(p.raw_commits for p in got) / sum(p.raw_s for p in got)
+        calls_rate = sum(p.calls for p in got) / sum(p.calls_s for p in got)
+        raws = [p.raw_commits / p.raw_s for p in got]
+        speeds = [p.calls / p.calls_s for p in got]
         paired.add(
             _NAMES["sqlite"],
-            len(pairs),
-            n,
-            f"{min(n / p[0] for p in pairs):,.0f}-{max(n / p[0] for p in pairs):,.0f}",
-            f"{min(n / p[1] for p in pairs):,.0f}-{max(n / p[1] for p in pairs):,.0f}",
-            f"{raw_total / calls_total:.2f}x",
-            f"{_median([p[0] / p[1] for p in pairs]):.2f}x",
-            1e6 * sum(p[2] for p in pairs) / (n * len(pairs)),
+            actors,
+            len(got),
+            f"{min(raws):,.0f}-{max(raws):,.0f}",
+            f"{min(speeds):,.0f}-{max(speeds):,.0f}",
+            f"{calls_rate / raw_rate:.2f}x",
+            f"{_median([c / r for c, r in zip(speeds, raws, strict=True)]):.2f}x",
+            1e6 * sum(p.cpu_s for p in got) / sum(p.calls for p in got),
         )
 
     summary = Table(
@@ -210,8 +237,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             + rounds.markdown()
             + (
                 f"\n\n## Paired slices\n\n{args.slices} slices of {args.slice_calls} raw "
-                "one-row commits through a thread and as many sequential calls on the default "
-                "store, alternating in one event loop.\n\n" + paired.markdown()
+                "one-row commits through a thread and as many sequential calls by each actor "
+                "(concurrently) on the default store, alternating in one event loop.\n\n"
+                + paired.markdown()
                 if pairs
                 else ""
             )
