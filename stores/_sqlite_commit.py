@@ -296,7 +296,10 @@ class SqliteCommits(LogKeys):
         rows = req.item[2]
         if w is None or not self._loop_ok() or len(rows) > MAX_ROWS_PER_STATEMENT:
             return False
-        conn = w.direct()
+        try:
+            conn = w.direct()
+        except sqlite3.Error:  # its PRAGMA refused: the thread's path reports what is wrong
+            return False
         if conn is None:
             return False
         chunk = (req,)
