@@ -142,18 +142,24 @@ class LogKeys(SqliteAudit):
         add = out.extend
         try:
             for actor_id, _, rows in items:
-                actor = actors.get(actor_id)
-                if actor is None:
-                    return None
+                actor = actors[actor_id]
                 for r in rows:
-                    kind = kinds.get(r.kind)
-                    tag = tags.get(r.type_tag)
                     c = r.checksum
-                    if kind is None or tag is None or type(c) is not int or not 0 <= c < _U32:
+                    if type(c) is not int or not 0 <= c < _U32:
                         return None
-                    signed = c - _U32 if c >= _SIGN else c
-                    add((actor, r.seq, kind, tag, r.ref, r.message_id, r.payload, signed))
-        except TypeError:  # an unhashable actor id, kind or tag: the view's rules
+                    add(
+                        (
+                            actor,
+                            r.seq,
+                            kinds[r.kind],
+                            tags[r.type_tag],
+                            r.ref,
+                            r.message_id,
+                            r.payload,
+                            c - _U32 if c >= _SIGN else c,
+                        )
+                    )
+        except (KeyError, TypeError):  # a key not known yet, or unhashable: the view's rules
             return None
         return out
 
