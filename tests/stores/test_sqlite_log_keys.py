@@ -86,6 +86,17 @@ async def _write(path: Path, *, through_view: bool) -> list[str]:
         async with anyio.create_task_group() as tg:  # shared batches
             for actor_id in ids:
                 tg.start_soon(appends, actor_id, 8 if actor_id == "a" else 1)
+        # values the runtime never writes (an unknown kind, checksums outside 32 bits) are
+        # stored by the view's rules, whatever the store knows
+        await store.register_actor("d", "t.Agent")
+        await store.append("d", 0, _rows("d", 1)[0])
+        odd = [
+            EntryRow("d", 3, "bogus", "t.Ask", 0, None, b"[1]", 7),
+            EntryRow("d", 4, "result", "lookup", 2, None, b"[true,1,2,3]", 1 << 40),
+            EntryRow("d", 5, "result", "lookup", 2, None, b"[true,1,2,3]", -5),
+        ]
+        for row in odd:
+            await store.append("d", row.seq - 1, [row])
     finally:
         await store.close()
     return statements
@@ -99,7 +110,7 @@ async def test_rows_inserted_straight_into_log_are_the_rows_the_view_stores(
     assert any(s.startswith("INSERT INTO log ") for s in direct)
     assert not any(s.startswith("INSERT INTO log ") for s in view)
     assert _log(tmp_path / "direct.db") == _log(tmp_path / "view.db")
-    assert len(_log(tmp_path / "direct.db")) == 14 + 7 + 7
+    assert len(_log(tmp_path / "direct.db")) == 14 + 7 + 7 + 5
     summary = "SELECT id, actor_id, last_seq, last_message_seq, handled_seq, first_seq FROM actors"
     for sql in (summary, "SELECT * FROM tags"):
         assert _table(tmp_path / "direct.db", sql) == _table(tmp_path / "view.db", sql)
