@@ -6,7 +6,9 @@ harness): there while recent lone commits were fast, else on the writer's thread
 Checked here: which thread commits what (lone appends on the loop, batches through the
 writer's thread), that a commit is on disk when ``append`` returns, that it never runs on the
 loop while the writer's thread has a call or a transaction open, that a slow commit sends
-``"auto"`` back to the thread, a caller cancelled around an on-loop commit, and bad input.
+``"auto"`` back to the thread, a caller cancelled around an on-loop commit, that the
+writer's thread keeps the store's ``busy_timeout`` (an on-loop commit runs at 0), and bad
+input.
 """
 
 from __future__ import annotations
