@@ -71,6 +71,7 @@ from ._effects import (
     this_call,
 )
 from ._pai_fingerprint import CHAINED, RequestChain, fingerprint, tools_fingerprint
+from ._pai_history import WarmHistories
 from ._pai_stream import (
     DeltaForwarder,
     _dump_response,
@@ -237,6 +238,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self.emit_deltas = emit_deltas
         #: the journaling ``Tool`` of each tool, made once (``JournalingTools``)
         self._journaling = JournalingTools(TOOL_PREFIX, _settled)
+        #: each conversation's messages as its last run in this process left them
+        self._histories = WarmHistories()
         _AGENTS[name] = self
 
     # -- caller side -----------------------------------------------------------------------
@@ -346,7 +349,16 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     async def _step(self, ctx: Context, state: AgentState, msg: RunPrompt) -> dict[str, Any]:
         history = [] if msg.new_conversation else state.messages
-        messages = ModelMessagesTypeAdapter.validate_python(history) if history else []
+        try:
+            return await self._run(ctx, state, msg, history)
+        except BaseException:
+            self._histories.drop(ctx.actor_id)  # its objects may be half-changed
+            raise
+
+    async def _run(
+        self, ctx: Context, state: AgentState, msg: RunPrompt, history: list[Any]
+    ) -> dict[str, Any]:
+        messages = self._histories.take(ctx.actor_id, history)
         deferred = None
         if msg.deferred_results or msg.approvals:
             deferred = DeferredToolResults(
@@ -390,7 +402,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 event_stream_handler=handler,
                 infer_name=False,
             )
-        all_messages = ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json")
+        all_messages = self._histories.put(ctx.actor_id, result.all_messages())
         # the reply holds the run's new messages; the rest is in the chain of replies
         conversation, origin = reply_fields(
             "messages",
