@@ -121,23 +121,24 @@ class WarmHistories:
         self._limit = limit
         self._warm: OrderedDict[str, _Warm] = OrderedDict()
 
-    def take(self, actor_id: str, plain: list[Any]) -> list[ModelMessage]:
+    def take(self, actor_id: str, plain: list[Any]) -> tuple[list[ModelMessage], _Warm | None]:
         """The history a run starts from, for the state's ``plain`` conversation: the kept
         objects if ``plain`` is the list kept with them and none of them changed, else
-        ``plain`` validated. The entry stays until ``put`` replaces it or ``drop``."""
-        warm = self._warm.get(actor_id)
+        ``plain`` validated; and what ``put`` needs at the run's end. The conversation's
+        entry is taken out: a run that fails leaves none (its objects may be half-changed),
+        and the next run validates the state's JSON."""
+        warm = self._warm.pop(actor_id, None)
         if warm is not None and warm.plain is plain and len(plain) == len(warm.messages):
             messages = warm.messages
             if all(map(_same, warm.signatures, map(signature, messages))):
-                return list(messages)
-        self._warm.pop(actor_id, None)
-        return ModelMessagesTypeAdapter.validate_python(plain) if plain else []
+                return list(messages), warm
+        return (ModelMessagesTypeAdapter.validate_python(plain) if plain else []), None
 
-    def put(self, actor_id: str, messages: Sequence[ModelMessage]) -> list[Any]:
+    def put(self, actor_id: str, messages: Sequence[ModelMessage], warm: _Warm | None) -> list[Any]:
         """The conversation ``messages`` a run ended with, as JSON (the state's new
-        ``messages``): each message kept from the run before and unchanged keeps its JSON,
-        the others are dumped. Kept for the conversation's next run."""
-        warm = self._warm.pop(actor_id, None)
+        ``messages``): each message kept from the run before (``warm``, from ``take``) and
+        unchanged keeps its JSON, the others are dumped. Kept for the conversation's next
+        run."""
         messages = list(messages)
         sigs = [signature(m) for m in messages]
         plain: list[Any] = [None] * len(messages)
@@ -160,7 +161,3 @@ class WarmHistories:
         while len(self._warm) > self._limit:
             self._warm.popitem(last=False)
         return plain
-
-    def drop(self, actor_id: str) -> None:
-        """Forget ``actor_id``'s objects (its run failed: they may be half-changed)."""
-        self._warm.pop(actor_id, None)

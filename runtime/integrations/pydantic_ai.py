@@ -349,16 +349,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     async def _step(self, ctx: Context, state: AgentState, msg: RunPrompt) -> dict[str, Any]:
         history = [] if msg.new_conversation else state.messages
-        try:
-            return await self._run(ctx, state, msg, history)
-        except BaseException:
-            self._histories.drop(ctx.actor_id)  # its objects may be half-changed
-            raise
-
-    async def _run(
-        self, ctx: Context, state: AgentState, msg: RunPrompt, history: list[Any]
-    ) -> dict[str, Any]:
-        messages = self._histories.take(ctx.actor_id, history)
+        # (kept again only when the run ends well: a failed one may have changed them)
+        messages, warm = self._histories.take(ctx.actor_id, history)
         deferred = None
         if msg.deferred_results or msg.approvals:
             deferred = DeferredToolResults(
@@ -402,7 +394,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 event_stream_handler=handler,
                 infer_name=False,
             )
-        all_messages = self._histories.put(ctx.actor_id, result.all_messages())
+        all_messages = self._histories.put(ctx.actor_id, result.all_messages(), warm)
         # the reply holds the run's new messages; the rest is in the chain of replies
         conversation, origin = reply_fields(
             "messages",

@@ -1,0 +1,139 @@
+"""A warm conversation's history is kept as pydantic-ai objects between its runs (issue 25,
+docs/pydantic-ai.md "A warm conversation"): a run of a conversation whose actor ran before
+in this process starts from the objects its last run ended with instead of validating the
+state's JSON, and messages no run changed keep their JSON instead of being dumped again.
+What it logs and replies is what a run starting from the log logs and replies, and a
+history message a run changes in place is seen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai")
+
+from actorlog import ActorSystem
+from actorlog.integrations.pydantic_ai import READ, AgentActor, DurableAgent
+from actorlog.stores import SqliteStore
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from tests.integrations.test_pydantic_ai_chain import fingerprints, plain, rows, timeless
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # pydantic-ai runs its tool calls as asyncio tasks
+
+
+def make(name: str, seen: list[ModelMessage], edit: str | None = None) -> DurableAgent[None, str]:
+    """The chain tests' agent (each run: a tool call, the tool, an answer); ``seen`` gets the
+    first message of each request's history. With ``edit``, the history processor edits
+    the history in place in the run whose prompt is ``edit``: the first prompt's text (a
+    part's field) and the first tool call's arguments (a value inside a part's field)."""
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(messages[0])
+        for part in messages[-1].parts:
+            if isinstance(part, UserPromptPart):  # a tool call id of its own: the same in both
+                return ModelResponse(
+                    parts=[ToolCallPart("lookup", {"q": part.content}, f"c-{part.content}")]
+                )
+            if isinstance(part, ToolReturnPart):
+                return ModelResponse(parts=[TextPart(f"answer {part.content}")])
+        raise AssertionError("unexpected request")
+
+    def processor(messages: list[ModelMessage]) -> list[ModelMessage]:
+        last = messages[-1]
+        asked = [p.content for p in last.parts if isinstance(p, UserPromptPart)]
+        if isinstance(last, ModelRequest) and asked == [edit]:
+            first = messages[0]
+            assert isinstance(first, ModelRequest)
+            first.parts[0].content = "edited"
+            call = messages[1].parts[0]
+            assert isinstance(call, ToolCallPart) and isinstance(call.args, dict)
+            call.args["q"] = "edited"
+        return messages
+
+    agent = Agent(
+        FunctionModel(model, model_name="chain"),
+        name=name,
+        capabilities=[ProcessHistory(processor)] if edit else [],
+    )
+
+    @agent.tool_plain
+    async def lookup(q: str) -> str:
+        return f"found {q}"
+
+    return DurableAgent(agent, tools={"lookup": READ})
+
+
+def replies(store: Path) -> list[Any]:
+    return [timeless(payload["reply"]) for _, payload, _ in rows(store, "c", "step")]
+
+
+@pytest.mark.anyio
+async def test_a_warm_run_logs_and_replies_what_a_run_from_the_log_does(tmp_path: Path) -> None:
+    """Five runs of one conversation in one system (runs 2 to 5 warm), against the same
+    five runs in a conversation whose fifth run starts in a new system (from the log):
+    the same fingerprints, replies and results; the warm runs' model saw the kept
+    objects, the cold run's model new ones."""
+    warm_seen: list[ModelMessage] = []
+    cold_seen: list[ModelMessage] = []
+    warm_agent, cold_agent = make("t-warm-w", warm_seen), make("t-warm-c", cold_seen)
+    warm_db, cold_db = tmp_path / "warm.db", tmp_path / "cold.db"
+    async with ActorSystem(SqliteStore(warm_db), actors=[AgentActor]) as system:
+        warm = [await warm_agent.run(system, "c", f"q{i}", message_id=f"q{i}") for i in range(5)]
+    async with ActorSystem(SqliteStore(cold_db), actors=[AgentActor]) as system:
+        cold = [await cold_agent.run(system, "c", f"q{i}", message_id=f"q{i}") for i in range(4)]
+    async with ActorSystem(SqliteStore(cold_db), actors=[AgentActor]) as system:
+        cold.append(await cold_agent.run(system, "c", "q4", message_id="q4"))
+    # 2 requests a run: the first message of runs 2 to 5 is one object in the warm
+    # system, and the cold fifth run's is another (validated from the state's JSON)
+    assert all(m is warm_seen[0] for m in warm_seen[2:])
+    assert cold_seen[8] is not cold_seen[6] and cold_seen[8] is cold_seen[9]
+    assert fingerprints(warm_db, "c") == fingerprints(cold_db, "c")
+    assert replies(warm_db) == replies(cold_db)
+    assert [timeless(plain(r)) for r in warm] == [timeless(plain(r)) for r in cold]
+    # a result read again in a new system is the live one
+    async with ActorSystem(SqliteStore(warm_db), actors=[AgentActor]) as system:
+        step = rows(warm_db, "c", "step")[-1][1]
+        again = await warm_agent.result(system, "c", step["reply"])
+    assert plain(again) == plain(warm[-1])
+
+
+@pytest.mark.anyio
+async def test_a_history_message_edited_in_place_is_seen(tmp_path: Path) -> None:
+    """A history processor edits messages of the history in place (a part's field, and a
+    value inside a part's dict field): the run's conversation, as the caller gets it and as
+    the next run starts from it (warm, or from the log in a new system), has the edits."""
+    db = tmp_path / "agents.db"
+    seen: list[ModelMessage] = []
+    durable = make("t-warm-edit", seen, edit="q2")
+    async with ActorSystem(SqliteStore(db), actors=[AgentActor]) as system:
+        for i in range(2):
+            await durable.run(system, "c", f"q{i}", message_id=f"q{i}")
+        edited = await durable.run(system, "c", "q2", message_id="q2")
+        after = await durable.run(system, "c", "q3", message_id="q3")
+    conversation = plain(edited)
+    assert conversation[0]["parts"][0]["content"] == "edited"
+    assert conversation[1]["parts"][0]["args"] == {"q": "edited"}
+    assert plain(after)[:2] == conversation[:2]
+    async with ActorSystem(SqliteStore(db), actors=[AgentActor]) as system:
+        cold = await durable.run(system, "c", "q4", message_id="q4")
+        step = rows(db, "c", "step")[2][1]
+        again = await durable.result(system, "c", step["reply"])
+    assert plain(cold)[:2] == conversation[:2]
+    assert plain(again) == conversation
