@@ -59,12 +59,13 @@ def make(name: str, seen: list[ModelMessage], edit: str | None = None) -> Durabl
         last = messages[-1]
         asked = [p.content for p in last.parts if isinstance(p, UserPromptPart)]
         if isinstance(last, ModelRequest) and asked == [edit]:
-            first = messages[0]
-            assert isinstance(first, ModelRequest)
-            first.parts[0].content = "edited"
+            prompt = messages[0].parts[0]
+            assert isinstance(prompt, UserPromptPart)
+            prompt.content = "edited"
             call = messages[1].parts[0]
             assert isinstance(call, ToolCallPart) and isinstance(call.args, dict)
-            call.args["q"] = "edited"
+            args: dict[str, Any] = call.args
+            args["q"] = "edited"
         return messages
 
     agent = Agent(
