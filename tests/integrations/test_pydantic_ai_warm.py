@@ -64,7 +64,7 @@ def make(name: str, seen: list[ModelMessage], edit: str | None = None) -> Durabl
             prompt.content = "edited"
             call = messages[1].parts[0]
             assert isinstance(call, ToolCallPart) and isinstance(call.args, dict)
-            args: dict[str, Any] = call.args
+            args: Any = call.args
             args["q"] = "edited"
         return messages
 
