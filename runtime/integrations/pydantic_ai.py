@@ -296,7 +296,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         check_timeout(timeout)  # before anything is sent
         ref = await system.spawn(AgentActor, actor_id)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
-        return self._result(reply, await whole(system.store, actor_id, reply, "messages"))
+        plain = self._histories.conversation(actor_id, system.store, reply)  # or the log's:
+        plain = plain or await whole(system.store, actor_id, reply, "messages")
+        return self._result(reply, plain)
 
     async def result(
         self, system: ActorSystem, actor_id: str, reply: dict[str, Any]
@@ -394,13 +396,14 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 event_stream_handler=handler,
                 infer_name=False,
             )
-        all_messages = self._histories.put(ctx.actor_id, result.all_messages(), warm)
+        prev = state.run_seq if history else 0
+        all_messages = self._histories.put(ctx, result.all_messages(), warm, prev)
         # the reply holds the run's new messages; the rest is in the chain of replies
         conversation, origin = reply_fields(
             "messages",
             history,
             all_messages,
-            base=state.run_seq if history else 0,
+            base=prev,
             origin=state.origin,
             run_seq=ctx.step_seq,
             whole=model.whole_form,
