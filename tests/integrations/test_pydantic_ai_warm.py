@@ -7,9 +7,12 @@ history message a run changes in place is seen."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 pytest.importorskip("pydantic_ai")
@@ -38,7 +41,16 @@ def anyio_backend() -> str:
     return "asyncio"  # pydantic-ai runs its tool calls as asyncio tasks
 
 
-def make(name: str, seen: list[ModelMessage], edit: str | None = None) -> DurableAgent[None, str]:
+async def found(q: str) -> str:
+    return f"found {q}"
+
+
+def make(
+    name: str,
+    seen: list[ModelMessage],
+    edit: str | None = None,
+    lookup: Callable[[str], Awaitable[str]] = found,
+) -> DurableAgent[None, str]:
     """The chain tests' agent (each run: a tool call, the tool, an answer); ``seen`` gets the
     first message of each request's history. With ``edit``, the history processor edits
     the history in place in the run whose prompt is ``edit``: the first prompt's text (a
@@ -74,10 +86,7 @@ def make(name: str, seen: list[ModelMessage], edit: str | None = None) -> Durabl
         capabilities=[ProcessHistory(processor)] if edit else [],
     )
 
-    @agent.tool_plain
-    async def lookup(q: str) -> str:
-        return f"found {q}"
-
+    agent.tool_plain(name="lookup")(lookup)
     return DurableAgent(agent, tools={"lookup": READ})
 
 
@@ -138,3 +147,38 @@ async def test_a_history_message_edited_in_place_is_seen(tmp_path: Path) -> None
         again = await durable.result(system, "c", step["reply"])
     assert plain(cold)[:2] == conversation[:2]
     assert plain(again) == conversation
+
+
+@pytest.mark.anyio
+async def test_a_run_continuing_a_replayed_history_replies_the_logged_conversation(
+    tmp_path: Path,
+) -> None:
+    """Runs q0 to q2 complete, the system stops while q3's tool call runs. In a new system
+    recovery replays q0 to q2 (the state's requests then carry the replay's clock readings)
+    and q3 goes on: its caller gets the conversation as the log holds it (the first runs'
+    clock readings), not the state's; so does the caller of q4, which continues q3 warm."""
+    db = tmp_path / "agents.db"
+    gate, blocked = anyio.Event(), anyio.Event()
+
+    async def lookup(q: str) -> str:
+        if q == "q3" and not gate.is_set():
+            blocked.set()
+            await anyio.sleep_forever()
+        return f"found {q}"
+
+    durable = make("t-warm-replayed", [], lookup=lookup)
+    async with ActorSystem(SqliteStore(db), actors=[AgentActor]) as system:
+        old = [await durable.run(system, "c", f"q{i}", message_id=f"q{i}") for i in range(3)]
+    async with (
+        ActorSystem(SqliteStore(db), actors=[AgentActor], shutdown_grace=0.1) as system,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(functools.partial(durable.run, system, "c", "q3", message_id="q3"))
+        await blocked.wait()
+        tg.cancel_scope.cancel()
+    gate.set()
+    async with ActorSystem(SqliteStore(db), actors=[AgentActor]) as system:
+        resumed = await durable.run(system, "c", "q3", message_id="q3")
+        later = await durable.run(system, "c", "q4", message_id="q4")
+    assert plain(resumed)[:12] == plain(old[2])
+    assert plain(later)[:16] == plain(resumed)
