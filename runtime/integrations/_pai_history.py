@@ -36,7 +36,7 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._effects.context import Context
 
-__all__ = ["WarmHistories"]
+__all__ = ["RunHistory", "WarmHistories"]
 
 #: type -> a function giving the tuple of an instance's dataclass fields (None: not a
 #: dataclass)
@@ -130,6 +130,28 @@ class _Warm:
         self.logged = logged
 
 
+class RunHistory:
+    """What one run starts from (``WarmHistories.take``): its history as objects, the
+    conversation's entry it was taken from, and the messages dumped during the run."""
+
+    __slots__ = ("dumped", "messages", "warm")
+
+    def __init__(self, messages: list[ModelMessage], warm: _Warm | None) -> None:
+        self.messages = messages
+        self.warm = warm
+        #: id -> (message, its signature, its JSON) of each message ``dump`` dumped
+        self.dumped: dict[int, tuple[ModelMessage, list[Any], Any]] = {}
+
+    def dump(self, messages: Sequence[ModelMessage]) -> list[Any]:
+        """``messages`` dumped as ``ModelMessagesTypeAdapter`` dumps them (the request
+        fingerprints' dumps: ``RequestChain``), kept for the conversation's JSON at the
+        run's end."""
+        plain = list(ModelMessagesTypeAdapter.dump_python(list(messages), mode="json"))
+        for m, p in zip(messages, plain, strict=True):
+            self.dumped[id(m)] = (m, signature(m), p)
+        return plain
+
+
 class WarmHistories:
     """Per conversation (actor id), the objects its last run ended with (at most ``limit``
     conversations, the least recently run dropped first). See the module's docstring."""
@@ -138,28 +160,28 @@ class WarmHistories:
         self._limit = limit
         self._warm: OrderedDict[str, _Warm] = OrderedDict()
 
-    def take(self, actor_id: str, plain: list[Any]) -> tuple[list[ModelMessage], _Warm | None]:
+    def take(self, actor_id: str, plain: list[Any]) -> RunHistory:
         """The history a run starts from, for the state's ``plain`` conversation: the kept
         objects if ``plain`` is the list kept with them and none of them changed, else
-        ``plain`` validated; and what ``put`` needs at the run's end. The conversation's
-        entry is taken out: a run that fails leaves none (its objects may be half-changed),
-        and the next run validates the state's JSON."""
+        ``plain`` validated. The conversation's entry is taken out: a run that fails leaves
+        none (its objects may be half-changed), and the next run validates the state's
+        JSON."""
         warm = self._warm.pop(actor_id, None)
         if warm is not None and warm.plain is plain and len(plain) == len(warm.messages):
             messages = warm.messages
             if all(map(_same, warm.signatures, map(signature, messages))):
-                return list(messages), warm
-        return (ModelMessagesTypeAdapter.validate_python(plain) if plain else []), None
+                return RunHistory(list(messages), warm)
+        return RunHistory(ModelMessagesTypeAdapter.validate_python(plain) if plain else [], None)
 
     def put(
-        self, ctx: Context, messages: Sequence[ModelMessage], warm: _Warm | None, base: int
+        self, ctx: Context, messages: Sequence[ModelMessage], run: RunHistory, base: int
     ) -> list[Any]:
         """The conversation ``messages`` the run of step ``ctx`` ended with, as JSON (the
-        state's new ``messages``): each message kept from the run before (``warm``, from
-        ``take``) and unchanged keeps its JSON, the others are dumped. Kept for the
-        conversation's next run, and for ``conversation``. ``base``: the run the reply
-        continues (``reply_fields``'s; 0 for none)."""
-        actor_id, run = ctx.actor_id, ctx.step_seq
+        state's new ``messages``): each message kept from the run before (``run.warm``) or
+        dumped during the run (``run.dump``) and unchanged since keeps that JSON, the others
+        are dumped. Kept for the conversation's next run, and for ``conversation``.
+        ``base``: the run the reply continues (``reply_fields``'s; 0 for none)."""
+        actor_id, warm = ctx.actor_id, run.warm
         store = getattr(ctx._cell, "store", None)  # (the cell's: the system's store)
         # the reply logged now continues a conversation the log gives as it is here
         logged = not ctx._complete and (
@@ -169,6 +191,7 @@ class WarmHistories:
         sigs = [signature(m) for m in messages]
         plain: list[Any] = [None] * len(messages)
         fresh: list[int] = []
+        dumped = run.dumped
         for i, m in enumerate(messages):
             if (
                 warm is not None
@@ -177,13 +200,15 @@ class WarmHistories:
                 and _same(warm.signatures[i], sigs[i])
             ):
                 plain[i] = warm.plain[i]
+            elif (d := dumped.get(id(m))) is not None and d[0] is m and _same(d[1], sigs[i]):
+                plain[i] = d[2]
             else:
                 fresh.append(i)
         if fresh:
-            dumped = ModelMessagesTypeAdapter.dump_python([messages[i] for i in fresh], mode="json")
-            for i, d in zip(fresh, dumped, strict=True):
+            new = ModelMessagesTypeAdapter.dump_python([messages[i] for i in fresh], mode="json")
+            for i, d in zip(fresh, new, strict=True):
                 plain[i] = d
-        self._warm[actor_id] = _Warm(plain, messages, sigs, run, store, logged)
+        self._warm[actor_id] = _Warm(plain, messages, sigs, ctx.step_seq, store, logged)
         while len(self._warm) > self._limit:
             self._warm.popitem(last=False)
         return plain

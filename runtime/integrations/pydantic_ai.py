@@ -352,7 +352,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
     async def _step(self, ctx: Context, state: AgentState, msg: RunPrompt) -> dict[str, Any]:
         history = [] if msg.new_conversation else state.messages
         # (kept again only when the run ends well: a failed one may have changed them)
-        messages, warm = self._histories.take(ctx.actor_id, history)
+        run = self._histories.take(ctx.actor_id, history)
+        messages = run.messages
         deferred = None
         if msg.deferred_results or msg.approvals:
             deferred = DeferredToolResults(
@@ -366,9 +367,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         if self.emit_deltas:
             emit = ctx.emit
         # the fingerprints chain on from the conversation's last request ([F23])
-        chain = RequestChain()
+        chain = RequestChain(dump=run.dump)
         if history and state.chain and state.chained <= len(messages):
-            chain = RequestChain(messages[: state.chained], state.chain)
+            chain = RequestChain(messages[: state.chained], state.chain, run.dump)
         model = _JournaledModel(base, ctx, self, ids, emit, chain)
         handler = self.event_stream_handler
         if handler is None and emit is not None:
@@ -397,7 +398,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 infer_name=False,
             )
         prev = state.run_seq if history else 0
-        all_messages = self._histories.put(ctx, result.all_messages(), warm, prev)
+        all_messages = self._histories.put(ctx, result.all_messages(), run, prev)
         # the reply holds the run's new messages; the rest is in the chain of replies
         conversation, origin = reply_fields(
             "messages",

@@ -54,7 +54,8 @@ def make(
     """The chain tests' agent (each run: a tool call, the tool, an answer); ``seen`` gets the
     first message of each request's history. With ``edit``, the history processor edits
     the history in place in the run whose prompt is ``edit``: the first prompt's text (a
-    part's field) and the first tool call's arguments (a value inside a part's field)."""
+    part's field) and the first tool call's arguments (a value inside a part's field); at
+    the run's second request, the prompt of its own first request."""
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         seen.append(messages[0])
@@ -78,6 +79,12 @@ def make(
             assert isinstance(call, ToolCallPart) and isinstance(call.args, dict)
             args: Any = call.args
             args["q"] = "edited"
+        returned = [p.content for p in last.parts if isinstance(p, ToolReturnPart)]
+        if isinstance(last, ModelRequest) and returned == [f"found {edit}"]:
+            # the run's own first request, dumped for its fingerprint: its prompt's text
+            own = messages[-3].parts[0]
+            assert isinstance(own, UserPromptPart) and own.content == edit
+            own.content = f"{edit} edited"
         return messages
 
     agent = Agent(
@@ -127,7 +134,8 @@ async def test_a_warm_run_logs_and_replies_what_a_run_from_the_log_does(tmp_path
 @pytest.mark.anyio
 async def test_a_history_message_edited_in_place_is_seen(tmp_path: Path) -> None:
     """A history processor edits messages of the history in place (a part's field, and a
-    value inside a part's dict field): the run's conversation, as the caller gets it and as
+    value inside a part's dict field; and a message of the run, after its request's
+    fingerprint dumped it): the run's conversation, as the caller gets it and as
     the next run starts from it (warm, or from the log in a new system), has the edits."""
     db = tmp_path / "agents.db"
     seen: list[ModelMessage] = []
@@ -140,6 +148,7 @@ async def test_a_history_message_edited_in_place_is_seen(tmp_path: Path) -> None
     conversation = plain(edited)
     assert conversation[0]["parts"][0]["content"] == "edited"
     assert conversation[1]["parts"][0]["args"] == {"q": "edited"}
+    assert conversation[8]["parts"][0]["content"] == "q2 edited"
     assert plain(after)[:2] == conversation[:2]
     async with ActorSystem(SqliteStore(db), actors=[AgentActor]) as system:
         cold = await durable.run(system, "c", "q4", message_id="q4")
