@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from datetime import datetime
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -59,7 +60,7 @@ def _getter(kind: type) -> Callable[[Any], tuple[Any, ...]] | None:
 
 
 #: field values with nothing inside to compare
-_PLAIN = frozenset({str, int, float, bool, type(None)})
+_PLAIN = frozenset({str, int, float, bool, type(None), datetime})
 
 
 def _inside(values: tuple[Any, ...], out: list[Any]) -> None:
@@ -67,6 +68,8 @@ def _inside(values: tuple[Any, ...], out: list[Any]) -> None:
     values) and the fields of dataclasses among them, appended to ``out`` (a length before
     each container's items)."""
     out.extend(values)
+    if _PLAIN.issuperset(map(type, values)):
+        return  # (most parts: no loop in Python)
     for v in values:
         kind = type(v)
         if kind in _PLAIN:
