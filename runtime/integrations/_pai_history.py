@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from datetime import datetime
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
