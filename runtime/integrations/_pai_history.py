@@ -35,8 +35,6 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from .._effects.context import Context
-
 __all__ = ["RunHistory", "WarmHistories"]
 
 #: type -> a function giving the tuple of an instance's dataclass fields (None: not a
@@ -109,28 +107,13 @@ def _same(before: list[Any], now: list[Any]) -> bool:
 
 
 class _Warm:
-    __slots__ = ("logged", "messages", "plain", "run", "signatures", "store")
+    __slots__ = ("messages", "plain", "signatures")
 
-    def __init__(
-        self,
-        plain: list[Any],
-        messages: list[ModelMessage],
-        sigs: list[Any],
-        run: int,
-        store: object,
-        logged: bool,
-    ) -> None:
+    def __init__(self, plain: list[Any], messages: list[ModelMessage], sigs: list[Any]) -> None:
         #: the state's list (the JSON of each message, as ``messages`` dumped)
         self.plain = plain
         self.messages = messages
         self.signatures = sigs
-        #: the run's message seq, and the store of its log
-        self.run = run
-        self.store = store
-        #: ``plain`` is the conversation the chain of replies in the log gives for ``run``
-        #: (not so for a state rebuilt by replaying a completed run: its requests carry the
-        #: replay's clock readings, the logged replies the first run's)
-        self.logged = logged
 
 
 class RunHistory:
@@ -176,20 +159,12 @@ class WarmHistories:
                 return RunHistory(list(messages), warm)
         return RunHistory(ModelMessagesTypeAdapter.validate_python(plain) if plain else [], None)
 
-    def put(
-        self, ctx: Context, messages: Sequence[ModelMessage], run: RunHistory, base: int
-    ) -> list[Any]:
-        """The conversation ``messages`` the run of step ``ctx`` ended with, as JSON (the
-        state's new ``messages``): each message kept from the run before (``run.warm``) or
-        dumped during the run (``run.dump``) and unchanged since keeps that JSON, the others
-        are dumped. Kept for the conversation's next run, and for ``conversation``.
-        ``base``: the run the reply continues (``reply_fields``'s; 0 for none)."""
-        actor_id, warm = ctx.actor_id, run.warm
-        store = getattr(ctx._cell, "store", None)  # (the cell's: the system's store)
-        # the reply logged now continues a conversation the log gives as it is here
-        logged = not ctx._complete and (
-            not base or (warm is not None and warm.logged and warm.run == base)
-        )
+    def put(self, actor_id: str, messages: Sequence[ModelMessage], run: RunHistory) -> list[Any]:
+        """The conversation ``messages`` a run ended with, as JSON (the state's new
+        ``messages``): each message kept from the run before (``run.warm``) or dumped during
+        the run (``run.dump``) and unchanged since keeps that JSON, the others are dumped.
+        Kept for the conversation's next run."""
+        warm = run.warm
         messages = list(messages)
         sigs = [signature(m) for m in messages]
         plain: list[Any] = [None] * len(messages)
@@ -211,25 +186,7 @@ class WarmHistories:
             new = ModelMessagesTypeAdapter.dump_python([messages[i] for i in fresh], mode="json")
             for i, d in zip(fresh, new, strict=True):
                 plain[i] = d
-        self._warm[actor_id] = _Warm(plain, messages, sigs, ctx.step_seq, store, logged)
+        self._warm[actor_id] = _Warm(plain, messages, sigs)
         while len(self._warm) > self._limit:
             self._warm.popitem(last=False)
-        return plain
-
-    def conversation(self, actor_id: str, store: object, reply: Any) -> list[Any] | None:
-        """The whole conversation (JSON) a run's ``reply`` stands for, if the run was the
-        last one of ``actor_id`` in this process, in ``store``, and it ended with it: what
-        ``_replies.whole`` would rebuild from the chain of replies in the log (the reply's
-        tail is checked against it). None otherwise: read the chain."""
-        warm = self._warm.get(actor_id)
-        if warm is None or not warm.logged or warm.store is not store:
-            return None
-        if not isinstance(reply, dict):
-            return None
-        keep, tail = reply.get("keep"), reply.get("tail")
-        if reply.get("run") != warm.run or type(keep) is not int or type(tail) is not list:
-            return None
-        plain = warm.plain
-        if len(plain) != keep + len(tail) or plain[keep:] != tail:
-            return None
         return plain

@@ -82,7 +82,7 @@ from ._pai_stream import (
     whole_response,
 )
 from ._pai_tasks import _Identities
-from ._replies import reply_fields, result_of, whole
+from ._replies import KnownConversations, reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -239,7 +239,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         #: the journaling ``Tool`` of each tool, made once (``JournalingTools``)
         self._journaling = JournalingTools(TOOL_PREFIX, _settled)
         #: each conversation's messages as its last run in this process left them
-        self._histories = WarmHistories()
+        self._histories, self._known = WarmHistories(), KnownConversations()
         _AGENTS[name] = self
 
     # -- caller side -----------------------------------------------------------------------
@@ -296,7 +296,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         check_timeout(timeout)  # before anything is sent
         ref = await system.spawn(AgentActor, actor_id)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
-        plain = self._histories.conversation(actor_id, system.store, reply)  # or the log's:
+        plain = self._known.get(actor_id, system.store, reply)  # or the log's:
         plain = plain or await whole(system.store, actor_id, reply, "messages")
         return self._result(reply, plain)
 
@@ -351,7 +351,6 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     async def _step(self, ctx: Context, state: AgentState, msg: RunPrompt) -> dict[str, Any]:
         history = [] if msg.new_conversation else state.messages
-        # (kept again only when the run ends well: a failed one may have changed them)
         run = self._histories.take(ctx.actor_id, history)
         messages = run.messages
         deferred = None
@@ -398,7 +397,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 infer_name=False,
             )
         prev = state.run_seq if history else 0
-        all_messages = self._histories.put(ctx, result.all_messages(), run, prev)
+        all_messages = self._histories.put(ctx.actor_id, result.all_messages(), run)
+        self._known.ended(ctx, history, all_messages, prev)
         # the reply holds the run's new messages; the rest is in the chain of replies
         conversation, origin = reply_fields(
             "messages",
