@@ -30,11 +30,9 @@ the run where the kept log starts (``whole``): in another process too, after any
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from .._effects.context import Context
 from .._journal import compact as _compact, frames as _frames
 from .._journal.checks import shown, validate_text
 from .._journal.errors import ActorlogError, ConfigurationError, CorruptEntryError
@@ -42,7 +40,7 @@ from .._journal.records import EntryKind, StepRecord, decode_entry
 from .._runtime.system import ActorSystem
 from ..store import SnapshotInfo, Store
 
-__all__ = ["KnownConversations", "parse", "reply_fields", "result_of", "shared_prefix", "whole"]
+__all__ = ["parse", "reply_fields", "result_of", "shared_prefix", "whole"]
 
 R = TypeVar("R")
 
@@ -242,57 +240,3 @@ async def result_of(
         raise ConfigurationError(
             f"not the reply of a durable agent's run: {shown(reply)} ({exc})"
         ) from None
-
-
-class _Known:
-    __slots__ = ("logged", "plain", "run", "store")
-
-    def __init__(self, plain: list[Any], run: int, store: object, logged: bool) -> None:
-        self.plain = plain
-        self.run = run
-        self.store = store
-        self.logged = logged
-
-
-class KnownConversations:
-    """Per conversation (actor id), the conversation (JSON) its last run in this process
-    ended with: the caller of that run takes it instead of reading the chain of replies
-    (``whole``), when it is what the chain gives. It is not for a run that continued a
-    state rebuilt by replaying completed runs (their requests carry the replay's clock
-    readings, the logged replies the first run's), nor for a replayed run. At most
-    ``limit`` conversations, the least recently run dropped first."""
-
-    def __init__(self, limit: int = 128) -> None:
-        self._limit = limit
-        self._known: OrderedDict[str, _Known] = OrderedDict()
-
-    def ended(self, ctx: Context, started: list[Any], plain: list[Any], base: int) -> None:
-        """The run of step ``ctx`` ended with the conversation ``plain`` (the state's new
-        list), having started from the state's list ``started``; ``base``: the run its
-        reply continues (``reply_fields``'s; 0 for none)."""
-        prev = self._known.pop(ctx.actor_id, None)
-        logged = not ctx._complete and (
-            not base
-            or (prev is not None and prev.logged and prev.run == base and prev.plain is started)
-        )
-        store = getattr(ctx._cell, "store", None)  # (the cell's: the system's store)
-        self._known[ctx.actor_id] = _Known(plain, ctx.step_seq, store, logged)
-        while len(self._known) > self._limit:
-            self._known.popitem(last=False)
-
-    def get(self, actor_id: str, store: object, reply: Any) -> list[Any] | None:
-        """The whole conversation a run's ``reply`` stands for, if the run was the last one
-        of ``actor_id`` in this process, in ``store``, and it is the chain's (the reply's
-        tail is checked against it). None otherwise: read the chain (``whole``)."""
-        known = self._known.get(actor_id)
-        if known is None or not known.logged or known.store is not store:
-            return None
-        if not isinstance(reply, dict):
-            return None
-        keep, tail = reply.get("keep"), reply.get("tail")
-        if reply.get("run") != known.run or type(keep) is not int or type(tail) is not list:
-            return None
-        plain = known.plain
-        if len(plain) != keep + len(tail) or plain[keep:] != tail:
-            return None
-        return plain

@@ -82,7 +82,7 @@ from ._openai_models import (
     fingerprint,
     model_name_of,
 )
-from ._replies import KnownConversations, reply_fields, result_of, whole
+from ._replies import reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -256,8 +256,6 @@ class DurableAgent(Generic[TContext]):
         self.sequential_tools = sequential_tools
         #: the journaling ``Tool`` of each function tool, made once (``JournalingTools``)
         self._journaling = JournalingTools(TOOL_PREFIX, _settled)
-        #: each conversation's items as its last run in this process ended them
-        self._known = KnownConversations()
         _AGENTS[name] = self
 
     def effect_of(self, tool_name: str) -> ToolEffect:
@@ -295,9 +293,7 @@ class DurableAgent(Generic[TContext]):
         ref = await system.spawn(AgentActor, actor_id)
         msg = RunInput(self.name, input, new_conversation=new_conversation)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
-        items = self._known.get(actor_id, system.store, reply)  # or the log's:
-        items = items or await whole(system.store, actor_id, reply, "items")
-        return self._result(reply, items)
+        return self._result(reply, await whole(system.store, actor_id, reply, "items"))
 
     async def result(
         self, system: ActorSystem, actor_id: str, reply: dict[str, Any]
@@ -374,7 +370,6 @@ class DurableAgent(Generic[TContext]):
             origin=state.origin,
             run_seq=ctx.step_seq,
         )
-        self._known.ended(ctx, state.items, all_items, state.run_seq if history else 0)
         state.items = all_items
         state.runs += 1
         state.run_seq, state.origin = ctx.step_seq, origin

@@ -82,7 +82,7 @@ from ._pai_stream import (
     whole_response,
 )
 from ._pai_tasks import _Identities
-from ._replies import KnownConversations, reply_fields, result_of, whole
+from ._replies import reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -239,7 +239,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         #: the journaling ``Tool`` of each tool, made once (``JournalingTools``)
         self._journaling = JournalingTools(TOOL_PREFIX, _settled)
         #: each conversation's messages as its last run in this process left them
-        self._histories, self._known = WarmHistories(), KnownConversations()
+        self._histories = WarmHistories()
         _AGENTS[name] = self
 
     # -- caller side -----------------------------------------------------------------------
@@ -296,9 +296,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         check_timeout(timeout)  # before anything is sent
         ref = await system.spawn(AgentActor, actor_id)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
-        plain = self._known.get(actor_id, system.store, reply)  # or the log's:
-        plain = plain or await whole(system.store, actor_id, reply, "messages")
-        return self._result(reply, plain)
+        return self._result(reply, await whole(system.store, actor_id, reply, "messages"))
 
     async def result(
         self, system: ActorSystem, actor_id: str, reply: dict[str, Any]
@@ -396,15 +394,13 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 event_stream_handler=handler,
                 infer_name=False,
             )
-        prev = state.run_seq if history else 0
         all_messages = self._histories.put(ctx.actor_id, result.all_messages(), run)
-        self._known.ended(ctx, history, all_messages, prev)
         # the reply holds the run's new messages; the rest is in the chain of replies
         conversation, origin = reply_fields(
             "messages",
             history,
             all_messages,
-            base=prev,
+            base=state.run_seq if history else 0,
             origin=state.origin,
             run_seq=ctx.step_seq,
             whole=model.whole_form,

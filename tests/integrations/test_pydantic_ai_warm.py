@@ -191,3 +191,44 @@ async def test_a_run_continuing_a_replayed_history_replies_the_logged_conversati
         later = await durable.run(system, "c", "q4", message_id="q4")
     assert plain(resumed)[:12] == plain(old[2])
     assert plain(later)[:16] == plain(resumed)
+
+
+@pytest.mark.anyio
+async def test_a_result_shares_nothing_with_the_conversation_the_actor_keeps(
+    tmp_path: Path,
+) -> None:
+    """The caller edits a value nested in what its results hold (a list inside a tool
+    call's arguments, which pydantic-ai's validation does not copy); the conversation's
+    next runs, warm or from the log, do not see it."""
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        for part in messages[-1].parts:
+            if isinstance(part, UserPromptPart):
+                args = {"q": {"words": [str(part.content)]}}
+                return ModelResponse(parts=[ToolCallPart("lookup", args, "c")])
+            if isinstance(part, ToolReturnPart):
+                return ModelResponse(parts=[TextPart(f"answer {part.content}")])
+        raise AssertionError("unexpected request")
+
+    agent = Agent(FunctionModel(model, model_name="nested"), name="t-warm-own")
+
+    @agent.tool_plain
+    async def lookup(q: dict[str, list[str]]) -> str:
+        return " ".join(q["words"])
+
+    durable = DurableAgent(agent, tools={"lookup": READ})
+    db = tmp_path / "agents.db"
+    async with ActorSystem(SqliteStore(db), actors=[AgentActor]) as system:
+        first = await durable.run(system, "c", "q0", message_id="q0")
+        before = plain(first)
+        reply = rows(db, "c", "step")[0][1]["reply"]
+        for result in (first, await durable.result(system, "c", reply)):
+            call = result.messages[1].parts[0]
+            assert isinstance(call, ToolCallPart)
+            args: Any = call.args
+            args["q"]["words"].append("changed")
+        second = await durable.run(system, "c", "q1", message_id="q1")
+    assert plain(second)[:4] == before
+    async with ActorSystem(SqliteStore(db), actors=[AgentActor]) as system:
+        third = await durable.run(system, "c", "q2", message_id="q2")
+    assert plain(third)[:4] == before
