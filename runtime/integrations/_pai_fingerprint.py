@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
@@ -62,12 +62,20 @@ def fingerprint(messages: Sequence[ModelMessage]) -> str:
 CHAINED = "c:"
 
 
-def chained(previous: str, new: Sequence[ModelMessage]) -> str:
+def _dump(messages: Sequence[ModelMessage]) -> list[Any]:
+    return list(ModelMessagesTypeAdapter.dump_python(list(messages), mode="json"))
+
+
+def chained(
+    previous: str,
+    new: Sequence[ModelMessage],
+    dump: Callable[[Sequence[ModelMessage]], list[Any]] = _dump,
+) -> str:
     """A model request's chained fingerprint: ``new``, the messages it sends that the
     previous request of its chain did not (without clock readings and run ids, as
     ``fingerprint``), hashed after ``previous``, that request's chained fingerprint ("" at
-    the chain's start)."""
-    plain = _strip(ModelMessagesTypeAdapter.dump_python(list(new), mode="json"))
+    the chain's start). ``dump``: what dumps them as ``ModelMessagesTypeAdapter`` does."""
+    plain = _strip(dump(new))
     blob = json.dumps(plain, sort_keys=True, separators=(",", ":")).encode()
     return CHAINED + hashlib.sha256(previous.encode() + b"\n" + blob).hexdigest()
 
@@ -84,11 +92,19 @@ class RequestChain:
     depend on what the run's code does with the messages, not on timing.
     """
 
-    def __init__(self, sent: Sequence[ModelMessage] | None = None, last: str = "") -> None:
+    def __init__(
+        self,
+        sent: Sequence[ModelMessage] | None = None,
+        last: str = "",
+        dump: Callable[[Sequence[ModelMessage]], list[Any]] = _dump,
+    ) -> None:
         #: the messages the chain's last request sent (the objects themselves)
         self.sent: list[ModelMessage] = list(sent or [])
         #: that request's chained fingerprint ("": none, the next request starts the chain)
         self.last = last
+        #: dumps messages as ``ModelMessagesTypeAdapter`` does (a run's ``RunHistory.dump``
+        #: keeps the dumps for the conversation's JSON at the run's end)
+        self._dump = dump
 
     def next(self, messages: Sequence[ModelMessage]) -> str:
         """The chained fingerprint of a request sending ``messages`` (and it becomes the
@@ -96,7 +112,10 @@ class RequestChain:
         sent = self.sent
         n = len(sent)
         same = len(messages) >= n and all(a is b for a, b in zip(sent, messages[:n], strict=True))
-        fp = chained(self.last, messages[n:]) if self.last and same else chained("", messages)
+        if self.last and same:
+            fp = chained(self.last, messages[n:], self._dump)
+        else:
+            fp = chained("", messages, self._dump)
         self.sent, self.last = list(messages), fp
         return fp
 

@@ -71,6 +71,7 @@ from ._effects import (
     this_call,
 )
 from ._pai_fingerprint import CHAINED, RequestChain, fingerprint, tools_fingerprint
+from ._pai_history import WarmHistories
 from ._pai_stream import (
     DeltaForwarder,
     _dump_response,
@@ -237,6 +238,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self.emit_deltas = emit_deltas
         #: the journaling ``Tool`` of each tool, made once (``JournalingTools``)
         self._journaling = JournalingTools(TOOL_PREFIX, _settled)
+        #: each conversation's messages as its last run in this process left them
+        self._histories = WarmHistories()
         _AGENTS[name] = self
 
     # -- caller side -----------------------------------------------------------------------
@@ -347,7 +350,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     async def _step(self, ctx: Context, state: AgentState, msg: RunPrompt) -> dict[str, Any]:
         history = [] if msg.new_conversation else state.messages
-        messages = ModelMessagesTypeAdapter.validate_python(history) if history else []
+        run = self._histories.take(ctx.actor_id, history)
+        messages = run.messages
         deferred = None
         if msg.deferred_results or msg.approvals:
             deferred = DeferredToolResults(
@@ -361,9 +365,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         if self.emit_deltas:
             emit = ctx.emit
         # the fingerprints chain on from the conversation's last request ([F23])
-        chain = RequestChain()
+        chain = RequestChain(dump=run.dump)
         if history and state.chain and state.chained <= len(messages):
-            chain = RequestChain(messages[: state.chained], state.chain)
+            chain = RequestChain(messages[: state.chained], state.chain, run.dump)
         model = _JournaledModel(base, ctx, self, ids, emit, chain)
         handler = self.event_stream_handler
         if handler is None and emit is not None:
@@ -391,7 +395,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 event_stream_handler=handler,
                 infer_name=False,
             )
-        all_messages = ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json")
+        all_messages = self._histories.put(ctx.actor_id, result.all_messages(), run)
         # the reply holds the run's new messages; the rest is in the chain of replies
         conversation, origin = reply_fields(
             "messages",
