@@ -470,8 +470,8 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers, _p
         limit: int | None = None,
     ) -> list[EntryRow]:
         sql, params = select_entries("sqlite", actor_id, after_seq, upto_seq, kinds, limit)
-        sql = self._stored_rows(sql)  # [F21] format 4: stored payloads, unpacked here
-        return await self._unpacked(entries(await self._fetch(sql, params), actor_id, after_seq))
+        found = await self._fetch(self._stored_rows(sql), params)  # [F21] unpacked here
+        return entries(await self._unpacked_values(found), actor_id, after_seq)
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
         # The index finds the row's seq; its columns are read from the table by its primary
