@@ -197,6 +197,8 @@ def unpack(row: EntryRow, prev: Anchor | None, ref: Anchor | None) -> bytes:
         fast = _unpack_step(text, items, flags, prev)
     if fast is not None:
         return fast
+    if _bytes(items) != stored[1:]:  # not packing's text of its items: damage, which
+        return stored  # decoding and encoding again would not show
     if flags & AT:
         i = _AT[row.kind]
         start = _start(prev)
@@ -471,14 +473,6 @@ def _intent(
         return None  # not text, not JSON, an integer too long for text, a surrogate
 
 
-def _anchor(a: Any) -> Anchor | None:
-    """:func:`anchor` of a stored ``(kind, payload)`` read from the database (None: it is
-    not there, or a column of it has the wrong type: nothing is packed against it)."""
-    if a is None or type(a[0]) is not str or type(a[1]) is not bytes:
-        return None
-    return anchor(a[0], a[1])
-
-
 def unpack_values(
     rows: Sequence[Sequence[Any]], more: dict[int, tuple[str, bytes]]
 ) -> tuple[list[Sequence[Any]], list[int]]:
@@ -537,7 +531,7 @@ def _general(
         return p
     found: list[Anchor | None] = []
     for want, needed in ((seq - 1, p[0] & (AT | REPLY)), (ref, p[0] & KEY)):
-        a = None
+        a: Any = None
         if needed and want > 0:
             j = i - (seq - want)  # where a read of consecutive seqs has it
             if 0 <= j < len(rows) and rows[j][1] == want:
@@ -546,11 +540,12 @@ def _general(
                 a = more[want]
             else:
                 by_seq.update(() if by_seq else ((r[1], r) for r in rows))
-                r = by_seq.get(want)
-                a = None if r is None else (r[2], r[6])
+                a = by_seq.get(want)
+                a = None if a is None else (a[2], a[6])
                 if a is None:
                     absent.append(want)
-        found.append(_anchor(a))
+        ok = a is not None and type(a[0]) is str and type(a[1]) is bytes  # else: damage
+        found.append(anchor(a[0], a[1]) if ok else None)
     return unpack(EntryRow(*row), found[0], found[1])
 
 
