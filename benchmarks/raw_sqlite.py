@@ -16,7 +16,7 @@ import asyncio
 import os
 import sqlite3
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-__all__ = ["RawResult", "measure_thread", "measure_sqlite3", "run_all"]
+__all__ = ["RawResult", "RawThread", "measure_thread", "measure_sqlite3", "run_all"]
 
 PAYLOAD = bytes(range(200))  # ~200 bytes, like a small encoded log entry
 ACTOR = "actor-0000000001"
@@ -151,6 +151,37 @@ async def measure_thread(
     finally:
         await conn.close()
     return RawResult("thread", synchronous, rows_per_txn, commits, elapsed)
+
+
+class RawThread:
+    """:func:`measure_thread`'s commits in slices, from an event loop that does other work
+    between them (``benchmarks.seq_calls``' paired slices): ``await commits(n)`` commits
+    ``n`` one-row transactions through the thread and returns the seconds they took."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: Any = None
+        self._seq = 1
+
+    async def __aenter__(self) -> RawThread:
+        from actorlog.stores._sqlite_conn import Connection
+
+        _prepare(self.path, "FULL").close()
+        self._conn = await Connection.connect(str(self.path))
+        await self._conn.execute("PRAGMA synchronous=FULL")
+        await self.commits(20)  # warm-up
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._conn.close()
+
+    async def commits(self, n: int) -> float:
+        sql = _insert_sql(1)
+        start = time.perf_counter()
+        for _ in range(n):
+            await self._conn.execute(sql, _params(self._seq, 1))
+            self._seq += 1
+        return time.perf_counter() - start
 
 
 def run_all(

@@ -15,15 +15,27 @@ and ``commit_on_loop=True``. The
 report gives the median over the rounds of each round's ratio, the CPU time per call
 (``time.process_time``, all threads) and the share of the commits that ran on the event
 loop's thread.
+
+Even a round's raw rate can be a different disk's from its calls' (the speed of an fsync
+changed several times within a round on that machine). So, last, the *paired* slices: in
+one event loop, the raw thread commits ``--slice-calls`` one-row transactions, then the
+default store's actor makes as many sequential calls (one ``ask`` of ``Run(n)``), and again,
+``--slices`` times, the order swapped every other slice: each slice's two measurements are
+a fraction of a second apart. Reported: the ratio of the sums (the raw thread's time over
+the calls' time, equal counts) and the median of the slices' ratios. With
+``--paired-actors 100`` (the default: ``1,100``) 100 actors make ``--slice-calls`` calls
+each per slice, concurrently (issue 28's "100 actors >= 3x the raw rate").
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Literal
 
 import anyio
+import attrs
 from actorlog import ActorSystem
 
 from . import _agent
@@ -37,7 +49,7 @@ from ._common import (
     scratch_dir,
     write_report,
 )
-from .raw_sqlite import measure_sqlite3, measure_thread
+from .raw_sqlite import RawThread, measure_sqlite3, measure_thread
 from .throughput import _NAMES, BatchCountingSqliteStore, _make_store, _median
 
 if TYPE_CHECKING:
@@ -49,9 +61,13 @@ __all__ = ["main"]
 KINDS = ("sqlite", "sqlite-thread", "sqlite-on-loop")
 
 
+#: ``--durability``: the SQLite stores' (the raw rates are always measured with fsync)
+_DURABILITY: list[Literal["fsync", "survive-process-crash"]] = ["fsync"]
+
+
 async def _solo(kind: str, path: Path, calls: int) -> tuple[float, float, float]:
     """Calls per second, CPU seconds per call, and the share of commits on the loop."""
-    store = _make_store(kind, path)
+    store = _make_store(kind, path, _DURABILITY[0])
     assert isinstance(store, BatchCountingSqliteStore)
     async with ActorSystem(store, actors=[_agent.Agent]) as system:
         ref = await system.spawn(_agent.Agent, "solo")
@@ -65,16 +81,73 @@ async def _solo(kind: str, path: Path, calls: int) -> tuple[float, float, float]
     return calls / wall, cpu / calls, loop_share
 
 
+@attrs.frozen
+class Slice:
+    """One paired slice: raw one-row commits through a thread and sequential calls."""
+
+    raw_commits: int
+    raw_s: float
+    calls: int
+    calls_s: float
+    cpu_s: float
+
+
+async def _paired(d: Path, actors: int, slices: int, n: int) -> list[Slice]:
+    """``slices`` pairs: ``n`` raw one-row commits through a thread, and ``actors`` actors on
+    the default store each making ``n`` sequential calls (one ``Run(n)`` each, concurrently),
+    in an order swapped every other slice."""
+    store = _make_store("sqlite", d / f"paired-{actors}.db", _DURABILITY[0])
+    out: list[Slice] = []
+    async with (
+        RawThread(d / f"paired-raw-{actors}.db") as raw,
+        ActorSystem(store, actors=[_agent.Agent]) as system,
+    ):
+        refs = [await system.spawn(_agent.Agent, f"solo-{a}") for a in range(actors)]
+
+        async def run(i: int, calls: int) -> tuple[float, float]:
+            c, t = time.process_time(), time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                for ref in refs:
+                    tg.start_soon(partial(ref.ask, _agent.Run(calls), message_id=f"slice-{i}"))
+            return time.perf_counter() - t, time.process_time() - c
+
+        await run(-1, 20)  # warm-up
+        for i in range(slices):
+            if i % 2:
+                wall, cpu = await run(i, n)
+                raw_s = await raw.commits(n)
+            else:
+                raw_s = await raw.commits(n)
+                wall, cpu = await run(i, n)
+            out.append(Slice(n, raw_s, n * actors, wall, cpu))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = bench_parser(__doc__, quick_help="--rounds 2 --calls 50 --raw-seconds 0.1")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds")
     parser.add_argument("--calls", type=int, default=300, help="ctx.calls per store, per round")
     parser.add_argument("--raw-seconds", type=float, default=0.4, help="per raw measurement")
+    parser.add_argument(
+        "--durability",
+        choices=["fsync", "survive-process-crash"],
+        default="fsync",
+        help="the stores' durability (survive-process-crash: no fsync, for the CPU per call "
+        "without the disk's noise; the ratios then mean nothing)",
+    )
+    parser.add_argument("--slices", type=int, default=20, help="paired slices (0: none)")
+    parser.add_argument(
+        "--slice-calls", type=int, default=50, help="calls per actor per paired slice"
+    )
+    parser.add_argument(
+        "--paired-actors", default="1,100", help="concurrent actors of the paired slices"
+    )
     parser.add_argument("--dir", default=None, help="where to create the scratch databases")
     parser.add_argument("--no-write", action="store_true", help="print only; write no report")
     args = parser.parse_args(argv)
-    quick(args, parser, rounds=2, calls=50, raw_seconds=0.1)
+    quick(args, parser, rounds=2, calls=50, raw_seconds=0.1, slices=4, slice_calls=20)
     configure_output(args)
+    _DURABILITY[0] = args.durability
 
     rounds = Table(
         ["round", "raw thread 1-row/s", "raw sqlite3 1-row/s"]
@@ -105,7 +178,39 @@ def main(argv: Sequence[str] | None = None) -> None:
                 rate = rates[kind][-1]
                 cells.append(f"{rate:,.0f} ({rate / raw.commits_per_s:.2f}x)")
             rounds.add(*cells)
+        pairs = {
+            a: anyio.run(_paired, d, a, args.slices, args.slice_calls)
+            for a in ([int(x) for x in args.paired_actors.split(",")] if args.slices else [])
+        }
         info["load average (1, 5, 15 min) at end"] = loadavg()
+
+    paired = Table(
+        [
+            "store",
+            "actors",
+            "slices",
+            "raw thread 1-row/s (slices: min-max)",
+            "calls/s (slices: min-max)",
+            "vs raw thread 1-row: ratio of the rates over all slices",
+            "median of the slices' ratios",
+            "CPU µs/call",
+        ]
+    )
+    for actors, got in pairs.items():
+        raw_rate = sum(p.raw_commits for p in got) / sum(p.raw_s for p in got)
+        calls_rate = sum(p.calls for p in got) / sum(p.calls_s for p in got)
+        raws = [p.raw_commits / p.raw_s for p in got]
+        speeds = [p.calls / p.calls_s for p in got]
+        paired.add(
+            _NAMES["sqlite"],
+            actors,
+            len(got),
+            f"{min(raws):,.0f}-{max(raws):,.0f}",
+            f"{min(speeds):,.0f}-{max(speeds):,.0f}",
+            f"{calls_rate / raw_rate:.2f}x",
+            f"{_median([c / r for c, r in zip(speeds, raws, strict=True)]):.2f}x",
+            1e6 * sum(p.cpu_s for p in got) / sum(p.calls for p in got),
+        )
 
     summary = Table(
         [
@@ -130,6 +235,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(summary.text())
     print()
     print(rounds.text())
+    if pairs:
+        print()
+        print(paired.text())
     if not args.no_write:
         body = (
             f"{args.rounds} rounds; in each, the raw one-row commit rates "
@@ -139,6 +247,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             + summary.markdown()
             + "\n\n## Rounds\n\n"
             + rounds.markdown()
+            + (
+                f"\n\n## Paired slices\n\n{args.slices} slices of {args.slice_calls} raw "
+                "one-row commits through a thread and as many sequential calls by each actor "
+                "(concurrently) on the default store, alternating in one event loop.\n\n"
+                + paired.markdown()
+                if pairs
+                else ""
+            )
         )
         out = write_report(
             "seq_calls", "Sequential calls vs raw SQLite, in rounds", body, info=info

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import attrs
@@ -59,22 +59,38 @@ class BatchCountingSqliteStore(SqliteStore):
     """``SqliteStore`` that counts its commits; with ``group_commit=False`` it commits every
     queued append in a transaction of its own (what a store without group commit does).
 
-    Benchmark-only: it overrides the store's private ``_commit`` hook.
+    Benchmark-only: it overrides the store's private ``_commit`` hook, and
+    ``_commit_now`` (a lone append committed on the loop without ``_commit``; an actorlog
+    without that hook never calls it).
     """
 
     def __init__(
-        self, path: str | Path, *, group_commit: bool = True, commit_on_loop: bool | None = None
+        self,
+        path: str | Path,
+        *,
+        group_commit: bool = True,
+        commit_on_loop: bool | None = None,
+        durability: Literal["fsync", "survive-process-crash"] = "fsync",
     ) -> None:
         # None: the store's default (so that this code also measures an older actorlog)
         if commit_on_loop is None:
-            super().__init__(path)
+            super().__init__(path, durability=durability)
         else:
-            super().__init__(path, commit_on_loop=commit_on_loop)
+            super().__init__(path, commit_on_loop=commit_on_loop, durability=durability)
         self.group_commit = group_commit
         self.commits = 0
         self.appends = 0
         self.rows = 0
         self.all_batch_sizes: list[int] = []  # unbounded, unlike batch_sizes
+
+    def _commit_now(self, req: Any) -> bool:
+        done = super()._commit_now(req)
+        if done:
+            self.appends += 1
+            self.rows += len(req.item[2])
+            self.commits += 1
+            self.all_batch_sizes.append(1)
+        return done
 
     async def _commit(self, batch: Sequence[Any]) -> None:
         self.appends += len(batch)
@@ -118,12 +134,14 @@ class Run:
         return self.steps / self.seconds if self.seconds > 0 else float("nan")
 
 
-def _make_store(kind: str, path: Path) -> Store:
+def _make_store(
+    kind: str, path: Path, durability: Literal["fsync", "survive-process-crash"] = "fsync"
+) -> Store:
     if kind == "memory":
         return MemoryStore()
     on_loop = {"sqlite-on-loop": True, "sqlite-thread": False}.get(kind)
     return BatchCountingSqliteStore(
-        path, group_commit=kind != "sqlite-no-group", commit_on_loop=on_loop
+        path, group_commit=kind != "sqlite-no-group", commit_on_loop=on_loop, durability=durability
     )
 
 

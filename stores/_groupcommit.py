@@ -86,8 +86,13 @@ class GroupCommitter(Generic[T]):
         *,
         on_batch: Callable[[int], None] = report_commit,
         gather: Gather = "never",
+        commit_now: Callable[[Request[T]], bool] | None = None,
     ) -> None:
         self._commit = commit
+        #: tried first for a leader alone in the queue: commits it without an await (True),
+        #: or does nothing (False: ``commit`` does, shielded); the request's ``error`` is
+        #: set if it failed
+        self._commit_now = commit_now
         #: whether a new leader lets the other ready tasks run once before it takes the
         #: queue, so that appenders woken together share its batch: ``"always"`` (needed
         #: when ``commit`` may not await, as ``SqliteStore(commit_on_loop=True)`` with a lone
@@ -138,10 +143,27 @@ class GroupCommitter(Generic[T]):
                 else:
                     req.abandoned = True
                 raise
-        if req.lead and not req.done:
+        if req.lead and not req.done and not self._now(req):
             await self._lead()
         if req.error is not None:
             raise req.error
+
+    def _now(self, req: Request[T]) -> bool:
+        """Commit the leader ``req`` at once if it is alone and ``commit_now`` can (no await:
+        no cancel scope, nothing for a cancellation to interrupt)."""
+        if self._commit_now is None or len(self._queue) != 1:
+            return False
+        try:
+            if not self._commit_now(req):
+                return False
+        except Exception as exc:  # as ``_lead`` does for ``commit``
+            req.error = exc
+        self._queue = []
+        self.last_batch_size = 1
+        self._on_batch(1)
+        req.done = True
+        self._busy = False
+        return True
 
     async def _lead(self) -> None:
         with anyio.CancelScope(shield=True):

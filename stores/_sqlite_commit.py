@@ -9,6 +9,12 @@ on the writer connection itself, while its thread has nothing queued or running 
 transaction is open (``Connection.idle``): the two thread switches per commit go (measured on
 the 2-core build machine: about 250 µs of CPU and 110-190 µs of wall time per commit, more
 than SQLite's own commit with its fsync), and the loop waits for the commit, fsync included.
+Such a commit is the group committer's ``commit_now`` (:meth:`SqliteCommits._commit_now`):
+it has no await, so it needs no cancel scope, and it runs at ``busy_timeout`` 0, set once
+for a run of them (``Connection.direct``), not by a ``PRAGMA`` pair around each (measured:
+the pair cost ~40 µs of CPU per commit, the scope ~10). In a format-4 file the rows go
+straight into ``log`` once the keys of their actors and tags are known (``LogKeys``:
+the view's insert trigger cost a two-row commit ~15 µs of CPU).
 
 When (``commit_on_loop``):
 
@@ -33,12 +39,14 @@ still share a transaction. The statement, the transaction and the connection (it
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from actorlog.store import (
+    AuditRow,
     CorruptEntryError,
     EntryRow,
     SequenceConflictError,
@@ -46,9 +54,10 @@ from actorlog.store import (
     StoreError,
 )
 
+from ._audit import SqliteAudit
 from ._groupcommit import GroupCommitter, Request
 from ._sql import ENTRY_COLS, entry_values, flat_entry_values
-from ._sqlite_schema3 import BY_PK_MESSAGE_ID
+from ._sqlite_schema3 import BY_PK_MESSAGE_ID, KIND_CODES, LOG_COLS
 
 if TYPE_CHECKING:
     from ._sqlite_conn import Connection
@@ -63,6 +72,134 @@ LOOP_WEIGHT = 8
 
 # SQLite >= 3.32 allows 32766 bound variables per statement; 8 per row.
 MAX_ROWS_PER_STATEMENT = 4000
+
+#: an append request's item: actor id, the seq it expects last, its rows
+_Item = tuple[str, int, Sequence[EntryRow]]
+
+#: the multi-row INSERT of n rows straight into ``log``, by n (built once per size)
+_LOG_INSERTS: dict[int, str] = {}
+
+#: a checksum's range (unsigned 32 bits) and the bit that makes it negative when stored
+_U32, _SIGN = 1 << 32, 1 << 31
+
+
+def log_insert_sql(n: int) -> str:
+    sql = _LOG_INSERTS.get(n)
+    if sql is None:
+        sql = f"INSERT INTO log ({LOG_COLS}) VALUES " + ",".join(["(?,?,?,?,?,?,?,?)"] * n)
+        if len(_LOG_INSERTS) < 512:  # bounded: sizes beyond are built each time
+            _LOG_INSERTS[n] = sql
+    return sql
+
+
+def lookup(unknown: tuple[list[str], list[str]]) -> tuple[str, list[str]]:
+    """The query of the keys of these actor ids and tags: rows ``(0, actor_id, id)`` and
+    ``(1, tag, id)``, found as the view's insert trigger finds them."""
+    actors, tags = unknown
+    sql = (
+        "SELECT 0, actor_id, id FROM actors WHERE actor_id IN ("
+        + ",".join("?" * len(actors))
+        + ") UNION ALL SELECT 1, tag, id FROM tags WHERE tag IN ("
+        + ",".join("?" * len(tags))
+        + ")"
+    )
+    return sql, [*actors, *tags]
+
+
+class LogKeys(SqliteAudit):
+    """Format 4's appends straight into ``log`` (FORMAT.md section 6, "Format 4"): the
+    file's keys of actor ids and tags, known to the store, so that a commit need not go
+    through the view ``entries`` (``_actor_keys`` and ``_tag_keys``: ``_init_commits``).
+
+    A format-3/4 file keeps the log in ``log``, each row keyed by its actor's integer key
+    (``actors.id``) and its tag's (``tags.id``), the kind as a code and the checksum as a
+    signed 32-bit integer; the view ``entries`` shows them as text, and its ``INSTEAD OF
+    INSERT`` trigger turns a row written as text into those columns (inserting a new tag
+    first), at the cost of two lookups, a tag insert that does nothing and the trigger
+    program per row. In a format-4 file the store inserts its rows into ``log`` itself, with
+    the values the trigger would store (the same record bytes:
+    tests/stores/test_sqlite_log_keys.py), when it knows the key of each row's actor and
+    tag; otherwise (an actor's or a tag's first append since the store opened, a value the
+    runtime never writes) through the view as before, and then it reads the new keys as the
+    trigger does. The checks stay in the file's triggers on ``log``: the seq chain
+    (``log_contiguous``) and the summary (``log_summary``).
+
+    A known key is always right: a tag's never changes (tags are never deleted), and an
+    actor's changes only if its ``actors`` row is deleted (``delete_actor``, which forgets
+    every actor's key) and made again; the store holds the file's write lock, so no other
+    writer deletes one. A refused commit forgets the keys of its actors as well.
+    """
+
+    _actor_keys: dict[str, int]
+    _tag_keys: dict[str, int]
+
+    def _log_values(self, items: Sequence[_Item]) -> list[Any] | None:
+        """The parameters of the rows of ``items`` as columns of ``log``, as the view's
+        insert trigger makes them, or None if a key is not known yet or a value is not one
+        the runtime writes (then the view stores them, with its rules for anything)."""
+        actors, tags, kinds = self._actor_keys, self._tag_keys, KIND_CODES
+        out: list[Any] = []
+        add = out.extend
+        try:
+            for actor_id, _, rows in items:
+                actor = actors[actor_id]
+                for r in rows:
+                    c = r.checksum
+                    if type(c) is not int or not 0 <= c < _U32:
+                        return None
+                    add(
+                        (
+                            actor,
+                            r.seq,
+                            kinds[r.kind],
+                            tags[r.type_tag],
+                            r.ref,
+                            r.message_id,
+                            r.payload,
+                            c - _U32 if c >= _SIGN else c,
+                        )
+                    )
+        except Exception:  # a key not known yet, a value that is not a key: the view's rules
+            return None
+        return out
+
+    def _unknown(self, items: Sequence[_Item]) -> tuple[list[str], list[str]] | None:
+        """The actor ids and tags of ``items`` (text only) whose keys are not known."""
+        actors, tags = self._actor_keys, self._tag_keys
+        new_actors: set[str] = set()
+        new_tags: set[str] = set()
+        for actor_id, _, rows in items:
+            if type(actor_id) is str and actor_id not in actors:
+                new_actors.add(actor_id)
+            for r in rows:
+                if type(r.type_tag) is str and r.type_tag not in tags:
+                    new_tags.add(r.type_tag)
+        if not new_actors and not new_tags:
+            return None
+        return sorted(new_actors), sorted(new_tags)
+
+    def _learn(self, found: Sequence[Any]) -> None:
+        """Keep the keys :func:`lookup` read (integers only: anything else, damage, is left
+        to the view, which reads it for every row)."""
+        for which, name, key in found:
+            if type(name) is str and type(key) is int:
+                (self._tag_keys if which else self._actor_keys)[name] = key
+
+    def _forget(self, items: Sequence[_Item]) -> None:
+        """Forget the keys of the actors of ``items`` (a refused commit: the next try goes
+        through the view, and reads them again)."""
+        for actor_id, _, _ in items:
+            if type(actor_id) is str:  # every key is one
+                self._actor_keys.pop(actor_id, None)
+
+    async def delete_actor(self, actor_id: str, detail: str) -> AuditRow:
+        # its ``actors`` row goes, and a new actor may get its key: every key is read again
+        self._actor_keys.clear()
+        try:
+            return await super().delete_actor(actor_id, detail)
+        finally:
+            self._actor_keys.clear()
+
 
 #: the multi-row INSERT of n rows, by n (built once per size: the SQL text, and its hash that
 #: the sqlite3 module's statement cache looks up, are not rebuilt on every commit)
@@ -82,7 +219,11 @@ def _insert_sql(n: int) -> str:
 Append = tuple[str, int, Sequence[EntryRow]]
 
 
-class SqliteCommits:
+def _rows(chunk: Sequence[Request[Append]]) -> list[EntryRow]:
+    return [row for req in chunk for row in req.item[2]]
+
+
+class SqliteCommits(LogKeys):
     """The commit methods of ``SqliteStore`` (through the few members it declares)."""
 
     commit_on_loop: bool | Literal["auto"]
@@ -91,6 +232,7 @@ class SqliteCommits:
     #: commits that ran on the event loop's thread (telemetry, tests)
     _loop_commits = 0
     _committer: GroupCommitter[Append]
+    _w: Connection | None
     batch_sizes: list[int]
     path: str
     layout: int  # the file's layout (FORMAT.md section 6): 4 or 3, or 2 for an older file
@@ -98,9 +240,22 @@ class SqliteCommits:
     if TYPE_CHECKING:
 
         def _writer(self) -> Connection: ...
-        @property
-        def _busy_pragma(self) -> str: ...
         def _error(self, what: str, exc: Exception) -> Exception: ...
+
+    def _init_commits(self, commit_on_loop: bool | Literal["auto"]) -> None:
+        """The group committer and the rest of the commit path's state (``__init__``)."""
+        # gather: appenders woken together share a batch (measured: +5-10% steps/s at 10
+        # and 100 actors, fuller batches). Only while batches are shared on the writer's
+        # thread (a lone appender's extra loop turn cost sequential calls ~15%); always
+        # while lone commits run on the loop, where a commit without an await would end
+        # group commit (commit_on_loop=True; "auto" switches it, ``_took``)
+        self._committer = GroupCommitter(
+            self._commit,
+            gather="always" if commit_on_loop is True else "when_shared",
+            commit_now=self._commit_now,
+        )
+        self.batch_sizes = []  # recent commit batch sizes (bounded), for telemetry
+        self._actor_keys, self._tag_keys = {}, {}  # read from the file (``LogKeys``)
 
     def _loop_ok(self) -> bool:
         """Whether a lone commit may run on the loop's thread (if the writer is idle)."""
@@ -119,31 +274,59 @@ class SqliteCommits:
 
     def _commit_here(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> bool:
         """Commit a lone append on the event loop's thread, on the idle writer connection
-        ``conn``, without waiting for another connection's write lock (the loop must not
-        stall for ``busy_timeout``): False, nothing written, if the lock is taken (the
-        caller commits on the writer's thread, which waits for it; the mean is pushed over
-        the limit so the next lone commits go there too)."""
-        conn.execute("PRAGMA busy_timeout=0")
+        ``conn`` (at ``busy_timeout`` 0: ``Connection.direct``), without waiting for another
+        connection's write lock (the loop must not stall for ``busy_timeout``): False,
+        nothing written, if SQLite refuses the statement: the caller commits on the writer's
+        thread, which waits for a lock (the mean is pushed over the limit, so the next lone
+        commits go there too) and reports any other refusal as it does for every commit
+        (the statement is atomic: it wrote nothing, and runs again there)."""
         t = time.perf_counter()
         try:
             conn.execute(sql, params).close()
         except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
-                raise
-            self._took(2 * LOOP_LIMIT * LOOP_WEIGHT)  # over the limit at once
+            if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
+                self._took(2 * LOOP_LIMIT * LOOP_WEIGHT)  # over the limit at once
             return False
-        else:
-            self._took(time.perf_counter() - t)
-            self._loop_commits += 1
-            return True
-        finally:
-            conn.execute(self._busy_pragma)
+        except (sqlite3.Error, ValueError, OverflowError):
+            return False
+        self._took(time.perf_counter() - t)
+        self._loop_commits += 1
+        return True
+
+    def _commit_now(self, req: Request[Append]) -> bool:
+        """``GroupCommitter``'s synchronous try for a lone request: commit it on the event
+        loop's thread if ``commit_on_loop`` allows and the writer is idle (True: committed);
+        else False, nothing done (the request goes through :meth:`_commit`). No await, so
+        nothing can interrupt it, and it needs no cancel scope."""
+        w = self._w
+        rows = req.item[2]
+        if w is None or not self._loop_ok() or len(rows) > MAX_ROWS_PER_STATEMENT:
+            return False
+        try:
+            conn = w.direct()
+        except sqlite3.Error:  # its PRAGMA refused: the thread's path reports what is wrong
+            return False
+        if conn is None:
+            return False
+        chunk = (req,)
+        sql, params, unknown = self._statement(chunk, len(rows))
+        if not self._commit_here(conn, sql, params):
+            self._forget([req.item])
+            return False
+        self._note_batch(1)
+        if unknown:
+            with contextlib.suppress(sqlite3.Error):
+                self._learn(conn.execute(*lookup(unknown)).fetchall())
+        return True
+
+    def _note_batch(self, n: int) -> None:
+        self.batch_sizes.append(n)
+        if len(self.batch_sizes) > 1024:
+            del self.batch_sizes[:512]
 
     async def _commit(self, batch: Sequence[Request[Append]]) -> None:
         """Commit a batch: one multi-row INSERT (one transaction) per chunk of requests."""
-        self.batch_sizes.append(len(batch))
-        if len(self.batch_sizes) > 1024:
-            del self.batch_sizes[:512]
+        self._note_batch(len(batch))
         chunk: list[Request[Append]] = []
         n = 0
         for req in batch:
@@ -156,18 +339,31 @@ class SqliteCommits:
         if chunk:
             await self._commit_chunk(chunk)
 
+    def _statement(
+        self, chunk: Sequence[Request[Append]], n: int
+    ) -> tuple[str, list[Any], tuple[list[str], list[str]] | None]:
+        """The multi-row INSERT of ``chunk``'s ``n`` rows and its parameters: in a format-4
+        file straight into ``log`` when the file's keys of every actor and tag are known
+        (else through the view ``entries``, and the third item names the actor ids and
+        tags whose keys to read once it has committed: :func:`lookup`)."""
+        if self.layout >= 4:
+            items = [req.item for req in chunk]
+            params = self._log_values(items)
+            if params is not None:
+                return log_insert_sql(n), params, None
+            return _insert_sql(n), flat_entry_values(_rows(chunk)), self._unknown(items)
+        return _insert_sql(n), flat_entry_values(_rows(chunk)), None
+
     async def _commit_chunk(self, chunk: Sequence[Request[Append]]) -> None:
         w = self._writer()
-        rows = [row for req in chunk for row in req.item[2]]
+        rows = _rows(chunk)
+        unknown = None
         try:
             if len(rows) <= MAX_ROWS_PER_STATEMENT:
-                sql = _insert_sql(len(rows))
-                params = flat_entry_values(rows)
+                sql, params, unknown = self._statement(chunk, len(rows))
                 if len(chunk) > 1:
                     await w.execute(sql, params)
-                elif (direct := w.idle() if self._loop_ok() else None) is None or (
-                    not self._commit_here(direct, sql, params)
-                ):
+                else:
                     self._took(await w.execute_timed(sql, params))
             else:  # one oversized request: an explicit transaction, in one call
                 await w.insert_many(
@@ -175,6 +371,7 @@ class SqliteCommits:
                     [entry_values(r) for r in rows],
                 )
         except sqlite3.IntegrityError as exc:
+            self._forget([req.item for req in chunk])
             if len(chunk) == 1:
                 actor_id, expected, _ = chunk[0].item
                 chunk[0].error = await self._conflict(actor_id, expected, exc, chunk[0].item[2])
@@ -183,6 +380,7 @@ class SqliteCommits:
             for req in chunk:
                 await self._commit_chunk([req])
         except (sqlite3.Error, ValueError, OverflowError) as exc:
+            self._forget([req.item for req in chunk])
             if len(chunk) > 1 and not isinstance(exc, sqlite3.Error):
                 for req in chunk:  # one request's bad value must not fail the others
                     await self._commit_chunk([req])
@@ -191,6 +389,10 @@ class SqliteCommits:
             err.__cause__ = exc
             for req in chunk:
                 req.error = err
+        else:
+            if unknown is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._learn(await w.execute_fetchall(*lookup(unknown)))
 
     async def _conflict(
         self,

@@ -15,10 +15,23 @@ In a format-4 file the view's ``payload`` unpacks a packed one ([F21], :data:`PA
 
 from __future__ import annotations
 
-__all__ = ["BY_PK_MESSAGE_ID", "DELETE_LOG3", "ENTRIES3", "MESSAGE_IDS", "STEP_OF", "step_of"]
+__all__ = [
+    "BY_PK_MESSAGE_ID",
+    "DELETE_LOG3",
+    "ENTRIES3",
+    "KIND_CODES",
+    "LOG_COLS",
+    "MESSAGE_IDS",
+    "STEP_OF",
+    "step_of",
+]
 
 #: kind name -> code, as in the checksum frame (FORMAT.md [F4])
 _KINDS = ("message", "intent", "result", "step", "effect", "decision")
+#: the same as a mapping (what the view's insert trigger stores for a kind's name)
+KIND_CODES = {k: i for i, k in enumerate(_KINDS, start=1)}
+#: the columns of ``log``, in the order of the view's (``ENTRY_COLS``)
+LOG_COLS = "actor, seq, kind, tag, ref, message_id, payload, checksum"
 
 _KIND_NAME = (
     "CASE WHEN typeof(l.kind) = 'integer' THEN CASE l.kind "
@@ -201,7 +214,7 @@ CREATE TRIGGER IF NOT EXISTS log_summary AFTER INSERT ON log BEGIN
 END;
 CREATE TRIGGER IF NOT EXISTS entries_insert INSTEAD OF INSERT ON entries BEGIN
     INSERT OR IGNORE INTO tags (tag) VALUES (NEW.type_tag);
-    INSERT INTO log (actor, seq, kind, tag, ref, message_id, payload, checksum) VALUES (
+    INSERT INTO log ({LOG_COLS}) VALUES (
         {_ACTOR_KEY.format("NEW.actor_id")}, NEW.seq, {_kind_code("NEW.kind")},
         {_TAG_KEY.format("NEW.type_tag")}, NEW.ref, NEW.message_id, NEW.payload,
         {_signed("NEW.checksum")});

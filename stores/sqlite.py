@@ -61,7 +61,6 @@ from actorlog.store import (
 )
 
 from . import _sqlite_pack as _pack, _writelock
-from ._audit import SqliteAudit
 from ._groupcommit import GroupCommitter, Request
 from ._sql import (
     ACTOR_COLS,
@@ -71,7 +70,7 @@ from ._sql import (
     select_entries,
     snapshot_values,
 )
-from ._sqlite_commit import MAX_ROWS_PER_STATEMENT, Append, SqliteCommits
+from ._sqlite_commit import MAX_ROWS_PER_STATEMENT, SqliteCommits
 from ._sqlite_compact import SqliteCompaction
 from ._sqlite_conn import Connection
 from ._sqlite_register import Registration, insert_sql, mark_inserted
@@ -116,7 +115,7 @@ def _is_corrupt(exc: BaseException) -> bool:
     return "malformed" in text or "not a database" in text
 
 
-class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers, _pack.PackedReads):
+class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, _pack.PackedReads):
     """A SQLite file store (WAL journal, group commit), on asyncio or trio.
 
     Args:
@@ -180,16 +179,8 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers, _p
             )
         self._w: Connection | None = None
         self._r: Connection | None = None
-        # gather: appenders woken together share a batch (measured: +5-10% steps/s at 10
-        # and 100 actors, fuller batches). Only while batches are shared on the writer's
-        # thread (a lone appender's extra loop turn cost sequential calls ~15%); always
-        # while lone commits run on the loop, where a commit without an await would end
-        # group commit (commit_on_loop=True; "auto" switches it, _sqlite_commit._took)
-        self._committer: GroupCommitter[Append] = GroupCommitter(
-            self._commit, gather="always" if commit_on_loop is True else "when_shared"
-        )
+        self._init_commits(commit_on_loop)
         self._registrar: GroupCommitter[Registration] = GroupCommitter(self._register)
-        self.batch_sizes: list[int] = []  # recent commit batch sizes (bounded), for telemetry
         self._lock_fd: int | None = None
         self._actorlog_schema = False  # the file holds actorlog's tables (set by open)
         #: the file's layout (set by open): 4, 3 for a file made in format 3 (no packed
@@ -243,6 +234,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers, _p
         """
         if self._r is not None:
             return
+        self._actor_keys, self._tag_keys = {}, {}  # read again from the file opened now
         if os.path.isdir(self.path):
             # before SQLite sees it, for a clear error
             raise StoreUnavailableError(f"{self.path} is a directory, not a SQLite store")
@@ -259,7 +251,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteAudit, SqliteTimers, _p
             new = not os.path.exists(self.path) or not os.path.getsize(self.path)
             w = await Connection.connect(self.path, text_factory=_text)  # shielded
             self._w = w
-            await w.execute(self._busy_pragma)
+            await w.set_busy_timeout(int(self.busy_timeout * 1000))  # tracked: Connection.direct
             if new:  # an existing file keeps its mode (and a refused one stays unchanged)
                 await w.execute(PRELUDE)  # before WAL mode writes the header of a new file
             await self._when_not_busy(w, "PRAGMA journal_mode=WAL")

@@ -38,7 +38,7 @@ from .._journal.checks import shown, validate_text
 from .._journal.errors import ActorlogError, ConfigurationError, CorruptEntryError
 from .._journal.records import EntryKind, StepRecord, decode_entry
 from .._runtime.system import ActorSystem
-from ..store import SnapshotInfo, Store
+from ..store import CompactingStore, SnapshotInfo, Store
 
 __all__ = ["parse", "reply_fields", "result_of", "shared_prefix", "whole"]
 
@@ -135,6 +135,7 @@ async def whole(store: Store, actor_id: str, reply: dict[str, Any], key: str) ->
         seqs.append(base)
         if steps is None:  # the chain's replies in one read, from its origin on
             steps = await _steps(store, actor_id, origin or base)
+            await _check_own(store, actor_id, steps, parsed, key)
         found = steps.get(base)
         if found is None:
             found = await _step(store, actor_id, base)
@@ -157,6 +158,35 @@ async def whole(store: Store, actor_id: str, reply: dict[str, Any], key: str) ->
     for keep, tail in reversed(links):
         history = history[:keep] + tail
     return history
+
+
+async def _check_own(
+    store: Store,
+    actor_id: str,
+    steps: dict[int, tuple[int, Any]],
+    parsed: tuple[int, int | None, int, list[Any], int],
+    key: str,
+) -> None:
+    """Raise ``ConfigurationError`` unless ``actor_id``'s log holds the reply ``parsed``
+    stands for as its run's reply (a reply of another conversation would otherwise be read
+    against this one's chain), or compaction removed that run's step."""
+    run = parsed[0]
+    found = steps.get(run)
+    if found is None:
+        found = await _step(store, actor_id, run)
+    if found is None:
+        start = await store.log_start(actor_id) if isinstance(store, CompactingStore) else None
+        if start is not None and start.first_seq > run:
+            return  # compacted away: the rest of the chain is checked as it is read
+    else:
+        try:
+            if parse(found[1], key) == parsed:
+                return
+        except ValueError:
+            pass
+    raise ConfigurationError(
+        f"not the reply of a run of {shown(actor_id)}: its log holds no run {run} with this reply"
+    )
 
 
 async def _from_snapshot(

@@ -303,7 +303,9 @@ class DurableAgent(Generic[TContext]):
         (docs/openai-agents.md, "What a run's reply holds").
 
         Raises:
-            ConfigurationError: ``system``, ``actor_id`` or ``reply`` is not one.
+            ConfigurationError: ``system``, ``actor_id`` or ``reply`` is not one, or
+                ``reply`` continues runs ``actor_id``'s log does not hold (another
+                conversation's reply).
             CorruptEntryError: a reply of the chain is damaged, or its start is in neither
                 the log nor a snapshot.
         """

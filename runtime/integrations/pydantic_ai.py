@@ -301,7 +301,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
         """The ``DurableRunResult`` of a run's reply (the dict ``AgentActor`` replies with,
         e.g. ``stream.reply`` of ``ref.ask_stream``), its whole conversation read from the
         chain of replies in ``system``'s store (docs/pydantic-ai.md, "What a run's reply
-        holds"). Raises ``ConfigurationError`` for what is not a run's reply, and
+        holds"). Raises ``ConfigurationError`` for what is not a run's reply (or a reply
+        of another conversation than ``actor_id``), and
         ``CorruptEntryError`` when the chain is damaged."""
         return await result_of(system, actor_id, reply, "messages", self._result)
 

@@ -33,7 +33,7 @@ from actorlog.integrations.pydantic_ai import (
     DurableRunResult,
     RunPrompt,
 )
-from actorlog.stores import MemoryStore, PostgresStore, SqliteStore
+from actorlog.stores import PostgresStore, SqliteStore
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.models.function import FunctionModel
@@ -273,13 +273,48 @@ async def test_a_reply_that_is_not_one_is_refused_at_the_call(tmp_path: Path) ->
 
 
 @pytest.mark.anyio
-async def test_a_chain_whose_start_is_gone_is_a_named_error() -> None:
-    store = MemoryStore()
-    await store.open()
-    await store.register_actor("c", "t")
-    reply = {"run": 9, "base": 5, "keep": 1, "tail": [], "origin": 1}
-    with pytest.raises(CorruptEntryError) as info:
-        await whole(store, "c", reply, "messages")
+async def test_a_reply_of_another_conversation_is_refused(tmp_path: Path) -> None:
+    """A reply handed to ``result`` with another conversation's id: its chain would be read
+    against that conversation's log (another history with this reply's tail); refused."""
+    durable = make("t-chain-other")
+    async with ActorSystem(SqliteStore(tmp_path / "a.db"), actors=[AgentActor]) as system:
+        for i in range(2):
+            await durable.run(system, "a", f"a{i}", message_id=f"a{i}")
+        for i in range(3):  # b's log holds a step at the seq of a's reply (and its base)
+            await durable.run(system, "b", f"b{i}", message_id=f"b{i}")
+        ref = await system.spawn(AgentActor, "a")
+        reply = await ref.ask(RunPrompt(durable.name, "a2"), message_id="a2")
+        assert len((await durable.result(system, "a", reply)).messages) == 12
+        for other in ("b", "nobody"):
+            with pytest.raises(ConfigurationError, match="not the reply of a run of"):
+                await durable.result(system, other, reply)
+
+
+@pytest.mark.anyio
+async def test_a_chain_whose_start_is_gone_is_a_named_error(tmp_path: Path) -> None:
+    """Compaction removed the start of the chain and the snapshots that held it are gone
+    (deleted by hand): the conversation cannot be rebuilt, and the error says why."""
+    store = tmp_path / "agents.db"
+    durable = make("t-chain-gone")
+    async with ActorSystem(SqliteStore(store), actors=[AgentActor]) as system:
+        await system.spawn(
+            AgentActor, "c", snapshot_every=2, snapshot_keep=2, retention="since-snapshot"
+        )
+        for i in range(5):
+            await durable.run(system, "c", f"q{i}", message_id=f"q{i}")
+    async with ops.opened(f"sqlite:///{store}", read_only=False) as opened:
+        await ops.compact(opened, "c")
+    with closing(sqlite3.connect(store)) as db:
+        db.execute("DELETE FROM snapshots")
+        db.commit()
+    reply = rows(store, "c", "step")[-1][1]["reply"]
+    sqlite_store = SqliteStore(store)
+    await sqlite_store.open()
+    try:
+        with pytest.raises(CorruptEntryError) as info:
+            await whole(sqlite_store, "c", reply, "messages")
+    finally:
+        await sqlite_store.close()
     assert info.value.actor_id == "c" and "neither the log nor a snapshot" in str(info.value)
 
 

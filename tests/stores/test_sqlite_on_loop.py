@@ -6,7 +6,9 @@ harness): there while recent lone commits were fast, else on the writer's thread
 Checked here: which thread commits what (lone appends on the loop, batches through the
 writer's thread), that a commit is on disk when ``append`` returns, that it never runs on the
 loop while the writer's thread has a call or a transaction open, that a slow commit sends
-``"auto"`` back to the thread, a caller cancelled around an on-loop commit, and bad input.
+``"auto"`` back to the thread, a caller cancelled around an on-loop commit, that the
+writer's thread keeps the store's ``busy_timeout`` (an on-loop commit runs at 0), and bad
+input.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from actorlog import StoreURLError
 from actorlog.store import ConfigurationError, SequenceConflictError
 from actorlog.stores import SqliteStore, open_store
 from actorlog.stores._sqlite_commit import LOOP_LIMIT, LOOP_WEIGHT
-from actorlog.testing._kit import msg
+from actorlog.testing._kit import msg, snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -432,3 +434,27 @@ async def test_a_caller_cancelled_while_the_leader_gathers_on_the_loop(tmp_path:
         seq = len(on_disk(path, "a"))
         await store.append("a", seq, [msg("a", seq + 1)])
         assert on_disk(path, "a") == list(range(1, seq + 2))
+
+
+async def test_a_commit_on_the_loop_leaves_the_writers_thread_its_busy_timeout(
+    tmp_path: Path,
+) -> None:
+    """A commit on the loop runs at ``busy_timeout`` 0 (it never waits for another
+    connection's lock), set once for a run of them, not around each: the writer's thread
+    sets the store's own back before its next call, so its statements still wait for a
+    lock another connection holds (here a snapshot written while a script holds the lock
+    for 0.3 s), and a read of the setting there gives the store's."""
+    path = tmp_path / "a.db"
+    store = SqliteStore(path, commit_on_loop=True, busy_timeout=5.0)
+    async with opened(store, "a"):
+        for seq in range(1, 4):
+            await store.append("a", seq - 1, [msg("a", seq)])
+        assert on_loop(store) == 3
+        with write_lock_held(path, 0.3):
+            await store.save_snapshot(snapshot("a", 3))  # no "database is locked"
+        assert [s.seq for s in await store.list_snapshots("a")] == [3]
+        await store.append("a", 3, [msg("a", 4)])
+        assert on_loop(store) == 4
+        got = await store._writer().execute_fetchall("PRAGMA busy_timeout")
+        assert got == [(5000,)]
+        assert on_disk(path, "a") == [1, 2, 3, 4]
