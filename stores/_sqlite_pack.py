@@ -16,9 +16,9 @@ byte of JSON) and the entry's compact array ([F19]) with up to three items repla
 An entry is packed only against entries of the same append (they are written in its
 transaction), and only if unpacking gives back its payload byte for byte; anything else is
 stored as it is. The view ``entries`` unpacks in SQL (``_sqlite_schema3.PAYLOAD4``, the
-same rules), for SQL typed by hand and single lookups; the store's reads of many rows read
-the stored payloads (the view ``log_rows``) and unpack them here (:func:`unpack_values`,
-before the rows are checked), as compaction does (:func:`unpack_rows`). A reader unpacks
+same rules), for SQL typed by hand; the store's reads read the stored payloads (the view
+``log_rows``) and unpack them here (:func:`unpack_values`, before the rows are checked),
+as compaction does (:func:`unpack_rows`). A reader unpacks
 with the entries at ``seq - 1`` and ``ref`` (which are never packed themselves) and then
 verifies the checksum as for any entry: damage to a stored byte of a packed entry changes
 its unpacked payload. A packed form that does not unpack (a damaged flag, a replaced item

@@ -500,8 +500,8 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, _pack.PackedRea
 
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         if kind == "step":  # the runtime's lookup (a repeated ask): the partial index
-            found = await self._fetch(self._step_sql, (actor_id, ref, actor_id))
-            steps = entries(found, actor_id, ref)
+            found = await self._fetch(self._stored_rows(self._step_sql), (actor_id, ref, actor_id))
+            steps = entries(found, actor_id, ref)  # [F21] unpacked below, as a read's are
             return sorted(await self._unpacked(steps), key=lambda r: r.seq)
         else:  # operators' tools: a ref always points back, so scan the log after it
             sql = (

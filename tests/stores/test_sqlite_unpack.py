@@ -170,7 +170,10 @@ async def test_a_packed_entry_spelled_otherwise_is_found(
     store = SqliteStore(path, read_only=True)
     await store.open()
     try:
-        for rows in (await store.read("agent-1"), await store.read("agent-1", after_seq=seq - 1)):
+        reads = [await store.read("agent-1"), await store.read("agent-1", after_seq=seq - 1)]
+        if seq == 4:  # a repeated ask's lookup of its step
+            reads.append(await store.find_ref("agent-1", "step", 1))
+        for rows in reads:
             row = next(r for r in rows if r.seq == seq)
             with pytest.raises(CorruptEntryError):
                 verify_row(row, "agent-1", seq)
