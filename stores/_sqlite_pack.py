@@ -195,6 +195,8 @@ def unpack(row: EntryRow, prev: Anchor | None, ref: Anchor | None) -> bytes:
         fast = _unpack_intent(row.actor_id, row.ref, text, items, prev, ref)
     elif (flags == REPLY or flags == REPLY | AT) and row.kind == "step" and len(items) > 1:
         fast = _unpack_step(text, items, flags, prev)
+    elif flags == AT:  # any entry packed against the one before it alone
+        fast = _unpack_at(text, items, _AT[row.kind], prev)
     if fast is not None:
         return fast
     if _bytes(items) != stored[1:]:  # not packing's text of its items: damage, which
@@ -245,6 +247,22 @@ def _unpack_intent(
             return None
         return f"{text[: -len(tail)]},{_string(key)},{start + delta}]".encode()
     except (ValueError, UnicodeEncodeError):  # an integer too long for text, a surrogate
+        return None
+
+
+def _unpack_at(text: str, items: list[Any], i: int, prev: Anchor | None) -> bytes | None:
+    """:func:`unpack` of an entry packed with flag 1 alone (its ``at``, item ``i``, the
+    difference): the ``at`` put into the stored text, whose items after it must be the
+    encoder's text of them (None: not that, or it does not unpack)."""
+    start, delta = _start(prev), items[i] if i < len(items) else None
+    if start is None or type(delta) is not int:
+        return None
+    try:
+        tail = "," + _encode(items[i + 1 :])[1:] if i + 1 < len(items) else "]"
+        if not text.endswith(f",{delta}{tail}"):
+            return None
+        return f"{text[: -len(f',{delta}{tail}')]},{start + delta}{tail}".encode()
+    except (ValueError, TypeError, RecursionError, UnicodeEncodeError):
         return None
 
 
@@ -411,19 +429,17 @@ _AFTER = re.compile(rb"," + _I).match
 
 
 def _step(p: bytes, r: bytes) -> bytes | None:
-    """:func:`unpack` of step payload ``p`` packed with flag 4 (and 1) against the stored
-    payload ``r`` of the result at ``seq - 1``, without decoding either: the result's
-    value spliced in as its stored text where that is the encoder's text of it (a string
-    without a backslash: a string of a JSON text holds no control character; an integer;
-    a name), its ``at`` added to the difference (None: not such a step or result:
-    :func:`unpack` decides). The step's text after its difference is kept as stored, so
-    two stored payloads never give the same payload."""
+    """:func:`unpack` of step payload ``p`` (flag 4, and 1) against the stored payload ``r``
+    of the result at ``seq - 1``, decoding neither: the value's stored text where it is the
+    encoder's (a string without a backslash: JSON's strings hold no control character; an
+    integer; a name) and the ``at`` spliced in, the step's other text kept (None:
+    :func:`unpack` decides)."""
     if r[:7] == b'[true,"':
         end = r.find(b'"', 7) + 1
         if not end or r.find(b"\\", 7, end) >= 0:
             return None
     else:
-        v = _SCALAR(r, 6)
+        v = _SCALAR(r, 6) if r[:6] == b"[true," else None
         if v is None:
             return None
         end = v.end()
@@ -443,10 +459,9 @@ _SCALAR = re.compile(rb"(?:0|-?[1-9][0-9]{0,17}|true|false|null)(?=[,\]])").matc
 def _intent(
     actor_id: str, ref: int, p: bytes, m: bytes, keys: dict[tuple[str, str], bytes]
 ) -> bytes | None:
-    """:func:`unpack` of the runtime's packed intent (flags 3, six items) whose step's
-    message (stored payload ``m``) is the entry at ``seq - 1``: its key and ``at`` put into
-    its stored text, the message decoded once (None: not such an intent: :func:`unpack`
-    decides). ``keys`` keeps the text of a key's ``actor_id:incarnation:`` by those two."""
+    """:func:`unpack` of the runtime's intent (flags 3, six items) whose message (stored
+    payload ``m``) is at ``seq - 1``: key and ``at`` put into its stored text, the message
+    decoded once (None: :func:`unpack` decides); ``keys``: keys' starts, made once."""
     try:
         text = p[1:].decode()
         items, end = _scan(text, 0)
@@ -473,14 +488,16 @@ def _intent(
         return None  # not text, not JSON, an integer too long for text, a surrogate
 
 
+#: an entry's column values (``ENTRY_COLUMNS`` order); a row's payload, of its values
+_VALUES, _PAYLOAD = operator.attrgetter(*ENTRY_COLUMNS), operator.itemgetter(6)
+
+
 def unpack_values(
     rows: Sequence[Sequence[Any]], more: dict[int, tuple[str, bytes]]
 ) -> tuple[list[Sequence[Any]], list[int]]:
-    """``rows`` (of one actor, by seq; each its column values in ``ENTRY_COLUMNS`` order, as
-    read) with their packed payloads unpacked, and the seqs of the entries unpacking needs
-    that neither ``rows`` nor ``more`` (the stored ``(kind, payload)`` by seq) holds: read
-    those, and unpack again with them in ``more``. A row with a damaged column is left as
-    it is (the row check names the column)."""
+    """``rows`` (one actor's, by seq, column values in ``ENTRY_COLUMNS`` order) unpacked, and
+    the seqs of entries unpacking needs that neither they nor ``more`` (stored ``(kind,
+    payload)`` by seq) hold: read those, unpack again. A damaged row is left as it is."""
     try:  # a packed payload sorts before b"\x08" (so may a damaged one)
         todo = list(compress(count(), map(operator.lt, map(_PAYLOAD, rows), repeat(b"\x08"))))
     except TypeError:  # a payload that is not bytes (damage)
@@ -519,10 +536,8 @@ def _general(
     absent: list[int],
     by_seq: dict[Any, Sequence[Any]],
 ) -> Any:
-    """The payload of ``rows[i]`` as :func:`unpack` gives it (its stored payload when it is
-    not packed, or a column of it is damaged: the row check names it), adding to
-    ``absent`` the seqs of the entries it needs that neither ``rows`` nor ``more`` holds
-    (``by_seq``: ``rows`` by seq, once needed)."""
+    """The payload of ``rows[i]`` as :func:`unpack` gives it (as stored: not packed, or a
+    column damaged), adding to ``absent`` the seqs it needs that ``rows``, ``more`` lack."""
     row = rows[i]
     seq, ref, p = row[1], row[4], row[6]
     if type(p) is not bytes or p[:1] not in _FLAG_BYTES or type(seq) is not int:
@@ -549,21 +564,12 @@ def _general(
     return unpack(EntryRow(*row), found[0], found[1])
 
 
-#: a row's payload, of its column values
-_PAYLOAD = operator.itemgetter(6)
-
-
 def unpack_rows(rows: list[EntryRow], more: dict[int, tuple[str, bytes]]) -> list[EntryRow]:
-    """``rows`` (of one actor) with their payloads unpacked; ``more`` holds the stored
-    ``(kind, payload)`` of the entries they were packed against that ``rows`` does not."""
+    """:func:`unpack_values` of rows already checked (no entry they need is absent)."""
     if not any(r.payload[:1] in _FLAG_BYTES for r in rows):
         return list(rows)
     values, _ = unpack_values([_VALUES(r) for r in rows], more)
     return [r if v[6] is r.payload else EntryRow(*v) for r, v in zip(rows, values, strict=True)]
-
-
-#: an entry's column values, in ``ENTRY_COLUMNS`` order
-_VALUES = operator.attrgetter(*ENTRY_COLUMNS)
 
 
 class PackedReads:
@@ -575,16 +581,13 @@ class PackedReads:
         async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
     def _stored_rows(self, sql: str) -> str:
-        """A read of ``entries`` as one of the view ``log_rows`` in a format-4 file: the
-        stored payloads, which :meth:`_unpacked_values` unpacks in Python (cheaper than the
-        SQL of ``entries``, which a read of many rows would run for every packed one)."""
+        """A read of ``entries`` as one of ``log_rows`` in a format-4 file: the stored payloads,
+        unpacked in Python (cheaper than the SQL of ``entries`` for every packed one)."""
         return sql.replace("FROM entries", "FROM log_rows", 1) if self.layout >= 4 else sql
 
     async def _unpacked_values(self, rows: list[Any]) -> list[Any]:
-        """[F21] ``rows`` (of one actor, by seq, their column values as read) with their
-        packed payloads unpacked (a format-4 file), reading the entries they were packed
-        against that ``rows`` does not hold (unpacked before the rows are checked: one
-        :class:`EntryRow` made for each)."""
+        """[F21] ``rows`` (one actor's, by seq, column values as read) unpacked in a format-4
+        file, before they are checked, reading the entries they need that they lack."""
         if self.layout < 4 or not rows:
             return rows
         got, absent = unpack_values(rows, {})
