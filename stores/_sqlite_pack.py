@@ -15,26 +15,33 @@ byte of JSON) and the entry's compact array ([F19]) with up to three items repla
 
 An entry is packed only against entries of the same append (they are written in its
 transaction), and only if unpacking gives back its payload byte for byte; anything else is
-stored as it is. The view ``entries`` unpacks in SQL (:data:`PAYLOAD4`, the same rules),
-so the store's reads get unpacked payloads; :func:`unpack_rows` is what a row read from
-``log`` (or from a view made before it unpacked) goes through, and what compaction uses.
-A reader unpacks with the entries at ``seq - 1`` and ``ref`` (which are never packed
-themselves) and then verifies the checksum as for any entry: damage to a stored byte of
-either entry changes the unpacked payload. A packed form that does not unpack (a damaged
-flag, a replaced item that is not what its flag says) is handed on as stored, which no
-checksum matches.
+stored as it is. The view ``entries`` unpacks in SQL (``_sqlite_schema3.PAYLOAD4``, the
+same rules), for SQL typed by hand; the store's reads read the stored payloads (the view
+``log_rows``) and unpack them here (:func:`unpack_values`, before the rows are checked),
+as compaction does (:func:`unpack_rows`). A reader unpacks
+with the entries at ``seq - 1`` and ``ref`` (which are never packed themselves) and then
+verifies the checksum as for any entry: damage to a stored byte of a packed entry changes
+its unpacked payload. A packed form that does not unpack (a damaged flag, a replaced item
+that is not what its flag says) is handed on as stored, which no checksum matches.
+
+The runtime's packed intent and step unpack by splicing text: the step's reply is the
+result's value as stored where that is the encoder's text of it (no decoding of the
+result), the intent's key and ``at`` are put into its stored text; :func:`unpack` (which
+decodes the anchors) takes every other case, with the same result.
 """
 
 from __future__ import annotations
 
 import json
+import operator
+import re
 from collections.abc import Callable, Sequence
+from itertools import compress, count, repeat
 from typing import TYPE_CHECKING, Any
 
-from actorlog.store import EntryRow
+from actorlog.store import ENTRY_COLUMNS, EntryRow
 
 __all__ = [
-    "PAYLOAD4",
     "PackedReads",
     "AT",
     "Anchor",
@@ -42,11 +49,10 @@ __all__ = [
     "REPLY",
     "anchor",
     "is_packed",
-    "missing",
-    "needs",
     "pack_rows",
     "unpack",
     "unpack_rows",
+    "unpack_values",
 ]
 
 AT, KEY, REPLY = 1, 2, 4
@@ -134,9 +140,9 @@ def _start(a: Anchor | None) -> int | None:
     return v if type(v) is int else None
 
 
-def _key(row: EntryRow, items: list[Any], message: Anchor | None) -> str | None:
-    """The key [F13] derives for intent ``row`` of these items, its step's message
-    ``message`` (None: it has no such key)."""
+def _key(actor_id: str, ref: int, items: list[Any], message: Anchor | None) -> str | None:
+    """The key [F13] derives for an intent of these items of actor ``actor_id``, its step's
+    message ``message`` at seq ``ref`` (None: it has no such key)."""
     if message is None or message[0] != "message" or message[1] is None:
         return None
     m = message[1]
@@ -146,7 +152,7 @@ def _key(row: EntryRow, items: list[Any], message: Anchor | None) -> str | None:
     if type(index) is not int or type(incarnation) is not str or type(task) is not str:
         return None
     part = f"{task}.{index}" if task else str(index)
-    return f"{row.actor_id}:{incarnation}:{row.ref}:{part}"
+    return f"{actor_id}:{incarnation}:{ref}:{part}"
 
 
 _NO: Any = object()
@@ -186,11 +192,15 @@ def unpack(row: EntryRow, prev: Anchor | None, ref: Anchor | None) -> bytes:
         return stored
     fast = None
     if flags == AT | KEY and row.kind == "intent" and len(items) == 6:
-        fast = _unpack_intent(row, text, items, prev, ref)
+        fast = _unpack_intent(row.actor_id, row.ref, text, items, prev, ref)
     elif (flags == REPLY or flags == REPLY | AT) and row.kind == "step" and len(items) > 1:
         fast = _unpack_step(text, items, flags, prev)
+    elif flags == AT:  # any entry packed against the one before it alone
+        fast = _unpack_at(text, items, _AT[row.kind], prev)
     if fast is not None:
         return fast
+    if _bytes(items) != stored[1:]:  # not packing's text of its items: damage, which
+        return stored  # decoding and encoding again would not show
     if flags & AT:
         i = _AT[row.kind]
         start = _start(prev)
@@ -201,7 +211,7 @@ def unpack(row: EntryRow, prev: Anchor | None, ref: Anchor | None) -> bytes:
     if flags & KEY:
         if row.kind != "intent" or len(items) < 5 or type(items[4]) is not int or items[4] != 0:
             return stored
-        key = _key(row, items, ref)
+        key = _key(row.actor_id, row.ref, items, ref)
         if key is None:
             return stored
         items[4] = key
@@ -216,14 +226,19 @@ def unpack(row: EntryRow, prev: Anchor | None, ref: Anchor | None) -> bytes:
 
 
 def _unpack_intent(
-    row: EntryRow, text: str, items: list[Any], prev: Anchor | None, ref: Anchor | None
+    actor_id: str,
+    message_seq: int,
+    text: str,
+    items: list[Any],
+    prev: Anchor | None,
+    ref: Anchor | None,
 ) -> bytes | None:
     """:func:`unpack` of an intent of six items packed with flags 3, its key and its ``at``
     put into the stored text (None: not that, or it does not unpack)."""
     delta, start = items[5], _start(prev)
     if type(items[4]) is not int or items[4] != 0 or type(delta) is not int or start is None:
         return None
-    key = _key(row, items, ref)
+    key = _key(actor_id, message_seq, items, ref)
     if key is None:
         return None
     try:
@@ -232,6 +247,22 @@ def _unpack_intent(
             return None
         return f"{text[: -len(tail)]},{_string(key)},{start + delta}]".encode()
     except (ValueError, UnicodeEncodeError):  # an integer too long for text, a surrogate
+        return None
+
+
+def _unpack_at(text: str, items: list[Any], i: int, prev: Anchor | None) -> bytes | None:
+    """:func:`unpack` of an entry packed with flag 1 alone (its ``at``, item ``i``, the
+    difference): the ``at`` put into the stored text, whose items after it must be the
+    encoder's text of them (None: not that, or it does not unpack)."""
+    start, delta = _start(prev), items[i] if i < len(items) else None
+    if start is None or type(delta) is not int:
+        return None
+    try:
+        tail = "," + _encode(items[i + 1 :])[1:] if i + 1 < len(items) else "]"
+        if not text.endswith(f",{delta}{tail}"):
+            return None
+        return f"{text[: -len(f',{delta}{tail}')]},{start + delta}{tail}".encode()
+    except (ValueError, TypeError, RecursionError, UnicodeEncodeError):
         return None
 
 
@@ -321,7 +352,7 @@ def _pack(
             else:  # another reply, or not the encoder's text: not packed against it
                 reply = None
     key = items[4] if kind == "intent" and len(items) > 4 else None
-    if type(key) is str and key == _key(row, items, ref):
+    if type(key) is str and key == _key(row.actor_id, row.ref, items, ref):
         flags |= KEY
     if not flags:
         return None
@@ -388,69 +419,157 @@ def _packed_step(
     return f"{_OK0}{items[2] - start}{text[p + len(at) :]}"
 
 
-def needs(row: EntryRow) -> tuple[int, ...]:
-    """The seqs whose stored payloads unpacking ``row`` reads (none if it is not packed)."""
-    p = row.payload
-    if not is_packed(p):
-        return ()
-    flags = p[0]
-    out = []
-    if flags & (AT | REPLY):
-        out.append(row.seq - 1)
-    if flags & KEY:
-        out.append(row.ref)
-    return tuple(out)
+#: the encoder's text of an integer (no ``-0``, no leading zero; at most 18 digits: a
+#: longer one takes :func:`unpack`'s way), and the end of its item
+_I = rb"(0|-?[1-9][0-9]{0,17})(?=[,\]])"
+#: a step packed with flags 5: ``ok`` true, its reply ``0``, its ``at`` difference
+_STEP5 = re.compile(rb"\x05\[true,0," + _I).match
+#: a result's ``at`` after its value
+_AFTER = re.compile(rb"," + _I).match
 
 
-def missing(rows: Sequence[EntryRow]) -> list[int]:
-    """The seqs whose stored payloads unpacking ``rows`` reads and ``rows`` does not hold."""
-    flagged = [r for r in rows if r.payload[:1] in _FLAG_BYTES]
-    if not flagged:
-        return []
-    have = {r.seq for r in rows}
-    return sorted({s for r in flagged for s in needs(r) if s not in have and s > 0})
+def _step(p: bytes, r: bytes) -> bytes | None:
+    """:func:`unpack` of step payload ``p`` (flag 4, and 1) against the stored payload ``r``
+    of the result at ``seq - 1``, decoding neither: the value's stored text where it is the
+    encoder's (a string without a backslash: JSON's strings hold no control character; an
+    integer; a name) and the ``at`` spliced in, the step's other text kept (None:
+    :func:`unpack` decides)."""
+    if r[:7] == b'[true,"':
+        end = r.find(b'"', 7) + 1
+        if not end or r.find(b"\\", 7, end) >= 0:
+            return None
+    else:
+        v = _SCALAR(r, 6) if r[:6] == b"[true," else None
+        if v is None:
+            return None
+        end = v.end()
+    if p[0] == REPLY:
+        return b"[true," + r[6:end] + p[8:] if p[1:9] == b"[true,0," else None
+    d = _STEP5(p)
+    at = _AFTER(r, end)
+    if d is None or at is None:
+        return None
+    return b"[true,%s,%d%s" % (r[6:end], int(at[1]) + int(d[1]), p[d.end() :])
+
+
+#: a result's value that is no string, as the encoder writes it (``ok`` true)
+_SCALAR = re.compile(rb"(?:0|-?[1-9][0-9]{0,17}|true|false|null)(?=[,\]])").match
+
+
+def _intent(
+    actor_id: str, ref: int, p: bytes, m: bytes, keys: dict[tuple[str, str], bytes]
+) -> bytes | None:
+    """:func:`unpack` of the runtime's intent (flags 3, six items) whose message (stored
+    payload ``m``) is at ``seq - 1``: key and ``at`` put into its stored text, the message
+    decoded once (None: :func:`unpack` decides); ``keys``: keys' starts, made once."""
+    try:
+        text = p[1:].decode()
+        items, end = _scan(text, 0)
+        if end != len(text) or type(items) is not list or len(items) != 6:
+            return None
+        body = m.decode()
+        got, end = _scan(body, 0)
+        if end != len(body) or type(got) is not list or len(got) < 3:
+            return None
+        index, zero, delta, start, incarnation = items[0], items[4], items[5], got[1], got[2]
+        if type(index) is not int or type(zero) is not int or zero or type(delta) is not int:
+            return None
+        if type(start) is not int or type(incarnation) is not str:
+            return None
+        tail = b",0,%d]" % delta  # the stored text of items 4 and 5
+        if not p.endswith(tail):
+            return None
+        key = keys.get((actor_id, incarnation))
+        if key is None:  # the start of the key's text (its escapes are all there)
+            key = _string(f"{actor_id}:{incarnation}:")[:-1].encode()
+            keys[actor_id, incarnation] = key
+        return b'%s,%s%d:%d",%d]' % (p[1 : -len(tail)], key, ref, index, start + delta)
+    except (UnicodeError, StopIteration, ValueError, RecursionError):
+        return None  # not text, not JSON, an integer too long for text, a surrogate
+
+
+#: an entry's column values (``ENTRY_COLUMNS`` order); a row's payload, of its values
+_VALUES, _PAYLOAD = operator.attrgetter(*ENTRY_COLUMNS), operator.itemgetter(6)
+
+
+def unpack_values(
+    rows: Sequence[Sequence[Any]], more: dict[int, tuple[str, bytes]]
+) -> tuple[list[Sequence[Any]], list[int]]:
+    """``rows`` (one actor's, by seq, column values in ``ENTRY_COLUMNS`` order) unpacked, and
+    the seqs of entries unpacking needs that neither they nor ``more`` (stored ``(kind,
+    payload)`` by seq) hold: read those, unpack again. A damaged row is left as it is."""
+    try:  # a packed payload sorts before b"\x08" (so may a damaged one)
+        todo = list(compress(count(), map(operator.lt, map(_PAYLOAD, rows), repeat(b"\x08"))))
+    except TypeError:  # a payload that is not bytes (damage)
+        todo = [i for i, r in enumerate(rows) if type(r[6]) is bytes and r[6] < b"\x08"]
+    out = list(rows)
+    if not todo:
+        return out, []
+    absent: list[int] = []
+    keys: dict[tuple[str, str], bytes] = {}
+    by_seq: dict[Any, Sequence[Any]] = {}  # made when an entry is not where it is expected
+    for i in todo:
+        row = rows[i]
+        actor_id, seq, kind, _, ref, _, p, _ = row
+        a = rows[i - 1] if i else None  # the entry at seq - 1, where a read has it
+        new = None
+        try:  # the runtime's step and intent, packed against the entry before them
+            if a is None or a[1] != seq - 1 or type(a[6]) is not bytes:
+                pass
+            elif kind == "step" and a[2] == "result" and (p[0] == 5 or p[0] == 4):
+                new = _step(p, a[6])
+            elif kind == "intent" and a[2] == "message" and p[0] == 3 and ref == seq - 1:
+                new = _intent(actor_id, ref, p, a[6], keys) if type(actor_id) is str else None
+        except (TypeError, IndexError):  # a damaged column: the general way checks
+            pass
+        if new is None:
+            new = _general(rows, i, more, absent, by_seq)
+        if new is not p:
+            out[i] = (*row[:6], new, row[7])
+    return out, sorted(set(absent))
+
+
+def _general(
+    rows: Sequence[Sequence[Any]],
+    i: int,
+    more: dict[int, tuple[str, bytes]],
+    absent: list[int],
+    by_seq: dict[Any, Sequence[Any]],
+) -> Any:
+    """The payload of ``rows[i]`` as :func:`unpack` gives it (as stored: not packed, or a
+    column damaged), adding to ``absent`` the seqs it needs that ``rows``, ``more`` lack."""
+    row = rows[i]
+    seq, ref, p = row[1], row[4], row[6]
+    if type(p) is not bytes or p[:1] not in _FLAG_BYTES or type(seq) is not int:
+        return p
+    if type(ref) is not int or type(row[0]) is not str:
+        return p
+    found: list[Anchor | None] = []
+    for want, needed in ((seq - 1, p[0] & (AT | REPLY)), (ref, p[0] & KEY)):
+        a: Any = None
+        if needed and want > 0:
+            j = i - (seq - want)  # where a read of consecutive seqs has it
+            if 0 <= j < len(rows) and rows[j][1] == want:
+                a = (rows[j][2], rows[j][6])
+            elif want in more:
+                a = more[want]
+            else:
+                by_seq.update(() if by_seq else ((r[1], r) for r in rows))
+                a = by_seq.get(want)
+                a = None if a is None else (a[2], a[6])
+                if a is None:
+                    absent.append(want)
+        ok = a is not None and type(a[0]) is str and type(a[1]) is bytes  # else: damage
+        found.append(anchor(a[0], a[1]) if ok else None)
+    return unpack(EntryRow(*row), found[0], found[1])
 
 
 def unpack_rows(rows: list[EntryRow], more: dict[int, tuple[str, bytes]]) -> list[EntryRow]:
-    """``rows`` (of one actor) with their payloads unpacked; ``more`` holds the stored
-    ``(kind, payload)`` of the entries :func:`missing` named."""
-    flagged = _FLAG_BYTES
-    todo = [i for i, r in enumerate(rows) if r.payload[:1] in flagged]
-    if not todo:
+    """:func:`unpack_values` of rows already checked (no entry they need is absent)."""
+    if not any(r.payload[:1] in _FLAG_BYTES for r in rows):
         return list(rows)
-    by_seq: dict[int, EntryRow] | None = None
-    anchors: dict[int, Anchor | None] = {}
-
-    def at(seq: int) -> Anchor | None:
-        nonlocal by_seq
-        if seq in anchors:
-            return anchors[seq]
-        s = more.get(seq)
-        if s is None:
-            if by_seq is None:
-                by_seq = {r.seq: r for r in rows}
-            r = by_seq.get(seq)
-            s = None if r is None else (r.kind, r.payload)
-        a = anchors[seq] = None if s is None else anchor(*s)
-        return a
-
-    out = list(rows)
-    for i in todo:
-        r = rows[i]
-        flags = r.payload[0]
-        prev = at(r.seq - 1) if flags & (AT | REPLY) else None
-        ref = at(r.ref) if flags & KEY else None
-        out[i] = EntryRow(
-            r.actor_id,
-            r.seq,
-            r.kind,
-            r.type_tag,
-            r.ref,
-            r.message_id,
-            unpack(r, prev, ref),
-            r.checksum,
-        )
-    return out
+    values, _ = unpack_values([_VALUES(r) for r in rows], more)
+    return [r if v[6] is r.payload else EntryRow(*v) for r, v in zip(rows, values, strict=True)]
 
 
 class PackedReads:
@@ -462,122 +581,38 @@ class PackedReads:
         async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
     def _stored_rows(self, sql: str) -> str:
-        """A read of ``entries`` as one of the view ``log_rows`` in a format-4 file: the
-        stored payloads, which :meth:`_unpacked` unpacks in Python (cheaper than the SQL of
-        ``entries``, which a read of many rows would run for every packed one)."""
+        """A read of ``entries`` as one of ``log_rows`` in a format-4 file: the stored payloads,
+        unpacked in Python (cheaper than the SQL of ``entries`` for every packed one)."""
         return sql.replace("FROM entries", "FROM log_rows", 1) if self.layout >= 4 else sql
 
+    async def _unpacked_values(self, rows: list[Any]) -> list[Any]:
+        """[F21] ``rows`` (one actor's, by seq, column values as read) unpacked in a format-4
+        file, before they are checked, reading the entries they need that they lack."""
+        if self.layout < 4 or not rows:
+            return rows
+        got, absent = unpack_values(rows, {})
+        if absent:
+            got, _ = unpack_values(rows, await self._anchors(rows[0][0], absent))
+        return got
+
     async def _unpacked(self, rows: list[EntryRow]) -> list[EntryRow]:
-        """[F21] ``rows`` (of one actor) with their packed payloads unpacked (a format-4
-        file), reading the entries they were packed against that ``rows`` does not hold."""
+        """:meth:`_unpacked_values` of rows already checked."""
         if self.layout < 4 or not any(r.payload[:1] in _FLAG_BYTES for r in rows):
             return rows
-        seqs = missing(rows)
-        more: dict[int, tuple[str, bytes]] = {}
-        if seqs:
-            found = await self._fetch(
-                "SELECT seq, kind, payload FROM entries WHERE actor_id = ? AND seq IN ("
-                + ",".join("?" * len(seqs))
-                + ")",
-                (rows[0].actor_id, *seqs),
-            )
-            for seq, kind, payload in found:  # a damaged column: nothing to unpack with
-                if type(seq) is int and type(kind) is str and type(payload) is bytes:
-                    more[seq] = (kind, payload)
-        return unpack_rows(rows, more)
+        values = await self._unpacked_values([_VALUES(r) for r in rows])
+        return [r if v[6] is r.payload else EntryRow(*v) for r, v in zip(rows, values, strict=True)]
 
-
-# -- the same in SQL: the view's ``payload`` ------------------------------------------------
-#
-# Format 4's unpacking in SQL (docs/FORMAT.md [F21]): the ``payload`` column of the view
-# ``entries``, so that every reader of a format-4 file through the view (the store, an
-# operator's SQL typed by hand, a checker reading rows beside the store's code) gets the
-# payload the checksum covers, as ``_sqlite_pack.unpack`` makes it.
-#
-# SQLite's JSON functions keep the text of every token they do not replace (a number's
-# spelling, a string's escapes), so replacing an item of a compact array gives the array's
-# bytes with that item's text changed, as Python's encoder writes it (and as ``unpack``
-# gives it: tests/stores/test_sqlite_format4.py reads both for the same rows). Every check
-# of ``unpack`` is made here too (a flag's item is the integer ``0``, an anchor is stored
-# unpacked and holds what it must);
-# when one fails the expression is NULL and the view shows the stored bytes, which no
-# checksum matches. An unpacked row's payload is shown as it is, without any JSON function.
-
-#: the stored payload's JSON after its flag byte, as text
-_BODY = "CAST(substr(l.payload, 2) AS TEXT)"
-#: the flag byte
-_FLAGS = "unicode(CAST(substr(l.payload, 1, 1) AS TEXT))"
-#: the position of ``at`` by kind code (message 1, intent 2, result 3, step 4, effect 5)
-_AT_OF_CODE = (
-    "CASE {code} WHEN 1 THEN 1 WHEN 2 THEN 5 WHEN 3 THEN 2 WHEN 4 THEN 2 WHEN 5 THEN 2 END"
-)
-
-
-def _stored_json(alias: str) -> str:
-    """SQL: the payload of log row ``alias`` as JSON text if it is an unpacked JSON array
-    (else NULL)."""
-    return (
-        f"CASE WHEN typeof({alias}.payload) = 'blob' AND substr({alias}.payload, 1, 1) = x'5b' "
-        f"AND json_valid(CAST({alias}.payload AS TEXT)) THEN CAST({alias}.payload AS TEXT) END"
-    )
-
-
-def _row(seq: str) -> str:
-    return f"(SELECT {{col}} FROM log AS a WHERE a.actor = l.actor AND a.seq = {seq})"
-
-
-_PREV = _row("l.seq - 1")
-_REF = _row("l.ref")
-
-
-def _unpack() -> str:
-    """SQL: the unpacked payload of a packed row ``l`` (NULL when it does not unpack)."""
-    prev_json = _PREV.format(col=_stored_json("a"))
-    prev_code = _PREV.format(col="a.kind")
-    ref_json = _REF.format(col=f"CASE WHEN a.kind = 1 THEN {_stored_json('a')} END")
-    at_pos = "CASE l.kind WHEN 2 THEN 5 WHEN 3 THEN 2 WHEN 4 THEN 2 WHEN 5 THEN 2 END"
-    # each step's JSON text, or NULL when a check fails
-    body = f"CASE WHEN json_valid({_BODY}) AND json_type({_BODY}) = 'array' THEN {_BODY} END"
-    prev_at = (
-        f"(SELECT CASE WHEN json_type(p.j, '$[' || p.i || ']') = 'integer' "
-        f"THEN json_extract(p.j, '$[' || p.i || ']') END "
-        f"FROM (SELECT {prev_json} AS j, {_AT_OF_CODE.format(code=prev_code)} AS i) AS p)"
-    )
-    j1 = (
-        f"(SELECT CASE WHEN NOT f & 1 THEN b "
-        f"WHEN json_type(b, '$[' || i || ']') = 'integer' AND {prev_at} IS NOT NULL "
-        f"THEN json_replace(b, '$[' || i || ']', {prev_at} + json_extract(b, '$[' || i || ']')) "
-        f"END FROM (SELECT {body} AS b, {at_pos} AS i, {_FLAGS} AS f))"
-    )
-    key = (
-        "(SELECT CASE WHEN json_type(m.j, '$[2]') = 'text' AND json_type(x.b, '$[0]') = 'integer' "
-        "AND (json_array_length(x.b) < 8 OR json_type(x.b, '$[7]') = 'text') "
-        "THEN ea.actor_id || ':' || json_extract(m.j, '$[2]') || ':' || l.ref || ':' || "
-        "CASE WHEN json_array_length(x.b) > 7 AND json_extract(x.b, '$[7]') != '' "
-        "THEN json_extract(x.b, '$[7]') || '.' ELSE '' END || json_extract(x.b, '$[0]') END "
-        f"FROM (SELECT {ref_json} AS j) AS m, actors AS ea WHERE ea.id = l.actor)"
-    )
-    j2 = (
-        f"(SELECT CASE WHEN NOT {_FLAGS} & 2 THEN x.b "
-        "WHEN l.kind = 2 AND json_type(x.b, '$[4]') = 'integer' AND json_extract(x.b, '$[4]') = 0 "
-        f"AND {key} IS NOT NULL THEN json_replace(x.b, '$[4]', {key}) END "
-        f"FROM (SELECT {j1} AS b) AS x)"
-    )
-    j3 = (
-        f"(SELECT CASE WHEN NOT {_FLAGS} & 4 THEN y.b "
-        "WHEN l.kind = 4 AND json_type(y.b, '$[0]') = 'true' "
-        "AND json_type(y.b, '$[1]') = 'integer' AND json_extract(y.b, '$[1]') = 0 "
-        f"AND {prev_code} = 3 AND json_type(r.j, '$[0]') = 'true' "
-        "AND json_array_length(r.j) > 1 "
-        "THEN json_replace(y.b, '$[1]', json(r.j -> '$[1]')) END "
-        f"FROM (SELECT {j2} AS b) AS y, (SELECT {prev_json} AS j) AS r)"
-    )
-    return f"CAST({j3} AS BLOB)"
-
-
-#: SQL: the view's ``payload`` of log row ``l``: unpacked when it is packed and unpacks
-PAYLOAD4 = (
-    "CASE WHEN typeof(l.payload) = 'blob' AND substr(l.payload, 1, 1) BETWEEN x'01' AND x'07' "
-    "AND l.kind BETWEEN 2 AND 5 "
-    f"THEN coalesce({_unpack()}, l.payload) ELSE l.payload END"
-)
+    async def _anchors(self, actor_id: Any, seqs: list[int]) -> dict[int, tuple[str, bytes]]:
+        """The stored ``(kind, payload)`` of these entries of the actor, by seq (a damaged
+        column: left out, nothing to unpack with)."""
+        found = await self._fetch(
+            "SELECT seq, kind, payload FROM log_rows WHERE actor_id = ? AND seq IN ("
+            + ",".join("?" * len(seqs))
+            + ")",
+            (actor_id, *seqs),
+        )
+        return {
+            seq: (kind, payload)
+            for seq, kind, payload in found
+            if type(seq) is int and type(kind) is str and type(payload) is bytes
+        }

@@ -462,8 +462,8 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, _pack.PackedRea
         limit: int | None = None,
     ) -> list[EntryRow]:
         sql, params = select_entries("sqlite", actor_id, after_seq, upto_seq, kinds, limit)
-        sql = self._stored_rows(sql)  # [F21] format 4: stored payloads, unpacked here
-        return await self._unpacked(entries(await self._fetch(sql, params), actor_id, after_seq))
+        found = await self._fetch(self._stored_rows(sql), params)  # [F21] unpacked here
+        return entries(await self._unpacked_values(found), actor_id, after_seq)
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
         # The index finds the row's seq; its columns are read from the table by its primary
@@ -500,8 +500,8 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, _pack.PackedRea
 
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
         if kind == "step":  # the runtime's lookup (a repeated ask): the partial index
-            found = await self._fetch(self._step_sql, (actor_id, ref, actor_id))
-            steps = entries(found, actor_id, ref)
+            found = await self._fetch(self._stored_rows(self._step_sql), (actor_id, ref, actor_id))
+            steps = entries(found, actor_id, ref)  # [F21] unpacked below, as a read's are
             return sorted(await self._unpacked(steps), key=lambda r: r.seq)
         else:  # operators' tools: a ref always points back, so scan the log after it
             sql = (
