@@ -83,13 +83,23 @@ _LOG_INSERTS: dict[int, str] = {}
 _U32, _SIGN = 1 << 32, 1 << 31
 
 
-def log_insert_sql(n: int) -> str:
-    sql = _LOG_INSERTS.get(n)
+def _multi_row_sql(cache: dict[int, str], head: str, n: int) -> str:
+    """``head`` and n rows of 8 parameters, from ``cache`` (built once per size: the SQL
+    text, and its hash that the sqlite3 module's statement cache looks up, are not rebuilt
+    on every commit)."""
+    sql = cache.get(n)
     if sql is None:
-        sql = f"INSERT INTO log ({LOG_COLS}) VALUES " + ",".join(["(?,?,?,?,?,?,?,?)"] * n)
-        if len(_LOG_INSERTS) < 512:  # bounded: sizes beyond are built each time
-            _LOG_INSERTS[n] = sql
+        sql = head + ",".join(["(?,?,?,?,?,?,?,?)"] * n)
+        if len(cache) < 512:  # bounded: sizes beyond are built each time
+            cache[n] = sql
     return sql
+
+
+_LOG_HEAD = f"INSERT INTO log ({LOG_COLS}) VALUES "
+
+
+def log_insert_sql(n: int) -> str:
+    return _multi_row_sql(_LOG_INSERTS, _LOG_HEAD, n)
 
 
 def lookup(unknown: tuple[list[str], list[str]]) -> tuple[str, list[str]]:
@@ -206,13 +216,11 @@ class LogKeys(SqliteAudit):
 _INSERTS: dict[int, str] = {}
 
 
+_ENTRIES_HEAD = f"INSERT INTO entries ({ENTRY_COLS}) VALUES "
+
+
 def _insert_sql(n: int) -> str:
-    sql = _INSERTS.get(n)
-    if sql is None:
-        sql = f"INSERT INTO entries ({ENTRY_COLS}) VALUES " + ",".join(["(?,?,?,?,?,?,?,?)"] * n)
-        if len(_INSERTS) < 512:  # bounded: sizes beyond are built each time
-            _INSERTS[n] = sql
-    return sql
+    return _multi_row_sql(_INSERTS, _ENTRIES_HEAD, n)
 
 
 #: one append request: actor id, the seq it expects last, its rows
