@@ -113,12 +113,16 @@ def _count(value: object) -> bool:
     return type(value) is int and value >= 0
 
 
-async def whole(store: Store, actor_id: str, reply: dict[str, Any], key: str) -> list[Any]:
+async def whole(
+    store: Store, actor_id: str, reply: dict[str, Any], key: str, *, check: bool = True
+) -> list[Any]:
     """The whole conversation a run's ``reply`` stands for (plain JSON): the reply's own in
     the old form, else its chain's, read from ``store``. Raises ``ValueError`` if ``reply``
     is not a run's reply, ``CorruptEntryError`` when a reply of the chain is damaged, or
     neither the log nor a snapshot holds the chain's start (compaction keeps one of them,
-    [F23])."""
+    [F23]). With ``check`` (a reply a caller hands in), ``ConfigurationError`` unless the
+    log of ``actor_id`` holds the reply's run with this reply; ``run``/``answer`` pass
+    False for the reply their own ``ask`` just got from that actor."""
     parsed = parse(reply, key)
     if isinstance(parsed, list):
         return parsed
@@ -135,7 +139,8 @@ async def whole(store: Store, actor_id: str, reply: dict[str, Any], key: str) ->
         seqs.append(base)
         if steps is None:  # the chain's replies in one read, from its origin on
             steps = await _steps(store, actor_id, origin or base)
-            await _check_own(store, actor_id, steps, parsed, key)
+            if check:  # a reply handed in: it must be this conversation's
+                await _check_own(store, actor_id, steps, parsed, key)
         found = steps.get(base)
         if found is None:
             found = await _step(store, actor_id, base)

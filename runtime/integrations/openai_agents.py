@@ -293,7 +293,7 @@ class DurableAgent(Generic[TContext]):
         ref = await system.spawn(AgentActor, actor_id)
         msg = RunInput(self.name, input, new_conversation=new_conversation)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
-        return self._result(reply, await whole(system.store, actor_id, reply, "items"))
+        return self._result(reply, await whole(system.store, actor_id, reply, "items", check=False))
 
     async def result(
         self, system: ActorSystem, actor_id: str, reply: dict[str, Any]

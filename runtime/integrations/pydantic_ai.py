@@ -296,7 +296,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         check_timeout(timeout)  # before anything is sent
         ref = await system.spawn(AgentActor, actor_id)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
-        return self._result(reply, await whole(system.store, actor_id, reply, "messages"))
+        return self._result(
+            reply, await whole(system.store, actor_id, reply, "messages", check=False)
+        )
 
     async def result(
         self, system: ActorSystem, actor_id: str, reply: dict[str, Any]
