@@ -150,3 +150,52 @@ async def test_a_run_recorded_before_parallel_tool_calls_resumes(tmp_path: Path)
     after = intents(store)
     assert [p["index"] for p in after] == list(range(9))  # 7: fetch(12) again, 8: the answer
     assert all("task" not in p for p in after)
+
+
+@pytest.mark.anyio
+async def test_pydantic_ais_own_tasks_are_not_the_steps_tasks(tmp_path: Path) -> None:
+    """pydantic-ai runs its graph's nodes, its gathers and each tool call in tasks of its
+    own (about 20 a run). Every effect of a run is logged under the node the integration
+    numbers for it, so those tasks run outside the step's spawn counting: the step knows
+    only the run's nodes and its effects' (it counted each of pydantic-ai's tasks as a task
+    of the step, a node and a done callback each), and the code pydantic-ai runs in them
+    (here the event stream handler) sees no step task."""
+    from actorlog._effects import tasks as _tasks
+    from actorlog._effects.context import Context
+    from actorlog.integrations.pydantic_ai import AgentState, RunPrompt
+
+    seen: list[object] = []
+    contexts: list[Context] = []
+
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if sum(1 for m in messages if isinstance(m, ModelResponse)) == 1:
+            return ModelResponse(parts=[TextPart("done")])
+        return ModelResponse(
+            parts=[ToolCallPart("fetch", {"i": i}, tool_call_id=f"c{i}") for i in range(3)]
+        )
+
+    agent: Agent[None, str] = Agent(FunctionModel(fn), name="own-tasks")
+
+    @agent.tool_plain
+    async def fetch(i: int) -> str:
+        return f"page {i}"
+
+    async def handler(ctx: Any, events: Any) -> None:
+        async for _ in events:
+            seen.append(_tasks.current())
+
+    class Capturing(DurableAgent[None, str]):
+        async def _step(self, ctx: Context, state: AgentState, msg: RunPrompt) -> Any:
+            contexts.append(ctx)
+            return await super()._step(ctx, state, msg)
+
+    durable = Capturing(agent, tools={"fetch": READ}, event_stream_handler=handler)
+    async with ActorSystem(SqliteStore(tmp_path / "s.db"), actors=[AgentActor]) as system:
+        result = await durable.run(system, "a", "go", message_id="m")
+    assert result.output == "done"
+    assert seen and all(node is None for node in seen)
+    (ctx,) = contexts
+    # the step's root task, the run's node "0" and its 2 model requests and 3 tool calls
+    assert sorted(ctx.nodes) == ["", "0", "0.0", "0.1", "0.2", "0.3", "0.4"]
+    logged = sorted({str(i.get("task", "")) for i in intents(tmp_path / "s.db")})
+    assert logged == ["0.0", "0.1", "0.2", "0.3", "0.4"]
