@@ -34,6 +34,14 @@ class _Identities:
         self.legacy = ctx._next_recorded_args() is not None
         self._parent = None if self.legacy else ctx.root.child()
 
+    def outside(self) -> _tasks._Set:
+        """Around the run: pydantic-ai's own tasks (its graph's nodes, its toolset
+        gathers, one per tool call: about 20 a run) are not counted as tasks of the step.
+        Every effect of the run is logged under the node ``node`` gives it, so the node, the
+        context copy and the done callback the step's spawn hook made for each were never
+        used. A ``legacy`` run keeps the step's own task, as it ran before."""
+        return _tasks._Set(self.ctx.root if self.legacy else None)
+
     def node(self) -> _tasks.Node:
         if self._parent is None:
             return self.ctx.root

@@ -378,16 +378,11 @@ class DurableAgent(Generic[DepsT, OutputT]):
             _JournaledToolset(ts, self, ctx, ids) for ts in self.agent.toolsets
         ]
         run_id = f"{ctx.actor_id}:{ctx.step_seq}"
-        # A run recorded before tool calls ran in parallel resumes as it was recorded: one
-        # tool call at a time (pydantic-ai's 'sequential' mode).
+        # A run recorded before parallel tool calls resumes as recorded: one tool call at a
+        # time (pydantic-ai's 'sequential' mode); else in ``ids.outside()`` (_pai_tasks).
         mode: Any = "sequential" if ids.legacy else "parallel"
-        # pydantic-ai's own tasks (its graph's nodes, its gathers, one per tool call) are
-        # not the step's tasks: every effect of the run is logged under the node
-        # ``_Identities`` gives it, so they run outside the step's spawn counting (each
-        # would otherwise get a node of its own, about 20 a run, none making an effect).
-        # A run recorded before keeps them, as it did (its effects are the root task's).
         with (
-            _tasks._Set(ctx.root if ids.legacy else None),
+            ids.outside(),
             self.agent.override(tools=[], toolsets=toolsets),
             Agent.parallel_tool_call_execution_mode(mode),
         ):
