@@ -28,15 +28,19 @@ target: at most 3x), and the dependencies' floor over it; in wall time and in th
 each process used until then (all its threads; steadier than wall time on a loaded machine).
 
 Part 4, the work itself: the Python function calls (cProfile's count) of a process that
-resumes the same crashed run, from its start to its first resumed tool call, once per build.
-Unlike times, the count does not move with the machine's load, so it shows a change in
-actorlog's own work even on a busy machine.
+resumes the same crashed run, from its start to its first resumed tool call, once per build,
+split at the dependencies imported and at actorlog imported. Unlike times, the count does not
+move with the machine's load, so it shows a change in actorlog's own work even on a busy
+machine.
 
 ``--against REV`` measures another revision of this repository the same way, interleaved
 with the current code (its ``runtime/`` and ``stores/``, extracted with ``git archive`` into a
-scratch package): before and after in one run on one machine. Child processes run with
-bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed), as an installed package runs;
-a warm-up import writes the caches first.
+scratch package): before and after in one run on one machine. The current code runs the same
+way, from a copy of the working tree's ``runtime/`` and ``stores/`` (not the editable
+install), so both builds have the same ``sys.path``. Packages are compiled (``compileall``)
+and child processes run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed), as
+an installed package runs; a warm-up import of the dependencies and actorlog writes the
+caches of what is not compiled yet.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ import contextlib
 import io
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -77,6 +82,7 @@ __all__ = [
     "CALLS",
     "CALLS_FLOOR",
     "FLOOR",
+    "Calls",
     "FLOOR_DEPS",
     "ImportRun",
     "Resume",
@@ -119,7 +125,9 @@ _LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|( +)(\S+)\s*$")
 
 @attrs.define
 class ImportRun:
-    """One ``python -X importtime -c "import actorlog"``: microseconds per module."""
+    """One ``python -X importtime -c STATEMENT``: microseconds per module. ``total_us``: the
+    cumulative time of the top-level imports of ``actorlog`` (and ``actorlog.stores``);
+    ``modules``: those imports' modules (each loaded by them, not before), import order."""
 
     total_us: int
     modules: list[tuple[str, int, int]]  # (name, self us, cumulative us), import order
@@ -165,15 +173,19 @@ def import_run(pkg: Path | None, statement: str = "import actorlog") -> ImportRu
         check=True,
     )
     modules: list[tuple[str, int, int]] = []
+    pending: list[tuple[str, int, int]] = []  # since the last top-level import
     total = 0
     for line in out.stderr.splitlines():
         m = _LINE.match(line)
         if m is None:
             continue
         name, self_us, cum_us = m.group(4), int(m.group(1)), int(m.group(2))
-        modules.append((name, self_us, cum_us))
-        if name == "actorlog" and len(m.group(3)) == 1:
-            total = cum_us
+        pending.append((name, self_us, cum_us))
+        if len(m.group(3)) == 1:  # a top-level import: its modules are listed before it
+            if name == "actorlog" or name.startswith("actorlog."):
+                total += cum_us
+                modules += pending
+            pending = []
     return ImportRun(total, modules)
 
 
@@ -202,6 +214,19 @@ def checkout(rev: str, work: Path) -> Path:
     pkg.mkdir()
     (src / "runtime").rename(pkg / "actorlog")
     (src / "stores").rename(pkg / "actorlog" / "stores")
+    compileall.compile_dir(pkg, quiet=1)
+    return pkg
+
+
+def working_tree(work: Path) -> Path:
+    """A package directory holding this checkout's ``actorlog`` as its files are now (the
+    working tree's runtime/ and stores/), laid out and compiled like ``checkout``'s: both
+    builds run from a directory first on ``sys.path``, so neither pays for a longer path
+    (an import searches every entry before the one that has it)."""
+    pkg = work / "pkg-working-tree"
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO_ROOT / "runtime", pkg / "actorlog", ignore=skip)
+    shutil.copytree(REPO_ROOT / "stores", pkg / "actorlog" / "stores", ignore=skip)
     compileall.compile_dir(pkg, quiet=1)
     return pkg
 
@@ -249,14 +274,27 @@ def floor_round(work: Path, rep: int, script: str = FLOOR) -> tuple[float, float
 
 #: Part 4's child: ``ARGV: db phase steps``. Phase ``run`` is killed in the tool call of
 #: step 75 %; phase ``resume`` counts the Python function calls from the start of the
-#: interpreter (``cProfile`` from the first line) to its first resumed tool call.
+#: interpreter (``cProfile`` from the first line) to its first resumed tool call, and prints
+#: the running count at three points: the dependencies imported (as ``FLOOR_DEPS`` imports
+#: them), ``actorlog`` and its SQLite store imported, the first resumed tool call.
 CALLS = """
 import cProfile, os, signal, sys
 prof = cProfile.Profile()
 prof.enable()
-import anyio
+import anyio, anyio._backends._asyncio, attrs, sqlite3
+
+
+def count():
+    prof.disable()
+    prof.create_stats()
+    prof.enable()
+    return sum(v[1] for v in prof.stats.values())
+
+
+deps = count()
 from actorlog import ActorSystem
 from actorlog.stores import SqliteStore
+imported = count()
 from benchmarks import _agent
 
 db, phase, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -265,9 +303,7 @@ def effect(i):
     if phase == "run" and i == steps * 3 // 4:
         os.kill(os.getpid(), signal.SIGKILL)
     if phase == "resume":
-        prof.disable()
-        prof.create_stats()
-        print(sum(v[1] for v in prof.stats.values()), flush=True)
+        print(deps, imported, count(), flush=True)
         os._exit(0)
     return f"value-{i:06d}"
 
@@ -283,15 +319,30 @@ anyio.run(main)
 
 
 #: Part 4's floor: the Python function calls of FLOOR_DEPS (the dependencies imported, one
-#: row committed inside ``anyio.run``), counted the same way.
+#: row committed inside ``anyio.run``), counted the same way: after the imports, and in all.
 CALLS_FLOOR = "import cProfile\nprof = cProfile.Profile()\nprof.enable()\n" + FLOOR_DEPS.replace(
+    "import anyio, anyio._backends._asyncio, attrs\n",
+    "import anyio, anyio._backends._asyncio, attrs\nimport sqlite3\n"
+    "prof.disable()\nprof.create_stats()\nprof.enable()\n"
+    "deps = sum(v[1] for v in prof.stats.values())\n",
+).replace(
     "print(*anyio.run(main))\n",
     "anyio.run(main)\nprof.disable()\nprof.create_stats()\n"
-    "print(sum(v[1] for v in prof.stats.values()))\n",
+    "print(deps, sum(v[1] for v in prof.stats.values()))\n",
 )
 
 
-def calls_floor(work: Path) -> int:
+@attrs.define
+class Calls:
+    """Python function calls (cProfile's count) of one process, running totals at its
+    phases (Part 4)."""
+
+    deps: int  # the dependencies imported (anyio with its asyncio backend, attrs, sqlite3)
+    imported: int  # and actorlog with its SQLite store (0 for the floor)
+    total: int  # at the first resumed tool call (the floor: its row committed in anyio.run)
+
+
+def calls_floor(work: Path) -> Calls:
     """Python function calls of CALLS_FLOOR in a fresh process."""
     out = subprocess.run(
         [sys.executable, "-c", CALLS_FLOOR, str(work / "calls-floor.db")],
@@ -301,10 +352,11 @@ def calls_floor(work: Path) -> int:
         text=True,
         check=True,
     )
-    return int(out.stdout.split()[-1])
+    deps, total = (int(x) for x in out.stdout.split()[-2:])
+    return Calls(deps, 0, total)
 
 
-def calls_round(pkg: Path | None, steps: int, work: Path, name: str) -> int:
+def calls_round(pkg: Path | None, steps: int, work: Path, name: str) -> Calls:
     """Python function calls of a fresh process from its start to its first resumed tool
     call, after a run of ``steps`` calls killed at 75 % (Part 4)."""
     db = work / f"calls-{name}.db"
@@ -321,7 +373,8 @@ def calls_round(pkg: Path | None, steps: int, work: Path, name: str) -> int:
     )
     if out.returncode != 0:
         raise RuntimeError(f"the resume phase exited {out.returncode}: {out.stderr[-300:]}")
-    return int(out.stdout.split()[-1])
+    deps, imported, total = (int(x) for x in out.stdout.split()[-3:])
+    return Calls(deps, imported, total)
 
 
 def _ms(seconds: float) -> str:
@@ -349,14 +402,17 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     with scratch_dir() as work:
         info = machine_info(work)
-        builds: dict[str, Path | None] = {"this checkout": None}
+        builds: dict[str, Path | None] = {"this checkout": working_tree(work)}
         if args.against:
             builds[f"{args.against} (--against)"] = checkout(args.against, work)
         for pkg in builds.values():  # warm-up: bytecode caches written
-            import_run(pkg, "import actorlog, actorlog.stores")
+            import_run(pkg, f"{DEPENDENCIES}; import actorlog, actorlog.stores")
 
+        own_import = f"{DEPENDENCIES}; import actorlog, actorlog.stores"
         imports: dict[str, list[ImportRun]] = {b: [] for b in builds}
+        owns: dict[str, list[ImportRun]] = {b: [] for b in builds}
         walls: dict[str, list[float]] = {b: [] for b in builds}
+        own_walls: dict[str, list[float]] = {b: [] for b in builds}
         bare: list[float] = []
         deps: list[float] = []
         for i in range(args.rounds):  # interleaved: a load change hits every build alike
@@ -365,32 +421,54 @@ def main(argv: Sequence[str] | None = None) -> None:
             deps.append(_wall(None, DEPENDENCIES))
             for build, pkg in order:
                 imports[build].append(import_run(pkg))
+                owns[build].append(import_run(pkg, own_import))
                 walls[build].append(_wall(pkg, "import actorlog"))
+                own_walls[build].append(_wall(pkg, own_import))
         print(f"import actorlog: best of {args.rounds} fresh interpreters")
         best = {b: min(runs, key=lambda r: r.total_us) for b, runs in imports.items()}
+        best_own = {b: min(runs, key=lambda r: r.total_us) for b, runs in owns.items()}
         imp = Table(
             [
                 "build",
-                "importtime: actorlog cumulative (ms)",
-                "wall: import - bare interpreter (ms)",
-                "modules loaded",
+                "`import actorlog` alone: importtime (ms)",
+                "wall - bare interpreter (ms)",
+                "modules",
+                "after the dependencies: importtime of actorlog + actorlog.stores (ms)",
+                "wall - the dependencies' (ms)",
+                "modules",
             ]
         )
         for b, run in best.items():
-            imp.add(b, _ms(run.total_us / 1e6), _ms(min(walls[b]) - min(bare)), len(run.modules))
-        imp.add("(the dependencies alone, for comparison)", "", _ms(min(deps) - min(bare)), "")
+            imp.add(
+                b,
+                _ms(run.total_us / 1e6),
+                _ms(min(walls[b]) - min(bare)),
+                len(run.modules),
+                _ms(best_own[b].total_us / 1e6),
+                _ms(min(own_walls[b]) - min(deps)),
+                len(best_own[b].modules),
+            )
+        imp.add(
+            "(the dependencies alone: wall - bare interpreter)",
+            "",
+            _ms(min(deps) - min(bare)),
+            "",
+            "",
+            "",
+            "",
+        )
         print(imp.text())
 
         packages = sorted(
-            {p for run in best.values() for p in run.by_package()},
-            key=lambda p: -max(run.by_package().get(p, 0) for run in best.values()),
+            {p for run in best_own.values() for p in run.by_package()},
+            key=lambda p: -max(run.by_package().get(p, 0) for run in best_own.values()),
         )
-        pkg_table = Table(["package (self times summed, ms)", *best])
+        pkg_table = Table(["package (self times summed, ms)", *best_own])
         for p in packages[: args.top + 4]:
-            pkg_table.add(p, *(_ms(run.by_package().get(p, 0) / 1e6) for run in best.values()))
+            pkg_table.add(p, *(_ms(run.by_package().get(p, 0) / 1e6) for run in best_own.values()))
         print()
         print(pkg_table.text())
-        current = best["this checkout"]
+        current = best_own["this checkout"]
         top = Table(["module (this checkout)", "self (ms)", "cumulative (ms)"])
         for name, self_us, cum_us in sorted(current.modules, key=lambda m: -m[1])[: args.top]:
             top.add(name, _ms(self_us / 1e6), _ms(cum_us / 1e6))
@@ -482,12 +560,32 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
     print()
     print(res.text())
-    work_table = Table(["build", "Python function calls, start → first resumed tool call"])
-    for build, n in calls.items():
-        work_table.add(build, f"{n:,}")
+    work_table = Table(
+        [
+            "build",
+            "the dependencies imported",
+            "actorlog (+ its SQLite store) imported",
+            "system start → first resumed tool call",
+            "total: start → first resumed tool call",
+            "actorlog's own (total - dependencies)",
+        ]
+    )
+    for build, c in calls.items():
+        work_table.add(
+            build,
+            f"{c.deps:,}",
+            f"{c.imported - c.deps:,}",
+            f"{c.total - c.imported:,}",
+            f"{c.total:,}",
+            f"{c.total - c.deps:,}",
+        )
     work_table.add(
-        "the dependencies alone (anyio on asyncio, attrs; one row committed in anyio.run)",
-        f"{floor_calls:,}",
+        "the dependency floor (one row committed in anyio.run)",
+        f"{floor_calls.deps:,}",
+        "",
+        f"{floor_calls.total - floor_calls.deps:,}",
+        f"{floor_calls.total:,}",
+        "",
     )
     print()
     print(work_table.text())
@@ -516,11 +614,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.no_write:
         body = (
             f"## `import actorlog`\n\nBest of {args.rounds} fresh interpreters (the run with "
-            "the smallest `-X importtime` total), with bytecode caches.\n\n"
+            "the smallest `-X importtime` total), with bytecode caches. Alone, `import "
+            "actorlog` also pays for what it imports first that a run imports anyway (asyncio, "
+            "anyio); after the dependencies (`" + DEPENDENCIES + "`), what actorlog itself "
+            "adds: its modules and the few standard ones only it needs.\n\n"
             + imp.markdown()
-            + "\n\nBy top-level package (self times summed, the best run of each build):\n\n"
+            + "\n\nWhat actorlog adds after the dependencies, by top-level package (self times "
+            "summed, the best run of each build; attrs' class building counts in the module "
+            "that defines the class):\n\n"
             + pkg_table.markdown()
-            + "\n\nThe modules with the largest self times (this checkout):\n\n"
+            + "\n\nThe modules with the largest self times (this checkout, after the "
+            "dependencies):\n\n"
             + top.markdown()
             + f"\n\n## Process start to the first resumed step\n\n`benchmarks.peers`' run "
             f"of {args.steps} steps, SIGKILLed at step {int(args.steps * 0.75)} and resumed "
@@ -540,7 +644,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             + "\n\n## The work: Python function calls to the first resumed tool call\n\n"
             "The same crashed run resumed once more per build, under `cProfile` from the "
             "interpreter's first line to the first resumed tool call: a count that the "
-            "machine's load does not move.\n\n" + work_table.markdown()
+            "machine's load does not move, by phase (the dependencies imported as the "
+            "dependency floor imports them, then actorlog and its SQLite store, then the "
+            "run: system start, store open, recovery's read, verify and decode of the log "
+            "tail, the replay of the recorded calls).\n\n" + work_table.markdown()
         )
         out = write_report("startup", "Start-up: import and first resumed step", body, info=info)
         print(f"\nwrote {out}")
