@@ -33,6 +33,9 @@ split at the dependencies imported and at actorlog imported. Unlike times, the c
 move with the machine's load, so it shows a change in actorlog's own work even on a busy
 machine.
 
+Part 5 (``--callgrind``; minutes): the same phases and the floors in instructions
+(``valgrind --tool=callgrind``: every thread, C included), each in a fresh process.
+
 ``--against REV`` measures another revision of this repository the same way, interleaved
 with the current code (its ``runtime/`` and ``stores/``, extracted with ``git archive`` into a
 scratch package): before and after in one run on one machine. The current code runs the same
@@ -82,6 +85,7 @@ __all__ = [
     "CALLS",
     "CALLS_FLOOR",
     "FLOOR",
+    "RESUME",
     "Calls",
     "FLOOR_DEPS",
     "ImportRun",
@@ -90,6 +94,9 @@ __all__ = [
     "calls_round",
     "floor_round",
     "import_run",
+    "instructions",
+    "instructions_floors",
+    "instructions_round",
     "main",
     "resume_round",
 ]
@@ -377,6 +384,97 @@ def calls_round(pkg: Path | None, steps: int, work: Path, name: str) -> Calls:
     return Calls(deps, imported, total)
 
 
+#: Part 5's child (``--callgrind``): ``ARGV: db phase steps``. Phase ``run`` is killed like
+#: CALLS'; ``deps`` exits once the dependencies are imported, ``import`` once actorlog and
+#: its SQLite store are, ``resume`` at the first resumed tool call. No profiler: callgrind
+#: counts the instructions, C included (SQLite, unmarshalling, compiling attrs' methods).
+RESUME = """
+import os, signal, sys
+import anyio, anyio._backends._asyncio, attrs, sqlite3
+db, phase, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if phase == "deps":
+    os._exit(0)
+from actorlog import ActorSystem
+from actorlog.stores import SqliteStore
+if phase == "import":
+    os._exit(0)
+from benchmarks import _agent
+
+def effect(i):
+    if phase == "run" and i == steps * 3 // 4:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if phase == "resume":
+        os._exit(0)
+    return f"value-{i:06d}"
+
+_agent.configure(effect)
+
+async def main():
+    async with ActorSystem(SqliteStore(db), actors=[_agent.Agent]) as system:
+        ref = await system.spawn(_agent.Agent, "bench-run")
+        return await ref.ask(_agent.Run(steps), message_id="run")
+
+anyio.run(main)
+"""
+
+_SUMMARY = re.compile(rb"^(?:summary|totals): (\d+)", re.MULTILINE)
+
+
+def instructions(cmd: Sequence[str], env: dict[str, str], work: Path, name: str) -> int:
+    """Instructions a process executes (``valgrind --tool=callgrind``), all its threads."""
+    out = work / f"callgrind-{name}.out"
+    subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *cmd],
+        env=env,
+        cwd=str(work),
+        capture_output=True,
+        check=False,
+    )
+    m = _SUMMARY.search(out.read_bytes())
+    if m is None:
+        raise RuntimeError(f"callgrind wrote no total for {name}")
+    return int(m.group(1))
+
+
+def instructions_round(pkg: Path | None, steps: int, work: Path, name: str) -> Calls:
+    """Part 5: instructions to the dependencies imported, to actorlog imported, and to the
+    first resumed tool call (after a run of ``steps`` calls killed at 75 %), in three fresh
+    processes under callgrind (the same fields as Part 4's ``Calls``)."""
+    db = work / f"insn-{name}.db"
+    env = _env(pkg)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [*([str(pkg)] if pkg is not None else []), str(REPO_ROOT), env.get("PYTHONPATH", "")]
+    )
+    cmd = [sys.executable, "-c", RESUME, str(db)]
+    killed = subprocess.run([*cmd, "run", str(steps)], env=env, cwd=str(work), check=False)
+    if killed.returncode != -9:
+        raise RuntimeError(f"the run phase exited {killed.returncode}, not killed")
+    got = [
+        instructions([*cmd, phase, str(steps)], env, work, f"{name}-{phase}")
+        for phase in ("deps", "import", "resume")
+    ]
+    return Calls(*got)
+
+
+def instructions_floors(work: Path) -> dict[str, int]:
+    """Part 5's floors under callgrind: a bare interpreter, FLOOR and FLOOR_DEPS."""
+    return {
+        label: instructions(
+            [sys.executable, "-c", script, str(work / f"insn-floor-{i}.db")],
+            _env(None),
+            work,
+            f"floor-{i}",
+        )
+        for i, (label, script) in enumerate(
+            (
+                ("a bare interpreter (`python -c pass`)", "pass"),
+                ("floor: python -c, sqlite3, one row committed", FLOOR),
+                ("the dependency floor (one row committed in anyio.run)", FLOOR_DEPS),
+            )
+        )
+    }
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f}"
 
@@ -395,6 +493,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="the peer of benchmarks.peers resumed in the same rounds ('none': skip)",
     )
     parser.add_argument("--top", type=int, default=12, help="modules listed by self time")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="also count instructions (valgrind --tool=callgrind; slow: minutes)",
+    )
     parser.add_argument("--no-write", action="store_true", help="print only; write no report")
     args = parser.parse_args(argv)
     quick(args, parser, rounds=3, resumes=1, steps=200)
@@ -511,6 +614,15 @@ def main(argv: Sequence[str] | None = None) -> None:
             for i, (b, pkg) in enumerate(builds.items())
         }
         floor_calls = calls_floor(work)
+        insns: dict[str, Calls] = {}
+        insn_floors: dict[str, int] = {}
+        if args.callgrind:
+            print("counting instructions (callgrind) ...", flush=True)
+            insns = {
+                b: instructions_round(pkg, args.steps, work, str(i))
+                for i, (b, pkg) in enumerate(builds.items())
+            }
+            insn_floors = instructions_floors(work)
         info["load average (1, 5, 15 min) at end"] = loadavg()
 
     res = Table(
@@ -589,6 +701,34 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print()
     print(work_table.text())
+    insn_table = Table(
+        [
+            "build (millions of instructions)",
+            "the dependencies imported",
+            "actorlog (+ its SQLite store) imported",
+            "system start → first resumed tool call",
+            "total: start → first resumed tool call",
+            "actorlog's own (total - dependencies)",
+            "total / the floor",
+        ]
+    )
+    floor_insn = insn_floors.get("floor: python -c, sqlite3, one row committed", 0)
+    for build, c in insns.items():
+        insn_table.add(
+            build,
+            f"{c.deps / 1e6:.1f}",
+            f"{(c.imported - c.deps) / 1e6:.1f}",
+            f"{(c.total - c.imported) / 1e6:.1f}",
+            f"{c.total / 1e6:.1f}",
+            f"{(c.total - c.deps) / 1e6:.1f}",
+            f"{c.total / floor_insn:.1f}x" if floor_insn else "",
+        )
+    for label, n in insn_floors.items():
+        ratio = f"{n / floor_insn:.1f}x" if floor_insn else ""
+        insn_table.add(label, "", "", "", f"{n / 1e6:.1f}", "", ratio)
+    if insns:
+        print()
+        print(insn_table.text())
     ratios = []
     if floors:
         ratios.append(
@@ -647,7 +787,18 @@ def main(argv: Sequence[str] | None = None) -> None:
             "machine's load does not move, by phase (the dependencies imported as the "
             "dependency floor imports them, then actorlog and its SQLite store, then the "
             "run: system start, store open, recovery's read, verify and decode of the log "
-            "tail, the replay of the recorded calls).\n\n" + work_table.markdown()
+            "tail, the replay of the recorded calls).\n\n"
+            + work_table.markdown()
+            + (
+                "\n\n## Instructions (`--callgrind`)\n\nThe same phases in instructions "
+                "(`valgrind --tool=callgrind`, every thread, C included: SQLite, unmarshalling "
+                "the bytecode, compiling attrs' generated methods), each in a fresh process "
+                "(the dependencies' and actorlog's imports end the process where they are "
+                "done), and the floors the same way: a count the load does not move.\n\n"
+                + insn_table.markdown()
+                if insns
+                else ""
+            )
         )
         out = write_report("startup", "Start-up: import and first resumed step", body, info=info)
         print(f"\nwrote {out}")
