@@ -28,15 +28,22 @@ target: at most 3x), and the dependencies' floor over it; in wall time and in th
 each process used until then (all its threads; steadier than wall time on a loaded machine).
 
 Part 4, the work itself: the Python function calls (cProfile's count) of a process that
-resumes the same crashed run, from its start to its first resumed tool call, once per build.
-Unlike times, the count does not move with the machine's load, so it shows a change in
-actorlog's own work even on a busy machine.
+resumes the same crashed run, from its start to its first resumed tool call, once per build,
+split at the dependencies imported and at actorlog imported. Unlike times, the count does not
+move with the machine's load, so it shows a change in actorlog's own work even on a busy
+machine.
+
+Part 5 (``--callgrind``; minutes): the same phases and the floors in instructions
+(``valgrind --tool=callgrind``: every thread, C included), each in a fresh process.
 
 ``--against REV`` measures another revision of this repository the same way, interleaved
 with the current code (its ``runtime/`` and ``stores/``, extracted with ``git archive`` into a
-scratch package): before and after in one run on one machine. Child processes run with
-bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed), as an installed package runs;
-a warm-up import writes the caches first.
+scratch package): before and after in one run on one machine. The current code runs the same
+way, from a copy of the working tree's ``runtime/`` and ``stores/`` (not the editable
+install), so both builds have the same ``sys.path``. Packages are compiled (``compileall``)
+and child processes run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed), as
+an installed package runs; a warm-up import of the dependencies and actorlog writes the
+caches of what is not compiled yet.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ import contextlib
 import io
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -69,57 +77,31 @@ from ._common import (
     scratch_dir,
     write_report,
 )
+from ._startup_counts import (
+    DEPENDENCIES,
+    FLOOR,
+    FLOOR_DEPS,
+    Calls,
+    calls_floor,
+    calls_round,
+    child_env,
+    instructions_floors,
+    instructions_round,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-__all__ = [
-    "CALLS",
-    "CALLS_FLOOR",
-    "FLOOR",
-    "FLOOR_DEPS",
-    "ImportRun",
-    "Resume",
-    "calls_floor",
-    "calls_round",
-    "floor_round",
-    "import_run",
-    "main",
-    "resume_round",
-]
-
-#: What a run on SQLite with asyncio imports whatever actorlog does (cattrs is imported only
-#: for values that are not plain): the floor of its start.
-DEPENDENCIES = "import anyio, anyio._backends._asyncio, attrs, sqlite3"
-
-#: Part 3's child: the floor of "a process that starts and makes one durable write".
-FLOOR = (
-    "import sqlite3, sys, time\n"
-    "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-    "c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA synchronous=FULL')\n"
-    "c.execute('CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v BLOB)')\n"
-    "c.execute('BEGIN'); c.execute('INSERT INTO t (v) VALUES (?)', (b'x' * 64,))\n"
-    "c.execute('COMMIT')\n"
-    "print(time.monotonic_ns(), time.process_time_ns())\n"
-)
-
-#: The same with what a run of actorlog on SQLite imports whatever actorlog does (anyio and
-#: its asyncio backend, attrs), timed inside ``anyio.run``: the part of the target
-#: that is not actorlog's own.
-FLOOR_DEPS = (
-    "import anyio, anyio._backends._asyncio, attrs\n"
-    + FLOOR.replace("print(time.monotonic_ns(), time.process_time_ns())\n", "")
-    + "async def main():\n    await anyio.sleep(0)\n"
-    + "    return time.monotonic_ns(), time.process_time_ns()\n"
-    + "print(*anyio.run(main))\n"
-)
+__all__ = ["ImportRun", "Resume", "checkout", "floor_round", "import_run", "main", "working_tree"]
 
 _LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|( +)(\S+)\s*$")
 
 
 @attrs.define
 class ImportRun:
-    """One ``python -X importtime -c "import actorlog"``: microseconds per module."""
+    """One ``python -X importtime -c STATEMENT``: microseconds per module. ``total_us``: the
+    cumulative time of the top-level imports of ``actorlog`` (and ``actorlog.stores``);
+    ``modules``: those imports' modules (each loaded by them, not before), import order."""
 
     total_us: int
     modules: list[tuple[str, int, int]]  # (name, self us, cumulative us), import order
@@ -145,14 +127,6 @@ class Resume:
     cpu_to_first_step: float
 
 
-def _env(pkg: Path | None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if pkg is not None:
-        env["PYTHONPATH"] = str(pkg) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
-
 def import_run(pkg: Path | None, statement: str = "import actorlog") -> ImportRun:
     """``python -X importtime -c STATEMENT`` in a fresh interpreter (``pkg``: a package
     directory put first on the path, for ``--against``)."""
@@ -160,20 +134,24 @@ def import_run(pkg: Path | None, statement: str = "import actorlog") -> ImportRu
         [sys.executable, "-X", "importtime", "-c", statement],
         capture_output=True,
         text=True,
-        env=_env(pkg),
+        env=child_env(pkg),
         cwd=str(pkg or REPO_ROOT.parent),
         check=True,
     )
     modules: list[tuple[str, int, int]] = []
+    pending: list[tuple[str, int, int]] = []  # since the last top-level import
     total = 0
     for line in out.stderr.splitlines():
         m = _LINE.match(line)
         if m is None:
             continue
         name, self_us, cum_us = m.group(4), int(m.group(1)), int(m.group(2))
-        modules.append((name, self_us, cum_us))
-        if name == "actorlog" and len(m.group(3)) == 1:
-            total = cum_us
+        pending.append((name, self_us, cum_us))
+        if len(m.group(3)) == 1:  # a top-level import: its modules are listed before it
+            if name == "actorlog" or name.startswith("actorlog."):
+                total += cum_us
+                modules += pending
+            pending = []
     return ImportRun(total, modules)
 
 
@@ -181,7 +159,7 @@ def _wall(pkg: Path | None, statement: str) -> float:
     t = time.perf_counter()
     subprocess.run(
         [sys.executable, "-c", statement],
-        env=_env(pkg),
+        env=child_env(pkg),
         cwd=str(pkg or REPO_ROOT.parent),
         check=True,
     )
@@ -206,12 +184,25 @@ def checkout(rev: str, work: Path) -> Path:
     return pkg
 
 
+def working_tree(work: Path) -> Path:
+    """A package directory holding this checkout's ``actorlog`` as its files are now (the
+    working tree's runtime/ and stores/), laid out and compiled like ``checkout``'s: both
+    builds run from a directory first on ``sys.path``, so neither pays for a longer path
+    (an import searches every entry before the one that has it)."""
+    pkg = work / "pkg-working-tree"
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO_ROOT / "runtime", pkg / "actorlog", ignore=skip)
+    shutil.copytree(REPO_ROOT / "stores", pkg / "actorlog" / "stores", ignore=skip)
+    compileall.compile_dir(pkg, quiet=1)
+    return pkg
+
+
 @contextlib.contextmanager
 def _environment(pkg: Path | None) -> Iterator[None]:
     """``os.environ`` as ``_env`` makes it, for the peers workers (they inherit it)."""
     saved = dict(os.environ)
     os.environ.clear()
-    os.environ.update(_env(pkg))
+    os.environ.update(child_env(pkg))
     try:
         yield
     finally:
@@ -239,89 +230,12 @@ def floor_round(work: Path, rep: int, script: str = FLOOR) -> tuple[float, float
         [sys.executable, "-c", script, str(db)],
         capture_output=True,
         text=True,
-        env=_env(None),
+        env=child_env(None),
         cwd=str(work),
         check=True,
     )
     t, cpu = out.stdout.split()[-2:]
     return (int(t) - t0) / 1e9, int(cpu) / 1e9
-
-
-#: Part 4's child: ``ARGV: db phase steps``. Phase ``run`` is killed in the tool call of
-#: step 75 %; phase ``resume`` counts the Python function calls from the start of the
-#: interpreter (``cProfile`` from the first line) to its first resumed tool call.
-CALLS = """
-import cProfile, os, signal, sys
-prof = cProfile.Profile()
-prof.enable()
-import anyio
-from actorlog import ActorSystem
-from actorlog.stores import SqliteStore
-from benchmarks import _agent
-
-db, phase, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
-
-def effect(i):
-    if phase == "run" and i == steps * 3 // 4:
-        os.kill(os.getpid(), signal.SIGKILL)
-    if phase == "resume":
-        prof.disable()
-        prof.create_stats()
-        print(sum(v[1] for v in prof.stats.values()), flush=True)
-        os._exit(0)
-    return f"value-{i:06d}"
-
-_agent.configure(effect)
-
-async def main():
-    async with ActorSystem(SqliteStore(db), actors=[_agent.Agent]) as system:
-        ref = await system.spawn(_agent.Agent, "bench-run")
-        return await ref.ask(_agent.Run(steps), message_id="run")
-
-anyio.run(main)
-"""
-
-
-#: Part 4's floor: the Python function calls of FLOOR_DEPS (the dependencies imported, one
-#: row committed inside ``anyio.run``), counted the same way.
-CALLS_FLOOR = "import cProfile\nprof = cProfile.Profile()\nprof.enable()\n" + FLOOR_DEPS.replace(
-    "print(*anyio.run(main))\n",
-    "anyio.run(main)\nprof.disable()\nprof.create_stats()\n"
-    "print(sum(v[1] for v in prof.stats.values()))\n",
-)
-
-
-def calls_floor(work: Path) -> int:
-    """Python function calls of CALLS_FLOOR in a fresh process."""
-    out = subprocess.run(
-        [sys.executable, "-c", CALLS_FLOOR, str(work / "calls-floor.db")],
-        env=_env(None),
-        cwd=str(work),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(out.stdout.split()[-1])
-
-
-def calls_round(pkg: Path | None, steps: int, work: Path, name: str) -> int:
-    """Python function calls of a fresh process from its start to its first resumed tool
-    call, after a run of ``steps`` calls killed at 75 % (Part 4)."""
-    db = work / f"calls-{name}.db"
-    env = _env(pkg)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [*([str(pkg)] if pkg is not None else []), str(REPO_ROOT), env.get("PYTHONPATH", "")]
-    )
-    cmd = [sys.executable, "-c", CALLS, str(db)]
-    killed = subprocess.run([*cmd, "run", str(steps)], env=env, cwd=str(work), check=False)
-    if killed.returncode != -9:
-        raise RuntimeError(f"the run phase exited {killed.returncode}, not killed")
-    out = subprocess.run(
-        [*cmd, "resume", str(steps)], env=env, cwd=str(work), capture_output=True, text=True
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"the resume phase exited {out.returncode}: {out.stderr[-300:]}")
-    return int(out.stdout.split()[-1])
 
 
 def _ms(seconds: float) -> str:
@@ -342,6 +256,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="the peer of benchmarks.peers resumed in the same rounds ('none': skip)",
     )
     parser.add_argument("--top", type=int, default=12, help="modules listed by self time")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="also count instructions (valgrind --tool=callgrind; slow: minutes)",
+    )
     parser.add_argument("--no-write", action="store_true", help="print only; write no report")
     args = parser.parse_args(argv)
     quick(args, parser, rounds=3, resumes=1, steps=200)
@@ -349,14 +268,17 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     with scratch_dir() as work:
         info = machine_info(work)
-        builds: dict[str, Path | None] = {"this checkout": None}
+        builds: dict[str, Path | None] = {"this checkout": working_tree(work)}
         if args.against:
             builds[f"{args.against} (--against)"] = checkout(args.against, work)
         for pkg in builds.values():  # warm-up: bytecode caches written
-            import_run(pkg, "import actorlog, actorlog.stores")
+            import_run(pkg, f"{DEPENDENCIES}; import actorlog, actorlog.stores")
 
+        own_import = f"{DEPENDENCIES}; import actorlog, actorlog.stores"
         imports: dict[str, list[ImportRun]] = {b: [] for b in builds}
+        owns: dict[str, list[ImportRun]] = {b: [] for b in builds}
         walls: dict[str, list[float]] = {b: [] for b in builds}
+        own_walls: dict[str, list[float]] = {b: [] for b in builds}
         bare: list[float] = []
         deps: list[float] = []
         for i in range(args.rounds):  # interleaved: a load change hits every build alike
@@ -365,32 +287,54 @@ def main(argv: Sequence[str] | None = None) -> None:
             deps.append(_wall(None, DEPENDENCIES))
             for build, pkg in order:
                 imports[build].append(import_run(pkg))
+                owns[build].append(import_run(pkg, own_import))
                 walls[build].append(_wall(pkg, "import actorlog"))
+                own_walls[build].append(_wall(pkg, own_import))
         print(f"import actorlog: best of {args.rounds} fresh interpreters")
         best = {b: min(runs, key=lambda r: r.total_us) for b, runs in imports.items()}
+        best_own = {b: min(runs, key=lambda r: r.total_us) for b, runs in owns.items()}
         imp = Table(
             [
                 "build",
-                "importtime: actorlog cumulative (ms)",
-                "wall: import - bare interpreter (ms)",
-                "modules loaded",
+                "`import actorlog` alone: importtime (ms)",
+                "wall - bare interpreter (ms)",
+                "modules",
+                "after the dependencies: importtime of actorlog + actorlog.stores (ms)",
+                "wall - the dependencies' (ms)",
+                "modules",
             ]
         )
         for b, run in best.items():
-            imp.add(b, _ms(run.total_us / 1e6), _ms(min(walls[b]) - min(bare)), len(run.modules))
-        imp.add("(the dependencies alone, for comparison)", "", _ms(min(deps) - min(bare)), "")
+            imp.add(
+                b,
+                _ms(run.total_us / 1e6),
+                _ms(min(walls[b]) - min(bare)),
+                len(run.modules),
+                _ms(best_own[b].total_us / 1e6),
+                _ms(min(own_walls[b]) - min(deps)),
+                len(best_own[b].modules),
+            )
+        imp.add(
+            "(the dependencies alone: wall - bare interpreter)",
+            "",
+            _ms(min(deps) - min(bare)),
+            "",
+            "",
+            "",
+            "",
+        )
         print(imp.text())
 
         packages = sorted(
-            {p for run in best.values() for p in run.by_package()},
-            key=lambda p: -max(run.by_package().get(p, 0) for run in best.values()),
+            {p for run in best_own.values() for p in run.by_package()},
+            key=lambda p: -max(run.by_package().get(p, 0) for run in best_own.values()),
         )
-        pkg_table = Table(["package (self times summed, ms)", *best])
+        pkg_table = Table(["package (self times summed, ms)", *best_own])
         for p in packages[: args.top + 4]:
-            pkg_table.add(p, *(_ms(run.by_package().get(p, 0) / 1e6) for run in best.values()))
+            pkg_table.add(p, *(_ms(run.by_package().get(p, 0) / 1e6) for run in best_own.values()))
         print()
         print(pkg_table.text())
-        current = best["this checkout"]
+        current = best_own["this checkout"]
         top = Table(["module (this checkout)", "self (ms)", "cumulative (ms)"])
         for name, self_us, cum_us in sorted(current.modules, key=lambda m: -m[1])[: args.top]:
             top.add(name, _ms(self_us / 1e6), _ms(cum_us / 1e6))
@@ -433,6 +377,15 @@ def main(argv: Sequence[str] | None = None) -> None:
             for i, (b, pkg) in enumerate(builds.items())
         }
         floor_calls = calls_floor(work)
+        insns: dict[str, Calls] = {}
+        insn_floors: dict[str, int] = {}
+        if args.callgrind:
+            print("counting instructions (callgrind) ...", flush=True)
+            insns = {
+                b: instructions_round(pkg, args.steps, work, str(i))
+                for i, (b, pkg) in enumerate(builds.items())
+            }
+            insn_floors = instructions_floors(work)
         info["load average (1, 5, 15 min) at end"] = loadavg()
 
     res = Table(
@@ -482,15 +435,63 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
     print()
     print(res.text())
-    work_table = Table(["build", "Python function calls, start → first resumed tool call"])
-    for build, n in calls.items():
-        work_table.add(build, f"{n:,}")
+    work_table = Table(
+        [
+            "build",
+            "the dependencies imported",
+            "actorlog (+ its SQLite store) imported",
+            "system start → first resumed tool call",
+            "total: start → first resumed tool call",
+            "actorlog's own (total - dependencies)",
+        ]
+    )
+    for build, c in calls.items():
+        work_table.add(
+            build,
+            f"{c.deps:,}",
+            f"{c.imported - c.deps:,}",
+            f"{c.total - c.imported:,}",
+            f"{c.total:,}",
+            f"{c.total - c.deps:,}",
+        )
     work_table.add(
-        "the dependencies alone (anyio on asyncio, attrs; one row committed in anyio.run)",
-        f"{floor_calls:,}",
+        "the dependency floor (one row committed in anyio.run)",
+        f"{floor_calls.deps:,}",
+        "",
+        f"{floor_calls.total - floor_calls.deps:,}",
+        f"{floor_calls.total:,}",
+        "",
     )
     print()
     print(work_table.text())
+    insn_table = Table(
+        [
+            "build (millions of instructions)",
+            "the dependencies imported",
+            "actorlog (+ its SQLite store) imported",
+            "system start → first resumed tool call",
+            "total: start → first resumed tool call",
+            "actorlog's own (total - dependencies)",
+            "total / the floor",
+        ]
+    )
+    floor_insn = insn_floors.get("floor: python -c, sqlite3, one row committed", 0)
+    for build, c in insns.items():
+        insn_table.add(
+            build,
+            f"{c.deps / 1e6:.1f}",
+            f"{(c.imported - c.deps) / 1e6:.1f}",
+            f"{(c.total - c.imported) / 1e6:.1f}",
+            f"{c.total / 1e6:.1f}",
+            f"{(c.total - c.deps) / 1e6:.1f}",
+            f"{c.total / floor_insn:.1f}x" if floor_insn else "",
+        )
+    for label, n in insn_floors.items():
+        ratio = f"{n / floor_insn:.1f}x" if floor_insn else ""
+        insn_table.add(label, "", "", "", f"{n / 1e6:.1f}", "", ratio)
+    if insns:
+        print()
+        print(insn_table.text())
     ratios = []
     if floors:
         ratios.append(
@@ -516,11 +517,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.no_write:
         body = (
             f"## `import actorlog`\n\nBest of {args.rounds} fresh interpreters (the run with "
-            "the smallest `-X importtime` total), with bytecode caches.\n\n"
+            "the smallest `-X importtime` total), with bytecode caches. Alone, `import "
+            "actorlog` also pays for what it imports first that a run imports anyway (asyncio, "
+            "anyio); after the dependencies (`" + DEPENDENCIES + "`), what actorlog itself "
+            "adds: its modules and the few standard ones only it needs.\n\n"
             + imp.markdown()
-            + "\n\nBy top-level package (self times summed, the best run of each build):\n\n"
+            + "\n\nWhat actorlog adds after the dependencies, by top-level package (self times "
+            "summed, the best run of each build; attrs' class building counts in the module "
+            "that defines the class):\n\n"
             + pkg_table.markdown()
-            + "\n\nThe modules with the largest self times (this checkout):\n\n"
+            + "\n\nThe modules with the largest self times (this checkout, after the "
+            "dependencies):\n\n"
             + top.markdown()
             + f"\n\n## Process start to the first resumed step\n\n`benchmarks.peers`' run "
             f"of {args.steps} steps, SIGKILLed at step {int(args.steps * 0.75)} and resumed "
@@ -540,7 +547,21 @@ def main(argv: Sequence[str] | None = None) -> None:
             + "\n\n## The work: Python function calls to the first resumed tool call\n\n"
             "The same crashed run resumed once more per build, under `cProfile` from the "
             "interpreter's first line to the first resumed tool call: a count that the "
-            "machine's load does not move.\n\n" + work_table.markdown()
+            "machine's load does not move, by phase (the dependencies imported as the "
+            "dependency floor imports them, then actorlog and its SQLite store, then the "
+            "run: system start, store open, recovery's read, verify and decode of the log "
+            "tail, the replay of the recorded calls).\n\n"
+            + work_table.markdown()
+            + (
+                "\n\n## Instructions (`--callgrind`)\n\nThe same phases in instructions "
+                "(`valgrind --tool=callgrind`, every thread, C included: SQLite, unmarshalling "
+                "the bytecode, compiling attrs' generated methods), each in a fresh process "
+                "(the dependencies' and actorlog's imports end the process where they are "
+                "done), and the floors the same way: a count the load does not move.\n\n"
+                + insn_table.markdown()
+                if insns
+                else ""
+            )
         )
         out = write_report("startup", "Start-up: import and first resumed step", body, info=info)
         print(f"\nwrote {out}")

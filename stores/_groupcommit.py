@@ -26,13 +26,16 @@ waiter as ``CancelledError`` at its ``await``.
 
 from __future__ import annotations
 
-import asyncio
+import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import anyio
 import anyio.lowlevel
 from actorlog.store import ConfigurationError, report_commit
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["GroupCommitter", "Request", "require_asyncio"]
 
@@ -45,9 +48,7 @@ def require_asyncio(what: str, driver: str) -> None:
     Raises:
         ConfigurationError: no asyncio event loop is running in this thread.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if _running_loop() is None:
         raise ConfigurationError(
             f"{what} runs on asyncio only (its driver, {driver}, is an asyncio library), but "
             "no asyncio loop is running here (trio?). Run under asyncio, e.g. "
@@ -119,7 +120,8 @@ class GroupCommitter(Generic[T]):
                     await anyio.lowlevel.cancel_shielded_checkpoint()
                 else:
                     try:
-                        await asyncio.sleep(0)
+                        aio: Any = sys.modules["asyncio"]  # its loop runs
+                        await aio.sleep(0)
                     except BaseException:
                         # cancelled while gathering: the queue behind it still needs a
                         # leader (this request may be committed too, which a cancelled
@@ -209,13 +211,24 @@ class GroupCommitter(Generic[T]):
         return False
 
 
-#: the running asyncio loop, or None (trio): asyncio's own C lookup, no exception raised
-_running_loop = asyncio._get_running_loop
+def _first_running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop, or None (trio, or no loop). asyncio is not imported with
+    actorlog (a run on trio never imports it); whatever runs an asyncio loop has imported
+    it, and from then on ``_running_loop`` is asyncio's own C lookup (no exception raised)."""
+    global _running_loop
+    aio = sys.modules.get("asyncio")
+    if aio is None:
+        return None
+    _running_loop = aio._get_running_loop
+    return _running_loop()
+
+
+#: the running asyncio loop, or None (trio)
+_running_loop: Callable[[], asyncio.AbstractEventLoop | None] = _first_running_loop
 
 
 def _wake(wake: asyncio.Future[None] | anyio.Event) -> None:
-    if isinstance(wake, asyncio.Future):
-        if not wake.done():  # a cancelled waiter's future is done (cancelled)
-            wake.set_result(None)
-    else:
+    if isinstance(wake, anyio.Event):
         wake.set()
+    elif not wake.done():  # a cancelled waiter's future is done (cancelled)
+        wake.set_result(None)

@@ -19,15 +19,18 @@ on the thread, never stays open for want of a next await.
 
 from __future__ import annotations
 
-import asyncio
 import queue
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["Connection"]
 
@@ -138,7 +141,7 @@ class Connection:
         self._jobs.put((fn, args, loop, fut))
         try:
             return await fut
-        except asyncio.CancelledError:
+        except sys.modules["asyncio"].CancelledError:  # (asyncio runs: it is imported)
             # the call still runs: wait (shielded) until the thread has passed it, so the
             # caller never returns while its statement runs on
             if not fut.done() or fut.cancelled():
@@ -251,8 +254,20 @@ class Connection:
                 self._jobs.put(None)
 
 
-#: the running asyncio loop, or None (trio): asyncio's own C lookup, no exception raised
-_running_loop = asyncio._get_running_loop
+def _first_running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop, or None (trio, or no loop). asyncio is not imported with
+    actorlog (a run on trio never imports it); whatever runs an asyncio loop has imported
+    it, and from then on ``_running_loop`` is asyncio's own C lookup (no exception raised)."""
+    global _running_loop
+    aio = sys.modules.get("asyncio")
+    if aio is None:
+        return None
+    _running_loop = aio._get_running_loop
+    return _running_loop()
+
+
+#: the running asyncio loop, or None (trio)
+_running_loop: Callable[[], asyncio.AbstractEventLoop | None] = _first_running_loop
 
 
 def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:

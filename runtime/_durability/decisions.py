@@ -11,7 +11,6 @@ did not finish, the call is in doubt again and takes one new decision.
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -158,6 +157,8 @@ def whoami() -> str:
         user = getpass.getuser()
     except Exception:
         user = "unknown"
+    import socket  # only when an operator decides (asyncio and trio import it for a run)
+
     return f"{user}@{socket.gethostname()}"
 
 

@@ -5,8 +5,8 @@ Data and small queues only: nothing here knows the cell, the system or the store
 
 from __future__ import annotations
 
-import asyncio
 import collections
+import sys
 from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -18,6 +18,8 @@ from .._journal.errors import ActorFinishedError, HandlerError, StepCancelledErr
 from .._journal.records import Recorded, StepRecord
 
 if TYPE_CHECKING:
+    import asyncio
+
     from opentelemetry.context import Context as OtelContext
 
 
@@ -83,8 +85,22 @@ class Flag:
         """Awaitable until set: the future itself (no coroutine around it)."""
         if self._set:
             return _READY
-        fut = self._fut = asyncio.get_running_loop().create_future()
+        fut = self._fut = _get_running_loop().create_future()
         return fut
+
+
+def _first_get_running_loop() -> asyncio.AbstractEventLoop:
+    """``asyncio.get_running_loop``, which ``_get_running_loop`` becomes at its first call:
+    asyncio is not imported with actorlog (a run on trio never imports it); a ``Flag`` only
+    waits on asyncio's loop, by which time asyncio is imported."""
+    global _get_running_loop
+    import asyncio
+
+    _get_running_loop = asyncio.get_running_loop
+    return _get_running_loop()
+
+
+_get_running_loop: Callable[[], asyncio.AbstractEventLoop] = _first_get_running_loop
 
 
 class _Ready:
@@ -134,11 +150,8 @@ def _running_library() -> str | None:
         else:
             _sniffio = sniffio
     if _sniffio is False:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return None
-        return "asyncio"
+        aio = sys.modules.get("asyncio")  # imported by whatever runs an asyncio loop
+        return "asyncio" if aio is not None and aio._get_running_loop() is not None else None
     try:
         name: str = _sniffio.current_async_library()
     except _sniffio.AsyncLibraryNotFoundError:

@@ -6,8 +6,8 @@ A leaf: the step, the tool calls, recovery and queries ask it in their ``except`
 
 from __future__ import annotations
 
-import asyncio
 import math
+import sys
 
 import anyio
 
@@ -20,8 +20,11 @@ def cancel_requested() -> bool:
     deadline = anyio.current_effective_deadline()
     if deadline == -math.inf or deadline <= anyio.current_time():
         return True
+    aio = sys.modules.get("asyncio")  # imported by whatever runs an asyncio loop
+    if aio is None:
+        return False
     try:
-        task = asyncio.current_task()
+        task = aio.current_task()
     except RuntimeError:  # not running on asyncio
         return False
     return task is not None and task.cancelling() > 0

@@ -19,14 +19,16 @@ pool) spawns are not counted: they happen live but not on replay.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import sys
 from collections.abc import Coroutine
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._tracing import telemetry as _telemetry
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["NODE", "Node", "NodeOwner", "Running", "current", "install", "outside"]
 
@@ -145,9 +147,9 @@ class calling_outside:  # used like a function: ``with calling_outside(task):``
 def install() -> None:
     """Install the spawn hook on the running event loop (asyncio) or run (trio), once: at
     the start of every step; a no-op when it is there."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # not asyncio: trio (imported, since it runs), or no loop
+    aio = sys.modules.get("asyncio")  # imported by whatever runs an asyncio loop
+    loop = aio._get_running_loop() if aio is not None else None
+    if loop is None:  # not asyncio: trio (imported, since it runs), or no loop
         trio = sys.modules.get("trio")
         if trio is not None:
             with contextlib.suppress(RuntimeError):
@@ -155,16 +157,17 @@ def install() -> None:
         return
     if not isinstance(loop.get_task_factory(), _Factory):
         # (typeshed's factory type misses the keyword arguments asyncio passes)
-        loop.set_task_factory(_Factory(loop.get_task_factory()))  # type: ignore[arg-type]
+        loop.set_task_factory(_Factory(loop.get_task_factory(), aio.Task))  # type: ignore[union-attr]
 
 
 class _Factory:
     """The asyncio task factory: a task spawned by a step task gets the next child node."""
 
-    __slots__ = ("_prev",)
+    __slots__ = ("_prev", "_task")
 
-    def __init__(self, prev: Any) -> None:
+    def __init__(self, prev: Any, task: type[asyncio.Task[Any]]) -> None:
         self._prev = prev
+        self._task = task  # asyncio.Task (asyncio is not imported at import: trio runs too)
 
     def __call__(
         self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], **kwargs: Any
@@ -173,7 +176,7 @@ class _Factory:
         if parent is None:
             if self._prev is not None:
                 return self._prev(loop, coro, **kwargs)  # type: ignore[no-any-return]  # a user factory
-            return asyncio.Task(coro, loop=loop, **kwargs)
+            return self._task(coro, loop=loop, **kwargs)
         given = kwargs.get("context")
         context = contextvars.copy_context() if given is None else given.copy()
         child = parent.child()
@@ -182,7 +185,7 @@ class _Factory:
         if self._prev is not None:
             task = self._prev(loop, coro, **kwargs)
         else:
-            task = asyncio.Task(coro, loop=loop, **kwargs)
+            task = self._task(coro, loop=loop, **kwargs)
         task.add_done_callback(lambda _: child.owner._task_exited(child))
         return task  # type: ignore[no-any-return]  # a user factory's task
 

@@ -8,7 +8,9 @@ that a future change imports eagerly again makes it fail. What is left out, and 
   ``import actorlog``, even after a first run, gets the same spans and metrics as always.
 * cattrs: at the first message, state or reply that is structured or unstructured.
 * asyncpg and the PostgreSQL store, the memory store: when ``actorlog.stores`` is asked for
-  them. The CLI, the HTML timeline, the console, the operator API and the contract kit (and
+  them.
+* asyncio (with ssl and concurrent.futures): by what runs its loop; a run on trio never
+  imports it. The CLI, the HTML timeline, the console, the operator API and the contract kit (and
   with them argparse, pytest): when they are imported.
 """
 
@@ -52,6 +54,11 @@ NOT_AT_IMPORT = (
     # (and bisect with it), imported by the replay of such a step
     "actorlog._effects.sequencer",
     "bisect",
+    # issue 28, fourth round: asyncio is imported by what runs its loop (anyio.run on its
+    # asyncio backend), never by actorlog: a run on trio does without it
+    "asyncio",
+    "concurrent",
+    "ssl",
 )
 
 
@@ -316,8 +323,12 @@ def _kill_and_resume(tmp_path: Path, name: str, source: str) -> str:
 #: modules that a process resuming an actor on SQLite (no leases, no SDK) has not imported
 #: when its first resumed tool call runs (issue 28: start to first resumed effect)
 NOT_AT_RESUME = (
-    # anyio's asyncio backend (with its streams) is what a run on asyncio imports
-    *(m for m in NOT_AT_IMPORT if not m.startswith("anyio.")),
+    # anyio's asyncio backend (with its streams) and asyncio are what a run on asyncio imports
+    *(
+        m
+        for m in NOT_AT_IMPORT
+        if not m.startswith("anyio.") and m not in ("asyncio", "concurrent", "ssl")
+    ),
     # actorlog._cluster: leases, ownership, remote asks (stores with capabilities.leases);
     # uuid: ids of messages sent without one, ctx.uuid(), client mode; random: ctx.random(),
     # retry jitter
@@ -416,3 +427,54 @@ def test_the_lazily_loaded_public_names_are_the_same_objects_and_listed() -> Non
         """
     )
     assert out == "ok"
+
+
+def test_a_run_and_a_recovery_on_trio_never_import_asyncio(tmp_path: Path) -> None:
+    """On trio, a SQLite run, its recovery by a fresh system and its answer to a retried
+    ask never import asyncio (nor concurrent.futures, which only asyncio needs): actorlog's
+    modules look up a running asyncio loop only if asyncio is imported (issue 28: before,
+    ``import actorlog`` imported it, about a fifth of the import's time on trio). trio itself
+    imports ssl and sockets."""
+    out = _run(
+        f"""
+        import sys
+
+        import anyio
+        import attrs
+        from actorlog import Actor, ActorSystem, Context, tool
+        from actorlog.stores import SqliteStore
+
+        assert "asyncio" not in sys.modules  # trio and anyio do not import it either
+
+        @attrs.define
+        class Go:
+            n: int
+
+        @attrs.define
+        class Seen:
+            steps: int = 0
+
+        @tool(effect="read", name="t.plus")
+        async def plus(n: int) -> int:
+            await anyio.sleep(0)
+            return n + 1
+
+        class Adder(Actor[Seen], name="t.adder"):
+            async def receive(self, ctx: Context, msg: Go) -> int:
+                self.state.steps += 1
+                async with anyio.create_task_group() as tg:  # a step's own tasks
+                    tg.start_soon(ctx.call, plus, 0)
+                return sum([await ctx.call(plus, i) for i in range(msg.n)])
+
+        async def main(path: str, message_id: str) -> int:
+            async with ActorSystem(SqliteStore(path), actors=[Adder]) as system:
+                ref = await system.spawn(Adder, "a")
+                return int(await ref.ask(Go(3), message_id=message_id))
+
+        path = {str(tmp_path / "agents.db")!r}
+        got = [anyio.run(main, path, m, backend="trio") for m in ("m1", "m1", "m2")]
+        assert got == [6, 6, 6], got
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("asyncio", "concurrent")))
+        """
+    )
+    assert out == "[]", f"imported on trio: {out}"
