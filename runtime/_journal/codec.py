@@ -295,6 +295,25 @@ def _copy_json(value: Any, depth: int) -> Any:
     raise _NotJson
 
 
+def _is_json(value: Any, depth: int) -> bool:
+    """Is ``value`` what :func:`_copy_json` copies (nested dicts with str keys, lists and
+    plain scalars, at most 64 levels)? The same walk, without building the copy."""
+    if depth > 64:
+        return False
+    t = type(value)
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is not str or (type(v) not in _PLAIN_ITEMS and not _is_json(v, depth + 1)):
+                return False
+        return True
+    if t is list:
+        for v in value:  # noqa: SIM110 (a loop: no generator per item)
+            if type(v) not in _PLAIN_ITEMS and not _is_json(v, depth + 1):
+                return False
+        return True
+    return False
+
+
 def unstructure(value: Any) -> Any:
     """``converter.unstructure(value)``, with the same result, without cattrs for plain
     values: a scalar, a list (a new one) or a dict with str keys (a new one) of scalars (tool
@@ -439,11 +458,17 @@ def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
     payload limit.
 
     Callers that encode the result into an entry right away pass ``check=False`` and turn
-    the entry's ``EncodeError`` into theirs, so the value is encoded once, not twice.
+    the entry's ``EncodeError`` into theirs, so the value is encoded once, not twice. Such
+    a caller keeps nothing of the result after encoding it, so with ``check=False`` a value
+    that is already plain JSON (nested str-keyed dicts, lists and scalars: a tool's
+    result, a reply, a conversation) is returned as it is, not copied (the copy is what
+    ``unstructure`` makes for values kept apart from the caller's; here nothing is kept).
     """
     size = 0
     try:
         if type(value) in _PRIMITIVES and not (check and type(value) is str):
+            return value
+        if not check and (type(value) is dict or type(value) is list) and _is_json(value, 0):
             return value
         plain = unstructure(value)
         if check:

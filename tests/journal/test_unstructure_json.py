@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 from actorlog._journal import codec
+from actorlog.errors import EncodeError
 from hypothesis import given, strategies as st
 
 
@@ -86,3 +87,26 @@ def test_deep_nesting_past_the_copy_limit_goes_to_cattrs() -> None:
     for _ in range(80):
         value = [value]
     assert _same(codec.unstructure(value), codec._converter().unstructure(value))
+
+
+@given(_json(_leaves | _odd))
+def test_to_plain_for_an_encoding_caller_equals_unstructure_without_the_copy(value: Any) -> None:
+    """``to_plain(..., check=False)`` (a caller that encodes the result at once and keeps
+    nothing of it: a reply, a tool's result) hands plain JSON back as it is, uncopied; the
+    encoded bytes are the same as those of the copy ``unstructure`` makes."""
+    ours = codec.to_plain(value, "reply", check=False)
+    expected = codec.unstructure(value)
+    assert _same(ours, expected)
+    if codec._is_json(value, 0):
+        assert ours is value
+    try:
+        want = codec.encode_plain([expected], "reply")
+    except EncodeError:
+        return
+    assert codec.encode_plain([ours], "reply") == want
+
+
+def test_to_plain_with_the_check_still_copies() -> None:
+    value = {"messages": [{"parts": [{"text": "a"}]}]}
+    assert codec.to_plain(value, "reply") is not value
+    assert codec.to_plain(value, "reply", check=False) is value
