@@ -314,6 +314,17 @@ def _is_json(value: Any, depth: int) -> bool:
     return False
 
 
+def unstructure_to_encode(value: Any) -> Any:
+    """``unstructure(value)`` for a caller that encodes the result at once and keeps nothing
+    of it (an entry's value, a reply, an event, a snapshot): plain JSON (nested str-keyed
+    dicts, lists and scalars) is returned as it is, without the copy ``unstructure`` makes
+    so that a plain value kept by the runtime never aliases the caller's. The encoded bytes
+    are the same."""
+    if (type(value) is dict or type(value) is list) and _is_json(value, 0):
+        return value
+    return unstructure(value)
+
+
 def unstructure(value: Any) -> Any:
     """``converter.unstructure(value)``, with the same result, without cattrs for plain
     values: a scalar, a list (a new one) or a dict with str keys (a new one) of scalars (tool
@@ -409,7 +420,7 @@ def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> byt
         EncodeError: the value cannot be represented, or the result exceeds the size limit.
     """
     try:
-        plain = unstructure(value)
+        plain = unstructure_to_encode(value)
         data = json.dumps(
             plain, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         ).encode()
@@ -468,9 +479,7 @@ def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
     try:
         if type(value) in _PRIMITIVES and not (check and type(value) is str):
             return value
-        if not check and (type(value) is dict or type(value) is list) and _is_json(value, 0):
-            return value
-        plain = unstructure(value)
+        plain = unstructure(value) if check else unstructure_to_encode(value)
         if check:
             # to bytes too: a lone surrogate only fails there
             size = len(_encode(plain).encode())

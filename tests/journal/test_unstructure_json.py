@@ -6,6 +6,7 @@ instance, a non-str key all go to cattrs)."""
 from __future__ import annotations
 
 import enum
+import json
 from typing import Any
 
 import attrs
@@ -110,3 +111,17 @@ def test_to_plain_with_the_check_still_copies() -> None:
     value = {"messages": [{"parts": [{"text": "a"}]}]}
     assert codec.to_plain(value, "reply") is not value
     assert codec.to_plain(value, "reply", check=False) is value
+
+
+@given(_json(_leaves | _odd))
+def test_encode_json_of_plain_json_encodes_the_value_itself_as_before(value: Any) -> None:
+    """``encode_json`` (snapshots, exports) and ``ctx.emit``'s events encode plain JSON
+    without copying it first: the bytes are those of the copy."""
+    try:
+        want = json.dumps(
+            codec.unstructure(value), separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        ).encode()
+    except (TypeError, ValueError):
+        return
+    assert codec.encode_json(value, "state") == want
+    assert codec.unstructure_to_encode(value) is value or not codec._is_json(value, 0)
