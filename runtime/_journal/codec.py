@@ -432,12 +432,19 @@ def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> byt
 
 
 def encode_plain(obj: dict[str, Any] | list[Any], what: str) -> bytes:
-    """Encode an already-plain JSON object or array (an entry envelope)."""
+    """Encode an entry envelope: plain JSON, or holding a value given as it is (a reply, a
+    tool's result, arguments: ``to_plain(..., check=False)``). A value the encoder does not
+    take as it is (an attrs instance, a set, a datetime inside) is unstructured first,
+    with the envelope (what ``unstructure`` makes of an envelope of plain items is the
+    envelope with that value unstructured): the same bytes as unstructuring it before."""
     try:
-        if _c_encode is not None:  # ``_encode``, inlined: four entries an ask
-            data = "".join(_c_encode(obj, 0)).encode()
-        else:
-            data = _encode(obj).encode()
+        try:
+            if _c_encode is not None:  # ``_encode``, inlined: four entries an ask
+                data = "".join(_c_encode(obj, 0)).encode()
+            else:
+                data = _encode(obj).encode()
+        except TypeError:  # not plain JSON: through cattrs, as ``to_plain`` would have
+            data = _encode(unstructure(obj)).encode()
     except (TypeError, ValueError, RecursionError) as exc:
         raise EncodeError(what, type(obj), str(exc)) from exc
     if len(data) > MAX_PAYLOAD_BYTES:
@@ -470,16 +477,19 @@ def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
 
     Callers that encode the result into an entry right away pass ``check=False`` and turn
     the entry's ``EncodeError`` into theirs, so the value is encoded once, not twice. Such
-    a caller keeps nothing of the result after encoding it, so with ``check=False`` a value
-    that is already plain JSON (nested str-keyed dicts, lists and scalars: a tool's
-    result, a reply, a conversation) is returned as it is, not copied (the copy is what
-    ``unstructure`` makes for values kept apart from the caller's; here nothing is kept).
+    a caller keeps nothing of the result after encoding it (``encode_plain``), so with
+    ``check=False`` a dict or a list (a tool's result, a reply, a conversation) is returned
+    as it is, neither copied nor walked: ``encode_plain`` encodes plain JSON as it is and
+    unstructures anything else inside first, with the same bytes as ``unstructure``'s copy
+    (the copy is made for values kept apart from the caller's; here nothing is kept).
     """
     size = 0
     try:
         if type(value) in _PRIMITIVES and not (check and type(value) is str):
             return value
-        plain = unstructure(value) if check else unstructure_to_encode(value)
+        if not check and (type(value) is dict or type(value) is list):
+            return value  # encoded at once by ``encode_plain``, which unstructures if needed
+        plain = unstructure(value)
         if check:
             # to bytes too: a lone surrogate only fails there
             size = len(_encode(plain).encode())
