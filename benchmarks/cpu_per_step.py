@@ -1,7 +1,8 @@
 """CPU time per durable step on MemoryStore: the runtime's own cost, without any I/O.
 
     python -m benchmarks.cpu_per_step [--actors 1,100] [--burst 100] [--asks 2000] [--rounds 4]
-                                      [--sqlite-burst] [--spawn N] [--quick]
+                                      [--sqlite-burst] [--spawn N] [--conversation N]
+                                      [--quick]
 
 Each client asks its actor ``Step(i)`` with a ``message_id``; each step makes one
 ``ctx.call``. Measured as process CPU time (``time.process_time``) per ask, the best of
@@ -10,8 +11,10 @@ queue up and are handled as bursts). On a shared or loaded machine CPU time is f
 than wall-clock throughput, so two builds can be compared by running this alternately with
 each.
 
-With ``--spawn N``, also N new actors spawned on a SQLite file, each asked once: process CPU
-per spawn and first ask, and spawns (each with its ask) per second of wall-clock time.
+With ``--spawn N``, also N new actors spawned on a SQLite file (then on MemoryStore), each
+asked once: process CPU per spawn and first ask, and spawns (each with its ask) per second of
+wall-clock time. With ``--conversation N``, also one actor whose steps reply a conversation of
+N nested messages (an agent framework's reply): process CPU per ask on MemoryStore.
 
 Beside it, in the same run, the floor: a bare asyncio actor per client (a task, an
 ``asyncio.Queue``, a future per ask) awaiting the same ``echo`` coroutine; the ratio
@@ -24,6 +27,7 @@ import asyncio
 import os
 import tempfile
 import time
+from typing import Any
 
 import anyio
 import attrs
@@ -65,6 +69,43 @@ class Counter(Actor[Count], name="bench.cpu.Counter"):
         return self.state.n
 
 
+class Talker(Actor[Count], name="bench.cpu.Talker"):
+    """A step whose reply is a conversation (``CONVERSATION_ITEMS`` nested messages, as an
+    agent framework's step returns): what encoding a large plain reply costs."""
+
+    items = 20
+
+    async def receive(self, ctx: Context, msg: Step) -> list[dict[str, Any]]:
+        self.state.n += 1
+        return [_turn(self.state.n, k) for k in range(self.items)]
+
+
+def _turn(n: int, k: int) -> dict[str, Any]:
+    """One message of a conversation, shaped like an agent framework's (nested parts)."""
+    return {
+        "kind": "response" if k % 2 else "request",
+        "parts": [
+            {"part_kind": "text", "content": f"answer {n}.{k} " * 8, "id": None},
+            {"part_kind": "tool-call", "tool_name": "search", "args": {"q": f"q{k}", "n": 3}},
+        ],
+        "usage": {"input_tokens": 120 + k, "output_tokens": 40, "details": {}},
+        "timestamp": "2026-11-28T12:00:00Z",
+    }
+
+
+async def conversation_cpu(items: int, asks: int) -> float:
+    """Process CPU seconds per ask of one actor whose steps reply a conversation of
+    ``items`` messages (no tool call), on MemoryStore."""
+    Talker.items = items
+    async with ActorSystem(MemoryStore(), actors=[Talker]) as system:
+        ref = await system.spawn(Talker, "talker")
+        await ref.ask(Step(0), message_id="warm-up")
+        t0 = time.process_time()
+        for i in range(asks):
+            await ref.ask(Step(i), message_id=f"c-{i}")
+        return (time.process_time() - t0) / asks
+
+
 async def sqlite_burst(clients: int, asks: int) -> tuple[float, float]:
     """One actor on a SQLite file asked by ``clients`` concurrent clients, steps without a
     tool call: (commits per ask, asks per second of wall-clock time)."""
@@ -89,11 +130,13 @@ async def sqlite_burst(clients: int, asks: int) -> tuple[float, float]:
             return (len(store.batch_sizes) - before) / n, n / wall
 
 
-async def spawn_and_first_ask(n: int) -> tuple[float, float]:
-    """``n`` new actors on a SQLite file, each spawned and asked once (``Counter``, no tool
-    call), one after the other: (CPU seconds per spawn and ask, spawns per wall second)."""
+async def spawn_and_first_ask(n: int, memory: bool = False) -> tuple[float, float]:
+    """``n`` new actors on a SQLite file (``memory``: on MemoryStore), each spawned and asked
+    once (``Counter``, no tool call), one after the other: (CPU seconds per spawn and ask,
+    spawns per wall second)."""
     with tempfile.TemporaryDirectory() as tmp:
-        async with ActorSystem(SqliteStore(os.path.join(tmp, "spawn.db")), actors=[Counter]) as s:
+        store = MemoryStore() if memory else SqliteStore(os.path.join(tmp, "spawn.db"))
+        async with ActorSystem(store, actors=[Counter]) as s:
             ref = await s.spawn(Counter, "warm-up")
             await ref.ask(Step(0), message_id="warm-up")
             t0, w0 = time.process_time(), time.perf_counter()
@@ -178,6 +221,13 @@ def main() -> None:
         help="also: this many new actors on a SQLite file, each spawned and asked once (CPU "
         "per spawn + first ask, spawns/s; best of --rounds)",
     )
+    parser.add_argument(
+        "--conversation",
+        type=int,
+        default=0,
+        help="also: one actor whose steps reply a conversation of this many nested messages "
+        "(CPU per ask, MemoryStore; best of --rounds)",
+    )
     parser.add_argument("--asks", type=int, default=2000, help="asks per measurement")
     parser.add_argument("--rounds", type=int, default=4, help="runs per figure (best is kept)")
     args = parser.parse_args()
@@ -204,11 +254,20 @@ def main() -> None:
             f"ask, {rate:,.0f} asks/s"
         )
     if args.spawn > 0:
-        runs = [anyio.run(spawn_and_first_ask, args.spawn) for _ in range(args.rounds)]
-        cpu, rate = min(r[0] for r in runs), max(r[1] for r in runs)
+        for memory in (False, True):
+            runs = [anyio.run(spawn_and_first_ask, args.spawn, memory) for _ in range(args.rounds)]
+            cpu, rate = min(r[0] for r in runs), max(r[1] for r in runs)
+            print(
+                f"{args.spawn} new actors, {'MemoryStore' if memory else 'SQLite'}: "
+                f"{cpu * 1e3:.3f} ms CPU per spawn + first ask, {rate:,.0f} spawns/s "
+                f"(best of {args.rounds})"
+            )
+    if args.conversation > 0:
+        asks = min(args.asks, 500)
+        cpu = min(anyio.run(conversation_cpu, args.conversation, asks) for _ in range(args.rounds))
         print(
-            f"{args.spawn} new actors, SQLite: {cpu * 1e3:.2f} ms CPU per spawn + first ask, "
-            f"{rate:,.0f} spawns/s (best of {args.rounds})"
+            f"1 actor, replies of {args.conversation} nested messages: {cpu * 1e6:7.1f} µs CPU "
+            f"per ask (best of {args.rounds})"
         )
 
 

@@ -101,9 +101,14 @@ class MemoryStore:
     async def register_actor(self, actor_id: str, actor_type: str) -> ActorRow:
         self._check()
         a = self._actor(actor_id)
-        if not a.actor_type:
-            a.actor_type = actor_type
-        return self._row(actor_id, a)
+        if a.actor_type:
+            return self._row(actor_id, a)
+        # ``created`` (the runtime starts it without recovery's reads) only if nothing of
+        # it is here: not even an event or a snapshot written before its registration
+        created = not (a.entries or a.snapshots or a.events or a.log_start)
+        a.actor_type = actor_type
+        row = self._row(actor_id, a)
+        return attrs.evolve(row, created=True) if created else row
 
     async def get_actor(self, actor_id: str) -> ActorRow | None:
         self._check()

@@ -130,6 +130,9 @@ async def recover(cell: Recovering) -> None:
     ids are all known (none)."""
     if cell.new:
         cell.saved_options = {}
+        if not _telemetry.enabled():  # no SDK: its span would record nothing
+            _start_new(cell)
+            return
     else:
         await cell.load_options()
     t0 = time.perf_counter()
@@ -236,6 +239,25 @@ async def recover(cell: Recovering) -> None:
         except ActorlogError as exc:
             _telemetry.record_failure(span, exc, cell.actor_id)
             raise
+    cell.status = "running"
+    cell.is_ready = True
+    cell.ready.set()
+
+
+def _start_new(cell: Recovering) -> None:
+    """What ``recover`` makes of a new actor's empty plan, while no OpenTelemetry SDK is
+    configured (its ``actorlog.recover`` span would record nothing): the initial state, an
+    empty log (the journal the cell was made with, whose message ids are all known: none),
+    a new incarnation, and the report and metrics of a recovery that read nothing."""
+    t0 = time.perf_counter()
+    cell.actor.state = initial = cell.actor.initial_state()
+    _codec.type_tag(type(initial))  # (its snapshots' tag: a bad one fails here, as before)
+    cell.journal.seen.start_empty()  # every id is new until written
+    cell.incarnation = _codec.new_incarnation()
+    cell.last_snapshot_at = time.monotonic()
+    duration = time.perf_counter() - t0
+    _telemetry.record_recovery(duration, 0, cell.actor_type)
+    cell.last_recovery = RecoveryReport(0, [], 0, 0, 0, 0, duration)
     cell.status = "running"
     cell.is_ready = True
     cell.ready.set()

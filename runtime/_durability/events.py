@@ -167,7 +167,7 @@ def encode_event(obj: Any) -> bytes:
     compiled encoder: an emit is on the handler's path). Raises ``EncodeError`` (a
     ``ConfigurationError``) if the codec cannot encode it or it is too large."""
     try:
-        data = _codec._encode(_codec.unstructure(obj)).encode()
+        data = _codec._encode(_codec.unstructure_to_encode(obj)).encode()
     except _codec._ENCODE_ERRORS as exc:
         raise EncodeError("event", type(obj), str(exc)) from exc
     if len(data) > MAX_EVENT_BYTES:

@@ -295,6 +295,36 @@ def _copy_json(value: Any, depth: int) -> Any:
     raise _NotJson
 
 
+def _is_json(value: Any, depth: int) -> bool:
+    """Is ``value`` what :func:`_copy_json` copies (nested dicts with str keys, lists and
+    plain scalars, at most 64 levels)? The same walk, without building the copy."""
+    if depth > 64:
+        return False
+    t = type(value)
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is not str or (type(v) not in _PLAIN_ITEMS and not _is_json(v, depth + 1)):
+                return False
+        return True
+    if t is list:
+        for v in value:  # noqa: SIM110 (a loop: no generator per item)
+            if type(v) not in _PLAIN_ITEMS and not _is_json(v, depth + 1):
+                return False
+        return True
+    return False
+
+
+def unstructure_to_encode(value: Any) -> Any:
+    """``unstructure(value)`` for a caller that encodes the result at once and keeps nothing
+    of it (an entry's value, a reply, an event, a snapshot): plain JSON (nested str-keyed
+    dicts, lists and scalars) is returned as it is, without the copy ``unstructure`` makes
+    so that a plain value kept by the runtime never aliases the caller's. The encoded bytes
+    are the same."""
+    if (type(value) is dict or type(value) is list) and _is_json(value, 0):
+        return value
+    return unstructure(value)
+
+
 def unstructure(value: Any) -> Any:
     """``converter.unstructure(value)``, with the same result, without cattrs for plain
     values: a scalar, a list (a new one) or a dict with str keys (a new one) of scalars (tool
@@ -390,7 +420,7 @@ def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> byt
         EncodeError: the value cannot be represented, or the result exceeds the size limit.
     """
     try:
-        plain = unstructure(value)
+        plain = unstructure_to_encode(value)
         data = json.dumps(
             plain, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         ).encode()
@@ -402,12 +432,19 @@ def encode_json(value: Any, what: str, *, limit: int = MAX_PAYLOAD_BYTES) -> byt
 
 
 def encode_plain(obj: dict[str, Any] | list[Any], what: str) -> bytes:
-    """Encode an already-plain JSON object or array (an entry envelope)."""
+    """Encode an entry envelope: plain JSON, or holding a value given as it is (a reply, a
+    tool's result, arguments: ``to_plain(..., check=False)``). A value the encoder does not
+    take as it is (an attrs instance, a set, a datetime inside) is unstructured first,
+    with the envelope (what ``unstructure`` makes of an envelope of plain items is the
+    envelope with that value unstructured): the same bytes as unstructuring it before."""
     try:
-        if _c_encode is not None:  # ``_encode``, inlined: four entries an ask
-            data = "".join(_c_encode(obj, 0)).encode()
-        else:
-            data = _encode(obj).encode()
+        try:
+            if _c_encode is not None:  # ``_encode``, inlined: four entries an ask
+                data = "".join(_c_encode(obj, 0)).encode()
+            else:
+                data = _encode(obj).encode()
+        except TypeError:  # not plain JSON: through cattrs, as ``to_plain`` would have
+            data = _encode(unstructure(obj)).encode()
     except (TypeError, ValueError, RecursionError) as exc:
         raise EncodeError(what, type(obj), str(exc)) from exc
     if len(data) > MAX_PAYLOAD_BYTES:
@@ -439,12 +476,19 @@ def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
     payload limit.
 
     Callers that encode the result into an entry right away pass ``check=False`` and turn
-    the entry's ``EncodeError`` into theirs, so the value is encoded once, not twice.
+    the entry's ``EncodeError`` into theirs, so the value is encoded once, not twice. Such
+    a caller keeps nothing of the result after encoding it (``encode_plain``), so with
+    ``check=False`` a dict or a list (a tool's result, a reply, a conversation) is returned
+    as it is, neither copied nor walked: ``encode_plain`` encodes plain JSON as it is and
+    unstructures anything else inside first, with the same bytes as ``unstructure``'s copy
+    (the copy is made for values kept apart from the caller's; here nothing is kept).
     """
     size = 0
     try:
         if type(value) in _PRIMITIVES and not (check and type(value) is str):
             return value
+        if not check and (type(value) is dict or type(value) is list):
+            return value  # encoded at once by ``encode_plain``, which unstructures if needed
         plain = unstructure(value)
         if check:
             # to bytes too: a lone surrogate only fails there

@@ -17,7 +17,7 @@ import attrs
 import pytest
 from actorlog import Actor, ActorSystem, Context
 from actorlog.store import Store
-from actorlog.stores import SqliteStore
+from actorlog.stores import MemoryStore, SqliteStore
 
 from tests import _pg
 from tests.runtime._gated import GatedStore
@@ -51,8 +51,10 @@ class Adder(Actor[Total]):
         return self.state.total
 
 
-async def test_a_new_actor_starts_without_recovery_reads(tmp_path: Path) -> None:
-    store = GatedStore(SqliteStore(tmp_path / "a.db"))
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+async def test_a_new_actor_starts_without_recovery_reads(tmp_path: Path, kind: str) -> None:
+    first: Store = SqliteStore(tmp_path / "a.db") if kind == "sqlite" else MemoryStore()
+    store = GatedStore(first)
     async with ActorSystem(store, actors=[Adder]) as system:
         ref = await system.spawn(Adder, "new")
         assert await ref.ask(Add(2), message_id="m1") == 2
@@ -66,7 +68,8 @@ async def test_a_new_actor_starts_without_recovery_reads(tmp_path: Path) -> None
     assert store.calls["get_actor"] == 0 and store.calls["register_actor"] == 1
     assert store.calls["find_message"] <= 1  # the retried id (a filter hit)
     # what it wrote is recovered in a new system as before
-    async with ActorSystem(SqliteStore(tmp_path / "a.db"), actors=[Adder]) as system:
+    again = SqliteStore(tmp_path / "a.db") if kind == "sqlite" else first
+    async with ActorSystem(again, actors=[Adder]) as system:
         ref = await system.spawn(Adder, "new")
         assert await ref.ask(Add(2), message_id="m1") == 2  # the recorded reply
         assert await ref.ask(Add(1), message_id="m3") == 6
@@ -101,6 +104,19 @@ async def _registers_and_says_when_it_inserted(store: Store) -> None:
 
 async def test_register_actor_says_when_it_inserted_the_row(tmp_path: Path) -> None:
     await _registers_and_says_when_it_inserted(SqliteStore(tmp_path / "a.db"))
+
+
+async def test_memory_register_actor_says_when_it_inserted_the_row() -> None:
+    await _registers_and_says_when_it_inserted(MemoryStore())
+
+
+async def test_memory_register_actor_after_other_writes_is_not_created() -> None:
+    """An actor a MemoryStore holds anything of (an event recorded before its registration)
+    is not ``created``: recovery must read what is there."""
+    store = MemoryStore()
+    await store.open()
+    await store.record_event("early", "note", "{}")
+    assert not (await store.register_actor("early", "t")).created
 
 
 async def test_an_empty_log_registered_before_is_recovered(tmp_path: Path) -> None:

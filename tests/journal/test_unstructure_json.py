@@ -6,11 +6,14 @@ instance, a non-str key all go to cattrs)."""
 from __future__ import annotations
 
 import enum
+import json
 from typing import Any
 
 import attrs
+import pytest
 from actorlog._journal import codec
-from hypothesis import given, strategies as st
+from actorlog.errors import EncodeError
+from hypothesis import given, settings, strategies as st
 
 
 class _Color(enum.IntEnum):
@@ -86,3 +89,51 @@ def test_deep_nesting_past_the_copy_limit_goes_to_cattrs() -> None:
     for _ in range(80):
         value = [value]
     assert _same(codec.unstructure(value), codec._converter().unstructure(value))
+
+
+_odder = _odd | st.one_of(
+    st.datetimes(),
+    st.sets(st.integers(), max_size=3),
+    st.dictionaries(st.integers() | st.just(_Color.RED), st.integers(), max_size=3),
+    st.builds(_Text, st.text()).map(lambda t: {t: t}),
+    st.floats(),  # NaN and infinities: refused either way
+)
+
+
+@settings(max_examples=400)
+@given(_json(_leaves | _odder))
+def test_to_plain_for_an_encoding_caller_equals_unstructure_without_the_copy(value: Any) -> None:
+    """``to_plain(..., check=False)`` (a caller that encodes the result at once into an
+    entry and keeps nothing of it: a reply, a tool's result) hands a dict or a list back as
+    it is; the entry's bytes (``encode_plain``, which unstructures what is not plain JSON)
+    are those of the copy ``unstructure`` makes, whatever is nested inside."""
+    ours = codec.to_plain(value, "reply", check=False)
+    assert ours is value
+    expected = codec.unstructure(value)
+    try:
+        want = codec.encode_plain([7, expected, None], "reply")
+    except EncodeError:
+        with pytest.raises(EncodeError):
+            codec.encode_plain([7, ours, None], "reply")
+        return
+    assert codec.encode_plain([7, ours, None], "reply") == want
+
+
+def test_to_plain_with_the_check_still_copies() -> None:
+    value = {"messages": [{"parts": [{"text": "a"}]}]}
+    assert codec.to_plain(value, "reply") is not value
+    assert codec.to_plain(value, "reply", check=False) is value
+
+
+@given(_json(_leaves | _odd))
+def test_encode_json_of_plain_json_encodes_the_value_itself_as_before(value: Any) -> None:
+    """``encode_json`` (snapshots, exports) and ``ctx.emit``'s events encode plain JSON
+    without copying it first: the bytes are those of the copy."""
+    try:
+        want = json.dumps(
+            codec.unstructure(value), separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        ).encode()
+    except (TypeError, ValueError):
+        return
+    assert codec.encode_json(value, "state") == want
+    assert codec.unstructure_to_encode(value) is value or not codec._is_json(value, 0)
