@@ -46,7 +46,7 @@ import attrs
 from actorlog import Actor, ActorSystem, Context, message, tool
 from actorlog._journal import codec, compact, records
 from actorlog.store import EntryRow
-from actorlog.stores import SqliteStore, _sqlite_pack
+from actorlog.stores import SqliteStore, _sqlite_pack, _sqlite_unpack
 
 from ._common import (
     Table,
@@ -322,7 +322,7 @@ def _cpu(rounds: int, n: int = 5000) -> dict[str, tuple[float, float]]:
             t1 = time.process_time()
             for rows in asks:
                 if packed:  # what a row read from ``log`` goes through (the view: in SQL)
-                    rows = _sqlite_pack.unpack_rows(rows, {})
+                    rows = _sqlite_unpack.unpack_rows(rows, {})
                 for r in rows:
                     codec.verify_row(r, "agent-1", r.seq)
                     records.decode_entry(r)

@@ -16,7 +16,8 @@ from actorlog._journal.codec import log_start_checksum, make_row, verify_row
 from actorlog.errors import CorruptEntryError
 from actorlog.store import EntryRow
 from actorlog.stores import SqliteStore
-from actorlog.stores._sqlite_pack import pack_rows, unpack_rows
+from actorlog.stores._sqlite_pack import pack_rows
+from actorlog.stores._sqlite_unpack import unpack_rows
 
 from tests.upgrading._old_files import _clean  # noqa: F401 (autouse: the payer's hooks)
 from tests.upgrading.agents import KEYS, Payer, Question
@@ -244,6 +245,11 @@ CASES = [
     _ask(INTENT.payload, b'[true,"\xc3\xa9t\xc3\xa9",7,1]',
          b'[true,"\xc3\xa9t\xc3\xa9",9,1,{"trace_id":"ab","span_id":"cd"}]'),
     _ask(INTENT.payload, b'[true,"x",7,1]', b'[true,"x",null,1]'),
+    # a reply that is not the result's value, after values of every short form
+    _ask(INTENT.payload, b'[true,"a",7,1]', b'[true,-2,9,1,{"trace_id":"ab"}]'),
+    _ask(INTENT.payload, b"[true,null,7]", b'[true,"a\\"b",9,1]'),
+    _ask(INTENT.payload, b'[true,"a\\"b",7,1]', b"[true,false,9]"),
+    _ask(INTENT.payload, b"[true,12,-7,1]", b'[true,"",00,1]'),
     _ask(INTENT.payload, b'[true,[1,{"a":null}],9,1]', b'[true,[1,{"a":null}],7]'),
     _ask(b"[0,1,1,[]," + _K + b'0",1795829010238,0]', RESULT.payload, STEP.payload),
     _ask(b"[0,1,1,[" + _K + b'0",0,0],' + _K + b'0",1795829010238]', RESULT.payload,

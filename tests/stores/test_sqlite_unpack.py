@@ -16,10 +16,12 @@ from actorlog._journal.codec import make_row, verify_row
 from actorlog.errors import CorruptEntryError
 from actorlog.store import EntryRow
 from actorlog.stores import SqliteStore
-from actorlog.stores._sqlite_pack import anchor, is_packed, pack_rows, unpack, unpack_rows
+from actorlog.stores import _sqlite_pack
+from actorlog.stores._sqlite_pack import anchor, is_packed, pack_rows, unpack
+from actorlog.stores._sqlite_unpack import unpack_rows
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tests.stores.test_sqlite_format4 import INTENT, MESSAGE, RESULT, STEP, _stored, _write
+from tests.stores.test_sqlite_format4 import INTENT, MESSAGE, RESULT, STEP, _ask, _stored, _write
 
 _text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=6)
 #: texts made to hit the splicing's edges: quotes, backslashes, control characters
@@ -177,5 +179,45 @@ async def test_a_packed_entry_spelled_otherwise_is_found(
             row = next(r for r in rows if r.seq == seq)
             with pytest.raises(CorruptEntryError):
                 verify_row(row, "agent-1", seq)
+    finally:
+        await store.close()
+
+
+#: results and steps whose reply is not the result's value (packed with the step's ``at``
+#: alone), in the shapes the splicing takes: the recovery benchmark's (a tool's text, the
+#: handler's count), a span, names and negative numbers
+_AT_ONLY = [
+    (b'[true,"value-000001",1795829010239,14]', b"[true,24,1795829010241,464]"),
+    (b"[true,7,1795829010239,14]", b'[true,"x",1795829010239,464,{"trace_id":"ab"}]'),
+    (b"[true,null,1795829010239]", b"[true,-3,1795829010238]"),
+    (b"[true,false,-5,1,2]", b'[true,"\xc3\xa9",0,1]'),
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("result", "step"), _AT_ONLY)
+async def test_a_step_packed_with_its_at_alone_is_read_without_decoding_its_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, result: bytes, step: bytes
+) -> None:
+    """FORMAT.md [F21]: a step whose reply is not its result's value, stored with its ``at``
+    packed (flag 1), reads back as written by splicing the stored texts, in a read of the
+    log, of the step alone and in the lookup of a repeated ask's step: no entry is decoded
+    to unpack it (what a recovery's read of such a log paid)."""
+    path = tmp_path / "agents.db"
+    rows = _ask(INTENT.payload, result, step)
+    await _write(path, rows[:2], rows[2:])
+    assert _stored(path)[4][:1] == b"\x01"
+
+    def decoding(*args: object) -> None:
+        raise AssertionError(f"decoded to unpack: {args!r}")
+
+    monkeypatch.setattr(_sqlite_pack, "unpack", decoding)
+    monkeypatch.setattr(_sqlite_pack, "anchor", decoding)
+    store = SqliteStore(path, read_only=True)
+    await store.open()
+    try:
+        assert await store.read("agent-1") == rows
+        assert await store.read("agent-1", after_seq=3) == rows[3:]
+        assert await store.find_ref("agent-1", "step", 1) == rows[3:]
     finally:
         await store.close()
