@@ -81,6 +81,29 @@ def _at(p: bytes, a: bytes) -> bytes | None:
     return b"%s,%d%s" % (p[1 : mine + 1], int(start[1]) + int(d[1]), p[d.end() :])
 
 
+def _intent_at(p: bytes, a: bytes) -> bytes | None:
+    """:func:`unpack` of an intent of six items packed with flag 1 alone (a step's call after
+    its previous call's result, in that result's append) against the stored payload ``a`` of
+    the result or step at ``seq - 1`` (``ok`` true, its item 1 what :func:`_item1` finds):
+    the intent decoded, its ``at`` spliced in, ``a`` not decoded (None: :func:`unpack`
+    decides)."""
+    end = _item1(a)
+    start = _AFTER(a, end) if end > 0 else None
+    if start is None:
+        return None
+    try:
+        text = p[1:].decode()
+        items, stop = _scan(text, 0)
+    except (UnicodeError, StopIteration, ValueError, RecursionError):
+        return None
+    if stop != len(text) or type(items) is not list or len(items) != 6:
+        return None
+    delta = items[5]
+    if type(delta) is not int or not p.endswith(b",%d]" % delta):
+        return None
+    return b"%s%d]" % (p[1 : len(p) - len(b"%d]" % delta)], int(start[1]) + delta)
+
+
 #: a result's value that is no string, as the encoder writes it (``ok`` true)
 _SCALAR = re.compile(rb"(?:0|-?[1-9][0-9]{0,17}|true|false|null)(?=[,\]])").match
 
@@ -150,6 +173,8 @@ def unpack_values(
                 new = _step(p, a[1])
             elif p[0] == AT and kind in _AT2 and a[0] in _AT2:  # a step whose reply is
                 new = _at(p, a[1])  # not the result's value, a result after a step
+            elif p[0] == AT and kind == "intent" and a[0] in _AT2:  # a step's next call
+                new = _intent_at(p, a[1])
             elif kind == "intent" and a[0] == "message" and p[0] == 3 and ref == seq - 1:
                 new = _intent(actor_id, ref, p, a[1], keys) if type(actor_id) is str else None
         except (TypeError, IndexError):  # a damaged column: the general way checks
