@@ -105,15 +105,20 @@ async def test_what_is_not_in_the_same_append_is_not_packed(tmp_path: Path) -> N
     }
 
 
+#: a step whose reply is not its result's value: packed with its ``at`` alone (flag 1)
+STEP_AT = make_row("agent-1", 4, "step", "t.Ask", 1, None, b"[true,24,1795829010241,645]")
+
+
+@pytest.mark.parametrize("step", [STEP, STEP_AT], ids=["reply", "at"])
 @pytest.mark.parametrize("seq", [1, 2, 3, 4])
 async def test_every_flipped_bit_of_a_packed_entry_or_its_anchors_is_found(
-    tmp_path: Path, seq: int
+    tmp_path: Path, seq: int, step: EntryRow
 ) -> None:
     """FORMAT.md [F21]: damage to any stored byte of a packed entry (its flag, a delta, a
     placeholder) or of an entry it was packed against (the message, the result) changes a
     payload a checksum covers."""
     path = tmp_path / "agents.db"
-    await _write(path, [MESSAGE, INTENT], [RESULT, STEP])
+    await _write(path, [MESSAGE, INTENT], [RESULT, step])
     stored = _stored(path)[seq]
     db = sqlite3.connect(path, isolation_level=None)
     store = SqliteStore(path, read_only=True)
