@@ -56,9 +56,15 @@ def _step(p: bytes, r: bytes) -> bytes | None:
     of the result at ``seq - 1``, decoding neither: the value's stored text where
     :func:`_item1` finds it and the ``at`` spliced in, the step's other text kept (None:
     :func:`unpack` decides)."""
-    end = _item1(r)
-    if end < 0:
-        return None
+    if r[:7] == b'[true,"':  # :func:`_item1`, inline (the runtime's every step)
+        end = r.find(b'"', 7) + 1
+        if not end or r.find(b"\\", 7, end) >= 0:
+            return None
+    else:
+        v = _SCALAR(r, 6) if r[:6] == b"[true," else None
+        if v is None:
+            return None
+        end = v.end()
     if p[0] == REPLY:
         return b"[true," + r[6:end] + p[8:] if p[1:9] == b"[true,0," else None
     d = _STEP5(p)
@@ -166,17 +172,22 @@ def unpack_values(
         b = rows[i - 1] if i else None  # the entry at seq - 1, where a read has it
         new = None
         try:  # the runtime's step and intent, packed against the entry before them
-            a = (b[2], b[6]) if b is not None and b[1] == seq - 1 else more.get(seq - 1)
-            if a is None or type(a[1]) is not bytes:
+            if b is not None and b[1] == seq - 1:
+                ak, ap = b[2], b[6]
+            else:  # read by itself (a read starting after it)
+                ak, ap = more.get(seq - 1) or (None, None)
+            if type(ap) is not bytes:
                 pass
-            elif kind == "step" and a[0] == "result" and (p[0] == 5 or p[0] == 4):
-                new = _step(p, a[1])
-            elif p[0] == AT and kind in _AT2 and a[0] in _AT2:  # a step whose reply is
-                new = _at(p, a[1])  # not the result's value, a result after a step
-            elif p[0] == AT and kind == "intent" and a[0] in _AT2:  # a step's next call
-                new = _intent_at(p, a[1])
-            elif kind == "intent" and a[0] == "message" and p[0] == 3 and ref == seq - 1:
-                new = _intent(actor_id, ref, p, a[1], keys) if type(actor_id) is str else None
+            elif kind == "step" and ak == "result" and (p[0] == 5 or p[0] == 4):
+                new = _step(p, ap)
+            elif kind == "intent" and ak == "message" and p[0] == 3 and ref == seq - 1:
+                new = _intent(actor_id, ref, p, ap, keys) if type(actor_id) is str else None
+            elif p[0] != AT or ak not in _AT2:
+                pass
+            elif kind in _AT2:  # a step whose reply is not the result's value
+                new = _at(p, ap)
+            elif kind == "intent":  # a step's next call, in its previous call's append
+                new = _intent_at(p, ap)
         except (TypeError, IndexError):  # a damaged column: the general way checks
             pass
         if new is None:
