@@ -2,13 +2,13 @@
 gets, unpacked before they are checked, as ``_sqlite_pack.unpack`` unpacks them.
 
 The runtime's packed entries unpack by splicing stored text, decoding no anchor: the step's
-reply is the result's value as stored where that is the encoder's text of it, the ``at`` of
-a step or a result packed with flag 1 alone is its difference added to the ``at`` read from
-its anchor's text, the intent's key and ``at`` are put into its stored text (its message
-decoded once). Every other case, and every text these do not recognize, takes
-``_sqlite_pack.unpack`` (which decodes the anchors), with the same result for what packing
-wrote; a stored text that packing did not write unpacks to bytes no checksum matches either
-way.
+reply is the result's value as stored where that is the encoder's text of it; the ``at`` of
+a step, a result or an intent packed with flag 1 alone against a result or a step is its
+difference added to the ``at`` read from that entry's text; the intent's key and ``at`` are
+put into its stored text (its message decoded once). Every other case, and every text these
+do not recognize, takes ``_sqlite_pack.unpack`` (which decodes the anchors), with the same
+result for what packing wrote; a stored text that packing did not write unpacks to bytes no
+checksum matches either way.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ __all__ = ["PackedReads", "unpack_rows", "unpack_values"]
 _AT2 = frozenset({"result", "step"})
 
 #: the encoder's text of an integer (no ``-0``, no leading zero; at most 18 digits: a
-#: longer one takes :func:`unpack`'s way), and the end of its item
+#: longer one takes ``_pack.unpack``'s way), and the end of its item
 _I = rb"(0|-?[1-9][0-9]{0,17})(?=[,\]])"
 #: a step packed with flags 5: ``ok`` true, its reply ``0``, its ``at`` difference
 _STEP5 = re.compile(rb"\x05\[true,0," + _I).match
@@ -52,10 +52,10 @@ def _item1(b: bytes) -> int:
 
 
 def _step(p: bytes, r: bytes) -> bytes | None:
-    """:func:`unpack` of step payload ``p`` (flag 4, and 1) against the stored payload ``r``
+    """``_pack.unpack`` of step payload ``p`` (flag 4, and 1) against the stored payload ``r``
     of the result at ``seq - 1``, decoding neither: the value's stored text where
     :func:`_item1` finds it and the ``at`` spliced in, the step's other text kept (None:
-    :func:`unpack` decides)."""
+    ``_pack.unpack`` decides)."""
     if r[:7] == b'[true,"':  # :func:`_item1`, inline (the runtime's every step)
         end = r.find(b'"', 7) + 1
         if not end or r.find(b"\\", 7, end) >= 0:
@@ -75,10 +75,10 @@ def _step(p: bytes, r: bytes) -> bytes | None:
 
 
 def _at(p: bytes, a: bytes) -> bytes | None:
-    """:func:`unpack` of result or step payload ``p`` packed with flag 1 alone against the
+    """``_pack.unpack`` of result or step payload ``p`` packed with flag 1 alone against the
     stored payload ``a`` of the result or step at ``seq - 1`` (both ``ok`` true, their item
     1 what :func:`_item1` finds): its ``at`` spliced in, decoding neither (None:
-    :func:`unpack` decides)."""
+    ``_pack.unpack`` decides)."""
     end, mine = _item1(a), _item1(p[1:])
     start = _AFTER(a, end) if end > 0 else None
     d = _AFTER(p, mine + 1) if mine > 0 else None
@@ -88,10 +88,10 @@ def _at(p: bytes, a: bytes) -> bytes | None:
 
 
 def _intent_at(p: bytes, a: bytes) -> bytes | None:
-    """:func:`unpack` of an intent of six items packed with flag 1 alone (a step's call after
+    """``_pack.unpack`` of an intent of six items packed with flag 1 alone (a step's call after
     its previous call's result, in that result's append) against the stored payload ``a`` of
     the result or step at ``seq - 1`` (``ok`` true, its item 1 what :func:`_item1` finds):
-    the intent decoded, its ``at`` spliced in, ``a`` not decoded (None: :func:`unpack`
+    the intent decoded, its ``at`` spliced in, ``a`` not decoded (None: ``_pack.unpack``
     decides)."""
     end = _item1(a)
     start = _AFTER(a, end) if end > 0 else None
@@ -117,9 +117,9 @@ _SCALAR = re.compile(rb"(?:0|-?[1-9][0-9]{0,17}|true|false|null)(?=[,\]])").matc
 def _intent(
     actor_id: str, ref: int, p: bytes, m: bytes, keys: dict[tuple[str, str], bytes]
 ) -> bytes | None:
-    """:func:`unpack` of the runtime's intent (flags 3, six items) whose message (stored
+    """``_pack.unpack`` of the runtime's intent (flags 3, six items) whose message (stored
     payload ``m``) is at ``seq - 1``: key and ``at`` put into its stored text, the message
-    decoded once (None: :func:`unpack` decides); ``keys``: keys' starts, made once."""
+    decoded once (None: ``_pack.unpack`` decides); ``keys``: keys' starts, made once."""
     try:
         text = p[1:].decode()
         items, end = _scan(text, 0)
