@@ -157,11 +157,11 @@ MOVES: dict[str, str] = {
     "stores/_sqltimers.py": "stores/_sqltimers.py",
     "stores/_sqlite_commit.py": "stores/_sqlite_commit.py",
     "stores/_sqlite_compact.py": "stores/_sqlite_compact.py",
-    "stores/_sqlite_register.py": "stores/_sqlite_register.py",
     "stores/_sqlite_conn.py": "stores/_sqlite_conn.py",
     "stores/_sqlite_schema.py": "stores/_sqlite_schema.py",
     "stores/_sqlite_schema3.py": "stores/_sqlite_schema3.py",
     "stores/_sqlite_pack.py": "stores/_sqlite_pack.py",
+    "stores/_sqlite_unpack.py": "stores/_sqlite_unpack.py",
     "stores/_writelock.py": "stores/_writelock.py",
     "stores/postgres/": "stores/postgres/",
     # tests mirror the packages; the folders that test a concept already keep their names

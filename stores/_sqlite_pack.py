@@ -17,42 +17,36 @@ An entry is packed only against entries of the same append (they are written in 
 transaction), and only if unpacking gives back its payload byte for byte; anything else is
 stored as it is. The view ``entries`` unpacks in SQL (``_sqlite_schema3.PAYLOAD4``, the
 same rules), for SQL typed by hand; the store's reads read the stored payloads (the view
-``log_rows``) and unpack them here (:func:`unpack_values`, before the rows are checked),
-as compaction does (:func:`unpack_rows`). A reader unpacks
+``log_rows``) and unpack them in ``_sqlite_unpack`` (before the rows are checked), as
+compaction does. A reader unpacks
 with the entries at ``seq - 1`` and ``ref`` (which are never packed themselves) and then
 verifies the checksum as for any entry: damage to a stored byte of a packed entry changes
 its unpacked payload. A packed form that does not unpack (a damaged flag, a replaced item
 that is not what its flag says) is handed on as stored, which no checksum matches.
 
-The runtime's packed intent and step unpack by splicing text: the step's reply is the
-result's value as stored where that is the encoder's text of it (no decoding of the
-result), the intent's key and ``at`` are put into its stored text; :func:`unpack` (which
-decodes the anchors) takes every other case, with the same result.
+:func:`unpack` is the reference: it decodes the anchors. It puts the runtime's packed intent
+and step's items into their stored text; ``_sqlite_unpack`` does that for a whole read,
+decoding no anchor where it can.
 """
 
 from __future__ import annotations
 
 import json
-import operator
-import re
 from collections.abc import Callable, Sequence
-from itertools import compress, count, repeat
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from actorlog.store import ENTRY_COLUMNS, EntryRow
+from actorlog.store import EntryRow
 
 __all__ = [
-    "PackedReads",
     "AT",
-    "Anchor",
+    "FLAG_BYTES",
     "KEY",
     "REPLY",
+    "Anchor",
     "anchor",
     "is_packed",
     "pack_rows",
     "unpack",
-    "unpack_rows",
-    "unpack_values",
 ]
 
 AT, KEY, REPLY = 1, 2, 4
@@ -87,11 +81,11 @@ Anchor = tuple[str, "list[Any] | None"]
 
 def is_packed(payload: bytes) -> bool:
     """Is this stored payload a packed form (its flag byte is 1 to 7)?"""
-    return payload[:1] in _FLAG_BYTES
+    return payload[:1] in FLAG_BYTES
 
 
 #: the first byte of a packed payload (one ``in`` per row read finds the packed ones)
-_FLAG_BYTES = frozenset(bytes((f,)) for f in range(1, 8))
+FLAG_BYTES = frozenset(bytes((f,)) for f in range(1, 8))
 #: ``[true,`` and ``[true,0,``: how the encoder's text of a step with ``ok`` true begins
 _OK, _OK0 = "[true,", "[true,0,"
 
@@ -417,202 +411,3 @@ def _packed_step(
     if not text.startswith(at, p):
         return None
     return f"{_OK0}{items[2] - start}{text[p + len(at) :]}"
-
-
-#: the encoder's text of an integer (no ``-0``, no leading zero; at most 18 digits: a
-#: longer one takes :func:`unpack`'s way), and the end of its item
-_I = rb"(0|-?[1-9][0-9]{0,17})(?=[,\]])"
-#: a step packed with flags 5: ``ok`` true, its reply ``0``, its ``at`` difference
-_STEP5 = re.compile(rb"\x05\[true,0," + _I).match
-#: a result's ``at`` after its value
-_AFTER = re.compile(rb"," + _I).match
-
-
-def _step(p: bytes, r: bytes) -> bytes | None:
-    """:func:`unpack` of step payload ``p`` (flag 4, and 1) against the stored payload ``r``
-    of the result at ``seq - 1``, decoding neither: the value's stored text where it is the
-    encoder's (a string without a backslash: JSON's strings hold no control character; an
-    integer; a name) and the ``at`` spliced in, the step's other text kept (None:
-    :func:`unpack` decides)."""
-    if r[:7] == b'[true,"':
-        end = r.find(b'"', 7) + 1
-        if not end or r.find(b"\\", 7, end) >= 0:
-            return None
-    else:
-        v = _SCALAR(r, 6) if r[:6] == b"[true," else None
-        if v is None:
-            return None
-        end = v.end()
-    if p[0] == REPLY:
-        return b"[true," + r[6:end] + p[8:] if p[1:9] == b"[true,0," else None
-    d = _STEP5(p)
-    at = _AFTER(r, end)
-    if d is None or at is None:
-        return None
-    return b"[true,%s,%d%s" % (r[6:end], int(at[1]) + int(d[1]), p[d.end() :])
-
-
-#: a result's value that is no string, as the encoder writes it (``ok`` true)
-_SCALAR = re.compile(rb"(?:0|-?[1-9][0-9]{0,17}|true|false|null)(?=[,\]])").match
-
-
-def _intent(
-    actor_id: str, ref: int, p: bytes, m: bytes, keys: dict[tuple[str, str], bytes]
-) -> bytes | None:
-    """:func:`unpack` of the runtime's intent (flags 3, six items) whose message (stored
-    payload ``m``) is at ``seq - 1``: key and ``at`` put into its stored text, the message
-    decoded once (None: :func:`unpack` decides); ``keys``: keys' starts, made once."""
-    try:
-        text = p[1:].decode()
-        items, end = _scan(text, 0)
-        if end != len(text) or type(items) is not list or len(items) != 6:
-            return None
-        body = m.decode()
-        got, end = _scan(body, 0)
-        if end != len(body) or type(got) is not list or len(got) < 3:
-            return None
-        index, zero, delta, start, incarnation = items[0], items[4], items[5], got[1], got[2]
-        if type(index) is not int or type(zero) is not int or zero or type(delta) is not int:
-            return None
-        if type(start) is not int or type(incarnation) is not str:
-            return None
-        tail = b",0,%d]" % delta  # the stored text of items 4 and 5
-        if not p.endswith(tail):
-            return None
-        key = keys.get((actor_id, incarnation))
-        if key is None:  # the start of the key's text (its escapes are all there)
-            key = _string(f"{actor_id}:{incarnation}:")[:-1].encode()
-            keys[actor_id, incarnation] = key
-        return b'%s,%s%d:%d",%d]' % (p[1 : -len(tail)], key, ref, index, start + delta)
-    except (UnicodeError, StopIteration, ValueError, RecursionError):
-        return None  # not text, not JSON, an integer too long for text, a surrogate
-
-
-#: an entry's column values (``ENTRY_COLUMNS`` order); a row's payload, of its values
-_VALUES, _PAYLOAD = operator.attrgetter(*ENTRY_COLUMNS), operator.itemgetter(6)
-
-
-def unpack_values(
-    rows: Sequence[Sequence[Any]], more: dict[int, tuple[str, bytes]]
-) -> tuple[list[Sequence[Any]], list[int]]:
-    """``rows`` (one actor's, by seq, column values in ``ENTRY_COLUMNS`` order) unpacked, and
-    the seqs of entries unpacking needs that neither they nor ``more`` (stored ``(kind,
-    payload)`` by seq) hold: read those, unpack again. A damaged row is left as it is."""
-    try:  # a packed payload sorts before b"\x08" (so may a damaged one)
-        todo = list(compress(count(), map(operator.lt, map(_PAYLOAD, rows), repeat(b"\x08"))))
-    except TypeError:  # a payload that is not bytes (damage)
-        todo = [i for i, r in enumerate(rows) if type(r[6]) is bytes and r[6] < b"\x08"]
-    out = list(rows)
-    if not todo:
-        return out, []
-    absent: list[int] = []
-    keys: dict[tuple[str, str], bytes] = {}
-    by_seq: dict[Any, Sequence[Any]] = {}  # made when an entry is not where it is expected
-    for i in todo:
-        row = rows[i]
-        actor_id, seq, kind, _, ref, _, p, _ = row
-        a = rows[i - 1] if i else None  # the entry at seq - 1, where a read has it
-        new = None
-        try:  # the runtime's step and intent, packed against the entry before them
-            if a is None or a[1] != seq - 1 or type(a[6]) is not bytes:
-                pass
-            elif kind == "step" and a[2] == "result" and (p[0] == 5 or p[0] == 4):
-                new = _step(p, a[6])
-            elif kind == "intent" and a[2] == "message" and p[0] == 3 and ref == seq - 1:
-                new = _intent(actor_id, ref, p, a[6], keys) if type(actor_id) is str else None
-        except (TypeError, IndexError):  # a damaged column: the general way checks
-            pass
-        if new is None:
-            new = _general(rows, i, more, absent, by_seq)
-        if new is not p:
-            out[i] = (*row[:6], new, row[7])
-    return out, sorted(set(absent))
-
-
-def _general(
-    rows: Sequence[Sequence[Any]],
-    i: int,
-    more: dict[int, tuple[str, bytes]],
-    absent: list[int],
-    by_seq: dict[Any, Sequence[Any]],
-) -> Any:
-    """The payload of ``rows[i]`` as :func:`unpack` gives it (as stored: not packed, or a
-    column damaged), adding to ``absent`` the seqs it needs that ``rows``, ``more`` lack."""
-    row = rows[i]
-    seq, ref, p = row[1], row[4], row[6]
-    if type(p) is not bytes or p[:1] not in _FLAG_BYTES or type(seq) is not int:
-        return p
-    if type(ref) is not int or type(row[0]) is not str:
-        return p
-    found: list[Anchor | None] = []
-    for want, needed in ((seq - 1, p[0] & (AT | REPLY)), (ref, p[0] & KEY)):
-        a: Any = None
-        if needed and want > 0:
-            j = i - (seq - want)  # where a read of consecutive seqs has it
-            if 0 <= j < len(rows) and rows[j][1] == want:
-                a = (rows[j][2], rows[j][6])
-            elif want in more:
-                a = more[want]
-            else:
-                by_seq.update(() if by_seq else ((r[1], r) for r in rows))
-                a = by_seq.get(want)
-                a = None if a is None else (a[2], a[6])
-                if a is None:
-                    absent.append(want)
-        ok = a is not None and type(a[0]) is str and type(a[1]) is bytes  # else: damage
-        found.append(anchor(a[0], a[1]) if ok else None)
-    return unpack(EntryRow(*row), found[0], found[1])
-
-
-def unpack_rows(rows: list[EntryRow], more: dict[int, tuple[str, bytes]]) -> list[EntryRow]:
-    """:func:`unpack_values` of rows already checked (no entry they need is absent)."""
-    if not any(r.payload[:1] in _FLAG_BYTES for r in rows):
-        return list(rows)
-    values, _ = unpack_values([_VALUES(r) for r in rows], more)
-    return [r if v[6] is r.payload else EntryRow(*v) for r, v in zip(rows, values, strict=True)]
-
-
-class PackedReads:
-    """``SqliteStore``'s unpacking of what it reads (a mixin)."""
-
-    if TYPE_CHECKING:
-        layout: int
-
-        async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-
-    def _stored_rows(self, sql: str) -> str:
-        """A read of ``entries`` as one of ``log_rows`` in a format-4 file: the stored payloads,
-        unpacked in Python (cheaper than the SQL of ``entries`` for every packed one)."""
-        return sql.replace("FROM entries", "FROM log_rows", 1) if self.layout >= 4 else sql
-
-    async def _unpacked_values(self, rows: list[Any]) -> list[Any]:
-        """[F21] ``rows`` (one actor's, by seq, column values as read) unpacked in a format-4
-        file, before they are checked, reading the entries they need that they lack."""
-        if self.layout < 4 or not rows:
-            return rows
-        got, absent = unpack_values(rows, {})
-        if absent:
-            got, _ = unpack_values(rows, await self._anchors(rows[0][0], absent))
-        return got
-
-    async def _unpacked(self, rows: list[EntryRow]) -> list[EntryRow]:
-        """:meth:`_unpacked_values` of rows already checked."""
-        if self.layout < 4 or not any(r.payload[:1] in _FLAG_BYTES for r in rows):
-            return rows
-        values = await self._unpacked_values([_VALUES(r) for r in rows])
-        return [r if v[6] is r.payload else EntryRow(*v) for r, v in zip(rows, values, strict=True)]
-
-    async def _anchors(self, actor_id: Any, seqs: list[int]) -> dict[int, tuple[str, bytes]]:
-        """The stored ``(kind, payload)`` of these entries of the actor, by seq (a damaged
-        column: left out, nothing to unpack with)."""
-        found = await self._fetch(
-            "SELECT seq, kind, payload FROM log_rows WHERE actor_id = ? AND seq IN ("
-            + ",".join("?" * len(seqs))
-            + ")",
-            (actor_id, *seqs),
-        )
-        return {
-            seq: (kind, payload)
-            for seq, kind, payload in found
-            if type(seq) is int and type(kind) is str and type(payload) is bytes
-        }

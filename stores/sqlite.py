@@ -70,12 +70,18 @@ from ._sql import (
     select_entries,
     snapshot_values,
 )
-from ._sqlite_commit import MAX_ROWS_PER_STATEMENT, SqliteCommits
+from ._sqlite_commit import (
+    MAX_ROWS_PER_STATEMENT,
+    Registration,
+    SqliteCommits,
+    insert_sql,
+    mark_inserted,
+)
 from ._sqlite_compact import SqliteCompaction
 from ._sqlite_conn import Connection
-from ._sqlite_register import Registration, insert_sql, mark_inserted
 from ._sqlite_schema import PRELUDE, SCHEMA, SCHEMA3, UNFINISHED, check_version, file_layout
 from ._sqlite_schema3 import MESSAGE_IDS, step_of
+from ._sqlite_unpack import PackedReads
 from ._sqltimers import SqliteTimers
 
 __all__ = ["SqliteStore"]
@@ -115,7 +121,7 @@ def _is_corrupt(exc: BaseException) -> bool:
     return "malformed" in text or "not a database" in text
 
 
-class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, _pack.PackedReads):
+class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, PackedReads):
     """A SQLite file store (WAL journal, group commit), on asyncio or trio.
 
     Args:

@@ -16,7 +16,8 @@ from actorlog._journal.codec import log_start_checksum, make_row, verify_row
 from actorlog.errors import CorruptEntryError
 from actorlog.store import EntryRow
 from actorlog.stores import SqliteStore
-from actorlog.stores._sqlite_pack import pack_rows, unpack_rows
+from actorlog.stores._sqlite_pack import pack_rows
+from actorlog.stores._sqlite_unpack import unpack_rows
 
 from tests.upgrading._old_files import _clean  # noqa: F401 (autouse: the payer's hooks)
 from tests.upgrading.agents import KEYS, Payer, Question
@@ -104,15 +105,20 @@ async def test_what_is_not_in_the_same_append_is_not_packed(tmp_path: Path) -> N
     }
 
 
+#: a step whose reply is not its result's value: packed with its ``at`` alone (flag 1)
+STEP_AT = make_row("agent-1", 4, "step", "t.Ask", 1, None, b"[true,24,1795829010241,645]")
+
+
+@pytest.mark.parametrize("step", [STEP, STEP_AT], ids=["reply", "at"])
 @pytest.mark.parametrize("seq", [1, 2, 3, 4])
 async def test_every_flipped_bit_of_a_packed_entry_or_its_anchors_is_found(
-    tmp_path: Path, seq: int
+    tmp_path: Path, seq: int, step: EntryRow
 ) -> None:
     """FORMAT.md [F21]: damage to any stored byte of a packed entry (its flag, a delta, a
     placeholder) or of an entry it was packed against (the message, the result) changes a
     payload a checksum covers."""
     path = tmp_path / "agents.db"
-    await _write(path, [MESSAGE, INTENT], [RESULT, STEP])
+    await _write(path, [MESSAGE, INTENT], [RESULT, step])
     stored = _stored(path)[seq]
     db = sqlite3.connect(path, isolation_level=None)
     store = SqliteStore(path, read_only=True)
@@ -244,6 +250,11 @@ CASES = [
     _ask(INTENT.payload, b'[true,"\xc3\xa9t\xc3\xa9",7,1]',
          b'[true,"\xc3\xa9t\xc3\xa9",9,1,{"trace_id":"ab","span_id":"cd"}]'),
     _ask(INTENT.payload, b'[true,"x",7,1]', b'[true,"x",null,1]'),
+    # a reply that is not the result's value, after values of every short form
+    _ask(INTENT.payload, b'[true,"a",7,1]', b'[true,-2,9,1,{"trace_id":"ab"}]'),
+    _ask(INTENT.payload, b"[true,null,7]", b'[true,"a\\"b",9,1]'),
+    _ask(INTENT.payload, b'[true,"a\\"b",7,1]', b"[true,false,9]"),
+    _ask(INTENT.payload, b"[true,12,-7,1]", b'[true,"",00,1]'),
     _ask(INTENT.payload, b'[true,[1,{"a":null}],9,1]', b'[true,[1,{"a":null}],7]'),
     _ask(b"[0,1,1,[]," + _K + b'0",1795829010238,0]', RESULT.payload, STEP.payload),
     _ask(b"[0,1,1,[" + _K + b'0",0,0],' + _K + b'0",1795829010238]', RESULT.payload,
