@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
+from . import _groupcommit
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -133,7 +135,7 @@ class Connection:
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         if self._closed:
             raise sqlite3.ProgrammingError(_CLOSED)
-        loop = _running_loop()
+        loop = _groupcommit._running_loop()  # (asyncio's C lookup once asyncio is imported)
         if loop is None:
             return await self._call_trio(fn, args)
         fut: asyncio.Future[T] = loop.create_future()
@@ -252,22 +254,6 @@ class Connection:
             finally:
                 self._closed = True
                 self._jobs.put(None)
-
-
-def _first_running_loop() -> asyncio.AbstractEventLoop | None:
-    """The running asyncio loop, or None (trio, or no loop). asyncio is not imported with
-    actorlog (a run on trio never imports it); whatever runs an asyncio loop has imported
-    it, and from then on ``_running_loop`` is asyncio's own C lookup (no exception raised)."""
-    global _running_loop
-    aio = sys.modules.get("asyncio")
-    if aio is None:
-        return None
-    _running_loop = aio._get_running_loop
-    return _running_loop()
-
-
-#: the running asyncio loop, or None (trio)
-_running_loop: Callable[[], asyncio.AbstractEventLoop | None] = _first_running_loop
 
 
 def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
