@@ -76,7 +76,29 @@ def child_env(pkg: Path | None) -> dict[str, str]:
 #: interpreter (``cProfile`` from the first line) to its first resumed tool call, and prints
 #: the running count at three points: the dependencies imported (as ``FLOOR_DEPS`` imports
 #: them), ``actorlog`` and its SQLite store imported, the first resumed tool call.
-CALLS = """
+#: The run both children make (CALLS' and RESUME's head define ``at_resume``): phase ``run``
+#: is SIGKILLed at step 75 %, phase ``resume`` ends at its first resumed tool call.
+_RUN = """
+def effect(i):
+    if phase == "run" and i == steps * 3 // 4:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if phase == "resume":
+        at_resume()
+        os._exit(0)
+    return f"value-{i:06d}"
+
+_agent.configure(effect)
+
+async def main():
+    async with ActorSystem(SqliteStore(db), actors=[_agent.Agent]) as system:
+        ref = await system.spawn(_agent.Agent, "bench-run")
+        return await ref.ask(_agent.Run(steps), message_id="run")
+
+anyio.run(main)
+"""
+
+CALLS = (
+    """
 import cProfile, os, signal, sys
 prof = cProfile.Profile()
 prof.enable()
@@ -98,23 +120,11 @@ from benchmarks import _agent
 
 db, phase, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
-def effect(i):
-    if phase == "run" and i == steps * 3 // 4:
-        os.kill(os.getpid(), signal.SIGKILL)
-    if phase == "resume":
-        print(deps, imported, count(), flush=True)
-        os._exit(0)
-    return f"value-{i:06d}"
-
-_agent.configure(effect)
-
-async def main():
-    async with ActorSystem(SqliteStore(db), actors=[_agent.Agent]) as system:
-        ref = await system.spawn(_agent.Agent, "bench-run")
-        return await ref.ask(_agent.Run(steps), message_id="run")
-
-anyio.run(main)
+def at_resume():
+    print(deps, imported, count(), flush=True)
 """
+    + _RUN
+)
 
 
 #: Part 4's floor: the Python function calls of FLOOR_DEPS (the dependencies imported, one
@@ -180,7 +190,8 @@ def calls_round(pkg: Path | None, steps: int, work: Path, name: str) -> Calls:
 #: CALLS'; ``deps`` exits once the dependencies are imported, ``import`` once actorlog and
 #: its SQLite store are, ``resume`` at the first resumed tool call. No profiler: callgrind
 #: counts the instructions, C included (SQLite, unmarshalling, compiling attrs' methods).
-RESUME = """
+RESUME = (
+    """
 import os, signal, sys
 import anyio, anyio._backends._asyncio, attrs, sqlite3
 db, phase, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -192,22 +203,11 @@ if phase == "import":
     os._exit(0)
 from benchmarks import _agent
 
-def effect(i):
-    if phase == "run" and i == steps * 3 // 4:
-        os.kill(os.getpid(), signal.SIGKILL)
-    if phase == "resume":
-        os._exit(0)
-    return f"value-{i:06d}"
-
-_agent.configure(effect)
-
-async def main():
-    async with ActorSystem(SqliteStore(db), actors=[_agent.Agent]) as system:
-        ref = await system.spawn(_agent.Agent, "bench-run")
-        return await ref.ask(_agent.Run(steps), message_id="run")
-
-anyio.run(main)
+def at_resume():
+    pass
 """
+    + _RUN
+)
 
 _SUMMARY = re.compile(rb"^(?:summary|totals): (\d+)", re.MULTILINE)
 
