@@ -17,7 +17,7 @@ import attrs
 
 from .._durability.attempts import in_doubt_attempt, in_doubt_event
 from .._durability.mailbox import Envelope
-from .._durability.plan import PendingMessage, Plan, plan
+from .._durability.plan import PendingMessage, plan
 from .._durability.snapshots import RecoveryCost
 from .._durability.wal import Journal
 from .._effects.actor import Actor
@@ -124,17 +124,11 @@ async def recover(cell: Recovering) -> None:
     """Recover the cell's actor: the newest valid snapshot, the verified tail replayed,
     the interrupted step and pending messages queued (traced as ``actorlog.recover``).
 
-    A new actor (``cell.new``: its registration just inserted its row, so the store holds
-    no log, snapshot or event of it) is started the same way from an empty plan, without
-    reading the store: no saved options, no end, no snapshot, an empty log whose message
-    ids are all known (none)."""
+    A new actor (``cell.new``) starts without reading the store: ``_start_new``."""
     if cell.new:
-        cell.saved_options = {}
-        if not _telemetry.enabled():  # no SDK: its span would record nothing
-            _start_new(cell)
-            return
-    else:
-        await cell.load_options()
+        _start_new(cell)
+        return
+    await cell.load_options()
     t0 = time.perf_counter()
     initial = cell.actor.initial_state()
     state_type = type(initial)
@@ -152,20 +146,15 @@ async def recover(cell: Recovering) -> None:
             cell.note_event(EventKind.SNAPSHOT_REJECTED, {"seq": info.seq, "reason": reason})
 
         try:
-            if cell.new:
-                found = Plan(None, 0, 0, 0, [], [], 0, 0, snapshot_created_at=time.time())
-            else:
-                found = await plan(
-                    cell.store,
-                    cell.actor_id,
-                    state_tag=state_tag,
-                    schema_version=cell.cls.schema_version,
-                    on_reject=on_reject,
-                    decode=lambda plain: _codec.structure(plain, state_type),
-                )
+            found = await plan(
+                cell.store,
+                cell.actor_id,
+                state_tag=state_tag,
+                schema_version=cell.cls.schema_version,
+                on_reject=on_reject,
+                decode=lambda plain: _codec.structure(plain, state_type),
+            )
             cell.journal = Journal(cell.store, cell.actor_id, found.last_seq, cell.journal.scope)
-            if cell.new:
-                cell.journal.seen.start_empty()  # every id is new until written
             # a new log (or one from before incarnations) starts its incarnation here
             cell.incarnation = found.incarnation or _codec.new_incarnation()
             cell.actor.state = initial if found.state_data is None else found.state
@@ -245,22 +234,55 @@ async def recover(cell: Recovering) -> None:
 
 
 def _start_new(cell: Recovering) -> None:
-    """What ``recover`` makes of a new actor's empty plan, while no OpenTelemetry SDK is
-    configured (its ``actorlog.recover`` span would record nothing): the initial state, an
-    empty log (the journal the cell was made with, whose message ids are all known: none),
-    a new incarnation, and the report and metrics of a recovery that read nothing."""
+    """``recover`` for a new actor (its registration inserted its row: the store holds
+    nothing of it), without reading the store: no saved options, no end, no snapshot; the
+    initial state, an empty log (the journal the cell was made with) whose message ids are
+    all known (none), a new incarnation. Traced as an ``actorlog.recover`` span that read
+    nothing, when an OpenTelemetry SDK is configured (without one the span records nothing
+    and is not made)."""
     t0 = time.perf_counter()
+    cell.saved_options = {}
+    if not _telemetry.enabled():
+        _new_state(cell, t0)
+    else:
+        _traced_new_state(cell, t0)
+    cell.status = "running"
+    cell.is_ready = True
+    cell.ready.set()
+
+
+def _traced_new_state(cell: Recovering, t0: float) -> None:
+    attributes = {ATTR.ACTOR_ID: cell.actor_id, ATTR.ACTOR_TYPE: cell.actor_type}
+    with tracer.start_as_current_span(SPAN.RECOVER, attributes=attributes) as span:
+        try:
+            duration = _new_state(cell, t0)
+        except ActorlogError as exc:
+            _telemetry.record_failure(span, exc, cell.actor_id)
+            raise
+        span.set_attributes(
+            {
+                ATTR.SNAPSHOT_SEQ: 0,
+                ATTR.SNAPSHOTS_REJECTED: 0,
+                ATTR.ENTRIES_READ: 0,
+                ATTR.ENTRIES_CUT: 0,
+                ATTR.STEPS_REPLAYED: 0,
+                ATTR.IN_DOUBT: 0,
+                ATTR.PENDING_MESSAGES: 0,
+                ATTR.RECOVER_DURATION: duration,
+            }
+        )
+
+
+def _new_state(cell: Recovering, t0: float) -> float:
     cell.actor.state = initial = cell.actor.initial_state()
-    _codec.type_tag(type(initial))  # (its snapshots' tag: a bad one fails here, as before)
+    _codec.type_tag(type(initial))  # (its snapshots' tag: a bad one fails here)
     cell.journal.seen.start_empty()  # every id is new until written
     cell.incarnation = _codec.new_incarnation()
     cell.last_snapshot_at = time.monotonic()
     duration = time.perf_counter() - t0
     _telemetry.record_recovery(duration, 0, cell.actor_type)
     cell.last_recovery = RecoveryReport(0, [], 0, 0, 0, 0, duration)
-    cell.status = "running"
-    cell.is_ready = True
-    cell.ready.set()
+    return duration
 
 
 def _log_recovered(cell: Recovering, r: RecoveryReport) -> None:

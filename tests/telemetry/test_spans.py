@@ -259,6 +259,31 @@ async def test_recover_span_with_one_linked_replay_step_per_recovered_step(
     assert charge[ATTR.IDEMPOTENCY_KEY] == Key("r", attrs_of(replayed[1])[ATTR.SEQ], 1)
 
 
+async def test_a_new_actor_gets_a_recover_span_that_read_nothing(
+    spans: InMemorySpanExporter, memory_store: StoreFactory
+) -> None:
+    """A new actor starts without reading the store; with an SDK its start is still traced:
+    one ``actorlog.recover`` span, every count zero, before its first step's span."""
+    async with ActorSystem(memory_store(), actors=[Researcher]) as system:
+        ref = await system.spawn(Researcher, "new-one")
+        await ref.ask(Ask("a"), message_id="q0")
+    finished = spans.get_finished_spans()
+    recover = one(finished, SPAN.RECOVER)
+    assert recover.parent is None and _children(finished, recover) == []
+    a = attrs_of(recover)
+    assert a[ATTR.ACTOR_ID] == "new-one"
+    assert a[ATTR.ACTOR_TYPE].endswith("telemetry_agents.Researcher")
+    for name in (ATTR.SNAPSHOT_SEQ, ATTR.SNAPSHOTS_REJECTED, ATTR.ENTRIES_READ):
+        assert a[name] == 0
+    for name in (ATTR.ENTRIES_CUT, ATTR.STEPS_REPLAYED, ATTR.IN_DOUBT, ATTR.PENDING_MESSAGES):
+        assert a[name] == 0
+    assert isinstance(a[ATTR.RECOVER_DURATION], float) and a[ATTR.RECOVER_DURATION] >= 0
+    assert recover.status.status_code is StatusCode.UNSET
+    (step,) = named(finished, SPAN.STEP)
+    assert recover.end_time is not None and step.start_time is not None
+    assert recover.end_time <= step.start_time
+
+
 async def test_recover_reports_the_snapshot_used_and_each_rejected_one_with_its_reason(
     spans: InMemorySpanExporter,
 ) -> None:
