@@ -140,7 +140,7 @@ __all__ = [
 
 #: The on-disk format version stores write into their metadata (FORMAT.md [F1]). A store
 #: that finds a higher version raises ``UnsupportedFormatError`` and changes nothing.
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 #: The entry kinds, in the order of their one-byte codes in the checksum frame (FORMAT.md [F4]).
 KINDS: tuple[str, ...] = ("message", "intent", "result", "step", "effect", "decision")

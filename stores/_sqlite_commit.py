@@ -58,7 +58,16 @@ from actorlog.store import (
 from ._audit import SqliteAudit
 from ._groupcommit import GroupCommitter, Request
 from ._sql import ENTRY_COLS, entry_values, flat_entry_values
-from ._sqlite_schema3 import BY_PK_MESSAGE_ID, KIND_CODES, LOG_COLS
+from ._sqlite_schema3 import (
+    BY_PK_MESSAGE_ID,
+    BY_PK_MESSAGE_ID5,
+    KIND_CODES,
+    LAST_SEQ5,
+    LOG5_COLS,
+    LOG_COLS,
+    MAX_ACTOR_KEY,
+    MAX_SEQ,
+)
 
 if TYPE_CHECKING:
     from ._sqlite_conn import Connection
@@ -87,20 +96,22 @@ MAX_ROWS_PER_STATEMENT = 4000
 #: an append request's item: actor id, the seq it expects last, its rows
 _Item = tuple[str, int, Sequence[EntryRow]]
 
-#: the multi-row INSERT of n rows straight into ``log``, by n (built once per size)
+#: the multi-row INSERT of n rows straight into ``log``, by n (built once per size), in a
+#: file of format 4 and of format 5
 _LOG_INSERTS: dict[int, str] = {}
+_LOG5_INSERTS: dict[int, str] = {}
 
 #: a checksum's range (unsigned 32 bits) and the bit that makes it negative when stored
 _U32, _SIGN = 1 << 32, 1 << 31
 
 
-def _multi_row_sql(cache: dict[int, str], head: str, n: int) -> str:
-    """``head`` and n rows of 8 parameters, from ``cache`` (built once per size: the SQL
-    text, and its hash that the sqlite3 module's statement cache looks up, are not rebuilt
-    on every commit)."""
+def _multi_row_sql(cache: dict[int, str], head: str, n: int, width: int = 8) -> str:
+    """``head`` and n rows of ``width`` parameters, from ``cache`` (built once per size: the
+    SQL text, and its hash that the sqlite3 module's statement cache looks up, are not
+    rebuilt on every commit)."""
     sql = cache.get(n)
     if sql is None:
-        sql = head + ",".join(["(?,?,?,?,?,?,?,?)"] * n)
+        sql = head + ",".join(["(" + ",".join("?" * width) + ")"] * n)
         if len(cache) < 512:  # bounded: sizes beyond are built each time
             cache[n] = sql
     return sql
@@ -109,8 +120,13 @@ def _multi_row_sql(cache: dict[int, str], head: str, n: int) -> str:
 _LOG_HEAD = f"INSERT INTO log ({LOG_COLS}) VALUES "
 
 
-def log_insert_sql(n: int) -> str:
+def log_insert_sql(n: int, layout: int = 4) -> str:
+    if layout >= 5:
+        return _multi_row_sql(_LOG5_INSERTS, _LOG5_HEAD, n, 7)
     return _multi_row_sql(_LOG_INSERTS, _LOG_HEAD, n)
+
+
+_LOG5_HEAD = f"INSERT INTO log ({LOG5_COLS}) VALUES "
 
 
 def lookup(unknown: tuple[list[str], list[str]]) -> tuple[str, list[str]]:
@@ -154,10 +170,13 @@ class LogKeys(SqliteAudit):
     _actor_keys: dict[str, int]
     _tag_keys: dict[str, int]
 
-    def _log_values(self, items: Sequence[_Item]) -> list[Any] | None:
+    def _log_values(self, items: Sequence[_Item], layout: int = 4) -> list[Any] | None:
         """The parameters of the rows of ``items`` as columns of ``log``, as the view's
         insert trigger makes them, or None if a key is not known yet or a value is not one
-        the runtime writes (then the view stores them, with its rules for anything)."""
+        the runtime writes (then the view stores them, with its rules for anything). In a
+        format-5 file the first column is the rowid ``actor << 32 | seq``."""
+        if layout >= 5:
+            return self._log5_values(items)
         actors, tags, kinds = self._actor_keys, self._tag_keys, KIND_CODES
         out: list[Any] = []
         add = out.extend
@@ -172,6 +191,38 @@ class LogKeys(SqliteAudit):
                         (
                             actor,
                             r.seq,
+                            kinds[r.kind],
+                            tags[r.type_tag],
+                            r.ref,
+                            r.message_id,
+                            r.payload,
+                            c - _U32 if c >= _SIGN else c,
+                        )
+                    )
+        except Exception:  # a key not known yet, a value that is not a key: the view's rules
+            return None
+        return out
+
+    def _log5_values(self, items: Sequence[_Item]) -> list[Any] | None:
+        """:meth:`_log_values` in a format-5 file."""
+        actors, tags, kinds = self._actor_keys, self._tag_keys, KIND_CODES
+        out: list[Any] = []
+        add = out.extend
+        try:
+            for actor_id, _, rows in items:
+                actor = actors[actor_id]
+                if not 0 < actor <= MAX_ACTOR_KEY:
+                    return None
+                base = actor << 32
+                for r in rows:
+                    c, seq = r.checksum, r.seq
+                    if type(c) is not int or not 0 <= c < _U32:
+                        return None
+                    if type(seq) is not int or not 0 < seq <= MAX_SEQ:
+                        return None
+                    add(
+                        (
+                            base + seq,
                             kinds[r.kind],
                             tags[r.type_tag],
                             r.ref,
@@ -254,7 +305,7 @@ class SqliteCommits(LogKeys):
     _w: Connection | None
     batch_sizes: list[int]
     path: str
-    layout: int  # the file's layout (FORMAT.md section 6): 4 or 3, or 2 for an older file
+    layout: int  # the file's layout (FORMAT.md section 6): 5, 4 or 3, or 2 for an older file
 
     if TYPE_CHECKING:
 
@@ -367,9 +418,9 @@ class SqliteCommits(LogKeys):
         tags whose keys to read once it has committed: :func:`lookup`)."""
         if self.layout >= 4:
             items = [req.item for req in chunk]
-            params = self._log_values(items)
+            params = self._log_values(items, self.layout)
             if params is not None:
-                return log_insert_sql(n), params, None
+                return log_insert_sql(n, self.layout), params, None
             return _insert_sql(n), flat_entry_values(_rows(chunk)), self._unknown(items)
         return _insert_sql(n), flat_entry_values(_rows(chunk)), None
 
@@ -431,7 +482,10 @@ class SqliteCommits(LogKeys):
         found = await self._last_seq(actor_id)
         try:
             got = await self._writer().execute_fetchall(
-                "SELECT max(seq) FROM entries WHERE actor_id = ?", (actor_id,)
+                LAST_SEQ5
+                if self.layout >= 5
+                else "SELECT max(seq) FROM entries WHERE actor_id = ?",
+                (actor_id,),
             )
             real = got[0][0] if got else None
         except (sqlite3.Error, ValueError):
@@ -472,7 +526,9 @@ class SqliteCommits(LogKeys):
         for message_id in ids:
             try:
                 found = await self._writer().execute_fetchall(
-                    BY_PK_MESSAGE_ID
+                    BY_PK_MESSAGE_ID5
+                    if self.layout >= 5
+                    else BY_PK_MESSAGE_ID
                     if self.layout >= 3
                     else "SELECT 1 FROM entries INDEXED BY sqlite_autoindex_entries_1 "
                     "WHERE actor_id = ? AND message_id = ? LIMIT 1",

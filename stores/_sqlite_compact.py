@@ -12,12 +12,13 @@ reused for new entries otherwise.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from actorlog.store import ConfigurationError, EntryRow, LogStartRow, entry_row
 
 from ._sql import ENTRY_COLS, SqlConnection
 from ._sqlite_pack import is_packed
+from ._sqlite_schema3 import KEPT5, UNPACK_KEPT5
 
 __all__ = ["SqliteCompaction"]
 
@@ -29,6 +30,8 @@ class SqliteCompaction(SqlConnection):
         layout: int
 
         async def _unpacked(self, rows: list[EntryRow]) -> list[EntryRow]: ...
+
+        async def _unpacked_values(self, rows: list[Any]) -> list[Any]: ...
 
     async def compact(self, actor_id: str, upto_seq: int, *, checksum: int) -> int:
         rows = await self._query(
@@ -64,6 +67,9 @@ class SqliteCompaction(SqlConnection):
         unpacked: the same payload). The store checks no checksum: what it stores is what
         the entry read as before (damage included, for ``verify`` to report); one that does
         not unpack is left as it is (it reads as stored, before and after)."""
+        if self.layout >= 5:
+            await self._unpack_kept5(actor_id, first)
+            return
         # the stored form from ``log``, the payload as read from the view (which unpacks)
         found = await self._query(
             f"SELECT {', '.join('e.' + c for c in ENTRY_COLS.split(', '))}, l.payload "
@@ -90,6 +96,16 @@ class SqliteCompaction(SqlConnection):
                     "(SELECT id FROM actors WHERE actor_id = ?) AND seq = ? AND payload = ?",
                     (row.payload, actor_id, row.seq, raw),
                 )
+
+    async def _unpack_kept5(self, actor_id: str, first: int) -> None:
+        """:meth:`_unpack_kept` in a format-5 file: the stored rows read from ``log`` and
+        unpacked in Python, as a read unpacks them."""
+        found = await self._query(KEPT5, (first - 1, actor_id, first, first))
+        for stored, values in zip(found, await self._unpacked_values(found), strict=True):
+            raw, payload = stored[6], values[6]
+            # one that did not unpack (damage) is still packed: left as it is
+            if type(raw) is bytes and is_packed(raw) and not is_packed(payload):
+                await self._command(UNPACK_KEPT5, (payload, actor_id, stored[1], raw))
 
     async def log_start(self, actor_id: str) -> LogStartRow | None:
         if not await self._query(

@@ -12,12 +12,20 @@ from actorlog.store import (
     UnsupportedFormatError,
 )
 
-from ._sqlite_schema3 import DELETE_LOG3, ENTRIES3
+from ._sqlite_schema3 import DELETE_LOG3, DELETE_LOG5, ENTRIES3, ENTRIES5
 
 if TYPE_CHECKING:
     from ._sqlite_conn import Connection
 
-__all__ = ["PRELUDE", "SCHEMA", "SCHEMA3", "UNFINISHED", "check_version", "file_layout"]
+__all__ = [
+    "PRELUDE",
+    "SCHEMA",
+    "SCHEMA3",
+    "SCHEMA5",
+    "UNFINISHED",
+    "check_version",
+    "file_layout",
+]
 
 #: Run before the schema: takes effect only in a new, empty file (before its first table);
 #: an existing file keeps its mode (docs/tuning.md, "Reclaiming space").
@@ -176,8 +184,17 @@ SCHEMA = (
     + _AUDIT.replace("{delete_log}", "DELETE FROM entries WHERE actor_id = NEW.actor_id;")
 )
 
-#: The schema of a file written in format 3 (``_sqlite_schema3``).
+#: The schema of a file written in format 3 or 4 (``_sqlite_schema3``).
 SCHEMA3 = _META + ENTRIES3 + _COMMON + _AUDIT.replace("{delete_log}", DELETE_LOG3)
+
+#: The schema of a file made in format 5 (``_sqlite_schema3``; the meta table ``WITHOUT
+#: ROWID``: no second b-tree for its key).
+SCHEMA5 = (
+    _META.replace(");", ") WITHOUT ROWID;")
+    + ENTRIES5
+    + _COMMON
+    + _AUDIT.replace("{delete_log}", DELETE_LOG5)
+)
 
 
 async def check_version(conn: Connection, path: str) -> int | None:
@@ -210,11 +227,12 @@ async def check_version(conn: Connection, path: str) -> int | None:
 
 
 async def file_layout(conn: Connection, version: int | None) -> int:
-    """The layout of the log in the file (FORMAT.md section 6): ``FORMAT_VERSION`` (4) for a
-    new file (``version`` None) or one made in format 4, 3 for a file made in format 3 (the
-    same tables, no packed payloads [F21]), 2 for the text layout of formats 1 and 2 (a
-    table ``entries``), whatever the file's ``format_version`` says: an older file keeps its
-    layout, and is written in its format (2 for a file of format 1)."""
+    """The layout of the log in the file (FORMAT.md section 6): ``FORMAT_VERSION`` (5) for a
+    new file (``version`` None) or one made in format 5 (``log`` a rowid table), 4 for a
+    file made in format 4 (format 3's tables, packed payloads [F21]), 3 for a file made in
+    format 3, 2 for the text layout of formats 1 and 2 (a table ``entries``), whatever the
+    file's ``format_version`` says: an older file keeps its layout, and is written in its
+    format (2 for a file of format 1)."""
     if version is None:
         return FORMAT_VERSION
     rows = await conn.execute_fetchall(
@@ -222,4 +240,4 @@ async def file_layout(conn: Connection, version: int | None) -> int:
     )
     if list(rows):
         return 2
-    return FORMAT_VERSION if version >= FORMAT_VERSION else 3
+    return min(max(version, 3), FORMAT_VERSION)

@@ -17,12 +17,26 @@ from __future__ import annotations
 
 __all__ = [
     "BY_PK_MESSAGE_ID",
+    "BY_PK_MESSAGE_ID5",
     "DELETE_LOG3",
+    "DELETE_LOG5",
     "ENTRIES3",
+    "ENTRIES5",
+    "KEPT5",
     "KIND_CODES",
+    "LAST_SEQ5",
+    "LOG5_COLS",
     "LOG_COLS",
+    "MAX_ACTOR_KEY",
+    "MAX_SEQ",
+    "MESSAGE5",
     "MESSAGE_IDS",
+    "MESSAGE_IDS5",
+    "REF5",
     "STEP_OF",
+    "UNPACK_KEPT5",
+    "anchors5",
+    "read5",
     "step_of",
 ]
 
@@ -289,3 +303,204 @@ BY_PK_MESSAGE_ID = (
     + _ACTOR_KEY.format("?")
     + " AND message_id = ? LIMIT 1"
 )
+
+
+# Format 5 (docs/FORMAT.md section 6, "Format 5" [F24]): ``log`` is a rowid table keyed
+# ``actor << 32 | seq`` (``id``), so that an actor's appends go to the right edge of its
+# range, where SQLite fills a page before it starts the next (a ``WITHOUT ROWID`` table's
+# split leaves both halves part empty); no step index; the meta and log-start tables
+# ``WITHOUT ROWID``. Payloads are packed as in format 4 ([F21]). An actor's rows are the
+# rowid range ``(key << 32) + 1 .. (key << 32) + MAX_SEQ``: every query of the store names
+# that range, which SQLite reads as a range of the table's b-tree.
+
+#: the highest seq of a format-5 file, and the highest actor key
+MAX_SEQ, MAX_ACTOR_KEY = (1 << 32) - 1, (1 << 31) - 1
+#: the columns of format 5's ``log``, in the order of the view's
+LOG5_COLS = "id, kind, tag, ref, message_id, payload, checksum"
+_BASE = "(a.id << 32)"  # the rowid before an actor's first entry, for actors row ``a``
+
+#: SQL: the view's ``payload`` in a format-5 file (format 4's, with the rows it unpacks
+#: against found by rowid: the entry at ``seq - 1`` and at ``ref``)
+PAYLOAD5 = (
+    PAYLOAD4.replace("a.actor = l.actor AND a.seq = l.seq - 1", "a.id = l.id - 1")
+    .replace("a.actor = l.actor AND a.seq = l.ref", "a.id = ((l.id >> 32) << 32) + l.ref")
+    .replace("ea.id = l.actor", "ea.id = l.id >> 32")
+)
+assert "l.actor" not in PAYLOAD5 and "l.seq" not in PAYLOAD5  # every use translated
+
+_CHECKSUM = (
+    "CASE WHEN typeof(l.checksum) = 'integer' "
+    "AND l.checksum BETWEEN -2147483648 AND 2147483647 THEN l.checksum & 4294967295 END"
+)
+#: the columns of ``entries`` from actors row ``a``, log row ``l`` and tags row ``t``, the
+#: payload ``{payload}``
+_SELECT5 = (
+    f"a.actor_id, l.id - {_BASE}, {_KIND_NAME}, "
+    "CASE WHEN typeof(l.tag) = 'integer' THEN t.tag END, l.ref, l.message_id, {payload}, "
+    + _CHECKSUM
+)
+#: an actor's rows with ``lo < seq <= hi``
+_FROM5 = (
+    f"FROM actors AS a JOIN log AS l ON l.id > {_BASE} + {{lo}} AND l.id <= {_BASE} + {{hi}} "
+    "LEFT JOIN tags AS t ON t.id = l.tag"
+)
+_KEY5 = "(" + _ACTOR_KEY.format("{}") + " << 32)"
+
+ENTRIES5 = f"""
+CREATE TABLE IF NOT EXISTS actors (
+    id               INTEGER PRIMARY KEY,
+    actor_id         TEXT NOT NULL UNIQUE,
+    actor_type       TEXT NOT NULL,
+    created_at       REAL NOT NULL,
+    last_seq         INTEGER NOT NULL DEFAULT 0,
+    last_message_seq INTEGER NOT NULL DEFAULT 0,
+    handled_seq      INTEGER NOT NULL DEFAULT 0,
+    first_seq        INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS tags (
+    id  INTEGER PRIMARY KEY,
+    tag TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS log (
+    id         INTEGER PRIMARY KEY,
+    kind       INTEGER NOT NULL,
+    tag        INTEGER NOT NULL,
+    ref        INTEGER NOT NULL,
+    message_id TEXT,
+    payload    BLOB    NOT NULL,
+    checksum   INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS log_message_id
+    ON log (id >> 32, message_id) WHERE message_id IS NOT NULL;
+CREATE VIEW IF NOT EXISTS entries (
+    actor_id, seq, kind, type_tag, ref, message_id, payload, checksum
+) AS SELECT {_SELECT5.format(payload=PAYLOAD5)} {_FROM5.format(lo=0, hi=MAX_SEQ)};
+CREATE TRIGGER IF NOT EXISTS log_contiguous BEFORE INSERT ON log BEGIN
+    SELECT RAISE(ABORT, 'actorlog: seq conflict')
+    WHERE NEW.id & 4294967295
+        != coalesce((SELECT last_seq FROM actors WHERE id = NEW.id >> 32), -1) + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS log_summary AFTER INSERT ON log BEGIN
+    UPDATE actors SET
+        last_seq = NEW.id & 4294967295,
+        first_seq = CASE WHEN first_seq = 0 THEN NEW.id & 4294967295 ELSE first_seq END,
+        last_message_seq = CASE WHEN NEW.kind = 1 THEN NEW.id & 4294967295
+                                ELSE last_message_seq END,
+        handled_seq = CASE WHEN NEW.kind = 4 AND NEW.ref > handled_seq THEN NEW.ref
+                           ELSE handled_seq END
+    WHERE id = NEW.id >> 32;
+END;
+CREATE TRIGGER IF NOT EXISTS entries_insert INSTEAD OF INSERT ON entries BEGIN
+    SELECT RAISE(ABORT, 'actorlog: seq conflict')
+    WHERE typeof(NEW.seq) != 'integer' OR NEW.seq NOT BETWEEN 1 AND {MAX_SEQ}
+       OR coalesce({_ACTOR_KEY.format("NEW.actor_id")}, {MAX_ACTOR_KEY + 1}) > {MAX_ACTOR_KEY};
+    INSERT OR IGNORE INTO tags (tag) VALUES (NEW.type_tag);
+    INSERT INTO log ({LOG5_COLS}) VALUES (
+        {_KEY5.format("NEW.actor_id")} + NEW.seq, {_kind_code("NEW.kind")},
+        {_TAG_KEY.format("NEW.type_tag")}, NEW.ref, NEW.message_id, NEW.payload,
+        {_signed("NEW.checksum")});
+END;
+CREATE TRIGGER IF NOT EXISTS entries_update INSTEAD OF UPDATE ON entries BEGIN
+    INSERT OR IGNORE INTO tags (tag) VALUES (NEW.type_tag);
+    UPDATE log SET id = {_KEY5.format("NEW.actor_id")} + NEW.seq,
+        kind = {_kind_code("NEW.kind")}, tag = {_TAG_KEY.format("NEW.type_tag")},
+        ref = NEW.ref, message_id = NEW.message_id, payload = NEW.payload,
+        checksum = {_signed("NEW.checksum")}
+    WHERE id = {_KEY5.format("OLD.actor_id")} + OLD.seq;
+END;
+CREATE TRIGGER IF NOT EXISTS entries_delete INSTEAD OF DELETE ON entries BEGIN
+    DELETE FROM log WHERE id = {_KEY5.format("OLD.actor_id")} + OLD.seq;
+END;
+CREATE TABLE IF NOT EXISTS log_starts (
+    actor_id  TEXT PRIMARY KEY,
+    first_seq INTEGER NOT NULL,
+    checksum  INTEGER NOT NULL,
+    at        REAL    NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS log_starts_check BEFORE INSERT ON log_starts BEGIN
+    SELECT RAISE(ABORT, 'actorlog: compaction must keep the last entry')
+    WHERE NEW.first_seq > coalesce(
+        (SELECT last_seq FROM actors WHERE actor_id = NEW.actor_id), 0);
+END;
+CREATE TRIGGER IF NOT EXISTS log_starts_compact AFTER INSERT ON log_starts BEGIN
+    DELETE FROM log WHERE id > {_KEY5.format("NEW.actor_id")}
+        AND id < {_KEY5.format("NEW.actor_id")} + NEW.first_seq;
+    UPDATE actors SET first_seq = NEW.first_seq WHERE actor_id = NEW.actor_id;
+END;
+"""
+
+#: The audit trigger's deletion of an actor's log rows in a format-5 file.
+DELETE_LOG5 = (
+    f"DELETE FROM log WHERE id > {_KEY5.format('NEW.actor_id')} "
+    f"AND id <= {_KEY5.format('NEW.actor_id')} + {MAX_SEQ};"
+)
+
+
+def read5(kinds: int | None, limit: bool) -> str:
+    """``Store.read`` in a format-5 file, taking ``(after, upto, actor_id, *kind codes,
+    limit)``: the stored payloads ([F21]: unpacked by the store), by seq."""
+    sql = (
+        f"SELECT {_SELECT5.format(payload='l.payload')} {_FROM5.format(lo='?', hi='?')} "
+        "WHERE a.actor_id = ?"
+    )
+    if kinds is not None:
+        sql += " AND l.kind IN (" + ",".join("?" * kinds) + ")"
+    return sql + " ORDER BY l.id" + (" LIMIT ?" if limit else "")
+
+
+#: ``find_ref`` in a format-5 file, taking ``(ref, actor_id, kind code, ref)``: the entries
+#: of a kind after ``ref`` that refer to it (a ref always points back), by seq; the step of
+#: a message too (a repeated ``ask``): there is no step index, the scan starts at its message
+REF5 = (
+    f"SELECT {_SELECT5.format(payload='l.payload')} "
+    f"{_FROM5.format(lo='?', hi=MAX_SEQ)} "
+    "WHERE a.actor_id = ? AND l.kind = ? AND l.ref = ? ORDER BY l.id"
+)
+
+#: ``find_message`` in a format-5 file, taking ``(message_id, actor_id)``: the row the
+#: message-id index finds, its columns read from the table by its rowid
+MESSAGE5 = (
+    f"SELECT {_SELECT5.format(payload='l.payload')} FROM actors AS a JOIN log AS l ON l.id = "
+    "(SELECT m.id FROM log AS m WHERE m.id >> 32 = a.id AND m.message_id = ?) "
+    "LEFT JOIN tags AS t ON t.id = l.tag WHERE a.actor_id = ?"
+)
+
+#: The message ids of an actor's log in a format-5 file, from ``log_message_id`` alone.
+MESSAGE_IDS5 = (
+    "SELECT message_id FROM log WHERE id >> 32 = "
+    + _ACTOR_KEY.format("?")
+    + " AND message_id IS NOT NULL LIMIT ?"
+)
+
+#: Whether an actor's log holds a message id in a format-5 file, read from the table
+#: (never through the message-id index: ``_sqlite_commit._explains``).
+BY_PK_MESSAGE_ID5 = (
+    f"SELECT 1 FROM actors AS a JOIN log AS l NOT INDEXED ON l.id > {_BASE} "
+    f"AND l.id <= {_BASE} + {MAX_SEQ} WHERE a.actor_id = ? AND l.message_id = ? LIMIT 1"
+)
+
+#: The last seq of an actor's rows in a format-5 file (NULL: none), taking ``(actor_id,)``.
+LAST_SEQ5 = (
+    f"SELECT max(l.id) - {_BASE} FROM actors AS a JOIN log AS l ON l.id > {_BASE} "
+    f"AND l.id <= {_BASE} + {MAX_SEQ} WHERE a.actor_id = ?"
+)
+
+
+def anchors5(n: int) -> str:
+    """The stored ``(seq, kind, payload)`` of ``n`` entries of an actor in a format-5 file,
+    taking ``(*seqs, actor_id)``."""
+    return (
+        f"SELECT l.id - {_BASE}, {_KIND_NAME}, l.payload FROM actors AS a JOIN log AS l "
+        f"ON l.id IN ({','.join([f'{_BASE} + ?'] * n)}) WHERE a.actor_id = ?"
+    )
+
+
+#: Compaction's rows to store unpacked in a format-5 file ([F21]), taking ``(first - 1,
+#: actor_id, first, first)``: the first kept entry, and the kept intents of removed messages.
+KEPT5 = (
+    f"SELECT {_SELECT5.format(payload='l.payload')} {_FROM5.format(lo='?', hi=MAX_SEQ)} "
+    f"WHERE a.actor_id = ? AND (l.id = {_BASE} + ? OR (l.kind = 2 AND l.ref < ?)) ORDER BY l.id"
+)
+
+#: Store a kept entry unpacked, taking ``(payload, actor_id, seq, stored payload)``.
+UNPACK_KEPT5 = "UPDATE log SET payload = ? WHERE id = " + _KEY5.format("?") + " + ? AND payload = ?"

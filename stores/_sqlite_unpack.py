@@ -23,6 +23,7 @@ from actorlog.store import ENTRY_COLUMNS, EntryRow
 
 from . import _sqlite_pack as _pack
 from ._sqlite_pack import AT, FLAG_BYTES, KEY, REPLY, Anchor
+from ._sqlite_schema3 import anchors5
 
 _scan, _string = _pack._scan, _pack._string  # the decoder and encoder packing uses
 
@@ -255,12 +256,13 @@ class PackedReads:
 
     def _stored_rows(self, sql: str) -> str:
         """A read of ``entries`` as one of ``log_rows`` in a format-4 file: the stored payloads,
-        unpacked in Python (cheaper than the SQL of ``entries`` for every packed one)."""
-        return sql.replace("FROM entries", "FROM log_rows", 1) if self.layout >= 4 else sql
+        unpacked in Python (cheaper than the SQL of ``entries`` for every packed one). A
+        format-5 file's store reads ``log`` itself (``_sqlite_schema3``)."""
+        return sql.replace("FROM entries", "FROM log_rows", 1) if self.layout == 4 else sql
 
     async def _unpacked_values(self, rows: list[Any]) -> list[Any]:
-        """[F21] ``rows`` (one actor's, by seq, column values as read) unpacked in a format-4
-        file, before they are checked, reading the entries they need that they lack."""
+        """[F21] ``rows`` (one actor's, by seq, column values as read) unpacked in a file of
+        format 4 or 5, before they are checked, reading the entries they need that they lack."""
         if self.layout < 4 or not rows:
             return rows
         got, absent = unpack_values(rows, {})
@@ -278,12 +280,15 @@ class PackedReads:
     async def _anchors(self, actor_id: Any, seqs: list[int]) -> dict[int, tuple[str, bytes]]:
         """The stored ``(kind, payload)`` of these entries of the actor, by seq (a damaged
         column: left out, nothing to unpack with)."""
-        found = await self._fetch(
-            "SELECT seq, kind, payload FROM log_rows WHERE actor_id = ? AND seq IN ("
-            + ",".join("?" * len(seqs))
-            + ")",
-            (actor_id, *seqs),
-        )
+        if self.layout >= 5:  # by rowid (``_sqlite_schema3.anchors5``)
+            found = await self._fetch(anchors5(len(seqs)), (*seqs, actor_id))
+        else:
+            found = await self._fetch(
+                "SELECT seq, kind, payload FROM log_rows WHERE actor_id = ? AND seq IN ("
+                + ",".join("?" * len(seqs))
+                + ")",
+                (actor_id, *seqs),
+            )
         return {
             seq: (kind, payload)
             for seq, kind, payload in found

@@ -79,8 +79,25 @@ from ._sqlite_commit import (
 )
 from ._sqlite_compact import SqliteCompaction
 from ._sqlite_conn import Connection
-from ._sqlite_schema import PRELUDE, SCHEMA, SCHEMA3, UNFINISHED, check_version, file_layout
-from ._sqlite_schema3 import MESSAGE_IDS, step_of
+from ._sqlite_schema import (
+    PRELUDE,
+    SCHEMA,
+    SCHEMA3,
+    SCHEMA5,
+    UNFINISHED,
+    check_version,
+    file_layout,
+)
+from ._sqlite_schema3 import (
+    KIND_CODES,
+    MAX_SEQ,
+    MESSAGE5,
+    MESSAGE_IDS,
+    MESSAGE_IDS5,
+    REF5,
+    read5,
+    step_of,
+)
 from ._sqlite_unpack import PackedReads
 from ._sqltimers import SqliteTimers
 
@@ -189,8 +206,9 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, PackedReads):
         self._registrar: GroupCommitter[Registration] = GroupCommitter(self._register)
         self._lock_fd: int | None = None
         self._actorlog_schema = False  # the file holds actorlog's tables (set by open)
-        #: the file's layout (set by open): 4, 3 for a file made in format 3 (no packed
-        #: payloads), or 2 for a file made in format 1 or 2
+        #: the file's layout (set by open): 5, 4 for a file made in format 4 (``log``
+        #: ``WITHOUT ROWID``), 3 for a file made in format 3 (no packed payloads), or 2 for
+        #: a file made in format 1 or 2
         self.layout = FORMAT_VERSION
         self._step_sql = step_of(FORMAT_VERSION, True)  # the step lookup (set by open)
 
@@ -263,7 +281,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, PackedReads):
             await self._when_not_busy(w, "PRAGMA journal_mode=WAL")
             await w.execute(self._sync_pragma)
             await self._check_version(w)
-            schema = SCHEMA3 if self.layout >= 3 else SCHEMA
+            schema = SCHEMA5 if self.layout >= 5 else SCHEMA3 if self.layout >= 3 else SCHEMA
             await w.executescript("BEGIN IMMEDIATE;" + schema + "COMMIT;")
             self._step_sql = step_of(self.layout, True)  # the schema has the step index now
             self._actorlog_schema = True
@@ -454,6 +472,11 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, PackedReads):
         if not rows:
             return
         self._writer()
+        if self.layout >= 5 and rows[-1].seq > MAX_SEQ:
+            raise ConfigurationError(
+                f"a SQLite file of format 5 holds seqs up to {MAX_SEQ} per actor: actor "
+                f"{actor_id!r} cannot append seq {rows[-1].seq}"
+            )
         if self.layout >= 4:  # [F21] packed against the rows before them in this append
             rows = _pack.pack_rows(rows)
         await self._committer.submit((actor_id, expected_last_seq, rows))
@@ -467,19 +490,45 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, PackedReads):
         kinds: Sequence[str] | None = None,
         limit: int | None = None,
     ) -> list[EntryRow]:
-        sql, params = select_entries("sqlite", actor_id, after_seq, upto_seq, kinds, limit)
-        found = await self._fetch(self._stored_rows(sql), params)  # [F21] unpacked here
+        if self.layout >= 5:
+            sql, params = self._read5(actor_id, after_seq, upto_seq, kinds, limit)
+        else:
+            sql, params = select_entries("sqlite", actor_id, after_seq, upto_seq, kinds, limit)
+            sql = self._stored_rows(sql)
+        found = await self._fetch(sql, params)  # [F21] unpacked here
         return entries(await self._unpacked_values(found), actor_id, after_seq)
+
+    @staticmethod
+    def _read5(
+        actor_id: str,
+        after_seq: int,
+        upto_seq: int | None,
+        kinds: Sequence[str] | None,
+        limit: int | None,
+    ) -> tuple[str, list[Any]]:
+        """``read``'s query in a format-5 file: a range of the actor's rowids."""
+        after = min(max(after_seq, 0), MAX_SEQ)
+        upto = MAX_SEQ if upto_seq is None else min(max(upto_seq, after), MAX_SEQ)
+        params: list[Any] = [after, upto, actor_id]
+        if kinds is not None:
+            params += [KIND_CODES.get(k, 0) for k in kinds]
+        if limit is not None:
+            params.append(limit)
+        return read5(None if kinds is None else len(kinds), limit is not None), params
 
     async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
         # The index finds the row's seq; its columns are read from the table by its primary
         # key (a plain lookup would take message_id from the index's own copy), so that a key
         # damaged in the index is told apart from the entry it points at.
-        rows = await self._fetch(
-            f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = ? AND seq = "
-            "(SELECT seq FROM entries WHERE actor_id = ? AND message_id = ?)",
-            (actor_id, actor_id, message_id),
-        )
+        if self.layout >= 5:
+            found = await self._fetch(MESSAGE5, (message_id, actor_id))
+            rows = await self._unpacked_values(found)  # a message is never packed: damage
+        else:
+            rows = await self._fetch(
+                f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = ? AND seq = "
+                "(SELECT seq FROM entries WHERE actor_id = ? AND message_id = ?)",
+                (actor_id, actor_id, message_id),
+            )
         if not rows:
             return None
         row = entry_row(rows[0], actor_id=actor_id)
@@ -496,7 +545,9 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, PackedReads):
     async def message_ids(self, actor_id: str, *, limit: int) -> list[str] | None:
         """``MessageIdIndex``: one scan of the message-id index (None past ``limit``)."""
         sql = (
-            MESSAGE_IDS
+            MESSAGE_IDS5
+            if self.layout >= 5
+            else MESSAGE_IDS
             if self.layout >= 3
             else "SELECT message_id FROM entries WHERE actor_id = ? AND message_id IS NOT NULL "
             "LIMIT ?"
@@ -505,10 +556,16 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, PackedReads):
         return None if len(rows) > limit else [str(r[0]) for r in rows]
 
     async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
+        if self.layout >= 5:  # no step index: the actor's log after ``ref``, as for any kind
+            if kind not in KIND_CODES or not 0 <= ref < MAX_SEQ:
+                return []
+            found = await self._fetch(REF5, (ref, actor_id, KIND_CODES[kind], ref))
+            return entries(await self._unpacked_values(found), actor_id, ref)
         if kind == "step":  # the runtime's lookup (a repeated ask): the partial index
             found = await self._fetch(self._stored_rows(self._step_sql), (actor_id, ref, actor_id))
-            steps = entries(found, actor_id, ref)  # [F21] unpacked below, as a read's are
-            return sorted(await self._unpacked(steps), key=lambda r: r.seq)
+            # [F21] unpacked before the rows are built, as a read's are (one EntryRow each)
+            steps = entries(await self._unpacked_values(found), actor_id, ref)
+            return sorted(steps, key=lambda r: r.seq)
         else:  # operators' tools: a ref always points back, so scan the log after it
             sql = (
                 f"SELECT {ENTRY_COLS} FROM entries "
