@@ -506,7 +506,14 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, PackedReads):
         kinds: Sequence[str] | None,
         limit: int | None,
     ) -> tuple[str, list[Any]]:
-        """``read``'s query in a format-5 file: a range of the actor's rowids."""
+        """``read``'s query in a format-5 file: a range of the actor's rowids (seqs beyond
+        the format's are past every entry; beyond 64 bits, as in every SQLite file, bad
+        input)."""
+        for value in (after_seq, upto_seq):
+            if value is not None and not -(1 << 63) <= value < 1 << 63:
+                raise ConfigurationError(
+                    f"SQLite cannot store a value of this read: seq {value} is beyond 64 bits"
+                )
         after = min(max(after_seq, 0), MAX_SEQ)
         upto = MAX_SEQ if upto_seq is None else min(max(upto_seq, after), MAX_SEQ)
         params: list[Any] = [after, upto, actor_id]

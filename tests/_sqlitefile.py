@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import attrs
+import pytest
 
 LEAF_TABLE, INTERIOR_TABLE, LEAF_INDEX, INTERIOR_INDEX = 0x0D, 0x05, 0x0A, 0x02
 
@@ -63,9 +65,10 @@ class SqliteFile:
     page_size: int
     roots: dict[str, int]  # table or index name -> root page
     kinds: dict[str, str]  # name -> "table" | "index"
-    #: format 3 (FORMAT.md section 6): actor key -> actor id. Its log rows are in ``log``
-    #: (also found here as ``entries``, the name of the view over them), whose records'
-    #: keys this maps back to ``(actor_id, seq)``; the columns keep format 2's order
+    #: formats 3 to 5 (FORMAT.md section 6): actor key -> actor id. Its log rows are in
+    #: ``log`` (also found here as ``entries``, the name of the view over them), whose
+    #: records' keys (format 5: rowids) this maps back to ``(actor_id, seq)``; the columns
+    #: keep format 2's order
     actor_keys: dict[int, str] = attrs.field(factory=dict)
 
     @classmethod
@@ -156,7 +159,14 @@ class SqliteFile:
                 for t in types[:2]:
                     value, v = _value(t, page, v)
                     key.append(value)
-                if table in ("entries", "log") and "log" in self.kinds and key:
+                if table in ("entries", "log") and "log" in self.kinds and rowid:
+                    # format 5: the key is the rowid ``actor << 32 | seq`` and the record's
+                    # first column (``id``) is NULL; shown in format 2's column order, the
+                    # actor's column the id's
+                    key = [self.actor_keys.get(rowid >> 32, rowid >> 32), rowid & 0xFFFFFFFF]
+                    types.insert(0, types[0])
+                    offsets.insert(0, offsets[0])
+                elif table in ("entries", "log") and "log" in self.kinds and key:
                     key[0] = self.actor_keys.get(key[0], key[0])  # type: ignore[call-overload]
                 out.append(Record(table, rowid, tuple(types), tuple(offsets), tuple(key)))
         return out
@@ -188,3 +198,28 @@ def flip(path: Path, offset: int, bit: int) -> None:
         b = f.read(1)[0]
         f.seek(offset)
         f.write(bytes([b ^ (1 << bit)]))
+
+
+def log_seq(path: Path) -> str:
+    """SQL: the seq of a row of ``log`` in this file: its column ``seq`` in formats 3 and 4,
+    the low 32 bits of its rowid in format 5 (FORMAT.md section 6)."""
+    db = sqlite3.connect(path)
+    try:
+        ((sql,),) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'log'").fetchall()
+    finally:
+        db.close()
+    return "seq" if "WITHOUT ROWID" in sql else "(id & 4294967295)"
+
+
+def new_files_in(monkeypatch: pytest.MonkeyPatch, layout: int) -> None:
+    """Make ``SqliteStore`` create new files in format ``layout`` (4: format 3's tables, with
+    packed payloads), as an earlier version of this code made them; an existing file keeps
+    its own layout, as always."""
+    from actorlog.stores import _sqlite_schema, sqlite as module
+
+    real = _sqlite_schema.file_layout
+
+    async def file_layout(conn: Any, version: int | None) -> int:
+        return layout if version is None else await real(conn, version)
+
+    monkeypatch.setattr(module, "file_layout", file_layout)

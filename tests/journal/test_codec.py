@@ -94,7 +94,7 @@ _IDS = [g[0][2] for g in GOLDEN_ENTRIES]
 def test_format_version_and_kind_codes() -> None:
     """[F1] the format is version 4 (its frames still begin with byte 1, [F6]); [F4] kind
     codes are 1..6 in table order."""
-    assert FORMAT_VERSION == 4
+    assert FORMAT_VERSION == 5
     assert FRAME_VERSION == 1
     assert KINDS == ("message", "intent", "result", "step", "effect", "decision")
 

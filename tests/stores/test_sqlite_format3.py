@@ -1,5 +1,5 @@
-"""Format 3's SQLite layout (docs/FORMAT.md section 6, "Format 3"; a new file is made in
-format 4, whose tables are format 3's, [F21]): the golden row of the documented example
+"""Format 3's SQLite layout (docs/FORMAT.md section 6, "Format 3"; files made in format 4,
+whose tables are format 3's, [F21], as before format 5): the golden row of the documented example
 entry, the schema of a new file, and damage to each field format 3
 added (an actor's key, a kind or tag code, a tag's text) caught like damage to any column."""
 
@@ -12,13 +12,19 @@ from pathlib import Path
 import pytest
 from actorlog import ops
 from actorlog._journal.codec import make_row
-from actorlog.store import FORMAT_VERSION
 from actorlog.stores import SqliteStore
 
-from tests._sqlitefile import SqliteFile
+from tests._sqlitefile import SqliteFile, new_files_in
 from tests.stores.test_sqlite_damage import build, sql
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _format4_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """New files made in format 4 (format 3's tables), as before format 5."""
+    new_files_in(monkeypatch, 4)
+
 
 FIXTURES = Path(__file__).parents[1] / "upgrading" / "fixtures"
 FIXTURE_V2 = FIXTURES / "payer_format_v2.db"
@@ -59,7 +65,6 @@ async def test_a_new_file_stores_the_documented_row(tmp_path: Path) -> None:
     columns."""
     path = tmp_path / "agents.db"
     await _write_example(path)
-    assert FORMAT_VERSION == 4
     assert _rows(path, "SELECT value FROM actorlog_meta WHERE key = 'format_version'") == [("4",)]
     assert _rows(path, "SELECT * FROM log") == [
         (1, 1, 1, 1, 0, "m1", b'{"x":1}', EXAMPLE_CRC - 2**32)

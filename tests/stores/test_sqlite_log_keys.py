@@ -1,9 +1,9 @@
-"""Format 4's appends straight into ``log`` (``_sqlite_commit.LogKeys``): once the store knows
-the file's keys of an actor and of a tag, it inserts their rows into ``log`` itself instead
-of through the view ``entries`` and its insert trigger. Checked here: the rows stored are the
-ones the trigger stores (every column, its storage class, the summary rows), the direct path
-is taken, and a key is never used for an actor that does not own it (a deleted actor's key
-reused by a new one).
+"""Format 4's and 5's appends straight into ``log`` (``_sqlite_commit.LogKeys``): once the
+store knows the file's keys of an actor and of a tag, it inserts their rows into ``log``
+itself instead of through the view ``entries`` and its insert trigger. Checked here: the rows
+stored are the ones the trigger stores (every column, its storage class, the summary rows),
+the direct path is taken, and a key is never used for an actor that does not own it (a
+deleted actor's key reused by a new one).
 """
 
 from __future__ import annotations
@@ -19,9 +19,21 @@ from actorlog._journal.codec import make_row
 from actorlog.store import EntryRow, SequenceConflictError
 from actorlog.stores import SqliteStore
 
+from tests._sqlitefile import log_seq, new_files_in
+
 pytestmark = pytest.mark.anyio
 
+
+@pytest.fixture(autouse=True, params=[4, 5], ids=["format4", "format5"])
+def _layout(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """New files made in format 4 (format 3's tables) and in format 5 (a rowid ``log``)."""
+    layout: int = request.param
+    new_files_in(monkeypatch, layout)
+    return layout
+
+
 _COLS = "actor, seq, kind, tag, ref, message_id, payload, checksum"
+_COLS5 = "id, kind, tag, ref, message_id, payload, checksum"
 
 
 def _rows(actor_id: str, first: int) -> list[list[EntryRow]]:
@@ -50,8 +62,9 @@ def _table(path: Path, sql: str) -> list[tuple[Any, ...]]:
 
 
 def _log(path: Path) -> list[tuple[Any, ...]]:
-    typed = ", ".join(f"typeof({c.strip()})" for c in _COLS.split(","))
-    return _table(path, f"SELECT {_COLS}, {typed} FROM log ORDER BY actor, seq")
+    cols = _COLS if log_seq(path) == "seq" else _COLS5  # format 4, format 5
+    typed = ", ".join(f"typeof({c.strip()})" for c in cols.split(","))
+    return _table(path, f"SELECT {cols}, {typed} FROM log ORDER BY 1, 2")
 
 
 async def _write(path: Path, *, through_view: bool) -> list[str]:

@@ -20,6 +20,7 @@ from actorlog.stores._sqlite_pack import anchor, is_packed, pack_rows, unpack
 from actorlog.stores._sqlite_unpack import unpack_rows
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from tests._sqlitefile import log_seq
 from tests.stores.test_sqlite_format4 import (
     INC,
     INTENT,
@@ -205,7 +206,7 @@ async def test_a_packed_entry_spelled_otherwise_is_found(
     assert _stored(path)[seq] != stored
     db = sqlite3.connect(path, isolation_level=None)
     try:
-        db.execute("UPDATE log SET payload = ? WHERE seq = ?", (stored, seq))
+        db.execute(f"UPDATE log SET payload = ? WHERE {log_seq(path)} = ?", (stored, seq))
     finally:
         db.close()
     store = SqliteStore(path, read_only=True)
