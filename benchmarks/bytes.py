@@ -1,4 +1,4 @@
-"""Stored bytes per ask: format 1's layout, formats 2, 3 and 4 (SQLite), in one run.
+"""Stored bytes per ask: format 1's layout, formats 2, 3, 4 and 5 (SQLite), in one run.
 
     python -m benchmarks.bytes [--asks 2000] [--rounds 5]
 
@@ -18,8 +18,10 @@ default snapshot policy (none). Then ``PRAGMA wal_checkpoint(TRUNCATE)`` and the
 ``format 1 layout`` writes each payload as the JSON object format 1's builders wrote (every
 key, ``at`` as float seconds, a duration with all its digits).
 
-Four variants of the same run: ``format 4`` (this code, a new file: format 3's tables with
-packed payloads, [F21]), ``format 3`` (this code writing a file made in format 3, which
+Five variants of the same run: ``format 5`` (this code, a new file: ``log`` a rowid table
+keyed ``actor << 32 | seq``, no step index, payloads packed as in format 4; [F24]),
+``format 4`` (a file made in format 4, which keeps its format: format 3's tables with packed
+payloads, [F21]), ``format 3`` (this code writing a file made in format 3, which
 keeps its format: compact payloads, the log in ``log`` with an integer actor key and integer
 codes), ``format 2`` (a file made in format 2, which keeps its layout: ``entries``
 ``WITHOUT ROWID`` with text columns, made before the store opens the file) and ``format 1
@@ -123,15 +125,18 @@ def format1_payloads() -> Iterator[None]:
 
 
 def older_file(path: Path, version: int) -> None:
-    """Make the file as format ``version`` (1, 2 or 3) did, before the store opens it (which
+    """Make the file as format ``version`` (1 to 4) did, before the store opens it (which
     then keeps its layout and format): in formats 1 and 2 the entries table with text
-    columns, a rowid table in format 1; in format 3 format 4's tables (no packed payloads)."""
+    columns, a rowid table in format 1; in formats 3 and 4 format 3's tables (format 4
+    packs payloads in them)."""
     from actorlog.stores._sqlite_schema import PRELUDE, SCHEMA, SCHEMA3
 
     con = sqlite3.connect(path)
     try:
         con.execute(PRELUDE)
-        schema = {1: SCHEMA.replace(") WITHOUT ROWID;", ");"), 2: SCHEMA, 3: SCHEMA3}[version]
+        schema = {1: SCHEMA.replace(") WITHOUT ROWID;", ");"), 2: SCHEMA, 3: SCHEMA3, 4: SCHEMA3}[
+            version
+        ]
         con.executescript(schema)
         con.execute("INSERT INTO actorlog_meta VALUES ('format_version', ?)", (str(version),))
         con.commit()
@@ -166,14 +171,11 @@ def _figures(path: Path, asks: int) -> dict[str, float]:
     try:
         con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         out = {"file": os.path.getsize(path) / asks}
-        table = (
-            "log"
-            if con.execute("SELECT 1 FROM sqlite_master WHERE name='log'").fetchall()
-            else "entries"
-        )
+        found = con.execute("SELECT sql FROM sqlite_master WHERE name='log'").fetchall()
+        table = "entries" if not found else "log" if "WITHOUT ROWID" in found[0][0] else "log5"
         cols, payload = con.execute(
             f"SELECT sum({' + '.join(_stored(c) for c in _COLUMNS[table])}), sum(length(payload))"
-            f" FROM {table}"
+            f" FROM {table.removesuffix('5')}"
         ).fetchone()
         out["columns"] = cols / asks
         out["payload"] = payload / asks
@@ -222,6 +224,8 @@ def _figures(path: Path, asks: int) -> dict[str, float]:
 _COLUMNS = {
     "entries": ("actor_id", "seq", "kind", "type_tag", "ref", "message_id", "payload", "checksum"),
     "log": ("actor", "seq", "kind", "tag", "ref", "message_id", "payload", "checksum"),
+    # format 5: the rowid (the key, a varint in the cell; its record column is NULL)
+    "log5": ("rowid", "kind", "tag", "ref", "message_id", "payload", "checksum"),
 }
 
 #: format 3's b-trees under the names of their format-2 counterparts
@@ -263,7 +267,10 @@ def _fixed(f: dict[str, float]) -> float:
 
 
 def _stored(column: str) -> str:
-    """SQL: the bytes of ``column``'s value in a record (its serial type's size)."""
+    """SQL: the bytes of ``column``'s value in a record (its serial type's size), of a rowid
+    its varint's."""
+    if column == "rowid":
+        return "(" + " + ".join(f"(rowid >= {1 << 7 * k})" for k in range(1, 9)) + " + 1)"
     return (
         f"(CASE typeof({column}) WHEN 'integer' THEN CASE WHEN {column} IN (0, 1) THEN 0 "
         f"WHEN abs({column}) < 128 THEN 1 WHEN abs({column}) < 32768 THEN 2 "
@@ -363,10 +370,16 @@ def main() -> None:
     configure_output(args)
     sizes: dict[str, dict[str, float]] = {}
     with scratch_dir() as d:
-        variants = (("format 1 layout", 1), ("format 2", 2), ("format 3", 3), ("format 4", 4))
+        variants = (
+            ("format 1 layout", 1),
+            ("format 2", 2),
+            ("format 3", 3),
+            ("format 4", 4),
+            ("format 5", 5),
+        )
         for name, version in variants:
             path = d / f"v{version}.db"
-            if version < 4:
+            if version < 5:
                 older_file(path, version)
             if version == 1:
                 with format1_payloads():
@@ -395,8 +408,8 @@ def main() -> None:
             f"{f['read_us']:.2f}",
             f"{f['store_read_us']:.2f}",
         )
-    old, two, three, new = (sizes[f"format {v}"]["file"] for v in ("1 layout", 2, 3, 4))
-    four = sizes["format 4"]
+    old, two, three, four_f, new = (sizes[f"format {v}"]["file"] for v in ("1 layout", 2, 3, 4, 5))
+    four, five = sizes["format 4"], sizes["format 5"]
     cpu = _cpu(args.rounds)
     cpu_table = Table(
         ["payload form", "build + encode µs/entry", "verify + decode µs/entry", "sum"]
@@ -407,48 +420,47 @@ def main() -> None:
         f"{args.asks:,} asks with one tool call each (4 entries an ask), bytes per ask after a "
         "truncating checkpoint:\n\n"
         f"{size_table.markdown()}\n\n"
-        f"Format 4 stores {new / three:.2f}x the bytes of format 3 ({three:.0f} -> {new:.0f} "
-        f"bytes an ask), {new / two:.2f}x those of format 2 ({two:.0f}) and {new / old:.2f}x "
-        f"those of format 1's layout ({old:.0f}). Of format 4's {new:.0f} bytes: "
-        f"{_remaining(four, args.asks)}.\n\n"
-        "Format 4 packs the intent (its `at` a difference from the message's, its idempotency "
-        "key derived) and the step (its `at` a difference from the result's, its reply the "
-        "result's value) against the entries of the same append (FORMAT.md [F21]): "
-        f"{sizes['format 3']['payload'] - four['payload']:.0f} payload bytes an ask. "
-        "Issue 28's 250 bytes an ask are not reached, and cannot be without a new format: "
-        f"without the fixed pages an ask costs about {new - _fixed(four):.0f} bytes, of which "
-        f"the payloads and the two indexes are {four['payload'] + _indexes(four):.0f}. What "
-        "is left in the payloads is the message (its body, its `at` and its incarnation, "
-        "which a reader needs without any other entry) and the result (its value and `at`: "
-        "it is the first entry of the step's last append, with nothing of its own append "
-        "before it). Nothing else goes without changing the format. The free space in the "
-        f"log's pages ({four.get('unused', 0):.0f} bytes an ask) is how SQLite splits a full "
-        "page of a `WITHOUT ROWID` table when a row is appended: into two partly filled "
-        "pages (it fills pages only when it loads a b-tree in bulk, as `VACUUM` does). The "
-        f"same file rebuilt with `VACUUM INTO` stores {four['rebuilt']:.0f} bytes an ask (its "
-        f"log's pages {four.get('rebuilt_unused', 0):.0f} bytes an ask free), and a store "
-        "cannot rebuild its file as it appends. The fixed pages are "
-        f"{four.get('small_btrees', 0):.0f} b-trees of one page each (every table and index "
-        "but the log's: the meta table, actors, tags, snapshots, events, timers, the audit, "
-        "compaction starts, most of them empty here), "
-        f"{four.get('schema_pages', 0):.0f} pages of schema ({four['schema_text']:,.0f} "
-        f"bytes of SQL text, {four['view_text']:,.0f} of them the view `entries`, which "
-        "unpacks in SQL) and a pointer-map page (incremental auto-vacuum); a file without "
-        "some of them would not be read by this format's readers. At "
-        f"{args.asks:,} asks, 250 bytes an ask leave the log and its indexes "
-        f"{250 - _fixed(four):.0f} bytes an ask (now {new - _fixed(four):.0f}). Measured and "
-        "left out: 1 KiB pages (`PRAGMA page_size`) cut the fixed pages to a quarter (about "
-        "323 bytes an ask here) but split every payload over about 1 KiB into overflow "
-        "pages; a commit's entries of one actor as one row saved about 25 bytes an ask, "
-        "while every read by seq, both indexes, compaction at any seq and the append trigger "
-        "would have to look inside rows; and a rowid key `actor << 40 | seq` about 18, for "
-        "one actor appending alone.\n\n"
+        f"Format 5 stores {new / four_f:.2f}x the bytes of format 4 ({four_f:.0f} -> "
+        f"{new:.0f} bytes an ask), {new / three:.2f}x those of format 3 ({three:.0f}), "
+        f"{new / two:.2f}x those of format 2 ({two:.0f}) and {new / old:.2f}x those of format "
+        f"1's layout ({old:.0f}). Of format 5's {new:.0f} bytes: {_remaining(five, args.asks)}."
+        "\n\n"
+        "Format 5 keeps format 4's packed payloads ([F21]: the intent's `at` and key, the "
+        "step's `at` and reply, against the entries of their own append) and changes the "
+        "log's table (FORMAT.md [F24]): a rowid table keyed `actor << 32 | seq`, whose "
+        "appends at the right edge of an actor's range SQLite packs page by page (the free "
+        f"space in the log's pages: {four.get('unused', 0):.0f} bytes an ask in format 4's "
+        f"`WITHOUT ROWID` table, whose page splits leave both halves part empty, "
+        f"{five.get('unused', 0):.0f} in format 5); no step index "
+        f"({four.get('entries_step', 0):.0f} bytes an ask in format 4: a repeated `ask` reads "
+        "the actor's log from its message to its step); the meta and log-start tables "
+        "`WITHOUT ROWID` (no second b-tree for their keys). The message-id index costs "
+        f"{five.get('entries_message_id', 0):.0f} bytes an ask (format 4: "
+        f"{four.get('entries_message_id', 0):.0f}): it holds the rowid, 5 or 6 bytes, where "
+        "format 4's held a seq of 2.\n\n"
+        "Issue 28's 250 bytes an ask are not reached: without the fixed pages an ask costs "
+        f"about {new - _fixed(five):.0f} bytes, of which the payloads are "
+        f"{five['payload']:.0f} and the message-id index "
+        f"{five.get('entries_message_id', 0):.0f}; the fixed pages are "
+        f"{_fixed(five):.0f} bytes an ask at {args.asks:,} asks "
+        f"({five.get('small_btrees', 0):.0f} b-trees of one page, "
+        f"{five.get('schema_pages', 0):.0f} pages of schema, {five['schema_text']:,.0f} bytes of "
+        f"SQL of which {five['view_text']:,.0f} the view `entries`, and a pointer-map page). "
+        "Measured (`python -m benchmarks.bytes_layouts`, the same log replayed into candidate "
+        "layouts) and left out: the kind and tag codes in one integer (about 2 bytes an ask); "
+        "the tables of timers, the audit and compaction made only when first used (9 pages, "
+        "about 18 bytes an ask here, and nothing at 200,000 asks), which every reader and "
+        "writer of them would have to expect missing. What is left to reach 250 is in the "
+        "payloads: the message's `at` and incarnation and the result's `at` repeat what "
+        "earlier appends hold (about 40 bytes an ask), which packing can take only against "
+        "an anchor that survives compaction; and a commit's entries as one row (about 25), "
+        "which every read by seq would have to look inside.\n\n"
         "`SQL read µs/entry`: the CPU of `SELECT * FROM entries` over the whole file (best "
-        "of 5), where format 4's view unpacks in SQL (what SQL typed by hand pays); `store "
-        "read µs/entry`: `SqliteStore.read` of the whole log (best of 5), which in format 4 "
-        "reads the stored payloads (the view `log_rows`) and unpacks them in Python. The "
-        "codec table's format 4 row packs an ask's rows as the store does on every append, "
-        "and unpacks them as the store's read does.\n\n"
+        "of 5), where the views of formats 4 and 5 unpack in SQL (what SQL typed by hand "
+        "pays); `store read µs/entry`: `SqliteStore.read` of the whole log (best of 5), which "
+        "in formats 4 and 5 reads the stored payloads and unpacks them in Python. The "
+        "codec table's format 4 row (format 5's payloads are format 4's) packs an ask's rows "
+        "as the store does on every append, and unpacks them as the store's read does.\n\n"
         "The codec's CPU per entry (the four entries of an ask, the forms interleaved in one "
         f"process, best of {args.rounds} rounds):\n\n{cpu_table.markdown()}\n"
     )
