@@ -228,16 +228,19 @@ async def check_version(conn: Connection, path: str) -> int | None:
 
 async def file_layout(conn: Connection, version: int | None) -> int:
     """The layout of the log in the file (FORMAT.md section 6): ``FORMAT_VERSION`` (5) for a
-    new file (``version`` None) or one made in format 5 (``log`` a rowid table), 4 for a
-    file made in format 4 (format 3's tables, packed payloads [F21]), 3 for a file made in
-    format 3, 2 for the text layout of formats 1 and 2 (a table ``entries``), whatever the
-    file's ``format_version`` says: an older file keeps its layout, and is written in its
-    format (2 for a file of format 1)."""
+    new file (``version`` None) or one made in format 5 (``log`` a rowid table, whatever
+    ``format_version`` says), 4 for a file made in format 4 (format 3's tables, packed
+    payloads [F21]), 3 for a file made in format 3 (the same tables, the version says
+    which), 2 for the text layout of formats 1 and 2 (a table ``entries``): an older file
+    keeps its layout, and is written in its format (2 for a file of format 1)."""
     if version is None:
         return FORMAT_VERSION
     rows = await conn.execute_fetchall(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'entries'"
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN ('entries', 'log')"
     )
-    if list(rows):
+    tables = {name: sql for name, sql in rows}
+    if "entries" in tables:
         return 2
-    return min(max(version, 3), FORMAT_VERSION)
+    if "WITHOUT ROWID" not in str(tables.get("log", "WITHOUT ROWID")).upper():
+        return 5  # the rowid table of format 5, whatever the version says
+    return 4 if version >= 4 else 3

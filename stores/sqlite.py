@@ -52,7 +52,6 @@ from actorlog.store import (
     StoreCorruptError,
     StoreUnavailableError,
     actor_row,
-    entry_row,
     event_row,
     shown,
     snapshot_data,
@@ -64,10 +63,7 @@ from . import _sqlite_pack as _pack, _writelock
 from ._groupcommit import GroupCommitter, Request
 from ._sql import (
     ACTOR_COLS,
-    ENTRY_COLS,
     SNAPSHOT_INFO_COLS,
-    entries,
-    select_entries,
     snapshot_values,
 )
 from ._sqlite_commit import (
@@ -88,16 +84,7 @@ from ._sqlite_schema import (
     check_version,
     file_layout,
 )
-from ._sqlite_schema3 import (
-    KIND_CODES,
-    MAX_SEQ,
-    MESSAGE5,
-    MESSAGE_IDS,
-    MESSAGE_IDS5,
-    REF5,
-    read5,
-    step_of,
-)
+from ._sqlite_schema3 import MAX_SEQ, step_of
 from ._sqlite_unpack import PackedReads
 from ._sqltimers import SqliteTimers
 
@@ -480,106 +467,6 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, PackedReads):
         if self.layout >= 4:  # [F21] packed against the rows before them in this append
             rows = _pack.pack_rows(rows)
         await self._committer.submit((actor_id, expected_last_seq, rows))
-
-    async def read(
-        self,
-        actor_id: str,
-        *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        kinds: Sequence[str] | None = None,
-        limit: int | None = None,
-    ) -> list[EntryRow]:
-        if self.layout >= 5:
-            sql, params = self._read5(actor_id, after_seq, upto_seq, kinds, limit)
-        else:
-            sql, params = select_entries("sqlite", actor_id, after_seq, upto_seq, kinds, limit)
-            sql = self._stored_rows(sql)
-        found = await self._fetch(sql, params)  # [F21] unpacked here
-        return entries(await self._unpacked_values(found), actor_id, after_seq)
-
-    @staticmethod
-    def _read5(
-        actor_id: str,
-        after_seq: int,
-        upto_seq: int | None,
-        kinds: Sequence[str] | None,
-        limit: int | None,
-    ) -> tuple[str, list[Any]]:
-        """``read``'s query in a format-5 file: a range of the actor's rowids (seqs beyond
-        the format's are past every entry; beyond 64 bits, as in every SQLite file, bad
-        input)."""
-        for value in (after_seq, upto_seq):
-            if value is not None and not -(1 << 63) <= value < 1 << 63:
-                raise ConfigurationError(
-                    f"SQLite cannot store a value of this read: seq {value} is beyond 64 bits"
-                )
-        after = min(max(after_seq, 0), MAX_SEQ)
-        upto = MAX_SEQ if upto_seq is None else min(max(upto_seq, after), MAX_SEQ)
-        params: list[Any] = [after, upto, actor_id]
-        if kinds is not None:
-            params += [KIND_CODES.get(k, 0) for k in kinds]
-        if limit is not None:
-            params.append(limit)
-        return read5(None if kinds is None else len(kinds), limit is not None), params
-
-    async def find_message(self, actor_id: str, message_id: str) -> EntryRow | None:
-        # The index finds the row's seq; its columns are read from the table by its primary
-        # key (a plain lookup would take message_id from the index's own copy), so that a key
-        # damaged in the index is told apart from the entry it points at.
-        if self.layout >= 5:
-            found = await self._fetch(MESSAGE5, (message_id, actor_id))
-            rows = await self._unpacked_values(found)  # a message is never packed: damage
-        else:
-            rows = await self._fetch(
-                f"SELECT {ENTRY_COLS} FROM entries WHERE actor_id = ? AND seq = "
-                "(SELECT seq FROM entries WHERE actor_id = ? AND message_id = ?)",
-                (actor_id, actor_id, message_id),
-            )
-        if not rows:
-            return None
-        row = entry_row(rows[0], actor_id=actor_id)
-        if row.message_id != message_id:
-            # a key damaged in the index points at another message's row: answering with
-            # it would give this message the other one's reply
-            raise StoreCorruptError(
-                self.path,
-                f"the index entries_message_id finds message id {message_id!r} of actor "
-                f"{actor_id!r} at seq {row.seq}, whose message id is {row.message_id!r}",
-            )
-        return row
-
-    async def message_ids(self, actor_id: str, *, limit: int) -> list[str] | None:
-        """``MessageIdIndex``: one scan of the message-id index (None past ``limit``)."""
-        sql = (
-            MESSAGE_IDS5
-            if self.layout >= 5
-            else MESSAGE_IDS
-            if self.layout >= 3
-            else "SELECT message_id FROM entries WHERE actor_id = ? AND message_id IS NOT NULL "
-            "LIMIT ?"
-        )
-        rows = await self._fetch(sql, (actor_id, limit + 1))
-        return None if len(rows) > limit else [str(r[0]) for r in rows]
-
-    async def find_ref(self, actor_id: str, kind: str, ref: int) -> list[EntryRow]:
-        if self.layout >= 5:  # no step index: the actor's log after ``ref``, as for any kind
-            if kind not in KIND_CODES or not 0 <= ref < MAX_SEQ:
-                return []
-            found = await self._fetch(REF5, (ref, actor_id, KIND_CODES[kind], ref))
-            return entries(await self._unpacked_values(found), actor_id, ref)
-        if kind == "step":  # the runtime's lookup (a repeated ask): the partial index
-            found = await self._fetch(self._stored_rows(self._step_sql), (actor_id, ref, actor_id))
-            # [F21] unpacked before the rows are built, as a read's are (one EntryRow each)
-            steps = entries(await self._unpacked_values(found), actor_id, ref)
-            return sorted(steps, key=lambda r: r.seq)
-        else:  # operators' tools: a ref always points back, so scan the log after it
-            sql = (
-                f"SELECT {ENTRY_COLS} FROM entries "
-                "WHERE actor_id = ? AND seq > ? AND kind = ? AND ref = ? ORDER BY seq"
-            )
-            rows = await self._fetch(sql, (actor_id, ref, kind, ref))
-        return await self._unpacked([entry_row(r, actor_id=actor_id, seq=ref + 1) for r in rows])
 
     async def check_integrity(self) -> list[str]:
         """``IntegrityCheckingStore``: SQLite's ``PRAGMA integrity_check`` of the whole file

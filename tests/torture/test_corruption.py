@@ -232,8 +232,16 @@ def _sqlite_entry(db: sqlite3.Connection, seq: int, d: Damage) -> None:
     elif d.op == "message_id":
         db.execute("UPDATE entries SET message_id=?" + where, ((mid or "") + "x", seq))
     elif d.op == "actor_id":
-        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'log'").fetchall():
-            # format 3: the row's actor key turned into one no actor has
+        log = db.execute("SELECT sql FROM sqlite_master WHERE name = 'log'").fetchall()
+        if log and "WITHOUT ROWID" not in log[0][0]:
+            # format 5: the actor's half of the row's rowid turned into one no actor has
+            db.execute(
+                "UPDATE log SET id = id + (1000000 << 32) WHERE id = "
+                "((SELECT id FROM actors WHERE actor_id = 'victim') << 32) + ?",
+                (seq,),
+            )
+        elif log:
+            # formats 3 and 4: the row's actor key turned into one no actor has
             db.execute(
                 "UPDATE log SET actor = actor + 1000000 WHERE seq = ? AND actor = "
                 "(SELECT id FROM actors WHERE actor_id = 'victim')",

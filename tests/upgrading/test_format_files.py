@@ -1,5 +1,5 @@
-"""SQLite files written in format versions 2, 3 and 4 (``fixtures/payer_format_v{2,3,4}.db``,
-made by ``make_v{2,3,4}_sqlite_fixture.py`` with the code of that format: q1 under a
+"""SQLite files written in format versions 2 to 5 (``fixtures/payer_format_v{2,3,4,5}.db``,
+made by ``make_v{2,3,4,5}_sqlite_fixture.py`` with the code of that format: q1 under a
 snapshot, q2's write in doubt at a SIGKILL) stay readable, verifiable, exportable and
 resumable (FORMAT.md [F1], "Format history"): their entries verify, the snapshot is used,
 the call in doubt is re-run with its recorded key, and new steps go on after it in the
@@ -7,7 +7,8 @@ file's own layout and format (nothing is migrated).
 
 - format 2: ``entries`` with text columns;
 - format 3: the log in ``log`` (integer actor key, kind and tag codes), payloads as written;
-- format 4: format 3's tables with the intents and steps packed ([F21])."""
+- format 4: format 3's tables with the intents and steps packed ([F21]);
+- format 5: ``log`` a rowid table keyed ``actor << 32 | seq``, packed as format 4 ([F24])."""
 
 from __future__ import annotations
 
@@ -43,6 +44,13 @@ def _packed(con: sqlite3.Connection) -> None:
     assert firsts[:6] == [b"[", b"\x03", b"[", b"\x05", b"[", b"\x03"]  # as recorded
 
 
+def _packed_by_rowid(con: sqlite3.Connection) -> None:
+    (sql,) = con.execute("SELECT sql FROM sqlite_master WHERE name = 'log'").fetchone()
+    assert "WITHOUT ROWID" not in sql  # format 5's rowid table ([F24])
+    firsts = [p[:1] for (p,) in con.execute("SELECT payload FROM log ORDER BY id")]
+    assert firsts[:6] == [b"[", b"\x03", b"[", b"\x05", b"[", b"\x03"]  # as recorded
+
+
 @attrs.frozen
 class OldFile:
     version: int
@@ -55,6 +63,7 @@ FILES = {
     2: OldFile(2, "78f58eb4477f6b71", 2, _text_columns),
     3: OldFile(3, "a533142f1f05e759", 3, _payloads_as_written),
     4: OldFile(4, "d36b3548844b78c9", 4, _packed),
+    5: OldFile(5, "1eb6195b4b0dc6c3", 5, _packed_by_rowid),
 }
 
 
