@@ -16,7 +16,9 @@ appends at the right edge SQLite fills page by page (a ``WITHOUT ROWID`` table's
 splits leave both halves part empty), its message-id index on ``(id >> 32, message_id)``;
 ``kt`` the kind and tag codes in one integer; ``step`` with the step index;
 ``full`` with every other table of the schema (timers, audit, snapshots, events, log
-starts), ``lazy`` with only the meta table, actors and tags.
+starts), ``lazy`` with only the meta table, actors and tags. Format 5 (FORMAT.md [F24]) is
+``r32 full`` (with its meta and log-start tables ``WITHOUT ROWID``, and the view and
+triggers this replay leaves out: ``python -m benchmarks.bytes`` measures the real file).
 """
 
 from __future__ import annotations
