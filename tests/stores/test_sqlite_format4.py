@@ -326,3 +326,28 @@ def test_a_packed_payload_is_the_encoders_text_of_its_items(
             again = json.dumps(json.loads(body), separators=(",", ":"), ensure_ascii=False)
             assert again.encode() == body
     assert unpack_rows(stored, {}) == rows
+
+
+async def test_a_repeated_asks_step_is_unpacked_before_its_row_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step lookup unpacks the stored values, then builds each row once (it built the
+    packed step's ``EntryRow`` twice: checked as stored, then again unpacked)."""
+    path = tmp_path / "agents.db"
+    await _write(path, [MESSAGE, INTENT], [RESULT, STEP])
+    from actorlog.stores import _sqlite_unpack
+
+    built: list[object] = []
+
+    def counted(*values: object) -> EntryRow:
+        built.append(values)
+        return EntryRow(*values)  # type: ignore[arg-type]  # the values of a row
+
+    monkeypatch.setattr(_sqlite_unpack, "EntryRow", counted)
+    store = SqliteStore(path, read_only=True)
+    await store.open()
+    try:
+        assert await store.find_ref("agent-1", "step", 1) == [STEP]
+    finally:
+        await store.close()
+    assert built == []
