@@ -82,7 +82,7 @@ from ._pai_stream import (
     whole_response,
 )
 from ._pai_tasks import _Identities
-from ._replies import reply_fields, result_of, whole
+from ._replies import ChainCache, reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -240,6 +240,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self._journaling = JournalingTools(TOOL_PREFIX, _settled)
         #: each conversation's messages as its last run in this process left them
         self._histories = WarmHistories()
+        #: each conversation as its last run's caller in this process rebuilt it
+        self._chains = ChainCache("messages")
         _AGENTS[name] = self
 
     # -- caller side -----------------------------------------------------------------------
@@ -296,9 +298,10 @@ class DurableAgent(Generic[DepsT, OutputT]):
         check_timeout(timeout)  # before anything is sent
         ref = await system.spawn(AgentActor, actor_id)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
-        return self._result(
-            reply, await whole(system.store, actor_id, reply, "messages", check=False)
+        plain = await whole(
+            system.store, actor_id, reply, "messages", check=False, cache=self._chains
         )
+        return self._result(reply, plain)
 
     async def result(
         self, system: ActorSystem, actor_id: str, reply: dict[str, Any]
