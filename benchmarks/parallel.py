@@ -501,8 +501,9 @@ def report(
             f"the log's commits ({_ms(commit_time)}) fall there too (the actor's "
             "registration and the first request's intent before the first request, the "
             "tool calls' intents before the tools, their results with the second request's "
-            "intent, the step's end): the rest is CPU on the run's critical path, nothing of "
-            "it while the tools wait"
+            "intent, the step's end); the rest is the CPU it adds there (the last column; "
+            "none of it while the tools wait) and, on a loaded machine, the event loop's "
+            "thread waiting to run"
         )
         long_d, long_a = cpu[LONG_DURABLE], cpu[LONG_ALONE]
         lines.append(
