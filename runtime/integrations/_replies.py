@@ -120,14 +120,23 @@ def _count(value: object) -> bool:
 
 
 class _Kept:
-    __slots__ = ("parsed", "store", "texts")
+    __slots__ = ("link", "store", "texts")
 
-    def __init__(self, store: Store, parsed: tuple[Any, ...], texts: list[str]) -> None:
+    def __init__(self, store: Store, link: tuple[Any, ...], texts: list[str]) -> None:
         self.store = store
-        #: the reply of the run whose conversation this is (``parse``'s tuple)
-        self.parsed = parsed
+        #: the reply of the run whose conversation this is: its (run, base, keep, origin,
+        #: how many messages its tail holds); the tail is the end of ``texts``
+        self.link = link
         #: each message of that conversation as JSON text
         self.texts = texts
+
+    def is_reply(self, parsed: tuple[int, int | None, int, list[Any], int]) -> bool:
+        """Is ``parsed`` (a reply read from the log) the reply kept?"""
+        run, base, keep, tail, origin = parsed
+        if (run, base, keep, origin, len(tail)) != self.link:
+            return False
+        texts = self.texts[len(self.texts) - len(tail) :]
+        return bool(json.loads("[" + ",".join(texts) + "]") == tail)
 
 
 class ChainCache:
@@ -155,7 +164,7 @@ class ChainCache:
         Raises ``CorruptEntryError`` when that reply is damaged."""
         kept = self._kept.get((id(store), actor_id))
         _, base, keep, tail, _ = parsed
-        if kept is None or kept.store is not store or kept.parsed[0] != base:
+        if kept is None or kept.store is not store or kept.link[0] != base:
             return None
         if base is None or keep > len(kept.texts):
             return None
@@ -163,13 +172,14 @@ class ChainCache:
         if found is None:
             return None
         try:
-            if parse(found[1], self.key) != kept.parsed:
-                return None
+            logged = parse(found[1], self.key)
         except ValueError:
             return None  # the chain's read says what is wrong with it
+        if isinstance(logged, list) or not kept.is_reply(logged):
+            return None
         texts = kept.texts[:keep]
         history: list[Any] = json.loads("[" + ",".join(texts) + "]")
-        self._put(store, actor_id, parsed, texts + [json.dumps(m) for m in tail])
+        self._put(store, actor_id, parsed, texts, tail)
         return history + tail
 
     def keep(
@@ -181,12 +191,28 @@ class ChainCache:
     ) -> None:
         """Keep ``history``, the whole conversation of the reply ``parsed``."""
         if parsed[1] is not None:
-            self._put(store, actor_id, parsed, [json.dumps(m) for m in history])
+            tail = parsed[3]
+            at = len(history) - len(tail)
+            self._put(store, actor_id, parsed, [], history[:at] + tail)
 
-    def _put(self, store: Store, actor_id: str, parsed: tuple[Any, ...], texts: list[str]) -> None:
+    def _put(
+        self,
+        store: Store,
+        actor_id: str,
+        parsed: tuple[int, int | None, int, list[Any], int],
+        texts: list[str],
+        more: list[Any],
+    ) -> None:
+        """Keep ``texts`` and the messages ``more`` (ending with ``parsed``'s tail) as the
+        conversation of the run ``parsed`` is the reply of."""
         at = (id(store), actor_id)
-        self._kept[at] = _Kept(store, parsed, texts)
-        self._kept.move_to_end(at)
+        self._kept.pop(at, None)
+        run, base, keep, tail, origin = parsed
+        try:
+            texts = texts + [json.dumps(m) for m in more]
+        except (TypeError, ValueError):  # not JSON: not kept (the chain is read next time)
+            return
+        self._kept[at] = _Kept(store, (run, base, keep, origin, len(tail)), texts)
         while len(self._kept) > self._limit:
             self._kept.popitem(last=False)
 
