@@ -5,6 +5,7 @@ the integration (docs/benchmarks/parallel.md)."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -60,6 +61,37 @@ class Shaped(Actor[ShapedState], name="bench.shaped"):
 
 
 # -- part 2: pydantic-ai --------------------------------------------------------------------
+
+#: (what, wall clock, process CPU) of the run being split into phases, or None: marked by the
+#: waiting agents' model function and tool, and around the run (``agent_rounds``)
+_MARKS: list[tuple[str, float, float]] | None = None
+
+#: the phases of a run whose tools wait: before the first model request (the actor's spawn,
+#: the message and the request's intent logged), from the first response to the first tool
+#: (the response logged, the tool calls' intents), the tools' wait, from the last tool's end
+#: to the second model request (the results, the request's intent), and from the second
+#: response to the caller's result (the step's end, the reply)
+PHASES = (
+    "start → first model request",
+    "first response → first tool starts",
+    "the tools' wait",
+    "last tool ends → second model request",
+    "second response → result",
+)
+
+
+def _mark(what: str) -> None:
+    if _MARKS is not None:
+        _MARKS.append((what, time.perf_counter(), time.process_time()))
+
+
+def phases(marks: Sequence[tuple[str, float, float]]) -> list[tuple[float, float]]:
+    """(wall, CPU) seconds of each of ``PHASES`` in one run's ``marks``."""
+    models = [m for m in marks if m[0] == "model"]
+    starts = [m for m in marks if m[0] == "tool start"]
+    ends = [m for m in marks if m[0] == "tool end"]
+    points = [marks[0], models[0], starts[0], ends[-1], models[-1], marks[-1]]
+    return [(b[1] - a[1], b[2] - a[2]) for a, b in itertools.pairwise(points)]
 
 
 class TimedSqliteStore(SqliteStore):
@@ -128,6 +160,7 @@ def pydantic_ai_cases(
         return None
 
     def model_fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        _mark("model")
         # this run's tool returns: those after the last prompt (a conversation's earlier
         # runs are its history)
         prompts = [
@@ -152,7 +185,9 @@ def pydantic_ai_cases(
 
         @agent.tool_plain
         async def fetch(i: int) -> str:
+            _mark("tool start")
             await anyio.sleep(wait)
+            _mark("tool end")
             return f"page {i}"
 
         return agent
@@ -223,6 +258,9 @@ BYTES = "bytes"
 #: the runtime's share: a run's journaled calls without pydantic-ai (``Shaped``), and none
 SHAPED = "the same journaled calls, no pydantic-ai"
 SHAPED_NONE = "the same step without journaled calls"
+#: the waiting cases split into ``PHASES`` (``name + ": " + phase + WALL / PHASE_CPU``)
+SPLIT = ("pydantic-ai alone (parallel)", "DurableAgent (parallel)")
+WALL, PHASE_CPU = " wall", " cpu"
 #: a conversation's later run: ``LONG`` runs of history before it (the history grows by one
 #: run per round)
 LONG = 20
@@ -232,7 +270,9 @@ LONG_DURABLE = f"DurableAgent, tools that do not wait, after {LONG} runs"
 
 async def agent_rounds(db: Path, calls: int, delay: float, rounds: int) -> dict[str, list[float]]:
     """Seconds per run of each case; for each durable case also its store transactions
-    (``name + ": commits"``) and their wall time (``name + ": commit time"``)."""
+    (``name + ": commits"``) and their wall time (``name + ": commit time"``); for the
+    cases of ``SPLIT`` the wall and CPU time of each of ``PHASES``."""
+    global _MARKS
     holder: list[ActorSystem] = []
     found = pydantic_ai_cases(calls, delay, holder)
     if found is None:
@@ -247,9 +287,18 @@ async def agent_rounds(db: Path, calls: int, delay: float, rounds: int) -> dict[
         for _ in range(rounds):
             for name, run in cases.items():
                 n0, s0, b0 = store.commits, store.commit_seconds, store.payload_bytes
+                if name in SPLIT:
+                    _MARKS = []
+                    _mark("start")
                 c, t = time.process_time(), time.perf_counter()
                 await run()
                 times[name].append(time.perf_counter() - t)
+                if _MARKS is not None:
+                    _mark("end")
+                    for phase, (wall, cpu) in zip(PHASES, phases(_MARKS), strict=True):
+                        times.setdefault(f"{name}: {phase}{WALL}", []).append(wall)
+                        times.setdefault(f"{name}: {phase}{PHASE_CPU}", []).append(cpu)
+                    _MARKS = None
                 times.setdefault(f"{name}: {CPU}", []).append(time.process_time() - c)
                 if name.startswith("DurableAgent") or name in (SHAPED, SHAPED_NONE):
                     times.setdefault(f"{name}: {COMMITS}", []).append(store.commits - n0)

@@ -68,8 +68,12 @@ from ._parallel_agent import (  # noqa: E402
     LONG,
     LONG_ALONE,
     LONG_DURABLE,
+    PHASE_CPU,
+    PHASES,
     SHAPED,
     SHAPED_NONE,
+    SPLIT,
+    WALL,
     agent_rounds,
 )
 
@@ -459,6 +463,48 @@ def report(
             "and decoding the responses and the conversation, the wrapped model and "
             "toolsets pydantic-ai runs through)"
         )
+        alone_name, durable_name = SPLIT
+        t3 = Table(
+            [
+                "phase",
+                "pydantic-ai alone: wall / CPU",
+                "DurableAgent: wall / CPU",
+                "wall added",
+                "CPU added",
+            ]
+        )
+        added_outside = 0.0
+        for phase in PHASES:
+            aw, ac, dw, dc = (
+                _median(agent[f"{case}: {phase}{what}"])
+                for case in SPLIT
+                for what in (WALL, PHASE_CPU)
+            )
+            t3.add(
+                phase,
+                f"{_ms(aw)} / {_ms(ac)}",
+                f"{_ms(dw)} / {_ms(dc)}",
+                _ms(dw - aw),
+                _ms(dc - ac),
+            )
+            if phase != PHASES[2]:
+                added_outside += dw - aw
+        lines.append(
+            f"\nWhere the time of a run whose tools wait goes (*{alone_name}* and "
+            f"*{durable_name}* above, the same rounds): the wall clock and process CPU "
+            "between the run's start, the model function's calls, the first tool's start, "
+            "the last tool's end and the caller's result (medians per phase):\n"
+        )
+        lines.append(t3.markdown() + "\n")
+        lines.append(
+            f"- outside the tools' wait DurableAgent adds {_ms(added_outside)} of wall time; "
+            f"the log's commits ({_ms(commit_time)}) fall there too (the actor's "
+            "registration and the first request's intent before the first request, the "
+            "tool calls' intents before the tools, their results with the second request's "
+            "intent, the step's end); the rest is the CPU it adds there (the last column; "
+            "none of it while the tools wait) and, on a loaded machine, the event loop's "
+            "thread waiting to run"
+        )
         long_d, long_a = cpu[LONG_DURABLE], cpu[LONG_ALONE]
         lines.append(
             f"- a conversation's run after {LONG} earlier ones (about {4 * LONG} messages of "
@@ -467,10 +513,12 @@ def report(
             f"{_ms(long_d - long_a)}, against {_ms(durable_cpu - alone_cpu)} on a fresh "
             "conversation. Each model request's fingerprint covers only what is new since "
             "the conversation's previous request and the reply holds only the run's new "
-            "messages (FORMAT.md [F23]); what still grows is the integration's handling of "
-            "the whole conversation once per run: validating the history at the step's "
-            "start, dumping the conversation for the state at its end, and the caller's "
-            "rebuilding it from the chain of replies and validating it"
+            "messages (FORMAT.md [F23]); the caller rebuilds the whole conversation from the "
+            "one it kept from the run before and the reply (reading one entry, the base "
+            "run's reply); what still grows is the integration's handling of the whole "
+            "conversation once per run: checking the history kept from the run before at "
+            "the step's start and the conversation at its end (signatures), and the "
+            "caller's loading it and validating it into fresh objects"
         )
         fresh_bytes = _median(agent[f"DurableAgent, tools that do not wait: {BYTES}"])
         long_bytes = _median(agent[f"{LONG_DURABLE}: {BYTES}"])

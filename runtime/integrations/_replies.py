@@ -25,11 +25,17 @@ framework's key (``messages`` / ``items``), and so ends the chain. The caller re
 whole conversation from the reply, the earlier replies of its chain in the log, and, when
 compaction removed the start of the chain, the snapshot whose state is the conversation of
 the run where the kept log starts (``whole``): in another process too, after any crash.
+
+A caller that runs one conversation again and again (``DurableAgent.run``) keeps the
+conversation it rebuilt last (``ChainCache``): the next run's reply continues it, so the
+caller reads only that run's base reply, to check it is the one the kept conversation ends
+with, instead of every reply of the chain.
 """
 
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -40,7 +46,7 @@ from .._journal.records import EntryKind, StepRecord, decode_entry
 from .._runtime.system import ActorSystem
 from ..store import CompactingStore, SnapshotInfo, Store
 
-__all__ = ["parse", "reply_fields", "result_of", "shared_prefix", "whole"]
+__all__ = ["ChainCache", "parse", "reply_fields", "result_of", "shared_prefix", "whole"]
 
 R = TypeVar("R")
 
@@ -113,8 +119,112 @@ def _count(value: object) -> bool:
     return type(value) is int and value >= 0
 
 
+class _Kept:
+    __slots__ = ("link", "store", "texts")
+
+    def __init__(self, store: Store, link: tuple[Any, ...], texts: list[str]) -> None:
+        self.store = store
+        #: the reply of the run whose conversation this is: its (run, base, keep, origin,
+        #: how many messages its tail holds); the tail is the end of ``texts``
+        self.link = link
+        #: each message of that conversation as JSON text
+        self.texts = texts
+
+    def is_reply(self, parsed: tuple[int, int | None, int, list[Any], int]) -> bool:
+        """Is ``parsed`` (a reply read from the log) the reply kept?"""
+        run, base, keep, tail, origin = parsed
+        if (run, base, keep, origin, len(tail)) != self.link:
+            return False
+        texts = self.texts[len(self.texts) - len(tail) :]
+        return bool(json.loads("[" + ",".join(texts) + "]") == tail)
+
+
+class ChainCache:
+    """Per conversation (store, actor id), the whole conversation its caller rebuilt last,
+    and the reply of that run (at most ``limit`` conversations, the least recently used
+    dropped first). ``whole`` rebuilds a reply that continues the kept run from it: it reads
+    that run's reply from the log (one entry, its checksum verified) and uses the kept
+    conversation only if the log's reply is the kept one (an actor deleted and registered
+    again has other replies at the same seqs), else it reads the chain.
+
+    The conversation is kept as JSON text and loaded again for each result, so results
+    share no object with it or with each other. A conversation's first run (no base) is not
+    kept: its caller reads nothing, and a fresh run pays for no copy."""
+
+    def __init__(self, key: str, limit: int = 128) -> None:
+        self.key = key
+        self._limit = limit
+        self._kept: OrderedDict[tuple[int, str], _Kept] = OrderedDict()
+
+    async def continued(
+        self, store: Store, actor_id: str, parsed: tuple[int, int | None, int, list[Any], int]
+    ) -> list[Any] | None:
+        """The whole conversation of ``parsed`` (a reply whose base is the kept run), or
+        None: nothing kept for it, or the log's reply of the kept run is not the kept one.
+        Raises ``CorruptEntryError`` when that reply is damaged."""
+        kept = self._kept.get((id(store), actor_id))
+        _, base, keep, tail, _ = parsed
+        if kept is None or kept.store is not store or kept.link[0] != base:
+            return None
+        if base is None or keep > len(kept.texts):
+            return None
+        found = await _step(store, actor_id, base)
+        if found is None:
+            return None
+        try:
+            logged = parse(found[1], self.key)
+        except ValueError:
+            return None  # the chain's read says what is wrong with it
+        if isinstance(logged, list) or not kept.is_reply(logged):
+            return None
+        texts = kept.texts[:keep]
+        history: list[Any] = json.loads("[" + ",".join(texts) + "]")
+        self._put(store, actor_id, parsed, texts, tail)
+        return history + tail
+
+    def keep(
+        self,
+        store: Store,
+        actor_id: str,
+        parsed: tuple[int, int | None, int, list[Any], int],
+        history: list[Any],
+    ) -> None:
+        """Keep ``history``, the whole conversation of the reply ``parsed``."""
+        if parsed[1] is not None:
+            tail = parsed[3]
+            at = len(history) - len(tail)
+            self._put(store, actor_id, parsed, [], history[:at] + tail)
+
+    def _put(
+        self,
+        store: Store,
+        actor_id: str,
+        parsed: tuple[int, int | None, int, list[Any], int],
+        texts: list[str],
+        more: list[Any],
+    ) -> None:
+        """Keep ``texts`` and the messages ``more`` (ending with ``parsed``'s tail) as the
+        conversation of the run ``parsed`` is the reply of."""
+        at = (id(store), actor_id)
+        self._kept.pop(at, None)
+        run, base, keep, tail, origin = parsed
+        try:
+            texts = texts + [json.dumps(m) for m in more]
+        except (TypeError, ValueError):  # not JSON: not kept (the chain is read next time)
+            return
+        self._kept[at] = _Kept(store, (run, base, keep, origin, len(tail)), texts)
+        while len(self._kept) > self._limit:
+            self._kept.popitem(last=False)
+
+
 async def whole(
-    store: Store, actor_id: str, reply: dict[str, Any], key: str, *, check: bool = True
+    store: Store,
+    actor_id: str,
+    reply: dict[str, Any],
+    key: str,
+    *,
+    check: bool = True,
+    cache: ChainCache | None = None,
 ) -> list[Any]:
     """The whole conversation a run's ``reply`` stands for (plain JSON): the reply's own in
     the old form, else its chain's, read from ``store``. Raises ``ValueError`` if ``reply``
@@ -122,10 +232,17 @@ async def whole(
     neither the log nor a snapshot holds the chain's start (compaction keeps one of them,
     [F23]). With ``check`` (a reply a caller hands in), ``ConfigurationError`` unless the
     log of ``actor_id`` holds the reply's run with this reply; ``run``/``answer`` pass
-    False for the reply their own ``ask`` just got from that actor."""
+    False for the reply their own ``ask`` just got from that actor, and their
+    conversation's ``cache``: a reply continuing the conversation kept there is rebuilt
+    from it (``ChainCache``), and the conversation rebuilt is kept there."""
     parsed = parse(reply, key)
     if isinstance(parsed, list):
         return parsed
+    if cache is not None:
+        continued = await cache.continued(store, actor_id, parsed)
+        if continued is not None:
+            return continued
+    top = parsed
     #: the runs of the chain, newest first, and the (keep, tail) of each run's reply
     seqs: list[int] = [parsed[0]]
     links: list[tuple[int, list[Any]]] = []
@@ -162,6 +279,8 @@ async def whole(
             )
     for keep, tail in reversed(links):
         history = history[:keep] + tail
+    if cache is not None:
+        cache.keep(store, actor_id, top, history)
     return history
 
 

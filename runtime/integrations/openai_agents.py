@@ -82,7 +82,7 @@ from ._openai_models import (
     fingerprint,
     model_name_of,
 )
-from ._replies import reply_fields, result_of, whole
+from ._replies import ChainCache, reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -256,6 +256,8 @@ class DurableAgent(Generic[TContext]):
         self.sequential_tools = sequential_tools
         #: the journaling ``Tool`` of each function tool, made once (``JournalingTools``)
         self._journaling = JournalingTools(TOOL_PREFIX, _settled)
+        #: each conversation as its last run's caller in this process rebuilt it
+        self._chains = ChainCache("items")
         _AGENTS[name] = self
 
     def effect_of(self, tool_name: str) -> ToolEffect:
@@ -293,7 +295,8 @@ class DurableAgent(Generic[TContext]):
         ref = await system.spawn(AgentActor, actor_id)
         msg = RunInput(self.name, input, new_conversation=new_conversation)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
-        return self._result(reply, await whole(system.store, actor_id, reply, "items", check=False))
+        plain = await whole(system.store, actor_id, reply, "items", check=False, cache=self._chains)
+        return self._result(reply, plain)
 
     async def result(
         self, system: ActorSystem, actor_id: str, reply: dict[str, Any]

@@ -82,7 +82,7 @@ from ._pai_stream import (
     whole_response,
 )
 from ._pai_tasks import _Identities
-from ._replies import reply_fields, result_of, whole
+from ._replies import ChainCache, reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -238,8 +238,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self.emit_deltas = emit_deltas
         #: the journaling ``Tool`` of each tool, made once (``JournalingTools``)
         self._journaling = JournalingTools(TOOL_PREFIX, _settled)
-        #: each conversation's messages as its last run in this process left them
-        self._histories = WarmHistories()
+        #: each conversation's messages as its last run in this process left them, and as
+        #: the caller of its last run rebuilt it (from the chain of replies)
+        self._histories, self._chains = WarmHistories(), ChainCache("messages")
         _AGENTS[name] = self
 
     # -- caller side -----------------------------------------------------------------------
@@ -296,9 +297,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         check_timeout(timeout)  # before anything is sent
         ref = await system.spawn(AgentActor, actor_id)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
-        return self._result(
-            reply, await whole(system.store, actor_id, reply, "messages", check=False)
-        )
+        chains = self._chains
+        plain = await whole(system.store, actor_id, reply, "messages", check=False, cache=chains)
+        return self._result(reply, plain)
 
     async def result(
         self, system: ActorSystem, actor_id: str, reply: dict[str, Any]
@@ -307,8 +308,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         e.g. ``stream.reply`` of ``ref.ask_stream``), its whole conversation read from the
         chain of replies in ``system``'s store (docs/pydantic-ai.md, "What a run's reply
         holds"). Raises ``ConfigurationError`` for what is not a run's reply (or a reply
-        of another conversation than ``actor_id``), and
-        ``CorruptEntryError`` when the chain is damaged."""
+        of another conversation than ``actor_id``), ``CorruptEntryError`` for a damaged chain."""
         return await result_of(system, actor_id, reply, "messages", self._result)
 
     def _result(self, reply: dict[str, Any], plain: list[Any]) -> DurableRunResult[OutputT]:

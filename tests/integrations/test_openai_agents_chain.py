@@ -207,3 +207,28 @@ def _upper_first(data: CallModelData[Any]) -> ModelInputData:
     items: list[Any] = list(data.model_data.input)
     items[0] = {**items[0], "content": str(items[0]["content"]).upper()}
     return ModelInputData(input=items, instructions=data.model_data.instructions)
+
+
+class _ChainReads(SqliteStore):
+    """``SqliteStore`` that counts the reads of step entries (the chain of replies)."""
+
+    chain_reads = 0
+
+    async def read(self, actor_id: str, **kwargs: Any) -> Any:
+        if list(kwargs.get("kinds") or []) == ["step"]:
+            self.chain_reads += 1
+        return await super().read(actor_id, **kwargs)
+
+
+@pytest.mark.anyio
+async def test_the_next_run_reads_its_base_reply_not_the_chain(tmp_path: Path) -> None:
+    """The caller keeps the conversation it rebuilt (``ChainCache``): a run continuing it
+    reads one reply instead of the chain, and its items are those the chain gives."""
+    store = _ChainReads(tmp_path / "agents.db")
+    agent = durable()
+    cities = ["Lisbon", "Porto", "Oslo", "Rome"]
+    async with ActorSystem(store, actors=[AgentActor]) as system:
+        runs = [await agent.run(system, "c", f"plan a trip to {c}", message_id=c) for c in cities]
+        assert store.chain_reads == 1  # the second run's (the old code: one per later run)
+        from_log = [await agent.result(system, "c", r) for r in replies(Path(store.path))]
+    assert [r.items for r in runs] == [r.items for r in from_log]

@@ -35,7 +35,7 @@ from actorlog.integrations.pydantic_ai import (
 )
 from actorlog.stores import PostgresStore, SqliteStore
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessagesTypeAdapter
+from pydantic_ai.messages import ModelMessagesTypeAdapter, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
 
 from tests import _pg
@@ -350,3 +350,79 @@ async def test_a_client_on_postgres_gets_the_whole_conversation(
         ]
     assert [plain(r) for r in remote[:3]] == [plain(r) for r in owned]
     assert plain(remote[3])[:12] == plain(owned[2]) and len(remote[3].new_messages) == 4
+
+
+class CountingStore(SqliteStore):
+    """``SqliteStore`` that counts the reads of step entries (the chain of replies) and the
+    look-ups of one step (``find_ref``)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.chain_reads = 0
+        self.step_lookups = 0
+
+    async def read(self, actor_id: str, **kwargs: Any) -> Any:
+        if list(kwargs.get("kinds") or []) == ["step"]:
+            self.chain_reads += 1
+        return await super().read(actor_id, **kwargs)
+
+    async def find_ref(self, actor_id: str, kind: str, ref: int) -> Any:
+        if kind == "step":
+            self.step_lookups += 1
+        return await super().find_ref(actor_id, kind, ref)
+
+
+@pytest.mark.anyio
+async def test_the_next_run_of_a_conversation_reads_its_base_reply_not_the_chain(
+    tmp_path: Path,
+) -> None:
+    """A caller keeps the conversation it rebuilt (``ChainCache``): the next run's reply
+    continues it, so the caller reads one reply (the base's, to check it) instead of the
+    chain; the results are those the chain gives, and share no object."""
+    store = CountingStore(tmp_path / "agents.db")
+    durable = make("t-chain-kept")
+    results = []
+    async with ActorSystem(store, actors=[AgentActor]) as system:
+        for i in range(2):
+            results.append(await durable.run(system, "c", f"q{i}", message_id=f"q{i}"))
+        reads, lookups = store.chain_reads, store.step_lookups
+        for i in range(2, 6):
+            results.append(await durable.run(system, "c", f"q{i}", message_id=f"q{i}"))
+            # a caller's edit of a result changes nothing another result or the cache holds
+            call = results[-1].messages[1].parts[0]
+            assert isinstance(call, ToolCallPart)
+            args: Any = call.args
+            assert args == {"q": "q0"}
+            args["q"] = "edited"
+        assert store.chain_reads == reads  # the old code: one read of the chain per run
+        assert store.step_lookups - lookups == 4
+        replies = [payload["reply"] for _, payload, _ in rows(tmp_path / "agents.db", "c", "step")]
+        read_again = [await durable.result(system, "c", reply) for reply in replies]
+    for i, r in enumerate(results):
+        assert r.output == f"answer found q{i}"
+        assert len(r.messages) == 4 * (i + 1)
+    expected = [plain(r) for r in read_again]
+    assert all(got[1]["parts"][0]["args"] == {"q": "q0"} for got in expected)
+    for i, got in enumerate([plain(r) for r in results]):  # only its edit differs
+        assert got[:1] + got[2:] == expected[i][:1] + expected[i][2:]
+
+
+@pytest.mark.anyio
+async def test_a_kept_conversation_is_used_only_if_the_log_holds_its_reply(
+    tmp_path: Path,
+) -> None:
+    """An actor deleted and registered again has other replies at the same seqs: the kept
+    conversation is used only when the log's reply of its run is the kept one."""
+    store = CountingStore(tmp_path / "agents.db")
+    durable = make("t-chain-stale")
+    async with ActorSystem(store, actors=[AgentActor]) as system:
+        for i in range(3):
+            await durable.run(system, "c", f"q{i}", message_id=f"q{i}")
+        (kept,) = durable._chains._kept.values()
+        # as if another incarnation of "c" had replied at that seq with another conversation
+        kept.texts = ['{"kind": "request", "parts": []}'] * len(kept.texts)
+        reads = store.chain_reads
+        r = await durable.run(system, "c", "q3", message_id="q3")
+        assert store.chain_reads == reads + 1  # read from the chain, not from the cache
+    assert len(r.messages) == 16
+    assert [p["parts"][0]["content"] for p in plain(r)[::4]] == ["q0", "q1", "q2", "q3"]
