@@ -179,8 +179,8 @@ async def plan(
     # seq was damaged, losing an acknowledged message.
     if handled < snap_seq:
         expected_m = handled + 1
-        for row in await store.read(actor_id, after_seq=handled, upto_seq=snap_seq):
-            _codec.verify_row(row, actor_id, expected_m)
+        rows = await store.read(actor_id, after_seq=handled, upto_seq=snap_seq)
+        for row in _codec.verified_rows(rows, actor_id, expected_m):
             expected_m += 1
             entries_read += 1
             p = decode_entry(row)
@@ -191,14 +191,14 @@ async def plan(
                 actor_id, expected_m, "seq chain", f"missing under the snapshot at seq {snap_seq}"
             )
 
-    # The tail, verified entry by entry along the seq chain.
+    # The tail, verified entry by entry along the seq chain (each entry before the next is
+    # verified: damage is reported at the first damaged entry, in log order).
     intents: dict[int, Recorded] = {}
     task_effects: dict[tuple[int, str], int] = {}  # (step's message seq, task) -> effects
     expected = snap_seq + 1
     while True:
         rows = await store.read(actor_id, after_seq=expected - 1, limit=_READ_CHUNK)
-        for row in rows:
-            _codec.verify_row(row, actor_id, expected)
+        for row in _codec.verified_rows(rows, actor_id, expected):
             expected += 1
             entries_read += 1
             p = decode_entry(row)
