@@ -421,3 +421,42 @@ def test_the_compact_forms_direct_read_is_the_general_read(case: tuple[str, list
         got = exc.detail
     assert got == expected
     assert type(got) is type(expected)
+
+
+# -- the internal value classes written without attrs (``_fields.Value``) -------------------
+
+
+def test_value_classes_compare_show_and_freeze_by_their_declared_fields() -> None:
+    """What attrs gave them: equality by fields (same class only), a repr in declared
+    order, ``__match_args__``; a ``FrozenValue`` refuses changes and hashes its fields."""
+    import attrs
+    from actorlog._durability.attempts import Settled
+    from actorlog._durability.plan import PendingMessage
+
+    m = PendingMessage(3, "id", "t.Msg", {"x": 1}, None, None)
+    assert m == PendingMessage(3, "id", "t.Msg", {"x": 1}, None, None, [], None, None)
+    assert m != PendingMessage(3, "id", "t.Msg", {"x": 2}, None, None)
+    other = PendingMessage(1, None, "t", 0, None, None)
+    assert m.recorded == [] and m.recorded is not other.recorded
+    assert PendingMessage.__match_args__[:3] == ("seq", "message_id", "type_tag")
+    assert repr(m).startswith("PendingMessage(seq=3, message_id='id', type_tag='t.Msg', body=")
+    with pytest.raises(TypeError):
+        hash(m)
+    s = Settled([1])
+    assert s == Settled([1]) and s != m and Settled(1) != 1
+    assert hash(Settled(2)) == hash(Settled(2))
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        s.value = 2
+    with pytest.raises(AttributeError):
+        m.other = 1  # type: ignore[attr-defined]  # slots
+
+
+def test_a_value_class_whose_slots_are_not_its_fields_is_refused() -> None:
+    from actorlog._journal.fields import Value
+
+    with pytest.raises(TypeError, match="__slots__ is not its declared fields"):
+
+        class Bad(Value):
+            __slots__ = ("a",)
+            a: int
+            b: int
