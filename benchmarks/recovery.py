@@ -241,7 +241,10 @@ def run(
     repeat: int,
     log: Any = print,
     builds: dict[str, Path | None] | None = None,
+    keep: dict[int, Path] | None = None,
 ) -> list[Point]:
+    """The three series; ``keep``: tail length in steps -> where to copy the log of that
+    tail (a tail the series measures)."""
     points: list[Point] = []
     base = sizes[0]
 
@@ -264,6 +267,8 @@ def run(
     for t in _tail_steps(max_tail):
         add_steps(main_db, t - done)
         done = t
+        if keep is not None and t in keep:
+            copy_db(main_db, keep[t])
         note(measure(main_db, "tail", f"tail {t:,} steps", base, repeat, builds))
         if history_branch is None and t >= max_tail // 10 and t > tail:
             history_branch = copy_db(main_db, work / "history-mid.db")
@@ -293,6 +298,40 @@ def run(
         add_steps(db, tail)
         note(measure(db, "state", f"state {fmt_bytes(size)}", size, repeat, builds))
     return points
+
+
+#: ``--callgrind``'s tails, in steps: the instructions an entry costs are the difference
+#: over the difference in entries read
+CALLGRIND_TAILS = (0, 2500)
+
+
+def callgrind(
+    work: Path, logs: dict[int, Path], reads: list[int], builds: dict[str, Path | None]
+) -> Table:
+    """Instructions (``valgrind --tool=callgrind``: every thread, C included; a count the
+    load does not move) of one measuring process per build and tail (``logs``, which read
+    ``reads`` entries), and per entry."""
+    from ._startup_counts import instructions  # (not in a --measure process)
+
+    t = Table(
+        [
+            "build",
+            *(f"tail {n:,} steps (M instructions)" for n in logs),
+            "per entry read (k instructions)",
+        ]
+    )
+    for build, pkg in builds.items():
+        counts = []
+        for n, path in logs.items():
+            db = copy_db(path, work / f"cg-{n}.db")
+            env = dict(os.environ)
+            first = [str(pkg)] if pkg is not None else []
+            env["PYTHONPATH"] = os.pathsep.join([*first, str(REPO_ROOT), env.get("PYTHONPATH", "")])
+            cmd = [sys.executable, "-m", f"{__package__}.recovery", "--measure", str(db)]
+            counts.append(instructions(cmd, env, work, f"recovery-{n}"))
+        per = (counts[-1] - counts[0]) / (reads[-1] - reads[0]) / 1000
+        t.add(build, *(c / 1e6 for c in counts), per)
+    return t
 
 
 def _table(points: Sequence[Point], builds: int = 1) -> Table:
@@ -350,6 +389,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--dir", default=None, help="where to create the scratch databases")
     parser.add_argument("--no-write", action="store_true", help="print only; write no report")
     parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help=f"also count the instructions of recovering tails of {CALLGRIND_TAILS} steps",
+    )
+    parser.add_argument(
         "--against",
         metavar="REV",
         default=None,
@@ -371,7 +415,17 @@ def main(argv: Sequence[str] | None = None) -> None:
 
             builds = {"this checkout": working_tree(work)}
             builds[f"{args.against} (--against)"] = checkout(args.against, work)
-        points = run(work, args.max_tail, args.tail, sizes, args.repeat, builds=builds)
+        keep = {n: work / f"kept-{n}.db" for n in CALLGRIND_TAILS} if args.callgrind else None
+        points = run(work, args.max_tail, args.tail, sizes, args.repeat, builds=builds, keep=keep)
+        insn = None
+        if keep is not None:
+            missing = [n for n, path in keep.items() if not path.exists()]
+            if missing:
+                parser.error(f"--callgrind needs tails of {missing} steps in the tail series")
+            read = {p.label: p.entries_read for p in points if p.series == "tail"}
+            reads = [read[f"tail {n:,} steps"] for n in keep]
+            insn = callgrind(work, keep, reads, builds)
+            print(insn.text())
         info["load average (1, 5, 15 min) at end"] = loadavg()
     table = _table(points, len(builds))
     print()
@@ -446,6 +500,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             (__doc__ or "").split("\n\n", 2)[2].strip(),
             table.markdown(),
             *lines,
+            *(
+                []
+                if insn is None
+                else [
+                    "Instructions (`--callgrind`): one measuring process per build and tail "
+                    "(open, recover, one new step), under `valgrind --tool=callgrind`; per "
+                    "entry: the difference over the difference in entries read.",
+                    insn.markdown(),
+                ]
+            ),
             *plots,
         ]
     )
