@@ -2,6 +2,10 @@
 the size of the state.
 
     python -m benchmarks.recovery [--max-tail 25000] [--tail 250] [--sizes 1000,100000,10000000]
+                                  [--against REV]
+
+With ``--against REV`` the same logs are also recovered by revision REV's ``actorlog`` (the
+measuring processes of the two builds interleaved): before and after in one run.
 
 The log is built with the real runtime (``benchmarks._agent``: ``Step(i)`` messages, one
 ``ctx.call`` each, so four entries per step: message, intent, result, step) in an SQLite file;
@@ -144,6 +148,8 @@ class Point:
     series: str
     label: str
     state_bytes: int
+    #: the build measured: "this checkout", or ``--against``'s revision
+    build: str = "this checkout"
     history_entries: int = 0
     entries_read: int = 0
     steps_replayed: int = 0
@@ -159,20 +165,42 @@ class Point:
         return self.entries_read / self.recovery_s if self.recovery_s > 0 else float("nan")
 
 
-def measure(path: Path, series: str, label: str, state_bytes: int, repeat: int) -> Point:
-    """Recover the actor in ``repeat`` fresh processes (each on a copy); keep the fastest."""
-    best: Point | None = None
+def measure(
+    path: Path,
+    series: str,
+    label: str,
+    state_bytes: int,
+    repeat: int,
+    builds: dict[str, Path | None] | None = None,
+) -> list[Point]:
+    """Recover the actor in ``repeat`` fresh processes per build (each on a copy; the
+    builds interleaved, in turn first); keep each build's fastest. ``builds``: name ->
+    a package directory put first on the path (None: the installed ``actorlog``)."""
+    builds = builds or {"this checkout": None}
+    best: dict[str, Point] = {}
     for rep in range(repeat):
-        db = copy_db(path, path.with_name(f"{path.stem}-m{rep}.db"))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-        cmd = [sys.executable, "-m", f"{__package__}.recovery", "--measure", str(db)]
-        t0 = time.monotonic_ns()
-        proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
-        p = Point(series, label, state_bytes)
-        if proc.returncode != 0 or not proc.stdout.strip():
-            p.error = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
-            return p
+        order = list(builds.items())
+        for build, pkg in order if rep % 2 == 0 else reversed(order):
+            p = _measure_once(path, series, label, state_bytes, rep, build, pkg)
+            if p.error:
+                return [p]
+            if build not in best or p.spawn_to_live_s < best[build].spawn_to_live_s:
+                best[build] = p
+    return [best[b] for b in builds]
+
+
+def _measure_once(
+    path: Path, series: str, label: str, state_bytes: int, rep: int, build: str, pkg: Path | None
+) -> Point:
+    db = copy_db(path, path.with_name(f"{path.stem}-m{rep}.db"))
+    env = dict(os.environ)
+    first = [str(pkg)] if pkg is not None else []
+    env["PYTHONPATH"] = os.pathsep.join([*first, str(REPO_ROOT), env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", f"{__package__}.recovery", "--measure", str(db)]
+    t0 = time.monotonic_ns()
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    p = Point(series, label, state_bytes, build)
+    if proc.returncode == 0 and proc.stdout.strip():
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         rec = r["recovery"]
         p.history_entries = int(rec.get("snapshot_seq") or 0)
@@ -184,12 +212,11 @@ def measure(path: Path, series: str, label: str, state_bytes: int, repeat: int) 
         if r["t_first_live"] is not None:
             p.spawn_to_live_s = (r["t_first_live"] - r["t_spawn"]) / 1e9
             p.process_to_live_s = (r["t_first_live"] - t0) / 1e9
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(db) + suffix).unlink(missing_ok=True)
-        if best is None or p.spawn_to_live_s < best.spawn_to_live_s:
-            best = p
-    assert best is not None
-    return best
+    else:
+        p.error = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    return p
 
 
 # -- the runs ---------------------------------------------------------------------------------
@@ -207,18 +234,29 @@ def _tail_steps(max_tail: int) -> list[int]:
 
 
 def run(
-    work: Path, max_tail: int, tail: int, sizes: Sequence[int], repeat: int, log: Any = print
+    work: Path,
+    max_tail: int,
+    tail: int,
+    sizes: Sequence[int],
+    repeat: int,
+    log: Any = print,
+    builds: dict[str, Path | None] | None = None,
+    keep: dict[int, Path] | None = None,
 ) -> list[Point]:
+    """The three series; ``keep``: tail length in steps -> where to copy the log of that
+    tail (a tail the series measures)."""
     points: list[Point] = []
     base = sizes[0]
 
-    def note(p: Point) -> None:
-        points.append(p)
-        log(
-            f"  {p.series:8s} {p.label:28s} entries read {p.entries_read:>7,}  "
-            f"recovery {1000 * p.recovery_s:8.1f} ms  spawn→live {1000 * p.spawn_to_live_s:8.1f} ms"
-            + (f"  ERROR {p.error}" if p.error else "")
-        )
+    def note(ps: list[Point]) -> None:
+        for p in ps:
+            points.append(p)
+            log(
+                f"  {p.series:8s} {p.label:28s} {p.build[:14]:14s} entries read "
+                f"{p.entries_read:>7,}  recovery {1000 * p.recovery_s:8.1f} ms  "
+                f"spawn→live {1000 * p.spawn_to_live_s:8.1f} ms"
+                + (f"  ERROR {p.error}" if p.error else "")
+            )
 
     # 1. tail: one log, a snapshot at the start, the tail grown step by step
     log(f"tail series (state {fmt_bytes(base)}) ...")
@@ -229,7 +267,9 @@ def run(
     for t in _tail_steps(max_tail):
         add_steps(main_db, t - done)
         done = t
-        note(measure(main_db, "tail", f"tail {t:,} steps", base, repeat))
+        if keep is not None and t in keep:
+            copy_db(main_db, keep[t])
+        note(measure(main_db, "tail", f"tail {t:,} steps", base, repeat, builds))
         if history_branch is None and t >= max_tail // 10 and t > tail:
             history_branch = copy_db(main_db, work / "history-mid.db")
 
@@ -239,7 +279,7 @@ def run(
     add_steps(small, tail)
     snapshot_now(small, base)
     add_steps(small, tail)
-    note(measure(small, "history", f"history {tail:,} steps", base, repeat))
+    note(measure(small, "history", f"history {tail:,} steps", base, repeat, builds))
     for name, db in (
         ("history: branch of tail series", history_branch),
         ("history: tail series", main_db),
@@ -248,7 +288,7 @@ def run(
             continue
         snapshot_now(db)
         add_steps(db, tail)
-        note(measure(db, "history", name, base, repeat))
+        note(measure(db, "history", name, base, repeat, builds))
 
     # 3. state size at a fixed tail
     log(f"state-size series (tail {tail:,} steps) ...")
@@ -256,13 +296,48 @@ def run(
         db = work / f"state-{size}.db"
         snapshot_now(db, size)
         add_steps(db, tail)
-        note(measure(db, "state", f"state {fmt_bytes(size)}", size, repeat))
+        note(measure(db, "state", f"state {fmt_bytes(size)}", size, repeat, builds))
     return points
 
 
-def _table(points: Sequence[Point]) -> Table:
+#: ``--callgrind``'s tails, in steps: the instructions an entry costs are the difference
+#: over the difference in entries read
+CALLGRIND_TAILS = (0, 2500)
+
+
+def callgrind(
+    work: Path, logs: dict[int, Path], reads: list[int], builds: dict[str, Path | None]
+) -> Table:
+    """Instructions (``valgrind --tool=callgrind``: every thread, C included; a count the
+    load does not move) of one measuring process per build and tail (``logs``, which read
+    ``reads`` entries), and per entry."""
+    from ._startup_counts import instructions  # (not in a --measure process)
+
     t = Table(
         [
+            "build",
+            *(f"tail {n:,} steps (M instructions)" for n in logs),
+            "per entry read (k instructions)",
+        ]
+    )
+    for build, pkg in builds.items():
+        counts = []
+        for n, path in logs.items():
+            db = copy_db(path, work / f"cg-{n}.db")
+            env = dict(os.environ)
+            first = [str(pkg)] if pkg is not None else []
+            env["PYTHONPATH"] = os.pathsep.join([*first, str(REPO_ROOT), env.get("PYTHONPATH", "")])
+            cmd = [sys.executable, "-m", f"{__package__}.recovery", "--measure", str(db)]
+            counts.append(instructions(cmd, env, work, f"recovery-{n}"))
+        per = (counts[-1] - counts[0]) / (reads[-1] - reads[0]) / 1000
+        t.add(build, *(c / 1e6 for c in counts), per)
+    return t
+
+
+def _table(points: Sequence[Point], builds: int = 1) -> Table:
+    t = Table(
+        [
+            *(["build"] if builds > 1 else []),
             "series",
             "state",
             "snapshot",
@@ -277,10 +352,12 @@ def _table(points: Sequence[Point]) -> Table:
         ]
     )
     for p in points:
+        first = [p.build] if builds > 1 else []
         if p.error:
-            t.add(p.series, fmt_bytes(p.state_bytes), p.error, *(["-"] * 8))
+            t.add(*first, p.series, fmt_bytes(p.state_bytes), p.error, *(["-"] * 8))
             continue
         t.add(
+            *first,
             p.series,
             fmt_bytes(p.state_bytes),
             fmt_bytes(p.snapshot_size),
@@ -311,6 +388,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="fresh processes per point; best")
     parser.add_argument("--dir", default=None, help="where to create the scratch databases")
     parser.add_argument("--no-write", action="store_true", help="print only; write no report")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help=f"also count the instructions of recovering tails of {CALLGRIND_TAILS} steps",
+    )
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        default=None,
+        help="also measure this git revision's actorlog, interleaved (the same logs)",
+    )
     args = parser.parse_args(argv)
     quick(args, parser, max_tail=2500, tail=100, sizes="1000", repeat=1)
     configure_output(args)
@@ -321,26 +409,49 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     with scratch_dir(args.dir) as work:
         info = machine_info(work)
-        points = run(work, args.max_tail, args.tail, sizes, args.repeat)
+        builds: dict[str, Path | None] = {"this checkout": None}
+        if args.against:
+            from .startup import checkout, working_tree  # (not in a --measure process)
+
+            builds = {"this checkout": working_tree(work)}
+            builds[f"{args.against} (--against)"] = checkout(args.against, work)
+        keep = {n: work / f"kept-{n}.db" for n in CALLGRIND_TAILS} if args.callgrind else None
+        points = run(work, args.max_tail, args.tail, sizes, args.repeat, builds=builds, keep=keep)
+        insn = None
+        if keep is not None:
+            missing = [n for n, path in keep.items() if not path.exists()]
+            if missing:
+                parser.error(f"--callgrind needs tails of {missing} steps in the tail series")
+            read = {p.label: p.entries_read for p in points if p.series == "tail"}
+            reads = [read[f"tail {n:,} steps"] for n in keep]
+            insn = callgrind(work, keep, reads, builds)
+            print(insn.text())
         info["load average (1, 5, 15 min) at end"] = loadavg()
-    table = _table(points)
+    table = _table(points, len(builds))
     print()
     print(table.text())
-    ok = [p for p in points if not p.error]
-    hist = [p for p in ok if p.series == "history"]
+    every = [p for p in points if not p.error]
     lines = []
-    if len(hist) >= 2:
-        lo, hi = hist[0], hist[-1]
-        lines.append(
-            f"History {lo.history_entries:,} → {hi.history_entries:,} entries "
-            f"(x{hi.history_entries / max(1, lo.history_entries):.0f}) at a fixed tail: recovery "
-            f"x{hi.recovery_s / lo.recovery_s:.2f}, spawn → first live step "
-            f"x{hi.spawn_to_live_s / lo.spawn_to_live_s:.2f}."
-        )
-    tails = [p for p in ok if p.series == "tail" and p.entries_read > 1000]
-    if tails:
-        rate = sum(p.entries_read for p in tails) / sum(p.recovery_s for p in tails)
-        lines.append(f"Replay rate over the tails above 1,000 entries: {rate:,.0f} entries/s.")
+    for build in builds:
+        ok = [p for p in every if p.build == build]
+        named = f"{build}: " if len(builds) > 1 else ""
+        hist = [p for p in ok if p.series == "history"]
+        if len(hist) >= 2:
+            lo, hi = hist[0], hist[-1]
+            lines.append(
+                f"{named}History {lo.history_entries:,} → {hi.history_entries:,} entries "
+                f"(x{hi.history_entries / max(1, lo.history_entries):.0f}) at a fixed tail: "
+                f"recovery x{hi.recovery_s / lo.recovery_s:.2f}, spawn → first live step "
+                f"x{hi.spawn_to_live_s / lo.spawn_to_live_s:.2f}."
+            )
+        tails = [p for p in ok if p.series == "tail" and p.entries_read > 1000]
+        if tails:
+            rate = sum(p.entries_read for p in tails) / sum(p.recovery_s for p in tails)
+            lines.append(
+                f"{named}Replay rate over the tails above 1,000 entries: {rate:,.0f} entries/s."
+            )
+    ok = [p for p in every if p.build == "this checkout"]
+    hist = [p for p in ok if p.series == "history"]
     for line in lines:
         print(line)
     if args.no_write:
@@ -389,6 +500,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             (__doc__ or "").split("\n\n", 2)[2].strip(),
             table.markdown(),
             *lines,
+            *(
+                []
+                if insn is None
+                else [
+                    "Instructions (`--callgrind`): one measuring process per build and tail "
+                    "(open, recover, one new step), under `valgrind --tool=callgrind`; per "
+                    "entry: the difference over the difference in entries read.",
+                    insn.markdown(),
+                ]
+            ),
             *plots,
         ]
     )

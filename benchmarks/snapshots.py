@@ -138,7 +138,7 @@ def run_setting(
         done = point
         w1 = _write_bytes()
         s.written += w1 - w0
-        p = measure(db, "snapshots", s.label, size, repeat)
+        p = measure(db, "snapshots", s.label, size, repeat)[0]
         w0 = _write_bytes()  # measuring copies the file: not counted
         if p.error:
             s.errors.append(p.error)

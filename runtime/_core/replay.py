@@ -43,12 +43,15 @@ async def run_recorded(
     effects must match), else None; anything else it raises propagates. A step recorded
     as cancelled live (``StepCancelledError``) is cut where its log ends, as live was.
     """
+    err = None if m.step is None else m.step.error
     try:
-        with anyio.CancelScope() as scope, _tools.in_step(where), ctx._handler_task():
-            err = None if m.step is None else m.step.error
-            if err is not None and err.type == "StepCancelledError":
+        if err is not None and err.type == "StepCancelledError":
+            with anyio.CancelScope() as scope, _tools.in_step(where), ctx._handler_task():
                 ctx.cancel_replay = scope  # cancelled live: cut where its log ends
-            await actor.receive(ctx, msg)
+                await actor.receive(ctx, msg)
+        else:  # no scope to cut it with (an unused one costs a scope's set-up a step)
+            with _tools.in_step(where), ctx._handler_task():
+                await actor.receive(ctx, msg)
     except BaseException as exc:
         if not is_call_error(exc):
             raise

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
+from .._journal.fields import FrozenValue
 from .._journal.records import DecisionAction, DecisionRecord, IntentRecord, Outcome
 from .._tracing.telemetry import ATTR, EVENT
 
@@ -24,11 +23,15 @@ __all__ = [
 ]
 
 
-@attrs.frozen
-class Settled:
+class Settled(FrozenValue):
     """What settled a call between attempts (a reconcile answer, an operator's result)."""
 
+    __slots__ = ("value",)
+
     value: Any
+
+    def __init__(self, value: Any) -> None:
+        object.__setattr__(self, "value", value)
 
 
 def attempts_so_far(outcomes: list[Outcome]) -> int:

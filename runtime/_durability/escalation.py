@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import anyio
-import attrs
 
 from .._journal.errors import ActorStoppedError, ConfigurationError, InDoubtError
+from .._journal.fields import Value
 from .._journal.records import DecisionRecord, EntryKind
 from .._tracing import logs as _logs, telemetry as _telemetry
 from . import decisions as _decisions
@@ -21,19 +21,36 @@ if TYPE_CHECKING:
 __all__ = ["Escalations", "Waiting"]
 
 
-@attrs.define
-class Waiting:
+class Waiting(Value):
     """One step waiting for the operator's decision on its intent."""
+
+    __slots__ = ("claimed", "decision", "event", "key", "step_seq", "tool")
 
     tool: str
     key: str
     #: seq of the message whose step waits
-    step_seq: int = 0
-    event: anyio.Event = attrs.Factory(anyio.Event)
+    step_seq: int
+    event: anyio.Event
     #: the decision as its entry was logged (and as replay will read it)
-    decision: DecisionRecord | None = None
+    decision: DecisionRecord | None
     #: the decision being written: a second resolve is refused from the first one's start
-    claimed: DecisionRecord | None = None
+    claimed: DecisionRecord | None
+
+    def __init__(
+        self,
+        tool: str,
+        key: str,
+        step_seq: int = 0,
+        event: anyio.Event | None = None,
+        decision: DecisionRecord | None = None,
+        claimed: DecisionRecord | None = None,
+    ) -> None:
+        self.tool = tool
+        self.key = key
+        self.step_seq = step_seq
+        self.event = anyio.Event() if event is None else event
+        self.decision = decision
+        self.claimed = claimed
 
 
 class Escalations:

@@ -11,10 +11,10 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
-import attrs
 
 from .._journal import codec as _codec
 from .._journal.errors import ActorFinishedError, HandlerError, StepCancelledError
+from .._journal.fields import Value
 from .._journal.records import Recorded, StepRecord
 
 if TYPE_CHECKING:
@@ -356,18 +356,53 @@ class Mailbox:
             waiter.set()
 
 
-@attrs.define
-class Envelope:
+class Envelope(Value):
+    """A logged message on its way to its step (``_fields.Value``: made for every message)."""
+
+    __slots__ = (
+        "decode_error",
+        "incarnation",
+        "message",
+        "message_id",
+        "parent",
+        "recorded",
+        "seq",
+        "trace",
+        "type_tag",
+    )
+
     seq: int
     type_tag: str
     message: Any
     message_id: str | None
     trace: dict[str, str] | None
-    recorded: list[Recorded] | None = None
-    decode_error: BaseException | None = None
-    parent: OtelContext | None = None
+    recorded: list[Recorded] | None
+    decode_error: BaseException | None
+    parent: OtelContext | None
     #: [F13] the incarnation id recorded in the message entry (None: logged before them)
-    incarnation: str | None = None
+    incarnation: str | None
+
+    def __init__(
+        self,
+        seq: int,
+        type_tag: str,
+        message: Any,
+        message_id: str | None,
+        trace: dict[str, str] | None,
+        recorded: list[Recorded] | None = None,
+        decode_error: BaseException | None = None,
+        parent: OtelContext | None = None,
+        incarnation: str | None = None,
+    ) -> None:
+        self.seq = seq
+        self.type_tag = type_tag
+        self.message = message
+        self.message_id = message_id
+        self.trace = trace
+        self.recorded = recorded
+        self.decode_error = decode_error
+        self.parent = parent
+        self.incarnation = incarnation
 
 
 def step_outcome(

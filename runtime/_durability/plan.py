@@ -12,8 +12,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import attrs
-
 from .._journal import codec as _codec, compact as _compact
 from .._journal.errors import (
     CorruptEntryError,
@@ -22,6 +20,7 @@ from .._journal.errors import (
     StoreClosedError,
     StoreUnavailableError,
 )
+from .._journal.fields import Value
 from .._journal.records import (
     DecisionRecord,
     EffectRecord,
@@ -41,23 +40,73 @@ __all__ = ["PendingMessage", "Plan", "decode_failed", "log_incarnation", "plan"]
 _READ_CHUNK = 20_000
 
 
-@attrs.define
-class PendingMessage:
+class PendingMessage(Value):
+    """A message recovery read after the handled seq, with what its step recorded."""
+
+    __slots__ = (
+        "body",
+        "incarnation",
+        "message_id",
+        "recorded",
+        "sender",
+        "seq",
+        "step",
+        "trace",
+        "type_tag",
+    )
+
     seq: int
     message_id: str | None
     type_tag: str
     body: Any
     sender: str | None
     trace: dict[str, str] | None
-    recorded: list[Recorded] = attrs.Factory(list)
+    recorded: list[Recorded]
     #: [F13] the incarnation id recorded in the message entry
-    incarnation: str | None = None
+    incarnation: str | None
     #: the step's record if the step completed
-    step: StepRecord | None = None
+    step: StepRecord | None
+
+    def __init__(
+        self,
+        seq: int,
+        message_id: str | None,
+        type_tag: str,
+        body: Any,
+        sender: str | None,
+        trace: dict[str, str] | None,
+        recorded: list[Recorded] | None = None,
+        incarnation: str | None = None,
+        step: StepRecord | None = None,
+    ) -> None:
+        self.seq = seq
+        self.message_id = message_id
+        self.type_tag = type_tag
+        self.body = body
+        self.sender = sender
+        self.trace = trace
+        self.recorded = [] if recorded is None else recorded
+        self.incarnation = incarnation
+        self.step = step
 
 
-@attrs.define
-class Plan:
+class Plan(Value):
+    """What recovery starts from (``plan``'s answer)."""
+
+    __slots__ = (
+        "entries_read",
+        "handled_seq",
+        "incarnation",
+        "last_seq",
+        "messages",
+        "rejected",
+        "snapshot_created_at",
+        "snapshot_seq",
+        "snapshot_size",
+        "state",
+        "state_data",
+    )
+
     state_data: Any  # plain (unstructured) state, or None for the initial state
     snapshot_seq: int
     snapshot_size: int
@@ -67,12 +116,38 @@ class Plan:
     entries_read: int
     last_seq: int
     #: the state decoded into its class (only when ``plan`` was given ``decode``)
-    state: Any = None
+    state: Any
     #: Unix time the snapshot used was written, or the actor registered if none was
-    snapshot_created_at: float = 0.0
+    snapshot_created_at: float
     #: [F13] the incarnation id recorded in the log's last message (None: an empty log, or
     #: one whose last message was logged before incarnations existed)
-    incarnation: str | None = None
+    incarnation: str | None
+
+    def __init__(
+        self,
+        state_data: Any,
+        snapshot_seq: int,
+        snapshot_size: int,
+        handled_seq: int,
+        rejected: list[tuple[int, str]],
+        messages: list[PendingMessage],
+        entries_read: int,
+        last_seq: int,
+        state: Any = None,
+        snapshot_created_at: float = 0.0,
+        incarnation: str | None = None,
+    ) -> None:
+        self.state_data = state_data
+        self.snapshot_seq = snapshot_seq
+        self.snapshot_size = snapshot_size
+        self.handled_seq = handled_seq
+        self.rejected = rejected
+        self.messages = messages
+        self.entries_read = entries_read
+        self.last_seq = last_seq
+        self.state = state
+        self.snapshot_created_at = snapshot_created_at
+        self.incarnation = incarnation
 
 
 def _verify_snapshot(info: SnapshotInfo, data: bytes, state_tag: str, schema_version: int) -> Any:
@@ -179,8 +254,8 @@ async def plan(
     # seq was damaged, losing an acknowledged message.
     if handled < snap_seq:
         expected_m = handled + 1
-        for row in await store.read(actor_id, after_seq=handled, upto_seq=snap_seq):
-            _codec.verify_row(row, actor_id, expected_m)
+        rows = await store.read(actor_id, after_seq=handled, upto_seq=snap_seq)
+        for row in _codec.verified_rows(rows, actor_id, expected_m):
             expected_m += 1
             entries_read += 1
             p = decode_entry(row)
@@ -191,14 +266,14 @@ async def plan(
                 actor_id, expected_m, "seq chain", f"missing under the snapshot at seq {snap_seq}"
             )
 
-    # The tail, verified entry by entry along the seq chain.
+    # The tail, verified entry by entry along the seq chain (each entry before the next is
+    # verified: damage is reported at the first damaged entry, in log order).
     intents: dict[int, Recorded] = {}
     task_effects: dict[tuple[int, str], int] = {}  # (step's message seq, task) -> effects
     expected = snap_seq + 1
     while True:
         rows = await store.read(actor_id, after_seq=expected - 1, limit=_READ_CHUNK)
-        for row in rows:
-            _codec.verify_row(row, actor_id, expected)
+        for row in _codec.verified_rows(rows, actor_id, expected):
             expected += 1
             entries_read += 1
             p = decode_entry(row)

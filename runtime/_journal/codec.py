@@ -31,6 +31,7 @@ from .frames import (
     log_start_checksum as log_start_checksum,
     make_row as make_row,
     snapshot_digest as snapshot_digest,
+    verified_rows as verified_rows,
     verify_row as verify_row,
 )
 
@@ -69,6 +70,7 @@ __all__ = [
     "validate_seconds",
     "validate_stable_name",
     "validate_text",
+    "verified_rows",
     "verify_row",
 ]
 

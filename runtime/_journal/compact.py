@@ -22,6 +22,7 @@ __all__ = [
     "encode_entry",
     "field_at",
     "pack_snapshot",
+    "record_args",
     "snapshot_json",
     "to_array",
     "to_object",
@@ -227,6 +228,130 @@ def _decode_code(name: str, v: int) -> str:
     if not 0 <= v < len(codes):
         raise LayoutError(f"field {name!r} holds the unknown code {v}")
     return codes[v]
+
+
+# -- the runtime's own compact payloads, read directly (the common case of decode_entry) ----
+#
+# ``record_args(kind, a)`` is the fields, in the order of the record class of ``kind``
+# (``_records``), that ``cls._parse(Fields(to_object(kind, a)), tag)`` reads from compact
+# payload ``a``, without building the dict of its fields, when every item is of the exact
+# type the runtime writes; otherwise None, and the general way reads it (and raises the
+# same damage as before for a payload that breaks its layout). tests/journal/test_records.py
+# holds the two ways equal.
+
+_EFFECTS, _POLICIES, _SETTLERS = CODES["effect"], CODES["policy"], CODES["settled_by"]
+
+
+def _name(v: Any, names: tuple[str, ...]) -> str | None:
+    """A code item as its name (a known code, or a name written as a string), else None."""
+    t = type(v)
+    if t is int:
+        return names[v] if 0 <= v < len(names) else None
+    return v if t is str else None
+
+
+def _strings(v: Any) -> bool:
+    """Is ``v`` what ``Fields.opt_strings`` accepts (null, or an object of strings)?"""
+    return v is None or (type(v) is dict and all(type(x) is str for x in v.values()))
+
+
+def _task(a: list[Any], i: int) -> str | None:
+    """[F18] item ``i`` as a task path ("" when absent), or None when it is not one."""
+    if len(a) <= i:
+        return ""
+    task = a[i]
+    if type(task) is not str or (
+        task and not all(part.isascii() and part.isdigit() for part in task.split("."))
+    ):
+        return None
+    return task
+
+
+def _time(v: Any, scale: int = 1000) -> Any:
+    """An ``at`` (ms) or ``duration`` (us) item in seconds, None as None; else ``_MISSING``."""
+    if type(v) is int:
+        return v / scale
+    return None if v is None else _MISSING
+
+
+def _message(a: list[Any]) -> tuple[Any, ...] | None:
+    n = len(a)
+    if n < 2 or n > 5:
+        return None
+    at, inc = _time(a[1]), a[2] if n > 2 else None
+    sender, trace = a[3] if n > 3 else None, a[4] if n > 4 else None
+    if at is _MISSING or (inc is not None and type(inc) is not str):
+        return None
+    if (sender is not None and type(sender) is not str) or not _strings(trace):
+        return None
+    return a[0], sender, None if trace is None else dict(trace), at, inc
+
+
+def _intent(a: list[Any]) -> tuple[Any, ...] | None:
+    n = len(a)
+    if n < 2 or n > 8:
+        return None
+    index, effect = a[0], _name(a[1], _EFFECTS)
+    policy = _name(a[2], _POLICIES) if n > 2 else ""
+    args, key = a[3] if n > 3 else [], a[4] if n > 4 else ""
+    at, kwargs, task = _time(a[5] if n > 5 else None), a[6] if n > 6 else {}, _task(a, 7)
+    if type(index) is not int or effect is None or policy is None or task is None:
+        return None
+    if type(args) is not list or type(key) is not str or type(kwargs) is not dict:
+        return None
+    return None if at is _MISSING else (index, effect, policy, args, kwargs, key, at, task)
+
+
+def _result(a: list[Any]) -> tuple[Any, ...] | None:
+    n = len(a)
+    if n < 2 or n > 9 or a[0] is not True:  # a failed call's error: the general way
+        return None
+    at = _time(a[2] if n > 2 else None)
+    duration = _time(a[3] if n > 3 else None, 1_000_000)
+    attempt = a[4] if n > 4 else 1
+    settled = _name(a[5], _SETTLERS) if n > 5 else "run"
+    in_doubt = a[6] if n > 6 else False
+    reconciled = a[7] if n > 7 else None
+    if at is _MISSING or duration is _MISSING or type(attempt) is not int or settled is None:
+        return None
+    if type(in_doubt) is not bool or (reconciled is not None and type(reconciled) is not str):
+        return None
+    value = a[8] if n > 8 else None
+    return True, a[1], None, attempt, duration, settled, at, in_doubt, reconciled, value
+
+
+def _effect(a: list[Any]) -> tuple[Any, ...] | None:
+    n = len(a)
+    if n < 2 or n > 4:
+        return None
+    index, at, task = a[0], _time(a[2] if n > 2 else None), _task(a, 3)
+    if type(index) is not int or task is None or at is _MISSING:
+        return None
+    return index, a[1], at, task
+
+
+def _step(a: list[Any]) -> tuple[Any, ...] | None:
+    n = len(a)
+    if n < 2 or n > 5 or a[0] is not True:  # a failed step's error: the general way
+        return None
+    at = _time(a[2] if n > 2 else None)
+    duration = _time(a[3] if n > 3 else None, 1_000_000)
+    span = a[4] if n > 4 else None
+    if at is _MISSING or duration is _MISSING or not _strings(span):
+        return None
+    return True, a[1], None, None if span is None else dict(span), duration, at
+
+
+_READS = {"message": _message, "intent": _intent, "result": _result, "effect": _effect}
+_READS["step"] = _step
+
+
+def record_args(kind: str, arr: list[Any]) -> tuple[Any, ...] | None:
+    """The fields of the record of compact payload ``arr`` of an entry of ``kind``, in its
+    record class's order, read directly; None when an item is not of the type the runtime
+    writes there (or ``kind`` has no compact form): read it with :func:`to_object`."""
+    read = _READS.get(kind)
+    return None if read is None else read(arr)
 
 
 def field_at(kind: str, arr: list[Any], name: str) -> Any:

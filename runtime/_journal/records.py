@@ -36,7 +36,6 @@ duration=0.0, at=<now>)``.
 
 :class:`Recorded` is one effect recorded for a step (an intent with its :class:`Outcome`
 list, or a plain effect), as recovery hands it to the replaying ``Context``.
-
 """
 
 from __future__ import annotations
@@ -437,6 +436,8 @@ def decode_entry(row: EntryRow) -> Record:
         except (ValueError, UnicodeDecodeError) as exc:
             raise FieldError(str(exc)) from None
         if type(obj) is list:  # [F19] format 2's compact form
+            if (args := _compact.record_args(row.kind, obj)) is not None:
+                return cls(*args)  # type: ignore[no-any-return]  # the runtime's own, read directly
             obj = _compact.to_object(row.kind, obj)
         rec: Record = cls._parse(Fields(as_object(obj, "payload")), row.type_tag)
     except (FieldError, _compact.LayoutError) as exc:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from typing import Any
 
+import attrs
 import pytest
 from actorlog import CorruptEntryError, EncodeError, testing
 from actorlog._journal.codec import (
@@ -22,6 +24,7 @@ from actorlog._journal.codec import (
     entry_checksum,
     make_row,
     snapshot_digest,
+    verified_rows,
     verify_row,
 )
 from actorlog.store import FORMAT_VERSION, KINDS, EntryRow
@@ -166,6 +169,73 @@ def test_decode_rejects_wrong_position() -> None:
     with pytest.raises(CorruptEntryError) as info:
         verify_row(row, "a1", 2)
     assert info.value.check == "seq chain"
+
+
+def _log(n: int) -> list[EntryRow]:
+    tags = ("t.Msg", "bench.work", "t.\u00e9")
+    return [
+        make_row("a1", s, KINDS[s % 5], tags[s % 3], s - 1, f"m{s}" if s % 4 else None, b"[%d]" % s)
+        for s in range(1, n + 1)
+    ]
+
+
+#: damage to one row: a changed field (the checksum kept), or a field no entry can hold
+_DAMAGE = [
+    ("actor_id", "a2"),
+    ("seq", 99),
+    ("seq", -1),
+    ("kind", "note"),
+    ("type_tag", "t.Other"),
+    ("type_tag", "\udcff"),
+    ("ref", 7),
+    ("ref", -1),
+    ("ref", 2**64),
+    ("message_id", "m0"),
+    ("message_id", None),
+    ("message_id", "x" * 70_000),
+    ("payload", b"[0]"),
+    ("payload", "[1]"),
+    ("checksum", 0),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), _DAMAGE)
+@pytest.mark.parametrize("at", [0, 3, 5])
+def test_verified_rows_stops_at_the_first_damaged_row_with_verify_rows_error(
+    field: str, value: object, at: int
+) -> None:
+    """[F7] a batch is verified as ``verify_row`` verifies each row: every row before the
+    damaged one is yielded, then the damaged one raises ``verify_row``'s own error."""
+    rows = _log(6)
+    changes: dict[str, Any] = {field: value}
+    rows[at] = attrs.evolve(rows[at], **changes)
+    if field == "message_id" and rows[at].message_id == _log(6)[at].message_id:
+        rows[at] = attrs.evolve(rows[at], message_id="m0")  # (row 3 has none)
+    with pytest.raises(CorruptEntryError) as expected:
+        verify_row(rows[at], "a1", at + 1)
+    got: list[EntryRow] = []
+    with pytest.raises(CorruptEntryError) as info:
+        got.extend(verified_rows(rows, "a1", 1))
+    assert got == rows[:at]
+    assert (info.value.seq, info.value.check, info.value.detail) == (
+        expected.value.seq,
+        expected.value.check,
+        expected.value.detail,
+    )
+
+
+def test_verified_rows_yields_a_valid_log_from_any_position(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A valid log is verified without ``verify_row`` (its one-row way is for damage)."""
+    rows = _log(9)
+    with monkeypatch.context() as m:
+        m.setattr("actorlog._journal.frames.verify_row", pytest.fail)
+        assert list(verified_rows(rows, "a1", 1)) == rows
+    assert list(verified_rows(rows, "a1", 1)) == rows
+    assert list(verified_rows(rows[4:], "a1", 5)) == rows[4:]
+    with pytest.raises(CorruptEntryError, match="found seq 5 where 4 was expected"):
+        list(verified_rows(rows[4:], "a1", 4))
 
 
 def test_snapshot_digest_is_the_sha256_of_the_documented_frame() -> None:

@@ -22,7 +22,7 @@ from actorlog._journal.records import (
     decode_entry,
 )
 from actorlog.store import KINDS, EntryRow
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 T = 1700000000.25  # a fixed "now" for the builders
 
@@ -335,3 +335,128 @@ def test_message_intent_effect_builders_write_the_records_payload(
         index, "write", "escalate", args, {"k": 1}, "k", T
     )
     assert decode_entry(_row("effect", _bytes(effect))) == EffectRecord(index, body, T)
+
+
+# -- the compact form's direct read is the general read -------------------------------------
+
+_item = st.one_of(
+    st.integers(-2, 5),
+    st.integers(2**40, 2**41),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["", "x", "run", "write", "0", "0.1", "1.x", "\u0661"]),  # a digit, not ASCII
+    st.lists(_json, max_size=2),
+    st.dictionaries(_text, _text | st.integers(), max_size=2),
+)
+_int_or_none = st.none() | st.integers(0, 2**41)
+_task = st.sampled_from(["", "0", "1.2", "3.x", "²"])
+#: kind -> what the runtime writes at each position of its compact form ([F19])
+_positions: dict[str, list[st.SearchStrategy[Any]]] = {
+    "message": [_json, _int_or_none, st.none() | _text, st.none() | _text, _strings],
+    "intent": [
+        _index,
+        st.integers(-1, 2) | st.sampled_from(["", "read", "other"]),
+        st.integers(-1, 4) | st.sampled_from(["", "rerun", "other"]),
+        st.lists(_json, max_size=2),
+        _text,
+        _int_or_none,
+        st.dictionaries(_text, _json, max_size=2),
+        _task,
+    ],
+    "result": [
+        st.just(True) | st.booleans(),
+        _json,
+        _int_or_none,
+        _int_or_none,
+        st.integers(0, 3),
+        st.integers(-1, 3) | st.sampled_from(["", "run", "other"]),
+        st.booleans(),
+        st.none() | _text,
+        _json,
+    ],
+    "effect": [_index, _json, _int_or_none, _task],
+    "step": [st.just(True) | st.booleans(), _json, _int_or_none, _int_or_none, _strings],
+}
+
+
+@st.composite
+def _compact_payload(draw: st.DrawFn) -> tuple[str, list[Any]]:
+    """A compact payload ([F19]) of one of the five kinds, of any length: each item what
+    the runtime writes there, but for at most one item of any type."""
+    kind = draw(st.sampled_from(sorted(_positions)))
+    spots = _positions[kind]
+    n = draw(st.sampled_from(range(len(spots) + 2)))
+    odd = draw(st.sampled_from(range(-1, n)))  # -1: none
+    return kind, [draw(_item if i == odd or i >= len(spots) else spots[i]) for i in range(n)]
+
+
+def _general_read(row: EntryRow) -> Record:
+    """``decode_entry``'s general way: the compact array as its dict, read by ``Fields``."""
+    from actorlog._journal import compact as _compact
+    from actorlog._journal.fields import FieldError, Fields, as_object
+
+    try:
+        obj = _compact.to_object(row.kind, _codec.decode_json(row.payload))
+        rec: Record = _records._CLASSES[row.kind]._parse(Fields(as_object(obj, "p")), "t")
+    except (FieldError, _compact.LayoutError) as exc:
+        raise CorruptEntryError(row.actor_id, row.seq, "decode", str(exc)) from None
+    return rec
+
+
+@settings(max_examples=1000)
+@given(_compact_payload())
+def test_the_compact_forms_direct_read_is_the_general_read(case: tuple[str, list[Any]]) -> None:
+    """``decode_entry`` reads the runtime's compact payloads without the dict of their
+    fields: the same record, or the same damage, as the general way for any array."""
+    kind, items = case
+    row = _row(kind, _bytes(items))
+    try:
+        expected: Record | str = _general_read(row)
+    except CorruptEntryError as exc:
+        expected = exc.detail
+    try:
+        got: Record | str = decode_entry(row)
+    except CorruptEntryError as exc:
+        got = exc.detail
+    assert got == expected
+    assert type(got) is type(expected)
+
+
+# -- the internal value classes written without attrs (``_fields.Value``) -------------------
+
+
+def test_value_classes_compare_show_and_freeze_by_their_declared_fields() -> None:
+    """What attrs gave them: equality by fields (same class only), a repr in declared
+    order, ``__match_args__``; a ``FrozenValue`` refuses changes and hashes its fields."""
+    import attrs
+    from actorlog._durability.attempts import Settled
+    from actorlog._durability.plan import PendingMessage
+
+    m = PendingMessage(3, "id", "t.Msg", {"x": 1}, None, None)
+    assert m == PendingMessage(3, "id", "t.Msg", {"x": 1}, None, None, [], None, None)
+    assert m != PendingMessage(3, "id", "t.Msg", {"x": 2}, None, None)
+    other = PendingMessage(1, None, "t", 0, None, None)
+    assert m.recorded == [] and m.recorded is not other.recorded
+    assert PendingMessage.__match_args__[:3] == ("seq", "message_id", "type_tag")
+    assert repr(m).startswith("PendingMessage(seq=3, message_id='id', type_tag='t.Msg', body=")
+    with pytest.raises(TypeError):
+        hash(m)
+    s = Settled([1])
+    assert s == Settled([1]) and s != m and Settled(1) != 1
+    assert hash(Settled(2)) == hash(Settled(2))
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        s.value = 2
+    with pytest.raises(AttributeError):
+        m.other = 1  # type: ignore[attr-defined]  # slots
+
+
+def test_a_value_class_whose_slots_are_not_its_fields_is_refused() -> None:
+    from actorlog._journal.fields import Value
+
+    with pytest.raises(TypeError, match="__slots__ is not its declared fields"):
+
+        class Bad(Value):
+            __slots__ = ("a",)
+            a: int
+            b: int
