@@ -174,55 +174,29 @@ class LogKeys(SqliteAudit):
         """The parameters of the rows of ``items`` as columns of ``log``, as the view's
         insert trigger makes them, or None if a key is not known yet or a value is not one
         the runtime writes (then the view stores them, with its rules for anything). In a
-        format-5 file the first column is the rowid ``actor << 32 | seq``."""
-        if layout >= 5:
-            return self._log5_values(items)
+        format-5 file the row's key is one column, the rowid ``actor << 32 | seq``."""
+        five = layout >= 5
         actors, tags, kinds = self._actor_keys, self._tag_keys, KIND_CODES
         out: list[Any] = []
         add = out.extend
         try:
             for actor_id, _, rows in items:
                 actor = actors[actor_id]
-                for r in rows:
-                    c = r.checksum
-                    if type(c) is not int or not 0 <= c < _U32:
-                        return None
-                    add(
-                        (
-                            actor,
-                            r.seq,
-                            kinds[r.kind],
-                            tags[r.type_tag],
-                            r.ref,
-                            r.message_id,
-                            r.payload,
-                            c - _U32 if c >= _SIGN else c,
-                        )
-                    )
-        except Exception:  # a key not known yet, a value that is not a key: the view's rules
-            return None
-        return out
-
-    def _log5_values(self, items: Sequence[_Item]) -> list[Any] | None:
-        """:meth:`_log_values` in a format-5 file."""
-        actors, tags, kinds = self._actor_keys, self._tag_keys, KIND_CODES
-        out: list[Any] = []
-        add = out.extend
-        try:
-            for actor_id, _, rows in items:
-                actor = actors[actor_id]
-                if not 0 < actor <= MAX_ACTOR_KEY:
+                if five and not 0 < actor <= MAX_ACTOR_KEY:
                     return None
                 base = actor << 32
                 for r in rows:
                     c, seq = r.checksum, r.seq
                     if type(c) is not int or not 0 <= c < _U32:
                         return None
-                    if type(seq) is not int or not 0 < seq <= MAX_SEQ:
+                    if not five:
+                        add((actor, seq))
+                    elif type(seq) is int and 0 < seq <= MAX_SEQ:
+                        add((base + seq,))
+                    else:
                         return None
                     add(
                         (
-                            base + seq,
                             kinds[r.kind],
                             tags[r.type_tag],
                             r.ref,
