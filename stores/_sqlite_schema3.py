@@ -166,9 +166,8 @@ PAYLOAD4 = (
 _ACTOR_KEY = "(SELECT id FROM actors WHERE actor_id = {})"
 _TAG_KEY = "(SELECT id FROM tags WHERE tag = {})"
 
-#: Format 3's tables, indexes, view and triggers of the log (the rest of the schema is the
-#: same in every format: ``_sqlite_schema``).
-ENTRIES3 = f"""
+#: The actors and their keys, the type tags and theirs: the same tables in formats 3 to 5.
+_ACTORS_TAGS = """
 CREATE TABLE IF NOT EXISTS actors (
     id               INTEGER PRIMARY KEY,
     actor_id         TEXT NOT NULL UNIQUE,
@@ -183,7 +182,11 @@ CREATE TABLE IF NOT EXISTS tags (
     id  INTEGER PRIMARY KEY,
     tag TEXT NOT NULL UNIQUE
 );
-CREATE TABLE IF NOT EXISTS log (
+"""
+
+#: Format 3's tables, indexes, view and triggers of the log (the rest of the schema is the
+#: same in every format: ``_sqlite_schema``).
+ENTRIES3 = f"""{_ACTORS_TAGS}CREATE TABLE IF NOT EXISTS log (
     actor      INTEGER NOT NULL,
     seq        INTEGER NOT NULL,
     kind       INTEGER NOT NULL,
@@ -346,22 +349,7 @@ _FROM5 = (
 )
 _KEY5 = "(" + _ACTOR_KEY.format("{}") + " << 32)"
 
-ENTRIES5 = f"""
-CREATE TABLE IF NOT EXISTS actors (
-    id               INTEGER PRIMARY KEY,
-    actor_id         TEXT NOT NULL UNIQUE,
-    actor_type       TEXT NOT NULL,
-    created_at       REAL NOT NULL,
-    last_seq         INTEGER NOT NULL DEFAULT 0,
-    last_message_seq INTEGER NOT NULL DEFAULT 0,
-    handled_seq      INTEGER NOT NULL DEFAULT 0,
-    first_seq        INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS tags (
-    id  INTEGER PRIMARY KEY,
-    tag TEXT NOT NULL UNIQUE
-);
-CREATE TABLE IF NOT EXISTS log (
+ENTRIES5 = f"""{_ACTORS_TAGS}CREATE TABLE IF NOT EXISTS log (
     id         INTEGER PRIMARY KEY,
     kind       INTEGER NOT NULL,
     tag        INTEGER NOT NULL,
