@@ -36,6 +36,7 @@ _T_MAIN = time.monotonic_ns()  # first line of Python in a --measure process
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
@@ -329,7 +330,8 @@ def callgrind(
             env["PYTHONPATH"] = os.pathsep.join([*first, str(REPO_ROOT), env.get("PYTHONPATH", "")])
             cmd = [sys.executable, "-m", f"{__package__}.recovery", "--measure", str(db)]
             counts.append(instructions(cmd, env, work, f"recovery-{n}"))
-        per = (counts[-1] - counts[0]) / (reads[-1] - reads[0]) / 1000
+        # (nan when the tails read as many entries: nothing to divide)
+        per = (counts[-1] - counts[0]) / (reads[-1] - reads[0] or math.nan) / 1000
         t.add(build, *(c / 1e6 for c in counts), per)
     return t
 
@@ -397,7 +399,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--against",
         metavar="REV",
         default=None,
-        help="also measure this git revision's actorlog, interleaved (the same logs)",
+        help="also measure this git revision's actorlog, interleaved (the same logs, written "
+        "by this checkout: REV must read their format, 5 since format 5 landed)",
     )
     args = parser.parse_args(argv)
     quick(args, parser, max_tail=2500, tail=100, sizes="1000", repeat=1)
@@ -422,7 +425,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             missing = [n for n, path in keep.items() if not path.exists()]
             if missing:
                 parser.error(f"--callgrind needs tails of {missing} steps in the tail series")
-            read = {p.label: p.entries_read for p in points if p.series == "tail"}
+            read = {
+                p.label: p.entries_read
+                for p in points
+                if p.series == "tail" and p.build == "this checkout"
+            }
             reads = [read[f"tail {n:,} steps"] for n in keep]
             insn = callgrind(work, keep, reads, builds)
             print(insn.text())
