@@ -405,7 +405,11 @@ class ToolCalls:
         _tools.STEP.reset(running)
         self._in_flight.discard(intent_seq)
         try:
-            plain = _codec.to_plain(value, "result", check=False)
+            plain = (
+                value
+                if type(value) in _codec.PRIMITIVES  # ``to_plain``'s answer, asked inline
+                else _codec.to_plain(value, "result", check=False)
+            )
             # The entry's encode is the check (the result is encoded once). A result that
             # cannot be logged settles the intent as an error, or replaying the completed
             # step would run the tool again.
@@ -420,10 +424,12 @@ class ToolCalls:
         except EncodeError as exc:
             return False, EncodeError(f"result of tool {t.name}", type(value), exc.reason), t0
         # ``self._value(t, self._logged(plain))``, inlined (once a call)
-        if not _codec.is_scalar(plain):
+        if type(plain) not in _codec.SCALARS:
             plain = cell.journal.last_logged("value")
         rt = t.return_type
         if rt is Any or rt is None or plain is None:
+            return True, plain, t0
+        if type(plain) is rt and rt in _codec.EXACT:  # what ``structure`` gives it
             return True, plain, t0
         return True, self._value(t, plain), t0
 
