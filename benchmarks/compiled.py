@@ -111,6 +111,8 @@ EDITS: dict[str, list[Callable[[str], str]]] = {
             'def _unused_getattr(name: str) -> Any:\n    if name == "converter":\n'
             "        return _make_converter()\n",
         ),
+        # ...and a global not assigned yet is a KeyError in compiled code, not a NameError
+        _replace("    except NameError:  # not made yet", "    except (NameError, KeyError):"),
     ],
     "_durability/logged.py": [
         # declarations under ``if TYPE_CHECKING:`` in a class body: "Unsupported statement
@@ -280,7 +282,8 @@ def main() -> None:
                     change = f" ({per / base - 1:+.0%})" if name == "mypyc" and base else ""
                     print(
                         f"| {actors} actor{'s' if actors > 1 else ''}, {store} | {name} | "
-                        f"{per:,.0f}{change} | {prof['calls']:.0f} ({prof['python']:.0f}) |",
+                        f"{f'{per:,.0f}' if per else '-'}{change} | {prof['calls']:.0f} "
+                        f"({prof['python']:.0f}) |",
                         flush=True,
                     )
 
