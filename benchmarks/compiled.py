@@ -12,7 +12,8 @@ step with one ``ctx.call``):
 
 - instructions per ask, which the machine's load does not move: ``valgrind --tool=callgrind``
   over two runs of the same child with ``--asks`` N1 and N2 asks (after the same warm-up),
-  the difference of their totals divided by N2 - N1 (start, import and shutdown cancel out);
+  the difference of their totals divided by N2 - N1 (start, import and shutdown cancel out),
+  with ``PYTHONHASHSEED=0`` (a salted ``hash`` moves them by about 1% between runs);
 - Python calls per ask: cProfile's count over one run of N2 asks after a warm-up (system
   start and stop included); a compiled function is C and not counted, what it calls from
   interpreted code is.
@@ -231,7 +232,9 @@ def _run_child(
     cmd += ["--actors", str(actors), "--store", store, "--n", str(n), "--modules", modules]
     if callgrind:
         cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd]
-    env = dict(os.environ, PYTHONPATH=str(build))
+    # one hash seed for every child: salted hashes move the instructions of one build by
+    # about 1% between runs (dict layouts, the message-id filter's bits)
+    env = dict(os.environ, PYTHONPATH=str(build), PYTHONHASHSEED="0")
     run = subprocess.run(cmd, cwd=build, env=env, capture_output=True, text=True, check=False)
     if run.returncode != 0:
         raise SystemExit(f"child failed in {build}:\n{run.stdout}\n{run.stderr[-3000:]}")

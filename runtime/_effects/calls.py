@@ -134,7 +134,8 @@ class ToolCalls:
         ``policy``: ``t.policy``, if the caller has it."""
         self._open[intent_seq] = t.name  # until its result is written (settle_abandoned)
         self.open_tools[t.name] = (t.effect, t.policy if policy is None else policy)
-        if _telemetry.enabled():  # no SDK: no span, and no attributes built for one
+        traced = _telemetry.enabled()
+        if traced:  # no SDK: no span, and no attributes built for one
             attributes = _call_attributes(self, t, key, attempt, intent_seq)
             cm = tracer.start_as_current_span(SPAN.TOOL_CALL, attributes=attributes)
         else:
@@ -150,7 +151,8 @@ class ToolCalls:
                         return step.value
                     if step is not None:
                         attempt = step
-                    span.set_attribute(ATTR.ATTEMPT, attempt)
+                    if traced:  # (the no-op span's call, skipped: once a call)
+                        span.set_attribute(ATTR.ATTEMPT, attempt)
                     ok, value, t0 = await self._attempt(t, args, kwargs, intent_seq, key, attempt)
                     if ok:
                         del self._open[intent_seq]
