@@ -5,10 +5,11 @@ ask (issue 28).
                                   [--asks 200,1200] [--keep DIR] [--no-callgrind]
 
 Copies the importable ``actorlog`` package twice into a scratch directory, compiles the listed
-modules of one copy with mypyc (``mypyc``, from mypy; gcc and the Python headers) after the
-few source edits mypyc needs (``EDITS`` below, each with the error it avoids), and measures
-both builds in child processes with ``benchmarks.cpu_per_step``'s workload (each ask one
-step with one ``ctx.call``):
+modules of one copy with mypyc (``mypyc``, from mypy, with setuptools in the same environment:
+``pip install mypy setuptools``; gcc and the Python headers) after the few source edits mypyc
+needs (``EDITS`` below, each with the error it avoids), and measures both builds in child
+processes with ``benchmarks.cpu_per_step``'s workload (each ask one step with one
+``ctx.call``):
 
 - instructions per ask, which the machine's load does not move: ``valgrind --tool=callgrind``
   over two runs of the same child with ``--asks`` N1 and N2 asks (after the same warm-up),
