@@ -14,6 +14,7 @@ BENCHMARKS = {
     "seq_calls": "one actor's sequential calls vs the raw SQLite commit rate, in rounds",
     "backends": "SqliteStore on asyncio vs trio: sequential calls and 100 actors",
     "cpu_per_step": "the runtime's CPU time per durable step (MemoryStore): build vs build",
+    "compiled": "the step path compiled with mypyc vs pure: instructions, calls per ask",
     "raw_sqlite": "the raw SQLite commit rate of this disk (the ceiling)",
     "telemetry_overhead": "the cost of tracing with and without an OpenTelemetry SDK",
     "console": "the web console's page times (needs actorlog[web])",

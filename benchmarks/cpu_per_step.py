@@ -146,10 +146,19 @@ async def spawn_and_first_ask(n: int, memory: bool = False) -> tuple[float, floa
             return (time.process_time() - t0) / n, n / (time.perf_counter() - w0)
 
 
-async def cpu_per_ask(actors: int, asks: int, clients: int = 1) -> float:
+async def cpu_per_ask(actors: int, asks: int, clients: int = 1, store: str = "memory") -> float:
     """Process CPU seconds per ask, ``asks`` spread over ``actors`` actors, each asked by
-    ``clients`` concurrent clients (more than one: its asks queue up, a burst)."""
-    async with ActorSystem(MemoryStore(), actors=[Stepper]) as system:
+    ``clients`` concurrent clients (more than one: its asks queue up, a burst), on
+    MemoryStore (``store="sqlite"``: on a SQLite file in a temporary directory)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        opened = MemoryStore() if store == "memory" else SqliteStore(os.path.join(tmp, "cpu.db"))
+        return await _cpu_per_ask(opened, actors, asks, clients)
+
+
+async def _cpu_per_ask(
+    store: MemoryStore | SqliteStore, actors: int, asks: int, clients: int
+) -> float:
+    async with ActorSystem(store, actors=[Stepper]) as system:
         refs = [await system.spawn(Stepper, f"a{i}") for i in range(actors)]
         per_client = max(asks // (actors * clients), 1)
 

@@ -132,7 +132,11 @@ async def handle(cell: Stepping, env: Envelope) -> None:
                 raise StepCancelledError(cell.actor_id, env.seq, "StepCancelledError", why)
             if ctx.fatal is None and resumed:
                 ctx.check_consumed()
-            reply_plain = _codec.to_plain(reply, "reply", check=False)
+            reply_plain = (
+                reply
+                if type(reply) in _codec.PRIMITIVES  # ``to_plain``'s answer, asked inline
+                else _codec.to_plain(reply, "reply", check=False)
+            )
         except BaseException as exc:
             if not is_call_error(exc):
                 raise  # a cancellation the runtime asked for, KeyboardInterrupt, ...
@@ -203,7 +207,7 @@ async def handle(cell: Stepping, env: Envelope) -> None:
         if wanted:
             if error is None:  # a scalar decodes to itself
                 rt = cell.reply_type
-                if not _codec.is_scalar(reply_plain):
+                if type(reply_plain) not in _codec.SCALARS:  # ``is_scalar``, inline
                     outcome = (reply_value(cell.journal.last_logged("reply"), rt), None)
                 elif rt is Any or reply_plain is None or type(reply_plain) is rt:
                     outcome = (reply_plain, None)  # what ``reply_value`` gives it

@@ -129,8 +129,16 @@ class SeenIds:
 
     def maybe_seen(self, message_id: str) -> bool:
         h = hash(message_id) & _MASK64
-        for layer in self._layers:  # noqa: SIM110 (a loop: no generator per id)
-            if _probe(layer, h):
+        h1, h2 = h & 0xFFFFFFFF, (h >> 32) | 1
+        for layer in self._layers:
+            # ``_probe(layer, h)``, inlined (an id an ask): a fresh id usually misses at the
+            # first or second probe
+            bits, size = layer.bits, layer.size
+            for i in range(layer.probes):
+                p = (h1 + i * h2) % size
+                if not bits[p >> 3] & (1 << (p & 7)):
+                    break
+            else:
                 return True
         return False
 

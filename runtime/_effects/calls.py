@@ -134,7 +134,8 @@ class ToolCalls:
         ``policy``: ``t.policy``, if the caller has it."""
         self._open[intent_seq] = t.name  # until its result is written (settle_abandoned)
         self.open_tools[t.name] = (t.effect, t.policy if policy is None else policy)
-        if _telemetry.enabled():  # no SDK: no span, and no attributes built for one
+        traced = _telemetry.enabled()
+        if traced:  # no SDK: no span, and no attributes built for one
             attributes = _call_attributes(self, t, key, attempt, intent_seq)
             cm = tracer.start_as_current_span(SPAN.TOOL_CALL, attributes=attributes)
         else:
@@ -150,7 +151,8 @@ class ToolCalls:
                         return step.value
                     if step is not None:
                         attempt = step
-                    span.set_attribute(ATTR.ATTEMPT, attempt)
+                    if traced:  # (the no-op span's call, skipped: once a call)
+                        span.set_attribute(ATTR.ATTEMPT, attempt)
                     ok, value, t0 = await self._attempt(t, args, kwargs, intent_seq, key, attempt)
                     if ok:
                         del self._open[intent_seq]
@@ -405,7 +407,11 @@ class ToolCalls:
         _tools.STEP.reset(running)
         self._in_flight.discard(intent_seq)
         try:
-            plain = _codec.to_plain(value, "result", check=False)
+            plain = (
+                value
+                if type(value) in _codec.PRIMITIVES  # ``to_plain``'s answer, asked inline
+                else _codec.to_plain(value, "result", check=False)
+            )
             # The entry's encode is the check (the result is encoded once). A result that
             # cannot be logged settles the intent as an error, or replaying the completed
             # step would run the tool again.
@@ -420,10 +426,12 @@ class ToolCalls:
         except EncodeError as exc:
             return False, EncodeError(f"result of tool {t.name}", type(value), exc.reason), t0
         # ``self._value(t, self._logged(plain))``, inlined (once a call)
-        if not _codec.is_scalar(plain):
+        if type(plain) not in _codec.SCALARS:
             plain = cell.journal.last_logged("value")
         rt = t.return_type
         if rt is Any or rt is None or plain is None:
+            return True, plain, t0
+        if type(plain) is rt and rt in _codec.EXACT:  # what ``structure`` gives it
             return True, plain, t0
         return True, self._value(t, plain), t0
 

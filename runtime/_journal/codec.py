@@ -110,6 +110,9 @@ def _compact_encoder() -> Callable[[Any], str]:
 
 _encode = _compact_encoder()
 _PRIMITIVES = (str, int, bool, type(None))
+#: the types ``to_plain(value, what, check=False)`` returns as they are: a caller on the hot
+#: path asks ``type(value) in PRIMITIVES`` inline instead of calling it
+PRIMITIVES = _PRIMITIVES
 
 #: The one cattrs converter: JSON-friendly (datetimes as ISO strings, bytes as base85, ...).
 #: Made (and cattrs imported) at its first use, not at ``import actorlog``: the module's
@@ -246,6 +249,8 @@ def __getattr__(name: str) -> Any:
 #: The types whose cattrs structure hook is the type itself (``int(v)``, ``str(v)``, ...):
 #: a value of exactly that type comes back as it is.
 _EXACT: frozenset[type] = frozenset({str, int, float, bool})
+#: (``structure(plain, cls)`` is ``plain`` when ``type(plain) is cls and cls in EXACT``)
+EXACT = _EXACT
 #: attrs class -> its fields as (name, init argument, exact type), or None if a field is of
 #: another kind (then cattrs structures it)
 _SIMPLE: dict[type, tuple[tuple[str, str, type], ...] | None] = {}
@@ -505,6 +510,8 @@ def to_plain(value: Any, what: str, *, check: bool = True) -> Any:
 
 
 _SCALARS = (str, int, float, bool, type(None))
+#: ``is_scalar``'s types (``type(plain) in SCALARS``, asked inline on the hot path)
+SCALARS = _SCALARS
 
 
 def is_scalar(plain: Any) -> bool:

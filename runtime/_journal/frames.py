@@ -114,8 +114,21 @@ def make_row(
     if message_id is None:
         mid = _NO_MESSAGE_ID_BYTES
     else:
-        validate_message_id(message_id)
-        mid_bytes = message_id.encode()
+        # ``validate_message_id``'s checks on the bytes encoded once (a message row an ask);
+        # anything else (not a str, a str subclass, lone surrogates, NUL, too long, empty)
+        # goes through it: its typed error, or a str subclass that is a valid id
+        try:
+            mid_bytes = message_id.encode()
+        except (UnicodeEncodeError, AttributeError):
+            mid_bytes = b""
+        if (
+            type(message_id) is not str
+            or not mid_bytes
+            or len(mid_bytes) >= NO_MESSAGE_ID
+            or b"\x00" in mid_bytes
+        ):
+            validate_message_id(message_id)
+            mid_bytes = message_id.encode()
         mid = _U16.pack(len(mid_bytes)) + mid_bytes
     aid = actor_id.encode()
     # [F6] the frame, as _frame_parts makes it: header, then the payload (not copied)

@@ -65,14 +65,16 @@ def validate_message_id(message_id: object) -> str | None:
         return None
     if not isinstance(message_id, str) or not message_id:
         raise ConfigurationError("message_id must be a non-empty str")
-    if not is_utf8(message_id):
+    try:
+        size = len(message_id.encode())  # once: the UTF-8 check and the size (an id an ask)
+    except UnicodeEncodeError:
         raise ConfigurationError(
             f"message_id {shown(message_id)} contains lone surrogates; it is stored as UTF-8"
-        )
+        ) from None
     if "\x00" in message_id:
         # PostgreSQL text cannot hold NUL: refused on every store, so a log moves freely
         raise ConfigurationError(f"message_id {shown(message_id)} contains a NUL character")
-    if len(message_id.encode()) >= NO_MESSAGE_ID:
+    if size >= NO_MESSAGE_ID:
         raise ConfigurationError(f"message_id is too long (limit {NO_MESSAGE_ID - 1} bytes)")
     return message_id
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 import pytest
-from actorlog import CorruptEntryError, EncodeError, testing
+from actorlog import ConfigurationError, CorruptEntryError, EncodeError, testing
 from actorlog._journal.codec import (
     FRAME_VERSION,
     _frame_parts,
@@ -270,3 +270,39 @@ def test_the_store_kit_frames_as_the_codec_does(
     assert row.checksum == testing.entry_checksum(row) == crc
     snap_fields, _, digest = GOLDEN_SNAPSHOT
     assert testing.snapshot_digest(*snap_fields).hex() == digest
+
+
+class _Id(str):
+    """A str subclass: a valid message id like any other str."""
+
+
+@pytest.mark.parametrize(
+    ("message_id", "why"),
+    [
+        ("", "non-empty str"),
+        (b"m1", "non-empty str"),
+        (7, "non-empty str"),
+        ("m\udcff1", "lone surrogates"),
+        ("m\x001", "NUL character"),
+        ("m" * 0xFFFF, "too long"),
+        ("\u00e9" * 0x8000, "too long"),  # 32,768 characters, 65,536 UTF-8 bytes
+    ],
+    ids=["empty", "bytes", "int", "surrogate", "nul", "long", "long-utf8"],
+)
+def test_make_row_refuses_a_message_id_no_entry_can_hold(message_id: object, why: str) -> None:
+    """make_row checks the id on the bytes it frames: each kind of bad id is the typed
+    error ``validate_message_id`` raises, before anything is framed."""
+    with pytest.raises(ConfigurationError, match=why):
+        make_row("a1", 1, "message", "t.Msg", 0, message_id, b"{}")  # type: ignore[arg-type]
+
+
+def test_make_row_frames_a_str_subclass_and_the_longest_id_like_a_str() -> None:
+    longest = "m" * 0xFFFE  # NO_MESSAGE_ID - 1 bytes: the longest id a frame holds
+    for message_id in (_Id("m1"), longest, "\u00e9" * 0x7FFF):
+        row = make_row("a1", 1, "message", "t.Msg", 0, message_id, b"{}")
+        plain = make_row("a1", 1, "message", "t.Msg", 0, str(message_id), b"{}")
+        assert row == plain
+        assert row.checksum == entry_checksum(
+            "a1", 1, "message", "t.Msg", 0, str(message_id), b"{}"
+        )
+        verify_row(row, "a1", 1)
