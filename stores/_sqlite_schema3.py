@@ -28,6 +28,7 @@ __all__ = [
     "LOG5_COLS",
     "LOG_COLS",
     "MAX_ACTOR_KEY",
+    "MAX_KEY",
     "MAX_SEQ",
     "MESSAGE5",
     "MESSAGE_IDS",
@@ -315,6 +316,8 @@ BY_PK_MESSAGE_ID = (
 
 #: the highest seq of a format-5 file, and the highest actor key
 MAX_SEQ, MAX_ACTOR_KEY = (1 << 32) - 1, (1 << 31) - 1
+#: the highest actor key of a file (NULL: no actor), which a format-5 file bounds
+MAX_KEY = "SELECT max(id) FROM actors"
 #: the columns of format 5's ``log``, in the order of the view's
 LOG5_COLS = "id, kind, tag, ref, message_id, payload, checksum"
 _BASE = "(a.id << 32)"  # the rowid before an actor's first entry, for actors row ``a``

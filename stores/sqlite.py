@@ -84,7 +84,7 @@ from ._sqlite_schema import (
     check_version,
     file_layout,
 )
-from ._sqlite_schema3 import MAX_SEQ, step_of
+from ._sqlite_schema3 import MAX_ACTOR_KEY, MAX_KEY, MAX_SEQ, step_of
 from ._sqlite_unpack import PackedReads
 from ._sqltimers import SqliteTimers
 
@@ -431,6 +431,17 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, PackedReads):
         for i in range(0, len(items), MAX_ROWS_PER_STATEMENT):
             chunk = items[i : i + MAX_ROWS_PER_STATEMENT]
             sql, values = insert_sql(chunk)
+            if self.layout >= 5:  # [F24]: a key the log's rowids can hold, or nothing
+                try:
+                    ((top,),) = await self._writer().execute_fetchall(MAX_KEY)
+                except sqlite3.Error as exc:
+                    raise self._error("write", exc) from exc
+                if type(top) is int and top + len(chunk) > MAX_ACTOR_KEY:
+                    raise ConfigurationError(
+                        f"a SQLite file of format 5 holds actor keys 1 to {MAX_ACTOR_KEY}, and "
+                        f"its highest is {top}: cannot register {len(chunk)} more actor(s); "
+                        "nothing was written"
+                    )
             try:
                 mark_inserted(chunk, await self._writer().execute_fetchall(sql, values))
             except (sqlite3.Error, ValueError, OverflowError) as exc:
