@@ -1,0 +1,319 @@
+"""What README.md, docs/operators.md, docs/upgrading.md and docs/FORMAT.md promise of a SQLite
+file, checked from outside on a format-5 file beside a format-4 one: a runtime's repeated
+``ask`` (the step found without a step index, after many other messages and after
+compaction), a message id reused with another message refused, the operator commands as
+real processes (``verify``, ``history``, ``show``, ``export --raw``, ``compact``, ``fork``,
+``actors``) and SQL typed by hand through the view ``entries`` agreeing with each other and
+with FORMAT.md's checksum, hostile arguments refused with nothing stored changed, and a
+format-4 file keeping format 4 after the new code wrote to it."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from actorlog import Actor, ActorSystem, Context, tool
+from actorlog.errors import MessageIdReusedError
+from actorlog.store import EntryRow
+from actorlog.stores import SqliteStore
+from actorlog.testing import entry_checksum
+
+from tests._sqlitefile import new_files_in
+
+from ._support import cli
+
+pytestmark = pytest.mark.anyio
+
+#: the queries ``search`` answered, in order (a repeated ask runs no tool)
+RAN: list[str] = []
+
+
+@attrs.define
+class Ask:
+    question: str
+
+
+@attrs.define
+class Notes:
+    answers: list[str] = attrs.Factory(list)
+
+
+@tool(effect="read", name="layouts.search")
+async def search(q: str) -> str:
+    RAN.append(q)
+    return f"answer to {q}"
+
+
+class Researcher(Actor[Notes], name="layouts.Researcher"):
+    async def receive(self, ctx: Context, msg: Ask) -> str:
+        found = await ctx.call(search, msg.question)
+        self.state.answers.append(found)
+        return found
+
+
+@pytest.fixture(params=[4, 5], ids=["format4", "format5"])
+def layout(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """New files made in format ``layout`` (the runtime here writes them; the commands,
+    real processes, open an existing file, which keeps its layout)."""
+    value: int = request.param
+    new_files_in(monkeypatch, value)
+    RAN.clear()
+    return value
+
+
+def _sql(path: Path, query: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(query, params).fetchall()
+    finally:
+        db.close()
+
+
+def _files(path: Path) -> tuple[str, str]:
+    """The SHA-256 of the database's bytes and of its WAL's (none: empty; a reader may make
+    an empty WAL and its index, which hold nothing)."""
+    wal = path.with_name(path.name + "-wal")
+    return (
+        hashlib.sha256(path.read_bytes()).hexdigest(),
+        hashlib.sha256(wal.read_bytes() if wal.exists() else b"").hexdigest(),
+    )
+
+
+def _assert_layout(path: Path, layout: int) -> None:
+    """The file's format as FORMAT.md section 6 describes it: format 4's ``log`` is ``WITHOUT
+    ROWID`` with a step index; format 5's a rowid table keyed ``id``, no step index."""
+    assert _sql(path, "SELECT value FROM actorlog_meta WHERE key = 'format_version'") == [
+        (str(layout),)
+    ]
+    ((log_sql,),) = _sql(path, "SELECT sql FROM sqlite_master WHERE name = 'log'")
+    names = {n for (n,) in _sql(path, "SELECT name FROM sqlite_master")}
+    if layout == 4:
+        assert "WITHOUT ROWID" in log_sql and "log_step" in names
+    else:
+        assert "WITHOUT ROWID" not in log_sql and "log_step" not in names
+        assert "id         INTEGER PRIMARY KEY" in log_sql
+
+
+async def _run(path: Path) -> None:
+    """One runtime: ``r1`` (snapshots every 4 steps, 2 kept, retention since-snapshot) takes
+    30 asks while 20 other actors take theirs; then repeated asks and a reused id."""
+    async with ActorSystem(SqliteStore(path), actors=[Researcher]) as system:
+        r1 = await system.spawn(
+            Researcher, "r1", snapshot_every=4, snapshot_keep=2, retention="since-snapshot"
+        )
+        for i in range(30):
+            await r1.ask(Ask(f"q{i}"), message_id=f"m-{i}")
+            if i % 3 == 0:
+                other = await system.spawn(Researcher, f"x{i:02d}")
+                await other.ask(Ask("hi"), message_id="m-0")
+                await other.ask(Ask("hello"), message_id="m-1")
+        ran = len(RAN)
+        # a repeated ask: the recorded reply, no tool run, nothing written
+        actor = await system.store.get_actor("r1")
+        assert actor is not None
+        assert await r1.ask(Ask("q28"), message_id="m-28") == "answer to q28"
+        assert await r1.ask(Ask("q29"), message_id="m-29") == "answer to q29"
+        assert len(RAN) == ran
+        # the same id with another message: refused, nothing written
+        with pytest.raises(MessageIdReusedError, match="m-28"):
+            await r1.ask(Ask("something else"), message_id="m-28")
+        again = await system.store.get_actor("r1")
+        assert again is not None and again.last_seq == actor.last_seq
+        # the other actors' m-0 is theirs: x00's repeated ask has its own reply
+        assert await system.ref(Researcher, "x00").ask(Ask("hi"), message_id="m-0") == (
+            "answer to hi"
+        )
+        assert len(RAN) == ran
+
+
+async def test_a_runtimes_file_reads_alike_through_every_command(
+    tmp_path: Path, layout: int
+) -> None:
+    path = tmp_path / "agents.db"
+    await _run(path)
+    _assert_layout(path, layout)
+    start = _sql(path, "SELECT first_seq, last_seq FROM actors WHERE actor_id = 'r1'")
+    ((first, last),) = start
+    assert first > 1  # the runtime compacted r1 (its retention) after its snapshots
+
+    # verify: every checksum, chain and snapshot; r1 reported as compacted
+    run = cli("verify", path, "--json")
+    assert run.code == 0, run.err
+    (report,) = run.json_lines()
+    assert report["ok"] and report["actors"] == 11 and report["compacted"] == {"r1": first}
+
+    # export --raw: each entry's bytes give its checksum by FORMAT.md [F6], and are the bytes
+    # SQL typed by hand reads through the view ``entries`` (unpacked from the stored form)
+    run = cli("export", path, "r1", "--raw")
+    assert run.code == 0, run.err
+    exported = [o for o in run.json_lines() if o["type"] == "entry"]
+    assert [o["seq"] for o in exported] == list(range(first, last + 1))
+    by_hand = {
+        r[1]: EntryRow(*r)
+        for r in _sql(path, "SELECT * FROM entries WHERE actor_id = 'r1' ORDER BY seq")
+    }
+    for o in exported:
+        row = EntryRow(
+            "r1",
+            o["seq"],
+            o["kind"],
+            o["type_tag"],
+            o["ref"],
+            o["message_id"],
+            base64.b64decode(o["payload_b64"]),
+            o["checksum"],
+        )
+        assert o["valid"] and entry_checksum(row) == row.checksum, o
+        assert by_hand[row.seq] == row
+    assert len(by_hand) == len(exported)
+    # every row of the file, through the view, carries the checksum of its payload
+    for r in _sql(path, "SELECT * FROM entries"):
+        assert entry_checksum(EntryRow(*r)) == r[7], r[:6]
+
+    # history: every kept step with its reply, the compaction said under the header
+    run = cli("history", path, "r1", "--json")
+    assert run.code == 0, run.err
+    steps = {o["message_id"]: o for o in run.json_lines() if o["type"] == "step"}
+    assert steps["m-29"]["reply"] == "answer to q29" and steps["m-29"]["status"] == "ok"
+    run = cli("history", path, "r1")
+    assert run.code == 0 and f"log compacted: kept from seq {first}" in run.out, run.out
+    # show: the last step (stored packed against its result) in full, its checksum checked
+    run = cli("show", path, "r1", last)
+    assert run.code == 0, run.err
+    assert '"reply": "answer to q29"' in run.out and "ok" in run.out
+    # actors: everyone idle
+    run = cli("actors", path)
+    assert run.code == 0 and run.out.count(" idle ") == 11, run.out
+
+    # the file is as it was: the reading commands wrote nothing, and it keeps its format
+    _assert_layout(path, layout)
+    assert _sql(path, "SELECT first_seq, last_seq FROM actors WHERE actor_id = 'r1'") == start
+
+
+async def test_offline_compaction_then_a_repeated_ask(tmp_path: Path, layout: int) -> None:
+    """``actorlog compact`` on the stopped file, then a new runtime: an ask repeated with a
+    kept message id gets its recorded reply without running the tool (the step read from the
+    log after its message), an id whose message was compacted away is a new message
+    (docs/recovery.md, "The message-id deduplication window is the kept log"), and the
+    file is clean and keeps its format."""
+    path = tmp_path / "agents.db"
+    await _run(path)
+    run = cli("compact", path, "--actor", "r1", "--retention", "since-snapshot", "--json")
+    assert run.code == 0, run.err
+    (done,) = run.json_lines()
+    ((first,),) = _sql(path, "SELECT first_seq FROM actors WHERE actor_id = 'r1'")
+    assert done["first_seq"] == first
+    kept = {m for (m,) in _sql(path, "SELECT message_id FROM entries WHERE actor_id = 'r1'") if m}
+    assert "m-29" in kept and "m-0" not in kept
+    RAN.clear()
+    async with ActorSystem(SqliteStore(path), actors=[Researcher]) as system:
+        r1 = system.ref(Researcher, "r1")
+        for mid in sorted(kept):
+            n = int(mid.removeprefix("m-"))
+            assert await r1.ask(Ask(f"q{n}"), message_id=mid) == f"answer to q{n}"
+        assert RAN == []
+        assert await r1.ask(Ask("q0"), message_id="m-0") == "answer to q0"
+        assert RAN == ["q0"]
+        with pytest.raises(MessageIdReusedError):
+            await r1.ask(Ask("other"), message_id="m-29")
+    run = cli("verify", path)
+    assert run.code == 0, run.out + run.err
+    _assert_layout(path, layout)
+
+
+async def test_fork_delete_and_the_id_again(tmp_path: Path, layout: int) -> None:
+    """``fork`` copies a kept log under a new id (a new actor key in the file), ``terminate``
+    and ``delete`` remove an actor, and the id registered again by a runtime is a new actor
+    from seq 1: its old message ids are new messages; ``verify`` is clean and the deletion
+    is listed."""
+    path = tmp_path / "agents.db"
+    await _run(path)
+    run = cli("fork", path, "x00", "4", "x00-copy", "--yes")
+    assert run.code == 0, run.err
+    for args in (("terminate", path, "x03"), ("delete", path, "x03", "--yes")):
+        run = cli(*args)
+        assert run.code == 0, run.err
+    RAN.clear()
+    async with ActorSystem(SqliteStore(path), actors=[Researcher]) as system:
+        copy = await system.spawn(Researcher, "x00-copy")
+        assert await copy.ask(Ask("hi"), message_id="m-0") == "answer to hi"  # copied
+        assert await copy.ask(Ask("hello"), message_id="m-1") == "answer to hello"
+        reborn = await system.spawn(Researcher, "x03")
+        assert await reborn.ask(Ask("hi"), message_id="m-0") == "answer to hi"
+        assert RAN == ["hello", "hi"]  # x00-copy's second message, x03's first
+    assert _sql(path, "SELECT seq, message_id FROM entries WHERE actor_id = 'x03'") == [
+        (1, "m-0"),
+        (2, None),
+        (3, None),
+        (4, None),
+    ]
+    run = cli("verify", path)
+    assert run.code == 0, run.out + run.err
+    run = cli("actors", path, "--deleted")
+    assert run.code == 0 and "x03" in run.out
+    _assert_layout(path, layout)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("show", "{db}", "r1", str(2**32 + 1)),
+        ("show", "{db}", "r1", str(2**70)),
+        ("show", "{db}", "r1", "-1"),
+        ("show", "{db}", "r1", "0x10"),
+        ("show", "{db}", "nobody", "1"),
+        ("history", "{db}", "r1", "--since", "-5"),
+        ("history", "{db}", "r1", "--since", "nan"),
+        ("history", "{db}", "nobody"),
+        ("export", "{db}", "nobody"),
+        ("verify", "{db}", "nobody"),
+        ("resolve", "{db}", "r1", str(2**70), "--retry"),
+        ("resolve", "{db}", "r1", str(2**32 + 2), "--retry"),
+        ("resolve", "{db}", "r1", "2", "--result", "NaN"),
+        ("fork", "{db}", "r1", str(2**32), "r1-copy", "--yes"),
+        ("fork", "{db}", "r1", "4", "r1", "--yes"),
+        ("compact", "{db}", "--actor", "nobody"),
+        ("compact", "{db}", "--retention", "some"),
+        ("delete", "{db}", "nobody", "--yes"),
+        ("restart", "{db}", "r1"),
+    ],
+    ids=lambda a: " ".join(a[:1] + a[2:]),
+)
+async def test_hostile_arguments_exit_2_and_change_nothing(
+    tmp_path: Path, layout: int, args: tuple[str, ...], origin: dict[int, Path]
+) -> None:
+    """docs/operators.md, "Exit codes": bad arguments, an actor or entry not found, an intent
+    not in doubt: exit 2, one line on stderr, and not a byte of the file changed."""
+    path = tmp_path / "agents.db"
+    for f in origin[layout].parent.glob(origin[layout].name + "*"):
+        shutil.copyfile(f, tmp_path / f.name.replace(origin[layout].name, path.name))
+    before = _files(path)
+    run = cli(*(a.format(db=path) for a in args))
+    assert run.code == 2, (run.code, run.out, run.err)
+    assert run.err.strip() and "Traceback" not in run.err, run.err
+    assert _files(path) == before
+    _assert_layout(path, layout)
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    """A file of each format written by :func:`_run`, once for the module."""
+    import anyio
+
+    out: dict[int, Path] = {}
+    for layout in (4, 5):
+        path = tmp_path_factory.mktemp(f"format{layout}") / "agents.db"
+        with pytest.MonkeyPatch.context() as mp:
+            new_files_in(mp, layout)
+            anyio.run(_run, path)
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.close()
+        out[layout] = path
+    return out
