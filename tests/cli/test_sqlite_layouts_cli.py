@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
-from actorlog import Actor, ActorSystem, Context, tool
+from actorlog import ActorSystem
 from actorlog.errors import MessageIdReusedError
 from actorlog.store import EntryRow
 from actorlog.stores import SqliteStore
@@ -26,35 +24,10 @@ from actorlog.testing import entry_checksum
 
 from tests._sqlitefile import new_files_in
 
+from ._layouts import RAN, Ask, Researcher, copy, made, write
 from ._support import cli
 
 pytestmark = pytest.mark.anyio
-
-#: the queries ``search`` answered, in order (a repeated ask runs no tool)
-RAN: list[str] = []
-
-
-@attrs.define
-class Ask:
-    question: str
-
-
-@attrs.define
-class Notes:
-    answers: list[str] = attrs.Factory(list)
-
-
-@tool(effect="read", name="layouts.search")
-async def search(q: str) -> str:
-    RAN.append(q)
-    return f"answer to {q}"
-
-
-class Researcher(Actor[Notes], name="layouts.Researcher"):
-    async def receive(self, ctx: Context, msg: Ask) -> str:
-        found = await ctx.call(search, msg.question)
-        self.state.answers.append(found)
-        return found
 
 
 @pytest.fixture(params=[4, 5], ids=["format4", "format5"])
@@ -100,43 +73,11 @@ def _assert_layout(path: Path, layout: int) -> None:
         assert "id         INTEGER PRIMARY KEY" in log_sql
 
 
-async def _run(path: Path) -> None:
-    """One runtime: ``r1`` (snapshots every 4 steps, 2 kept, retention since-snapshot) takes
-    30 asks while 20 other actors take theirs; then repeated asks and a reused id."""
-    async with ActorSystem(SqliteStore(path), actors=[Researcher]) as system:
-        r1 = await system.spawn(
-            Researcher, "r1", snapshot_every=4, snapshot_keep=2, retention="since-snapshot"
-        )
-        for i in range(30):
-            await r1.ask(Ask(f"q{i}"), message_id=f"m-{i}")
-            if i % 3 == 0:
-                other = await system.spawn(Researcher, f"x{i:02d}")
-                await other.ask(Ask("hi"), message_id="m-0")
-                await other.ask(Ask("hello"), message_id="m-1")
-        ran = len(RAN)
-        # a repeated ask: the recorded reply, no tool run, nothing written
-        actor = await system.store.get_actor("r1")
-        assert actor is not None
-        assert await r1.ask(Ask("q28"), message_id="m-28") == "answer to q28"
-        assert await r1.ask(Ask("q29"), message_id="m-29") == "answer to q29"
-        assert len(RAN) == ran
-        # the same id with another message: refused, nothing written
-        with pytest.raises(MessageIdReusedError, match="m-28"):
-            await r1.ask(Ask("something else"), message_id="m-28")
-        again = await system.store.get_actor("r1")
-        assert again is not None and again.last_seq == actor.last_seq
-        # the other actors' m-0 is theirs: x00's repeated ask has its own reply
-        assert await system.ref(Researcher, "x00").ask(Ask("hi"), message_id="m-0") == (
-            "answer to hi"
-        )
-        assert len(RAN) == ran
-
-
 async def test_a_runtimes_file_reads_alike_through_every_command(
     tmp_path: Path, layout: int
 ) -> None:
     path = tmp_path / "agents.db"
-    await _run(path)
+    await write(path)
     _assert_layout(path, layout)
     start = _sql(path, "SELECT first_seq, last_seq FROM actors WHERE actor_id = 'r1'")
     ((first, last),) = start
@@ -203,7 +144,7 @@ async def test_offline_compaction_then_a_repeated_ask(tmp_path: Path, layout: in
     (docs/recovery.md, "The message-id deduplication window is the kept log"), and the
     file is clean and keeps its format."""
     path = tmp_path / "agents.db"
-    await _run(path)
+    await write(path)
     run = cli("compact", path, "--actor", "r1", "--retention", "since-snapshot", "--json")
     assert run.code == 0, run.err
     (done,) = run.json_lines()
@@ -233,7 +174,7 @@ async def test_fork_delete_and_the_id_again(tmp_path: Path, layout: int) -> None
     from seq 1: its old message ids are new messages; ``verify`` is clean and the deletion
     is listed."""
     path = tmp_path / "agents.db"
-    await _run(path)
+    await write(path)
     run = cli("fork", path, "x00", "4", "x00-copy", "--yes")
     assert run.code == 0, run.err
     for args in (("terminate", path, "x03"), ("delete", path, "x03", "--yes")):
@@ -290,9 +231,7 @@ async def test_hostile_arguments_exit_2_and_change_nothing(
 ) -> None:
     """docs/operators.md, "Exit codes": bad arguments, an actor or entry not found, an intent
     not in doubt: exit 2, one line on stderr, and not a byte of the file changed."""
-    path = tmp_path / "agents.db"
-    for f in origin[layout].parent.glob(origin[layout].name + "*"):
-        shutil.copyfile(f, tmp_path / f.name.replace(origin[layout].name, path.name))
+    path = copy(origin[layout], tmp_path)
     before = _files(path)
     run = cli(*(a.format(db=path) for a in args))
     assert run.code == 2, (run.code, run.out, run.err)
@@ -303,17 +242,5 @@ async def test_hostile_arguments_exit_2_and_change_nothing(
 
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
-    """A file of each format written by :func:`_run`, once for the module."""
-    import anyio
-
-    out: dict[int, Path] = {}
-    for layout in (4, 5):
-        path = tmp_path_factory.mktemp(f"format{layout}") / "agents.db"
-        with pytest.MonkeyPatch.context() as mp:
-            new_files_in(mp, layout)
-            anyio.run(_run, path)
-        db = sqlite3.connect(path)
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        db.close()
-        out[layout] = path
-    return out
+    """A file of each format written by :func:`write`, once for the module."""
+    return made(tmp_path_factory)
