@@ -202,3 +202,51 @@ async def test_an_actor_key_beyond_format_5_is_bad_input(tmp_path: Path, layout:
     assert _sql(path, "SELECT * FROM entries WHERE actor_id != 'a'") == [
         r for r in entries if r[0] != "a"
     ]
+
+
+async def test_the_last_seq_of_the_format_is_an_actors_own(tmp_path: Path, layout: int) -> None:
+    """The edge of format 5's rowid arithmetic: an actor whose log reaches seq 2**32 - 1 (its
+    summary set there by SQL typed by hand, the log's first rows by the store) keeps its
+    rows apart from the next actor's seq 1 (the rowid just after): reads, the lookup by
+    message id, the step lookup and the view all give each actor its own; an append past the
+    bound is refused in format 5 and nothing is written."""
+    top = 2**32 - 1
+    path = tmp_path / "agents.db"
+    store = SqliteStore(path)
+    await store.open()
+    try:
+        for actor_id in ("a", "b"):
+            await store.register_actor(actor_id, "t.A")
+    finally:
+        await store.close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE actors SET last_seq = ? WHERE actor_id = 'a'", (top - 4,))
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    await store.open()
+    try:
+        high = _ask("a", top - 3, "m1", "top")
+        low = _ask("b", 1, "m1", "bottom")
+        await store.append("a", top - 4, high)
+        await store.append("b", 0, low)
+        assert await store.read("a") == high
+        assert await store.read("a", after_seq=top - 1) == high[3:]
+        assert await store.read("b") == low
+        assert await store.find_message("a", "m1") == high[0]
+        assert await store.find_message("b", "m1") == low[0]
+        assert await store.find_ref("a", "step", top - 3) == high[3:]
+        assert await store.find_ref("b", "step", 1) == low[3:]
+        assert sorted(await store.message_ids("a", limit=5) or []) == ["m1"]
+        more = make_entry("a", top + 1, "message", "t.Ask", 0, message_id="m2", payload=b"[{},1]")
+        if layout == 5:
+            with pytest.raises(ConfigurationError, match="seqs up to 4294967295"):
+                await store.append("a", top, [more])
+            assert await store.read("a") == high
+            assert await store.read("b") == low
+    finally:
+        await store.close()
+    assert _sql(path, "SELECT actor_id, seq FROM entries ORDER BY actor_id, seq") == [
+        *[("a", r.seq) for r in high],
+        *[("b", r.seq) for r in low],
+    ]
