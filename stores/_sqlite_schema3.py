@@ -414,6 +414,15 @@ END;
 CREATE TRIGGER IF NOT EXISTS entries_delete INSTEAD OF DELETE ON entries BEGIN
     DELETE FROM log WHERE id = {_KEY5.format("OLD.actor_id")} + OLD.seq;
 END;
+-- an UPDATE through the view keeps the row in its actor's range of rowids, as an INSERT
+-- does (a seq past the bound would move it into the next actor's log): a trigger of its
+-- own, so a format-5 file made before it gains it on open (CREATE ... IF NOT EXISTS); its
+-- ABORT backs out the statement, whichever of the view's triggers ran first
+CREATE TRIGGER IF NOT EXISTS entries_update_check INSTEAD OF UPDATE ON entries BEGIN
+    SELECT RAISE(ABORT, 'actorlog: seq conflict')
+    WHERE typeof(NEW.seq) != 'integer' OR NEW.seq NOT BETWEEN 1 AND {MAX_SEQ}
+       OR coalesce({_ACTOR_KEY.format("NEW.actor_id")}, {MAX_ACTOR_KEY + 1}) > {MAX_ACTOR_KEY};
+END;
 CREATE TABLE IF NOT EXISTS log_starts (
     actor_id  TEXT PRIMARY KEY,
     first_seq INTEGER NOT NULL,

@@ -250,3 +250,45 @@ async def test_the_last_seq_of_the_format_is_an_actors_own(tmp_path: Path, layou
         *[("a", r.seq) for r in high],
         *[("b", r.seq) for r in low],
     ]
+
+
+async def test_sql_typed_by_hand_keeps_a_row_in_its_actors_log(tmp_path: Path, layout: int) -> None:
+    """FORMAT.md section 6: the view ``entries`` takes ``UPDATE`` typed by hand and codes it
+    as the store does. In format 5 an update giving a row a seq outside 1 .. 2**32 - 1 is
+    refused like such an insert (``seq conflict``): it would move the row into the next
+    actor's range of rowids, damaging a log nobody touched. Also in a format-5 file made
+    before the check (the trigger gained when the file is next opened for writing). In
+    format 4 the row stays its actor's whatever its seq."""
+    path = tmp_path / "agents.db"
+    store = SqliteStore(path)
+    await store.open()
+    try:
+        for actor_id in ("a", "b"):
+            await store.register_actor(actor_id, "t.A")
+            await store.append(actor_id, 0, _ask(actor_id, 1, "m1", actor_id))
+    finally:
+        await store.close()
+    if layout == 5:  # as a file made before the check: the next writable open adds it
+        _sql(path, "DROP TRIGGER IF EXISTS entries_update_check")
+        store = SqliteStore(path)
+        await store.open()
+        await store.close()
+    b_before = _sql(path, "SELECT * FROM entries WHERE actor_id = 'b'")
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        for seq in (2**32 + 1, 0, -1):
+            query = "UPDATE entries SET seq = ? WHERE actor_id = 'a' AND seq = 4"
+            if layout == 5:
+                with pytest.raises(sqlite3.IntegrityError, match="seq conflict"):
+                    db.execute(query, (seq,))
+            else:
+                db.execute(query, (seq,))
+                db.execute("UPDATE entries SET seq = 4 WHERE actor_id = 'a' AND seq = ?", (seq,))
+        # an update within the bound reaches the row, as before
+        db.execute("UPDATE entries SET checksum = 7 WHERE actor_id = 'a' AND seq = 4")
+        assert db.execute(
+            "SELECT seq, checksum FROM entries WHERE actor_id = 'a' AND seq = 4"
+        ).fetchall() == [(4, 7)]
+    finally:
+        db.close()
+    assert _sql(path, "SELECT * FROM entries WHERE actor_id = 'b'") == b_before
