@@ -211,6 +211,8 @@ async def test_fork_delete_and_the_id_again(tmp_path: Path, layout: int) -> None
         ("show", "{db}", "nobody", "1"),
         ("history", "{db}", "r1", "--since", "-5"),
         ("history", "{db}", "r1", "--since", "nan"),
+        ("history", "{db}", "r1", "--since", str(2**70)),
+        ("history", "{db}", "r1", "--since", str(2**63)),
         ("history", "{db}", "nobody"),
         ("export", "{db}", "nobody"),
         ("verify", "{db}", "nobody"),
@@ -230,12 +232,15 @@ async def test_hostile_arguments_exit_2_and_change_nothing(
     tmp_path: Path, layout: int, args: tuple[str, ...], origin: dict[int, Path]
 ) -> None:
     """docs/operators.md, "Exit codes": bad arguments, an actor or entry not found, an intent
-    not in doubt: exit 2, one line on stderr, and not a byte of the file changed."""
+    not in doubt: exit 2, the error on stderr (nothing on stdout: a seq beyond a store's
+    64-bit integers is a bad argument, refused before the command reads anything), and not
+    a byte of the file changed."""
     path = copy(origin[layout], tmp_path)
     before = _files(path)
     run = cli(*(a.format(db=path) for a in args))
     assert run.code == 2, (run.code, run.out, run.err)
     assert run.err.strip() and "Traceback" not in run.err, run.err
+    assert run.out == ""  # refused before anything is printed
     assert _files(path) == before
     _assert_layout(path, layout)
 
