@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
 import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from actorlog import ActorSystem
-from actorlog.errors import MessageIdReusedError
+from actorlog import ActorSystem, ops
+from actorlog.errors import ActorNotFoundError, ConfigurationError, MessageIdReusedError
 from actorlog.store import EntryRow
 from actorlog.stores import SqliteStore
 from actorlog.testing import entry_checksum
@@ -249,3 +251,43 @@ async def test_hostile_arguments_exit_2_and_change_nothing(
 def origin(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     """A file of each format written by :func:`write`, once for the module."""
     return made(tmp_path_factory)
+
+
+async def test_hostile_arguments_to_ops_are_typed_errors(
+    tmp_path: Path, layout: int, origin: dict[int, Path]
+) -> None:
+    """docs/operators.md, "The Python API": ``actorlog.ops`` over a store opened for writing
+    answers each bad argument with an actorlog error at the call (``ConfigurationError``,
+    ``ActorNotFoundError``), and the file is not changed."""
+    path = copy(origin[layout], tmp_path)
+    url = f"sqlite:///{path}"
+    async with ops.opened(url, read_only=False) as store:
+        pass  # a writable open may complete the schema (CREATE ... IF NOT EXISTS) first
+    before = _files(path)
+    big, over = 2**70, 2**32 + 1
+    async with ops.opened(url, read_only=False) as store:
+        calls: list[tuple[type[Exception], Callable[[], Awaitable[object]]]] = [
+            (ConfigurationError, lambda: ops.show(store, "r1", big)),
+            (ActorNotFoundError, lambda: ops.show(store, "r1", over)),
+            (ConfigurationError, lambda: ops.show(store, "r1", "3")),  # type: ignore[arg-type]
+            (ConfigurationError, lambda: ops.history(store, "r1", since=big)),
+            (ConfigurationError, lambda: ops.history(store, "r1", since=math.nan)),  # type: ignore[arg-type]
+            (ConfigurationError, lambda: ops.resolve(store, "r1", big, retry=True)),
+            (ConfigurationError, lambda: ops.resolve(store, "r1", over, retry=True)),
+            (ConfigurationError, lambda: ops.resolve(store, "r1", 4, retry=True)),
+            (ConfigurationError, lambda: ops.resolve(store, "r1", 2, result=math.nan)),
+            (ConfigurationError, lambda: ops.fork(store, "r1", at=big, new_id="n", yes=True)),
+            (ConfigurationError, lambda: ops.fork(store, "r1", at=4, new_id="r1", yes=True)),
+            (ConfigurationError, lambda: ops.fork(store, "r1", at=4, new_id="", yes=True)),
+            (ConfigurationError, lambda: ops.compact(store, "r1", retention="some")),
+            (ConfigurationError, lambda: ops.compact(store, "r1", retention=math.nan)),
+            (ActorNotFoundError, lambda: ops.compact(store, "nobody")),
+            (ConfigurationError, lambda: ops.restart(store, "r1")),
+            (ConfigurationError, lambda: ops.delete(store, "r1", yes=True, by=5)),  # type: ignore[arg-type]
+            (ConfigurationError, lambda: ops.list_actors_page(store, limit=big)),
+        ]
+        for error, call in calls:
+            with pytest.raises(error):
+                await call()
+    assert _files(path) == before
+    _assert_layout(path, layout)
