@@ -84,6 +84,7 @@ async def test_a_runtimes_file_reads_alike_through_every_command(
     start = _sql(path, "SELECT first_seq, last_seq FROM actors WHERE actor_id = 'r1'")
     ((first, last),) = start
     assert first > 1  # the runtime compacted r1 (its retention) after its snapshots
+    before = _files(path)
 
     # verify: every checksum, chain and snapshot; r1 reported as compacted
     run = cli("verify", path, "--json")
@@ -135,6 +136,7 @@ async def test_a_runtimes_file_reads_alike_through_every_command(
     assert run.code == 0 and run.out.count(" idle ") == 11, run.out
 
     # the file is as it was: the reading commands wrote nothing, and it keeps its format
+    assert _files(path) == before
     _assert_layout(path, layout)
     assert _sql(path, "SELECT first_seq, last_seq FROM actors WHERE actor_id = 'r1'") == start
 
