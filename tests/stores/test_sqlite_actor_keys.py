@@ -292,3 +292,42 @@ async def test_sql_typed_by_hand_keeps_a_row_in_its_actors_log(tmp_path: Path, l
     finally:
         db.close()
     assert _sql(path, "SELECT * FROM entries WHERE actor_id = 'b'") == b_before
+
+
+async def test_the_highest_actor_key_of_format_5_holds_a_log(tmp_path: Path, layout: int) -> None:
+    """The last key format 5 gives (2**31 - 1: rowids up to 2**63 - 1, SQLite's largest) is
+    registered and holds a log read back whole; the registration after it is refused and
+    nothing is written (format 4 gives keys on)."""
+    path = tmp_path / "agents.db"
+    store = SqliteStore(path)
+    await store.open()
+    await store.close()
+    db = sqlite3.connect(path)
+    db.execute(
+        "INSERT INTO actors (id, actor_id, actor_type, created_at) VALUES (?, 'near', 't.A', 0)",
+        (2**31 - 2,),
+    )
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    await store.open()
+    try:
+        await store.register_actor("last", "t.A")
+        rows = _ask("last", 1, "m1", "x")
+        await store.append("last", 0, rows)
+        assert await store.read("last") == rows
+        assert await store.find_message("last", "m1") == rows[0]
+        assert await store.find_ref("last", "step", 1) == rows[3:]
+        if layout == 5:
+            with pytest.raises(ConfigurationError, match="cannot register 1 more"):
+                await store.register_actor("beyond", "t.A")
+            assert await store.get_actor("beyond") is None
+        else:
+            await store.register_actor("beyond", "t.A")
+    finally:
+        await store.close()
+    assert _sql(path, "SELECT actor_id, id FROM actors WHERE actor_id = 'last'") == [
+        ("last", 2**31 - 1)
+    ]
+    if layout == 5:
+        assert _sql(path, "SELECT max(id) FROM log") == [((2**31 - 1) << 32 | 4,)]
