@@ -224,7 +224,9 @@ async def test_fork_delete_and_the_id_again(tmp_path: Path, layout: int) -> None
         ("resolve", "{db}", "r1", str(2**32 + 2), "--retry"),
         ("resolve", "{db}", "r1", "2", "--result", "NaN"),
         ("fork", "{db}", "r1", str(2**32), "r1-copy", "--yes"),
-        ("fork", "{db}", "r1", "4", "r1", "--yes"),
+        ("fork", "{db}", "x00", "4", "x00", "--yes"),
+        ("fork", "{db}", "x00", "4", "x03", "--yes"),
+        ("fork", "{db}", "r1", "100", "r1-copy", "--yes"),  # compacted: refused
         ("compact", "{db}", "--actor", "nobody"),
         ("compact", "{db}", "--retention", "some"),
         ("delete", "{db}", "nobody", "--yes"),
