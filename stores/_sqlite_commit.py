@@ -484,7 +484,7 @@ class SqliteCommits(LogKeys):
         entry: bad input, ``ConfigurationError`` (FORMAT.md [F24]), never damage."""
         if self.layout >= 5:
             key = await self._actor_key(actor_id)
-            if type(key) is int and not 0 < key <= MAX_ACTOR_KEY:
+            if type(key) is int and key > MAX_ACTOR_KEY:
                 return ConfigurationError(
                     f"a SQLite file of format 5 holds actor keys 1 to {MAX_ACTOR_KEY}: actor "
                     f"{actor_id!r} has key {key} (its actors row was given that id by hand) "
