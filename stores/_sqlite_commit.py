@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from actorlog.store import (
     ActorRow,
     AuditRow,
+    ConfigurationError,
     CorruptEntryError,
     EntryRow,
     SequenceConflictError,
@@ -444,7 +445,7 @@ class SqliteCommits(LogKeys):
         expected: int,
         exc: sqlite3.IntegrityError,
         rows: Sequence[EntryRow],
-    ) -> StoreError | CorruptEntryError:
+    ) -> StoreError | CorruptEntryError | ConfigurationError:
         """The error for a rejected append: a conflict, unless the actor's summary row
         (``actors.last_seq``, which the append trigger checks) disagrees with the log itself,
         which is damage (one runtime per file: nobody else writes); or unless the log ends
@@ -452,7 +453,17 @@ class SqliteCommits(LogKeys):
         a damaged index (the unique message-id index holding an id no row has, say), which
         is ``StoreCorruptError`` naming the file, unless the rows do not continue the log or
         repeat a message id the log's rows (read past that index) or the rows themselves
-        hold: that is the conflict the contract names."""
+        hold: that is the conflict the contract names. In a format-5 file an actor whose key
+        is beyond the format's (an ``actors`` row given its ``id`` by hand) can hold no
+        entry: bad input, ``ConfigurationError`` (FORMAT.md [F24]), never damage."""
+        if self.layout >= 5:
+            key = await self._actor_key(actor_id)
+            if type(key) is int and key > MAX_ACTOR_KEY:
+                return ConfigurationError(
+                    f"a SQLite file of format 5 holds actor keys 1 to {MAX_ACTOR_KEY}: actor "
+                    f"{actor_id!r} has key {key} (its actors row was given that id by hand) "
+                    "and cannot hold entries; nothing was written"
+                )
         found = await self._last_seq(actor_id)
         try:
             got = await self._writer().execute_fetchall(
@@ -513,6 +524,15 @@ class SqliteCommits(LogKeys):
             if list(found):
                 return True
         return False
+
+    async def _actor_key(self, actor_id: str) -> object:
+        try:
+            rows = await self._writer().execute_fetchall(
+                "SELECT id FROM actors WHERE actor_id = ?", (actor_id,)
+            )
+        except sqlite3.Error:
+            return None
+        return rows[0][0] if rows else None
 
     async def _last_seq(self, actor_id: str) -> int | None:
         try:

@@ -28,6 +28,7 @@ __all__ = [
     "LOG5_COLS",
     "LOG_COLS",
     "MAX_ACTOR_KEY",
+    "MAX_KEY",
     "MAX_SEQ",
     "MESSAGE5",
     "MESSAGE_IDS",
@@ -318,6 +319,8 @@ BY_PK_MESSAGE_ID = (
 
 #: the highest seq of a format-5 file, and the highest actor key
 MAX_SEQ, MAX_ACTOR_KEY = (1 << 32) - 1, (1 << 31) - 1
+#: the highest actor key of a file (NULL: no actor), which a format-5 file bounds
+MAX_KEY = "SELECT max(id) FROM actors"
 #: the columns of format 5's ``log``, in the order of the view's
 LOG5_COLS = "id, kind, tag, ref, message_id, payload, checksum"
 _BASE = "(a.id << 32)"  # the rowid before an actor's first entry, for actors row ``a``
@@ -398,6 +401,15 @@ CREATE TRIGGER IF NOT EXISTS entries_update INSTEAD OF UPDATE ON entries BEGIN
 END;
 CREATE TRIGGER IF NOT EXISTS entries_delete INSTEAD OF DELETE ON entries BEGIN
     DELETE FROM log WHERE id = {_KEY5.format("OLD.actor_id")} + OLD.seq;
+END;
+-- an UPDATE through the view keeps the row in its actor's range of rowids, as an INSERT
+-- does (a seq past the bound would move it into the next actor's log): a trigger of its
+-- own, so a format-5 file made before it gains it on open (CREATE ... IF NOT EXISTS); its
+-- ABORT backs out the statement, whichever of the view's triggers ran first
+CREATE TRIGGER IF NOT EXISTS entries_update_check INSTEAD OF UPDATE ON entries BEGIN
+    SELECT RAISE(ABORT, 'actorlog: seq conflict')
+    WHERE typeof(NEW.seq) != 'integer' OR NEW.seq NOT BETWEEN 1 AND {MAX_SEQ}
+       OR coalesce({_ACTOR_KEY.format("NEW.actor_id")}, {MAX_ACTOR_KEY + 1}) > {MAX_ACTOR_KEY};
 END;
 CREATE TABLE IF NOT EXISTS log_starts (
     actor_id  TEXT PRIMARY KEY,

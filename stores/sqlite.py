@@ -84,7 +84,7 @@ from ._sqlite_schema import (
     check_version,
     file_layout,
 )
-from ._sqlite_schema3 import MAX_SEQ, step_of
+from ._sqlite_schema3 import MAX_ACTOR_KEY, MAX_KEY, MAX_SEQ, step_of
 from ._sqlite_unpack import PackedReads
 from ._sqltimers import SqliteTimers
 
@@ -191,6 +191,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, PackedReads):
         self._r: Connection | None = None
         self._init_commits(commit_on_loop)
         self._registrar: GroupCommitter[Registration] = GroupCommitter(self._register)
+        self._key_top: int | None = None  # format 5's highest actor key, once read (an open)
         self._lock_fd: int | None = None
         self._actorlog_schema = False  # the file holds actorlog's tables (set by open)
         #: the file's layout (set by open): 5, 4 for a file made in format 4 (``log``
@@ -246,6 +247,7 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, PackedReads):
         if self._r is not None:
             return
         self._actor_keys, self._tag_keys = {}, {}  # read again from the file opened now
+        self._key_top = None
         if os.path.isdir(self.path):
             # before SQLite sees it, for a clear error
             raise StoreUnavailableError(f"{self.path} is a directory, not a SQLite store")
@@ -431,10 +433,31 @@ class SqliteStore(SqliteCommits, SqliteCompaction, SqliteTimers, PackedReads):
         for i in range(0, len(items), MAX_ROWS_PER_STATEMENT):
             chunk = items[i : i + MAX_ROWS_PER_STATEMENT]
             sql, values = insert_sql(chunk)
+            if self.layout >= 5:  # [F24]: a key the log's rowids can hold, or nothing
+                await self._keys_left(len(chunk))
             try:
                 mark_inserted(chunk, await self._writer().execute_fetchall(sql, values))
             except (sqlite3.Error, ValueError, OverflowError) as exc:
                 raise self._error("write", exc) from exc
+
+    async def _keys_left(self, n: int) -> None:
+        """Refuse ``n`` registrations a format-5 file has no actor keys for ([F24]). The
+        file's highest key is read once an open, then counted up (this store is the file's
+        one writer; an id already registered makes the count an upper bound), and read
+        again near the bound."""
+        top = self._key_top
+        if top is None or top + n > MAX_ACTOR_KEY:
+            try:
+                ((found,),) = await self._writer().execute_fetchall(MAX_KEY)
+            except sqlite3.Error as exc:
+                raise self._error("write", exc) from exc
+            top = found if type(found) is int else 0
+            if top + n > MAX_ACTOR_KEY:
+                raise ConfigurationError(
+                    f"a SQLite file of format 5 holds actor keys 1 to {MAX_ACTOR_KEY}, and its "
+                    f"highest is {top}: cannot register {n} more actor(s); nothing was written"
+                )
+        self._key_top = top + n
 
     async def get_actor(self, actor_id: str) -> ActorRow | None:
         rows = await self._fetch(f"SELECT {ACTOR_COLS} FROM actors WHERE actor_id = ?", (actor_id,))

@@ -39,6 +39,10 @@ def decision(args: argparse.Namespace) -> Decision:
     return {"by": args.by, "reason": args.reason or ""}
 
 
+#: the largest seq, count or port a command takes: a store's 64-bit integer
+_INT_MAX = 2**63 - 1
+
+
 def _nonneg_int(text: str) -> int:
     try:
         v = int(text)
@@ -46,6 +50,8 @@ def _nonneg_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if v < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0: {v}")
+    if v > _INT_MAX:  # refused before anything is read (``history`` prints as it reads)
+        raise argparse.ArgumentTypeError(f"must be at most {_INT_MAX} (64 bits): {v}")
     return v
 
 
