@@ -1,0 +1,181 @@
+"""docs/pydantic-ai.md's promises on a conversation, as a user reads them (black box: the
+public API, real SQLite files): the caller's kept conversation ("What a run's reply
+holds") is used only when it is the conversation in the log, whoever ran the runs in
+between and whatever happened to the actor id."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai")
+
+import pydantic_ai._utils
+from actorlog import ActorSystem
+from actorlog.integrations.pydantic_ai import (
+    READ,
+    AgentActor,
+    DurableAgent,
+    DurableRunResult,
+    RunPrompt,
+)
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # pydantic-ai runs its tool calls as asyncio tasks
+
+
+FIXED = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """A tool call for a prompt, then the tool's return as text; fixed timestamps (a model
+    whose responses carry the provider's clock)."""
+    last = messages[-1]
+    assert isinstance(last, ModelRequest)
+    for part in last.parts:
+        if isinstance(part, UserPromptPart):
+            call = ToolCallPart("lookup", {"q": str(part.content)}, tool_call_id="t")
+            return ModelResponse(parts=[call], timestamp=FIXED)
+        if isinstance(part, ToolReturnPart):
+            return ModelResponse(parts=[TextPart(f"answer {part.content}")], timestamp=FIXED)
+    raise AssertionError("unexpected request")
+
+
+def make(name: str) -> DurableAgent[None, str]:
+    agent = Agent(FunctionModel(fn, model_name="outside"), name=name)
+
+    @agent.tool_plain
+    async def lookup(q: str) -> str:
+        return f"found {q}"
+
+    return DurableAgent(agent, tools={"lookup": READ})
+
+
+def prompts(result: DurableRunResult[Any]) -> list[str]:
+    """The user prompts of a result's conversation, in order."""
+    return [
+        str(part.content)
+        for message in result.messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, UserPromptPart)
+    ]
+
+
+class _FrozenClock(datetime):
+    @classmethod
+    def now(cls, tz: Any = None) -> Any:
+        return FIXED
+
+
+@pytest.fixture
+def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pydantic-ai's clock stopped, as a user's test under freezegun has it."""
+    monkeypatch.setattr(pydantic_ai._utils, "datetime", _FrozenClock)
+
+
+@pytest.mark.anyio
+async def test_a_conversation_deleted_and_started_again_is_the_new_one(tmp_path: Path) -> None:
+    """docs: "an actor deleted and registered again has other replies at the same seqs":
+    the runs of the new conversation (same id, same message ids) give its own messages."""
+    durable = make("outside-deleted")
+    async with ActorSystem(f"sqlite:///{tmp_path / 'a.db'}", actors=[AgentActor]) as system:
+        for i in range(3):
+            await durable.run(system, "c", f"old{i}", message_id=f"m{i}")
+        await system.terminate("c")
+        await system.delete("c")
+        got = [await durable.run(system, "c", f"new{i}", message_id=f"m{i}") for i in range(4)]
+    assert [prompts(r) for r in got] == [[f"new{j}" for j in range(i + 1)] for i in range(4)]
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("frozen_clock")
+async def test_a_kept_conversation_is_not_taken_for_another_with_the_same_last_run(
+    tmp_path: Path,
+) -> None:
+    """The conversation is deleted and started again by someone else (a plain ``ask`` of
+    the ``RunPrompt``, as docs/pydantic-ai.md shows for streaming): its third run is the
+    same prompt as the old third run, with a clock that does not move, but its first runs
+    differ. The caller's next ``run`` must give the new conversation, not the kept one."""
+    durable = make("outside-same-last")
+    async with ActorSystem(f"sqlite:///{tmp_path / 'a.db'}", actors=[AgentActor]) as system:
+        for p in ["a", "b", "c"]:
+            await durable.run(system, "conv", p, message_id=f"old-{p}")
+        await system.terminate("conv")
+        await system.delete("conv")
+        ref = await system.spawn(AgentActor, "conv")
+        for p in ["x", "y", "c"]:
+            await ref.ask(RunPrompt(durable.name, p), message_id=f"new-{p}")
+        result = await durable.run(system, "conv", "d", message_id="new-d")
+    assert prompts(result) == ["x", "y", "c", "d"]
+
+
+@pytest.mark.anyio
+async def test_openai_agents_a_kept_conversation_is_not_taken_for_another(tmp_path: Path) -> None:
+    """docs/openai-agents.md, the same promise: the conversation deleted and started again,
+    its runs made by a plain ``ask`` of the ``RunInput``, its third run the same input as the
+    old third run, its first ones not (the SDK's items carry no clock)."""
+    pytest.importorskip("agents")
+    from actorlog.integrations.openai_agents import (
+        AgentActor as OaiActor,
+        DurableAgent as OaiAgent,
+        RunInput,
+    )
+    from agents import (
+        Agent as OaiBase,
+        Model,
+        ModelResponse as OaiResponse,
+        RunConfig,
+        set_tracing_disabled,
+    )
+    from agents.testing import assistant_message
+    from agents.usage import Usage
+
+    set_tracing_disabled(True)  # the SDK would post its traces to api.openai.com
+
+    class Echo(Model):
+        async def get_response(
+            self, system_instructions: Any, input: Any, *a: Any, **k: Any
+        ) -> Any:
+            said = [i["content"] for i in input if isinstance(i, dict) and i.get("role") == "user"]
+            text = f"echo {said[-1]}"
+            return OaiResponse(
+                output=[assistant_message(text, item_id="m")], usage=Usage(), response_id="r"
+            )
+
+        def stream_response(self, *a: Any, **k: Any) -> Any:
+            raise NotImplementedError
+
+    agent: OaiAgent[Any] = OaiAgent(
+        OaiBase(name="outside-oai", instructions="echo"), run_config=RunConfig(model=Echo())
+    )
+
+    def inputs(items: list[Any]) -> list[str]:
+        return [i["content"] for i in items if isinstance(i, dict) and i.get("role") == "user"]
+
+    async with ActorSystem(f"sqlite:///{tmp_path / 'a.db'}", actors=[OaiActor]) as system:
+        for said in ["a", "b", "c"]:
+            await agent.run(system, "conv", said, message_id=f"old-{said}")
+        await system.terminate("conv")
+        await system.delete("conv")
+        ref = await system.spawn(OaiActor, "conv")
+        for said in ["x", "y", "c"]:
+            await ref.ask(RunInput(agent.name, said), message_id=f"new-{said}")
+        result = await agent.run(system, "conv", "d", message_id="new-d")
+    assert inputs(result.items) == ["x", "y", "c", "d"]
