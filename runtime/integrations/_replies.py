@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .._journal import compact as _compact, frames as _frames
@@ -46,8 +46,19 @@ from .._journal.errors import ActorlogError, ConfigurationError, CorruptEntryErr
 from .._journal.records import EntryKind, MessageRecord, StepRecord, decode_entry
 from .._runtime.system import ActorSystem
 from ..store import CompactingStore, SnapshotInfo, Store
+from ._effects import check_timeout
 
-__all__ = ["ChainCache", "parse", "reply_fields", "result_of", "shared_prefix", "whole"]
+__all__ = [
+    "ChainCache",
+    "answers",
+    "check_call",
+    "check_run",
+    "parse",
+    "reply_fields",
+    "result_of",
+    "shared_prefix",
+    "whole",
+]
 
 R = TypeVar("R")
 
@@ -401,6 +412,44 @@ def _decoded(actor_id: str, row: Any) -> StepRecord:
     return step
 
 
+def check_call(system: object, timeout: object) -> None:
+    """A run's ``system`` and ``timeout=``, checked before anything is sent. Raises
+    ``ConfigurationError``."""
+    if not isinstance(system, ActorSystem):
+        raise ConfigurationError(f"system must be an ActorSystem, not {shown(system)}")
+    check_timeout(timeout)
+
+
+def check_run(what: str, text: object, new_conversation: object) -> None:
+    """A run's user message ``text`` (named ``what``) and ``new_conversation``, checked
+    before anything is sent. Raises ``ConfigurationError``."""
+    if not isinstance(text, str):
+        raise ConfigurationError(f"{what} must be the user's message as a str: {shown(text)}")
+    if not isinstance(new_conversation, bool):
+        raise ConfigurationError(f"new_conversation must be a bool: {shown(new_conversation)}")
+
+
+def answers(
+    results: object, approvals: object, jsonable: Callable[[Any], Any]
+) -> tuple[dict[str, Any] | None, dict[str, bool] | None]:
+    """``answer``'s deferred ``results`` (by tool call id, each made plain JSON by
+    ``jsonable``) and ``approvals`` (by tool call id, True or False), checked before
+    anything is sent. Raises ``ConfigurationError``."""
+    for name, given in (("results", results), ("approvals", approvals)):
+        if given is not None and not isinstance(given, Mapping):
+            raise ConfigurationError(f"{name} must map tool call ids, not {shown(given)}")
+        for key, value in (given or {}).items():
+            if not isinstance(key, str):
+                raise ConfigurationError(f"{name}: a tool call id is a str, not {shown(key)}")
+            if name == "approvals" and not isinstance(value, bool):
+                raise ConfigurationError(f"approvals[{shown(key)}] must be True or False")
+    try:
+        plain = jsonable(dict(results)) if results else None  # type: ignore[call-overload]
+    except Exception as exc:
+        raise ConfigurationError(f"results must be JSON-encodable: {exc}") from None
+    return plain, dict(approvals) if approvals else None  # type: ignore[call-overload]
+
+
 async def result_of(
     system: ActorSystem,
     actor_id: str,
@@ -411,8 +460,7 @@ async def result_of(
     """``build(reply, its whole conversation)``, for a reply a caller hands in
     (``DurableAgent.result``): ``ConfigurationError`` for a ``system``, an ``actor_id`` or a
     ``reply`` that is not one (nothing is read or written for them)."""
-    if not isinstance(system, ActorSystem):
-        raise ConfigurationError(f"system must be an ActorSystem, not {shown(system)}")
+    check_call(system, None)
     if not validate_text(actor_id, "actor_id"):
         raise ConfigurationError("actor_id must not be empty")
     try:

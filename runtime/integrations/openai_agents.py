@@ -66,7 +66,6 @@ from ._effects import (
     ToolEffect,
     adapter_of,
     calling,
-    check_timeout,
     effect_by_name,
     idempotency_key,
     reconciled,
@@ -82,7 +81,7 @@ from ._openai_models import (
     fingerprint,
     model_name_of,
 )
-from ._replies import ChainCache, reply_fields, result_of, whole
+from ._replies import ChainCache, check_call, check_run, reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -287,11 +286,8 @@ class DurableAgent(Generic[TContext]):
             HandlerError: the run failed (a model error, ``MaxTurnsExceeded``, a guardrail
                 tripwire, a tool that raised); the conversation is as it was before.
         """
-        if not isinstance(input, str):
-            raise ConfigurationError(f"input must be the user's message as a str: {shown(input)}")
-        if not isinstance(new_conversation, bool):
-            raise ConfigurationError(f"new_conversation must be a bool: {shown(new_conversation)}")
-        check_timeout(timeout)
+        check_run("input", input, new_conversation)
+        check_call(system, timeout)
         ref = await system.spawn(AgentActor, actor_id)
         msg = RunInput(self.name, input, new_conversation=new_conversation)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)

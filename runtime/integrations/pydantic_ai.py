@@ -64,7 +64,6 @@ from ._effects import (
     ToolEffect,
     adapter_of,
     calling,
-    check_timeout,
     idempotency_key,
     reconciled,
     shown,
@@ -82,7 +81,7 @@ from ._pai_stream import (
     whole_response,
 )
 from ._pai_tasks import _Identities
-from ._replies import ChainCache, reply_fields, result_of, whole
+from ._replies import ChainCache, answers, check_call, check_run, reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -260,6 +259,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         With ``message_id``, calling again after any crash returns the recorded result
         without running (or paying for) anything again.
         """
+        check_run("prompt", prompt, new_conversation)
         msg = RunPrompt(self.name, prompt, new_conversation=new_conversation)
         return await self._ask(system, actor_id, msg, message_id, timeout)
 
@@ -277,13 +277,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
         ``results`` maps the ``tool_call_id`` of each call that raised ``CallDeferred`` to
         its result (JSON-encodable); ``approvals`` maps each call that required approval to
         True (run it, journaled like any call) or False (deny it)."""
-        plain = to_jsonable_python(dict(results)) if results else None
-        msg = RunPrompt(
-            self.name,
-            None,
-            deferred_results=plain,
-            approvals=dict(approvals) if approvals else None,
-        )
+        plain, approved = answers(results, approvals, to_jsonable_python)
+        msg = RunPrompt(self.name, None, deferred_results=plain, approvals=approved)
         return await self._ask(system, actor_id, msg, message_id, timeout)
 
     async def _ask(
@@ -294,7 +289,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         message_id: str | None,
         timeout: float | None,
     ) -> DurableRunResult[OutputT]:
-        check_timeout(timeout)  # before anything is sent
+        check_call(system, timeout)  # before anything is sent
         ref = await system.spawn(AgentActor, actor_id)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
         chains = self._chains

@@ -179,3 +179,61 @@ async def test_openai_agents_a_kept_conversation_is_not_taken_for_another(tmp_pa
             await ref.ask(RunInput(agent.name, said), message_id=f"new-{said}")
         result = await agent.run(system, "conv", "d", message_id="new-d")
     assert inputs(result.items) == ["x", "y", "c", "d"]
+
+
+HOSTILE_RUNS: dict[str, dict[str, Any]] = {
+    "prompt 42": {"prompt": 42},
+    "prompt None": {"prompt": None},
+    "prompt bytes": {"prompt": b"x"},
+    "prompt a list": {"prompt": ["a", 1]},
+    "new_conversation 'yes'": {"new_conversation": "yes"},
+    "system None": {"system": None},
+    "answer: results a list": {"answer": True, "results": ["a"]},
+    "answer: results not JSON": {"answer": True, "results": {"id": object()}},
+    "answer: results by int": {"answer": True, "results": {1: "x"}},
+    "answer: approval 'yes'": {"answer": True, "approvals": {"id": "yes"}},
+    "answer: approvals a list": {"answer": True, "approvals": ["id"]},
+    "answer: system None": {"answer": True, "system": None, "results": {"id": "x"}},
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", list(HOSTILE_RUNS))
+async def test_hostile_arguments_to_run_and_answer_are_refused_at_the_call(
+    tmp_path: Path, case: str
+) -> None:
+    """``run(system, actor_id, prompt: str, *, new_conversation: bool)`` and ``answer(...,
+    results: Mapping, approvals: Mapping[str, bool])``: anything else is a
+    ``ConfigurationError`` at the call, and nothing is stored (the old code logged a run of
+    ``42``, of ``{"i": "d"}`` approvals, or raised AttributeError/ValueError/pydantic's)."""
+    from actorlog import ConfigurationError
+
+    args = dict(HOSTILE_RUNS[case])
+    durable = make("outside-hostile")
+    db = tmp_path / "a.db"
+    async with ActorSystem(f"sqlite:///{db}", actors=[AgentActor]) as system:
+        await durable.run(system, "other", "p", message_id="first")  # the file holds a run
+        target = args.pop("system", system)
+        with pytest.raises(ConfigurationError):
+            if args.pop("answer", False):
+                await durable.answer(target, "c", message_id="m", **args)
+            else:
+                prompt = args.pop("prompt", "p")
+                await durable.run(target, "c", prompt, message_id="m", **args)
+        assert not await system.store.read("c")
+        ok = await durable.run(system, "c", "fine", message_id="m")  # the id is still free
+    assert ok.output == "answer found fine"
+
+
+@pytest.mark.anyio
+async def test_openai_agents_run_refuses_what_is_not_a_system(tmp_path: Path) -> None:
+    """The OpenAI Agents ``run`` checks its arguments as pydantic-ai's does (it raised
+    AttributeError for ``system=None``)."""
+    pytest.importorskip("agents")
+    from actorlog import ConfigurationError
+    from actorlog.integrations.openai_agents import DurableAgent as OaiAgent
+    from agents import Agent as OaiBase
+
+    agent: OaiAgent[Any] = OaiAgent(OaiBase(name="outside-oai-args", instructions="x"))
+    with pytest.raises(ConfigurationError, match="system must be an ActorSystem"):
+        await agent.run(None, "c", "hello")  # type: ignore[arg-type]  # the hostile call
