@@ -244,6 +244,7 @@ MOVES: dict[str, str] = {
     ),
     "tests/runtime/test_live_equals_replay.py": "tests/effects/test_live_equals_replay.py",
     "tests/effects/test_replay_compare.py": "tests/effects/test_replay_compare.py",
+    "tests/effects/test_ctx_refused_outside.py": "tests/effects/test_ctx_refused_outside.py",
     "tests/runtime/test_recovery_budget.py": "tests/core/test_recovery_budget.py",
     "tests/runtime/test_delivery_errors.py": "tests/core/test_delivery_errors.py",
     "tests/runtime/test_messaging_holes.py": "tests/core/test_messaging_holes.py",
