@@ -5,6 +5,7 @@ between and whatever happened to the actor id."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -237,3 +238,59 @@ async def test_openai_agents_run_refuses_what_is_not_a_system(tmp_path: Path) ->
     agent: OaiAgent[Any] = OaiAgent(OaiBase(name="outside-oai-args", instructions="x"))
     with pytest.raises(ConfigurationError, match="system must be an ActorSystem"):
         await agent.run(None, "c", "hello")  # type: ignore[arg-type]  # the hostile call
+
+
+def _continue_and_kill(db: Path) -> list[str]:
+    """Run ``q2`` and ``q3`` of ``conv`` in another process, SIGKILLed in ``q3``'s tool."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.integrations import outside_worker
+
+    env = {**os.environ, "OUTSIDE_BLOCK": "q3"}
+    worker = Path(outside_worker.__file__)
+    lines = []
+    with subprocess.Popen(
+        [sys.executable, str(worker), str(db), "q2", "q3"],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("BLOCKED"):
+                break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    return lines
+
+
+@pytest.mark.anyio
+async def test_a_conversation_continued_and_killed_in_another_process(tmp_path: Path) -> None:
+    """docs/pydantic-ai.md: ``result.messages`` is the whole conversation, "in another
+    process too", and a run killed mid-tool resumes. This process runs ``q0``, ``q1`` (its
+    caller keeps the conversation), closes its system; another process runs ``q2`` and is
+    SIGKILLed inside ``q3``'s tool call; this process opens a system on the same store
+    object again: ``run`` of ``q3`` (same message id) gives the resumed run with the whole
+    conversation, ``q4`` continues it."""
+    from actorlog.stores import SqliteStore
+
+    from tests.integrations import outside_worker
+
+    db = tmp_path / "a.db"
+    store = SqliteStore(db)
+    durable = outside_worker.durable
+    async with ActorSystem(store, actors=[AgentActor]) as system:
+        for p in ["q0", "q1"]:
+            await durable.run(system, "conv", p, message_id=p)
+    lines = _continue_and_kill(db)
+    assert lines[0].startswith("DONE answer found q2 12"), lines
+    async with ActorSystem(store, actors=[AgentActor]) as system:
+        q3 = await durable.run(system, "conv", "q3", message_id="q3")
+        q4 = await durable.run(system, "conv", "q4", message_id="q4")
+    assert q3.output == "answer found q3"
+    assert prompts(q3) == ["q0", "q1", "q2", "q3"]
+    assert prompts(q4) == ["q0", "q1", "q2", "q3", "q4"]
+    assert len(q4.messages) == 20
