@@ -256,6 +256,7 @@ MOVES: dict[str, str] = {
     "tests/runtime/test_system.py": "tests/runtime/test_system.py",
     "tests/runtime/test_passivation.py": "tests/runtime/test_passivation.py",
     "tests/runtime/test_query.py": "tests/runtime/test_query.py",
+    "tests/runtime/test_query_outside.py": "tests/runtime/test_query_outside.py",
     "tests/runtime/test_spawn_options.py": "tests/runtime/test_spawn_options.py",
     "tests/runtime/test_example_service.py": "tests/runtime/test_example_service.py",
     "tests/runtime/test_tutorial.py": "tests/runtime/test_tutorial.py",
