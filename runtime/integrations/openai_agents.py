@@ -66,7 +66,7 @@ from ._effects import (
     ToolEffect,
     adapter_of,
     calling,
-    effect_by_name,
+    checked_options,
     idempotency_key,
     reconciled,
     shown,
@@ -217,21 +217,7 @@ class DurableAgent(Generic[TContext]):
         if not isinstance(agent, Agent):
             raise ConfigurationError(f"DurableAgent needs an agents.Agent, not {shown(agent)}")
         name = agent.name if name is None else name
-        if not isinstance(name, str) or not name or len(name) > 200 or not name.isprintable():
-            raise ConfigurationError(
-                "a DurableAgent needs a stable name (1 to 200 printable characters), not "
-                f"{shown(name)}"
-            )
-        if tools is not None and not isinstance(tools, Mapping):
-            raise ConfigurationError(
-                f"tools must be a mapping of tool name -> effect: {shown(tools)}"
-            )
-        self.tools = {str(k): effect_by_name(str(k), v) for k, v in (tools or {}).items()}
-        if not isinstance(default_tool_effect, ToolEffect):
-            raise ConfigurationError(
-                f"default_tool_effect must be a ToolEffect (READ, IDEMPOTENT, ESCALATE, "
-                f"reconciled(fn)), not {shown(default_tool_effect)}"
-            )
+        self.tools = checked_options(name, tools, default_tool_effect)
         if run_config is not None and not isinstance(run_config, RunConfig):
             raise ConfigurationError(f"run_config must be an agents.RunConfig: {shown(run_config)}")
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:

@@ -31,7 +31,7 @@ from typing import Any, Generic, TypeVar
 import attrs
 from opentelemetry import trace
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
-from pydantic_ai.agent import EventStreamHandler
+from pydantic_ai.agent import AbstractAgent, EventStreamHandler
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
 from pydantic_ai.models import (
@@ -64,6 +64,7 @@ from ._effects import (
     ToolEffect,
     adapter_of,
     calling,
+    checked_options,
     idempotency_key,
     reconciled,
     shown,
@@ -213,21 +214,24 @@ class DurableAgent(Generic[DepsT, OutputT]):
         agent: Agent[DepsT, OutputT],
         *,
         name: str | None = None,
-        tools: Mapping[str, ToolEffect] | None = None,
+        tools: Mapping[str, ToolEffect | str] | None = None,
         default_tool_effect: ToolEffect = ESCALATE,
         model: Model | str | None = None,
         deps: DepsT | None = None,
         event_stream_handler: EventStreamHandler[DepsT] | None = None,
         emit_deltas: bool = False,
     ) -> None:
+        if not isinstance(agent, AbstractAgent):
+            raise ConfigurationError(f"DurableAgent needs a pydantic_ai Agent, not {shown(agent)}")
         name = name or agent.name
         if not name:
             raise ConfigurationError("a DurableAgent needs a stable name: Agent(name=...)")
+        tool_effects = checked_options(name, tools, default_tool_effect)
         if model is None and agent.model is None:
             raise ConfigurationError(f"agent {name!r} has no model: pass model=...")
         self.agent = agent
         self.name = name
-        self.tools: dict[str, ToolEffect] = dict(tools or {})
+        self.tools: dict[str, ToolEffect] = tool_effects
         self.default_tool_effect = default_tool_effect
         self.model = model
         self.deps = deps

@@ -294,3 +294,27 @@ async def test_a_conversation_continued_and_killed_in_another_process(tmp_path: 
     assert prompts(q3) == ["q0", "q1", "q2", "q3"]
     assert prompts(q4) == ["q0", "q1", "q2", "q3", "q4"]
     assert len(q4.messages) == 20
+
+
+HOSTILE_OPTIONS: dict[str, dict[str, Any]] = {
+    "an effect 'bogus'": {"tools": {"lookup": "bogus"}},
+    "an effect 42": {"tools": {"lookup": 42}},
+    "tools a list": {"tools": ["lookup"]},
+    "default 42": {"default_tool_effect": 42},
+    "name 5": {"name": 5},
+    "agent a str": {"agent": "not an agent"},
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_OPTIONS))
+def test_hostile_options_to_durable_agent_are_refused_at_the_call(case: str) -> None:
+    """``DurableAgent(agent, tools={name: effect}, default_tool_effect=ToolEffect)``: the
+    old code took any of these (a bad effect failed the first run that called the tool,
+    after its message and model request were logged), or raised ValueError/AttributeError."""
+    from actorlog import ConfigurationError
+
+    args = dict(HOSTILE_OPTIONS[case])
+    agent = Agent(FunctionModel(fn), name="outside-options")
+    with pytest.raises(ConfigurationError):
+        DurableAgent(args.pop("agent", agent), **args)
+    assert DurableAgent(agent, tools={"lookup": "read"}).tools == {"lookup": READ}
