@@ -318,3 +318,37 @@ def test_hostile_options_to_durable_agent_are_refused_at_the_call(case: str) -> 
     with pytest.raises(ConfigurationError):
         DurableAgent(args.pop("agent", agent), **args)
     assert DurableAgent(agent, tools={"lookup": "read"}).tools == {"lookup": READ}
+
+
+@pytest.mark.anyio
+async def test_a_failed_run_leaves_the_conversation_as_it_was(tmp_path: Path) -> None:
+    """docs/pydantic-ai.md, "Rules and limits": a run that fails (``HandlerError``) leaves
+    the conversation's history as it was; the next run continues the one before it, for
+    this caller (which keeps the conversation) and for a new system on the file."""
+    from actorlog import HandlerError
+
+    def failing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        assert isinstance(last, ModelRequest)
+        if any(isinstance(p, UserPromptPart) and p.content == "boom" for p in last.parts):
+            raise RuntimeError("the provider is down")
+        return fn(messages, info)
+
+    agent = Agent(FunctionModel(failing, model_name="outside"), name="outside-failing")
+
+    @agent.tool_plain
+    async def lookup(q: str) -> str:
+        return f"found {q}"
+
+    durable = DurableAgent(agent, tools={"lookup": READ})
+    db = tmp_path / "a.db"
+    async with ActorSystem(f"sqlite:///{db}", actors=[AgentActor]) as system:
+        for p in ["q0", "q1"]:
+            await durable.run(system, "c", p, message_id=p)
+        with pytest.raises(HandlerError):
+            await durable.run(system, "c", "boom", message_id="boom")
+        q2 = await durable.run(system, "c", "q2", message_id="q2")
+    async with ActorSystem(f"sqlite:///{db}", actors=[AgentActor]) as system:
+        q3 = await durable.run(system, "c", "q3", message_id="q3")
+    assert prompts(q2) == ["q0", "q1", "q2"]
+    assert prompts(q3) == ["q0", "q1", "q2", "q3"]
