@@ -152,14 +152,14 @@ class Queries:
         nothing."""
         with anyio.fail_after(timeout):
             own = self._ownership
+            # before routing: with leases, routing starts (so registers) the actor
+            if actor_id not in self._cells and await self.store.get_actor(actor_id) is None:
+                raise ActorNotFoundError(
+                    f"no actor {actor_id!r} in {self.store.url}: a query creates none "
+                    "(spawn it, or ask it, first)"
+                )
             try:
                 remote = own is not None and not await own.route(cls, actor_id)
-                unknown = not remote and actor_id not in self._cells
-                if unknown and await self.store.get_actor(actor_id) is None:
-                    raise ActorNotFoundError(
-                        f"no actor {actor_id!r} in {self.store.url}: a query creates none "
-                        "(spawn it, or ask it, first)"
-                    )
                 cell: Queryable | None = None if remote else await self._cell(cls, actor_id)
             except ActorFinishedError:  # ended, not loaded: its last state is in the log
                 cell = None
