@@ -197,6 +197,7 @@ class ActorRef(Generic[A]):
                 message and the class declares no ``on_query`` or annotates it to take
                 another class.
             ActorQuarantinedError: the actor's log cannot be trusted.
+            ActorNotFoundError: the store holds no actor ``actor_id`` (a query creates none).
             TimeoutError: no answer within ``timeout`` seconds (a running step is slow).
             Exception: whatever the query itself raised, as it raised it.
         """

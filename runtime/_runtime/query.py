@@ -126,6 +126,7 @@ class _SystemParts(Protocol):
     store: Store
     registry: Registry
     _ownership: Ownership | None
+    _cells: dict[str, Any]
 
     def _check_open(self) -> Any: ...
 
@@ -146,9 +147,17 @@ class Queries:
         timeout: float | None,
     ) -> Any:
         """On the live state of the actor's cell here (started if needed), or, when another
-        runtime owns it (or this is a client), on its last durable state."""
+        runtime owns it (or this is a client), on its last durable state. An actor the
+        store does not hold is not created (``ActorNotFoundError``): a query writes
+        nothing."""
         with anyio.fail_after(timeout):
             own = self._ownership
+            # before routing: with leases, routing starts (so registers) the actor
+            if actor_id not in self._cells and await self.store.get_actor(actor_id) is None:
+                raise ActorNotFoundError(
+                    f"no actor {actor_id!r} in {self.store.url}: a query creates none "
+                    "(spawn it, or ask it, first)"
+                )
             try:
                 remote = own is not None and not await own.route(cls, actor_id)
                 cell: Queryable | None = None if remote else await self._cell(cls, actor_id)

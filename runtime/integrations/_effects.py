@@ -221,6 +221,30 @@ def effect_by_name(tool_name: str, declared: Any) -> ToolEffect:
         ) from None
 
 
+def checked_options(
+    name: object, tools: object, default_tool_effect: object
+) -> dict[str, ToolEffect]:
+    """A DurableAgent's ``name``, ``tools`` and ``default_tool_effect``, checked (both
+    integrations); the tools' effects by name.
+
+    Raises:
+        ConfigurationError: a name that is not 1 to 200 printable characters, ``tools`` not a
+            mapping of tool name to effect, a default that is not a ``ToolEffect``.
+    """
+    if not isinstance(name, str) or not name or len(name) > 200 or not name.isprintable():
+        raise ConfigurationError(
+            f"a DurableAgent needs a stable name (1 to 200 printable characters), not {shown(name)}"
+        )
+    if tools is not None and not isinstance(tools, Mapping):
+        raise ConfigurationError(f"tools must be a mapping of tool name -> effect: {shown(tools)}")
+    if not isinstance(default_tool_effect, ToolEffect):
+        raise ConfigurationError(
+            f"default_tool_effect must be a ToolEffect (READ, IDEMPOTENT, ESCALATE, "
+            f"reconciled(fn)), not {shown(default_tool_effect)}"
+        )
+    return {str(k): effect_by_name(str(k), v) for k, v in (tools or {}).items()}
+
+
 _KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("actorlog_pai_key", default=None)
 
 

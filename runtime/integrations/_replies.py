@@ -28,25 +28,37 @@ the run where the kept log starts (``whole``): in another process too, after any
 
 A caller that runs one conversation again and again (``DurableAgent.run``) keeps the
 conversation it rebuilt last (``ChainCache``): the next run's reply continues it, so the
-caller reads only that run's base reply, to check it is the one the kept conversation ends
-with, instead of every reply of the chain.
+caller reads only that run's base reply and message, to check they are the reply the kept
+conversation ends with and a message of the same log (its incarnation id, [F13]), instead of
+every reply of the chain.
 """
 
 from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .._journal import compact as _compact, frames as _frames
 from .._journal.checks import shown, validate_text
 from .._journal.errors import ActorlogError, ConfigurationError, CorruptEntryError
-from .._journal.records import EntryKind, StepRecord, decode_entry
+from .._journal.records import EntryKind, MessageRecord, StepRecord, decode_entry
 from .._runtime.system import ActorSystem
 from ..store import CompactingStore, SnapshotInfo, Store
+from ._effects import check_timeout
 
-__all__ = ["ChainCache", "parse", "reply_fields", "result_of", "shared_prefix", "whole"]
+__all__ = [
+    "ChainCache",
+    "answers",
+    "check_call",
+    "check_run",
+    "parse",
+    "reply_fields",
+    "result_of",
+    "shared_prefix",
+    "whole",
+]
 
 R = TypeVar("R")
 
@@ -120,10 +132,16 @@ def _count(value: object) -> bool:
 
 
 class _Kept:
-    __slots__ = ("link", "store", "texts")
+    __slots__ = ("incarnation", "link", "store", "texts")
 
-    def __init__(self, store: Store, link: tuple[Any, ...], texts: list[str]) -> None:
+    def __init__(
+        self, store: Store, incarnation: str, link: tuple[Any, ...], texts: list[str]
+    ) -> None:
         self.store = store
+        #: the incarnation id of the log the kept run's message is in ([F13]): a conversation
+        #: deleted and started again may reply the same at the same seq (a stopped clock,
+        #: the same prompt), never in the same incarnation
+        self.incarnation = incarnation
         #: the reply of the run whose conversation this is: its (run, base, keep, origin,
         #: how many messages its tail holds); the tail is the end of ``texts``
         self.link = link
@@ -143,9 +161,11 @@ class ChainCache:
     """Per conversation (store, actor id), the whole conversation its caller rebuilt last,
     and the reply of that run (at most ``limit`` conversations, the least recently used
     dropped first). ``whole`` rebuilds a reply that continues the kept run from it: it reads
-    that run's reply from the log (one entry, its checksum verified) and uses the kept
-    conversation only if the log's reply is the kept one (an actor deleted and registered
-    again has other replies at the same seqs), else it reads the chain.
+    that run's reply and message from the log (two entries, their checksums verified) and
+    uses the kept conversation only if the log's reply is the kept one and its message has
+    the kept incarnation id (an actor deleted and registered again has another log, whose
+    replies at the same seqs may be the same: a stopped clock, the same prompts), else it
+    reads the chain.
 
     The conversation is kept as JSON text and loaded again for each result, so results
     share no object with it or with each other. A conversation's first run (no base) is not
@@ -177,34 +197,43 @@ class ChainCache:
             return None  # the chain's read says what is wrong with it
         if isinstance(logged, list) or not kept.is_reply(logged):
             return None
+        # the same log: a later run of it (the reply continues ``base``) is in it too
+        if await _incarnation(store, actor_id, base) != kept.incarnation:
+            return None
         texts = kept.texts[:keep]
         history: list[Any] = json.loads("[" + ",".join(texts) + "]")
-        self._put(store, actor_id, parsed, texts, tail)
+        self._put(store, actor_id, kept.incarnation, parsed, texts, tail)
         return history + tail
 
-    def keep(
+    async def keep(
         self,
         store: Store,
         actor_id: str,
         parsed: tuple[int, int | None, int, list[Any], int],
         history: list[Any],
     ) -> None:
-        """Keep ``history``, the whole conversation of the reply ``parsed``."""
+        """Keep ``history``, the whole conversation of the reply ``parsed`` (not kept when
+        its run's message records no incarnation id)."""
         if parsed[1] is not None:
+            incarnation = await _incarnation(store, actor_id, parsed[0])
+            if incarnation is None:
+                self._kept.pop((id(store), actor_id), None)
+                return
             tail = parsed[3]
             at = len(history) - len(tail)
-            self._put(store, actor_id, parsed, [], history[:at] + tail)
+            self._put(store, actor_id, incarnation, parsed, [], history[:at] + tail)
 
     def _put(
         self,
         store: Store,
         actor_id: str,
+        incarnation: str,
         parsed: tuple[int, int | None, int, list[Any], int],
         texts: list[str],
         more: list[Any],
     ) -> None:
         """Keep ``texts`` and the messages ``more`` (ending with ``parsed``'s tail) as the
-        conversation of the run ``parsed`` is the reply of."""
+        conversation of the run ``parsed`` is the reply of, in the log ``incarnation``."""
         at = (id(store), actor_id)
         self._kept.pop(at, None)
         run, base, keep, tail, origin = parsed
@@ -212,7 +241,7 @@ class ChainCache:
             texts = texts + [json.dumps(m) for m in more]
         except (TypeError, ValueError):  # not JSON: not kept (the chain is read next time)
             return
-        self._kept[at] = _Kept(store, (run, base, keep, origin, len(tail)), texts)
+        self._kept[at] = _Kept(store, incarnation, (run, base, keep, origin, len(tail)), texts)
         while len(self._kept) > self._limit:
             self._kept.popitem(last=False)
 
@@ -280,7 +309,7 @@ async def whole(
     for keep, tail in reversed(links):
         history = history[:keep] + tail
     if cache is not None:
-        cache.keep(store, actor_id, top, history)
+        await cache.keep(store, actor_id, top, history)
     return history
 
 
@@ -364,12 +393,61 @@ async def _step(store: Store, actor_id: str, seq: int) -> tuple[int, Any] | None
     return None
 
 
+async def _incarnation(store: Store, actor_id: str, seq: int) -> str | None:
+    """The incarnation id ([F13]) of the message at ``seq`` (None: none there, or one
+    logged before incarnations existed)."""
+    for row in await store.read(actor_id, after_seq=seq - 1, upto_seq=seq):
+        _frames.verify_row(row, actor_id, row.seq)
+        message = decode_entry(row)
+        if isinstance(message, MessageRecord):
+            return message.incarnation
+    return None
+
+
 def _decoded(actor_id: str, row: Any) -> StepRecord:
     _frames.verify_row(row, actor_id, row.seq)
     step = decode_entry(row)
     if not isinstance(step, StepRecord):
         raise CorruptEntryError(actor_id, row.seq, "decode", "not a step")
     return step
+
+
+def check_call(system: object, timeout: object) -> None:
+    """A run's ``system`` and ``timeout=``, checked before anything is sent. Raises
+    ``ConfigurationError``."""
+    if not isinstance(system, ActorSystem):
+        raise ConfigurationError(f"system must be an ActorSystem, not {shown(system)}")
+    check_timeout(timeout)
+
+
+def check_run(what: str, text: object, new_conversation: object) -> None:
+    """A run's user message ``text`` (named ``what``) and ``new_conversation``, checked
+    before anything is sent. Raises ``ConfigurationError``."""
+    if not isinstance(text, str):
+        raise ConfigurationError(f"{what} must be the user's message as a str: {shown(text)}")
+    if not isinstance(new_conversation, bool):
+        raise ConfigurationError(f"new_conversation must be a bool: {shown(new_conversation)}")
+
+
+def answers(
+    results: object, approvals: object, jsonable: Callable[[Any], Any]
+) -> tuple[dict[str, Any] | None, dict[str, bool] | None]:
+    """``answer``'s deferred ``results`` (by tool call id, each made plain JSON by
+    ``jsonable``) and ``approvals`` (by tool call id, True or False), checked before
+    anything is sent. Raises ``ConfigurationError``."""
+    for name, given in (("results", results), ("approvals", approvals)):
+        if given is not None and not isinstance(given, Mapping):
+            raise ConfigurationError(f"{name} must map tool call ids, not {shown(given)}")
+        for key, value in (given or {}).items():
+            if not isinstance(key, str):
+                raise ConfigurationError(f"{name}: a tool call id is a str, not {shown(key)}")
+            if name == "approvals" and not isinstance(value, bool):
+                raise ConfigurationError(f"approvals[{shown(key)}] must be True or False")
+    try:
+        plain = jsonable(dict(results)) if results else None  # type: ignore[call-overload]
+    except Exception as exc:
+        raise ConfigurationError(f"results must be JSON-encodable: {exc}") from None
+    return plain, dict(approvals) if approvals else None  # type: ignore[call-overload]
 
 
 async def result_of(
@@ -382,8 +460,7 @@ async def result_of(
     """``build(reply, its whole conversation)``, for a reply a caller hands in
     (``DurableAgent.result``): ``ConfigurationError`` for a ``system``, an ``actor_id`` or a
     ``reply`` that is not one (nothing is read or written for them)."""
-    if not isinstance(system, ActorSystem):
-        raise ConfigurationError(f"system must be an ActorSystem, not {shown(system)}")
+    check_call(system, None)
     if not validate_text(actor_id, "actor_id"):
         raise ConfigurationError("actor_id must not be empty")
     try:

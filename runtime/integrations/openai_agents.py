@@ -66,8 +66,7 @@ from ._effects import (
     ToolEffect,
     adapter_of,
     calling,
-    check_timeout,
-    effect_by_name,
+    checked_options,
     idempotency_key,
     reconciled,
     shown,
@@ -82,7 +81,7 @@ from ._openai_models import (
     fingerprint,
     model_name_of,
 )
-from ._replies import ChainCache, reply_fields, result_of, whole
+from ._replies import ChainCache, check_call, check_run, reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -218,21 +217,7 @@ class DurableAgent(Generic[TContext]):
         if not isinstance(agent, Agent):
             raise ConfigurationError(f"DurableAgent needs an agents.Agent, not {shown(agent)}")
         name = agent.name if name is None else name
-        if not isinstance(name, str) or not name or len(name) > 200 or not name.isprintable():
-            raise ConfigurationError(
-                "a DurableAgent needs a stable name (1 to 200 printable characters), not "
-                f"{shown(name)}"
-            )
-        if tools is not None and not isinstance(tools, Mapping):
-            raise ConfigurationError(
-                f"tools must be a mapping of tool name -> effect: {shown(tools)}"
-            )
-        self.tools = {str(k): effect_by_name(str(k), v) for k, v in (tools or {}).items()}
-        if not isinstance(default_tool_effect, ToolEffect):
-            raise ConfigurationError(
-                f"default_tool_effect must be a ToolEffect (READ, IDEMPOTENT, ESCALATE, "
-                f"reconciled(fn)), not {shown(default_tool_effect)}"
-            )
+        self.tools = checked_options(name, tools, default_tool_effect)
         if run_config is not None and not isinstance(run_config, RunConfig):
             raise ConfigurationError(f"run_config must be an agents.RunConfig: {shown(run_config)}")
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
@@ -287,11 +272,8 @@ class DurableAgent(Generic[TContext]):
             HandlerError: the run failed (a model error, ``MaxTurnsExceeded``, a guardrail
                 tripwire, a tool that raised); the conversation is as it was before.
         """
-        if not isinstance(input, str):
-            raise ConfigurationError(f"input must be the user's message as a str: {shown(input)}")
-        if not isinstance(new_conversation, bool):
-            raise ConfigurationError(f"new_conversation must be a bool: {shown(new_conversation)}")
-        check_timeout(timeout)
+        check_run("input", input, new_conversation)
+        check_call(system, timeout)
         ref = await system.spawn(AgentActor, actor_id)
         msg = RunInput(self.name, input, new_conversation=new_conversation)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)

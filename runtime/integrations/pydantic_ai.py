@@ -31,7 +31,7 @@ from typing import Any, Generic, TypeVar
 import attrs
 from opentelemetry import trace
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
-from pydantic_ai.agent import EventStreamHandler
+from pydantic_ai.agent import AbstractAgent, EventStreamHandler
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
 from pydantic_ai.models import (
@@ -64,7 +64,7 @@ from ._effects import (
     ToolEffect,
     adapter_of,
     calling,
-    check_timeout,
+    checked_options,
     idempotency_key,
     reconciled,
     shown,
@@ -82,7 +82,7 @@ from ._pai_stream import (
     whole_response,
 )
 from ._pai_tasks import _Identities
-from ._replies import ChainCache, reply_fields, result_of, whole
+from ._replies import ChainCache, answers, check_call, check_run, reply_fields, result_of, whole
 
 __all__ = [
     "AgentActor",
@@ -214,21 +214,24 @@ class DurableAgent(Generic[DepsT, OutputT]):
         agent: Agent[DepsT, OutputT],
         *,
         name: str | None = None,
-        tools: Mapping[str, ToolEffect] | None = None,
+        tools: Mapping[str, ToolEffect | str] | None = None,
         default_tool_effect: ToolEffect = ESCALATE,
         model: Model | str | None = None,
         deps: DepsT | None = None,
         event_stream_handler: EventStreamHandler[DepsT] | None = None,
         emit_deltas: bool = False,
     ) -> None:
+        if not isinstance(agent, AbstractAgent):
+            raise ConfigurationError(f"DurableAgent needs a pydantic_ai Agent, not {shown(agent)}")
         name = name or agent.name
         if not name:
             raise ConfigurationError("a DurableAgent needs a stable name: Agent(name=...)")
+        tool_effects = checked_options(name, tools, default_tool_effect)
         if model is None and agent.model is None:
             raise ConfigurationError(f"agent {name!r} has no model: pass model=...")
         self.agent = agent
         self.name = name
-        self.tools: dict[str, ToolEffect] = dict(tools or {})
+        self.tools: dict[str, ToolEffect] = tool_effects
         self.default_tool_effect = default_tool_effect
         self.model = model
         self.deps = deps
@@ -260,6 +263,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         With ``message_id``, calling again after any crash returns the recorded result
         without running (or paying for) anything again.
         """
+        check_run("prompt", prompt, new_conversation)
         msg = RunPrompt(self.name, prompt, new_conversation=new_conversation)
         return await self._ask(system, actor_id, msg, message_id, timeout)
 
@@ -277,13 +281,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
         ``results`` maps the ``tool_call_id`` of each call that raised ``CallDeferred`` to
         its result (JSON-encodable); ``approvals`` maps each call that required approval to
         True (run it, journaled like any call) or False (deny it)."""
-        plain = to_jsonable_python(dict(results)) if results else None
-        msg = RunPrompt(
-            self.name,
-            None,
-            deferred_results=plain,
-            approvals=dict(approvals) if approvals else None,
-        )
+        plain, approved = answers(results, approvals, to_jsonable_python)
+        msg = RunPrompt(self.name, None, deferred_results=plain, approvals=approved)
         return await self._ask(system, actor_id, msg, message_id, timeout)
 
     async def _ask(
@@ -294,7 +293,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         message_id: str | None,
         timeout: float | None,
     ) -> DurableRunResult[OutputT]:
-        check_timeout(timeout)  # before anything is sent
+        check_call(system, timeout)  # before anything is sent
         ref = await system.spawn(AgentActor, actor_id)
         reply = await ref.ask(msg, message_id=message_id, timeout=timeout)
         chains = self._chains

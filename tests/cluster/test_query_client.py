@@ -71,3 +71,21 @@ async def test_a_runtime_that_does_not_own_the_actor_queries_its_durable_state(
         lease = await a.store.get_lease("k")  # type: ignore[attr-defined]
         assert lease is not None and lease[0] == "a"
     assert RUNS == ["x"]
+
+
+async def test_a_query_of_an_actor_the_database_does_not_hold_creates_none(
+    pg_url: str, pg_schema: str
+) -> None:
+    """docs/queries.md: a query logs nothing and creates no actor, also on a runtime with
+    leases (whose routing would start the actor, so register it and take its lease) and
+    from a client: ``ActorNotFoundError``, nothing registered."""
+    from actorlog import ActorNotFoundError
+
+    store = PostgresStore(pg_url, schema=pg_schema)
+    runtime = ActorSystem(store, actors=[Keeper], owner="r", lease_ttl=5.0)
+    client = ActorSystem(PostgresStore(pg_url, schema=pg_schema), client=True)
+    async with runtime, client:
+        for system in (runtime, client):
+            with pytest.raises(ActorNotFoundError):
+                await system.ref(Keeper, "typo").query(lambda s: s.items)
+        assert await store.get_actor("typo") is None
