@@ -143,6 +143,14 @@ async def _decidable(store: Store, actor_id: str, intent_seq: int, status: Actor
     return target.tool
 
 
+def _check_fork_point(actor_id: str, last_seq: int, at: int) -> None:
+    """A fork point is a seq of the actor's log (``fork`` and ``fork_effects`` alike)."""
+    if not 1 <= at <= last_seq:
+        raise ConfigurationError(
+            f"at must be between 1 and actor {actor_id!r}'s last seq {last_seq}, not {at}"
+        )
+
+
 async def fork_effects(
     store: Store, actor_id: str, at: int
 ) -> tuple[list[ExternalEffect], list[str]]:
@@ -152,9 +160,13 @@ async def fork_effects(
     Listed: write tool calls whose outcome is after ``at`` (ok, error, resolved by an operator,
     or still in doubt) and messages sent to other actors after ``at``. Not listed: reads,
     calls an operator ruled did not happen.
+
+    Raises:
+        ConfigurationError: ``at`` is not a seq of the actor's log (1 to its last seq), as
+            :func:`fork` refuses it.
     """
     _codec.validate_int(at, "at")
-    await _actor_row(store, actor_id)
+    _check_fork_point(actor_id, (await _actor_row(store, actor_id)).last_seq, at)
     intents: dict[int, tuple[EntryRow, IntentRecord]] = {}
     effects: dict[int, ExternalEffect] = {}
     warnings: list[str] = []
@@ -256,10 +268,7 @@ async def fork(
     if new_id == actor_id:
         raise ConfigurationError("the fork needs a new actor id")
     src = await _actor_row(store, actor_id)
-    if not 1 <= at <= src.last_seq:
-        raise ConfigurationError(
-            f"--at must be between 1 and actor {actor_id!r}'s last seq {src.last_seq}, not {at}"
-        )
+    _check_fork_point(actor_id, src.last_seq, at)
     if src.first_seq > 1:
         raise ConfigurationError(
             f"actor {actor_id!r}'s log starts at seq {src.first_seq} (compacted); it cannot be "

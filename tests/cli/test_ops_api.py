@@ -141,3 +141,24 @@ async def test_offline_resolve_next_to_a_live_runtime() -> None:
     await store.open()
     assert (await ops.actor_status(store, "bill-1")).status == "idle"
     assert ran == ["first", "hang"]
+
+
+async def test_fork_effects_refuses_a_point_outside_the_log_as_fork_does() -> None:
+    """``fork_effects`` previews ``fork``: a seq the log does not hold (0, past its end) is
+    the same ConfigurationError at the call, not an empty list of effects."""
+    store = MemoryStore()
+    async with ActorSystem(store, actors=[Biller, Auditor]) as system:
+        ref = await system.spawn(Biller, "bill-9")
+        await ref.ask(Job("a"), message_id="m1")
+    await store.open()
+    last = (await store.get_actor("bill-9")).last_seq  # type: ignore[union-attr]
+    for at in (0, -1, last + 1, 10**30):
+        for call in (
+            ops.fork_effects(store, "bill-9", at),
+            ops.fork(store, "bill-9", at=at, new_id="bill-9b"),
+        ):
+            with pytest.raises(ConfigurationError, match=r"^at must be between 1 and"):
+                await call
+    assert await store.get_actor("bill-9b") is None
+    effects, _ = await ops.fork_effects(store, "bill-9", last)
+    assert effects == []
