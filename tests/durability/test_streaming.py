@@ -167,6 +167,23 @@ async def test_emit_of_a_value_the_codec_cannot_encode_raises_and_emits_nothing(
         assert stream.reply == "refused all"
 
 
+class PlainForms(Actor[Log]):
+    async def receive(self, ctx: Context, msg: Tell) -> str:
+        ctx.emit({1: b"xy", "s": {2, 1}, "t": (1, 2)})
+        return "sent"
+
+
+async def test_an_event_arrives_in_the_plain_form_json_gives_back(
+    make_store: StoreFactory,
+) -> None:
+    """docs/streaming.md: a set or tuple arrives as a list, bytes as base85 text and a
+    dict's int keys as text."""
+    async with ActorSystem(make_store(), actors=[PlainForms]) as system:
+        stream = system.ref(PlainForms, "p").ask_stream(Tell("v"), message_id="p-1")
+        assert await _all(stream) == [(1, {"1": "czF", "s": [1, 2], "t": [1, 2]}, False)]
+        assert stream.reply == "sent"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
