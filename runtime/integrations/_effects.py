@@ -245,6 +245,22 @@ def checked_options(
     return {str(k): effect_by_name(str(k), v) for k, v in (tools or {}).items()}
 
 
+def check_stream_options(event_stream_handler: object, emit_deltas: object) -> None:
+    """A DurableAgent's ``event_stream_handler`` (a callable or None) and ``emit_deltas``
+    (a bool), checked when the agent is made, not at its first run's events.
+
+    Raises:
+        ConfigurationError: either is of another kind.
+    """
+    if event_stream_handler is not None and not callable(event_stream_handler):
+        raise ConfigurationError(
+            f"event_stream_handler must be an async callable or None, not "
+            f"{shown(event_stream_handler)}"
+        )
+    if not isinstance(emit_deltas, bool):
+        raise ConfigurationError(f"emit_deltas must be True or False, not {shown(emit_deltas)}")
+
+
 _KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("actorlog_pai_key", default=None)
 
 

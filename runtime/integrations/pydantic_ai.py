@@ -64,6 +64,7 @@ from ._effects import (
     ToolEffect,
     adapter_of,
     calling,
+    check_stream_options,
     checked_options,
     idempotency_key,
     reconciled,
@@ -235,8 +236,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self.default_tool_effect = default_tool_effect
         self.model = model
         self.deps = deps
-        if not isinstance(emit_deltas, bool):
-            raise ConfigurationError(f"emit_deltas must be True or False, not {shown(emit_deltas)}")
+        check_stream_options(event_stream_handler, emit_deltas)
         self.event_stream_handler = event_stream_handler
         self.emit_deltas = emit_deltas
         #: the journaling ``Tool`` of each tool, made once (``JournalingTools``)

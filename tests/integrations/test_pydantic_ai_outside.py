@@ -303,6 +303,9 @@ HOSTILE_OPTIONS: dict[str, dict[str, Any]] = {
     "default 42": {"default_tool_effect": 42},
     "name 5": {"name": 5},
     "agent a str": {"agent": "not an agent"},
+    "event_stream_handler 5": {"event_stream_handler": 5},
+    "event_stream_handler a str": {"event_stream_handler": "print"},
+    "emit_deltas 1": {"emit_deltas": 1},
 }
 
 
