@@ -183,3 +183,55 @@ async def test_an_effect_from_outside_the_step_is_refused_at_the_call(
         assert not await store.read("spawned")
     refused = {e: g for e, g in got.items() if not g.startswith("ConfigurationError: ")}
     assert not refused, refused
+
+
+class Outliver(Actor[Empty]):
+    """Starts a task in a task group outside the step (the handler's own spawn: the step's
+    task), which makes each effect only after the step returned."""
+
+    snapshot_every = None
+
+    async def receive(self, ctx: Context, msg: Ping) -> str:
+        async def late() -> None:
+            await OUTER["returned"].wait()
+            for effect in EFFECTS:
+                OUTER["late"][effect] = await outcome(effect_of(ctx, effect))
+            OUTER["finished"].set()
+
+        OUTER["tg"].start_soon(late)
+        return "started"
+
+
+@pytest.mark.anyio
+async def test_a_task_the_handler_started_is_refused_once_the_step_returned(
+    tmp_path: Path,
+) -> None:
+    """docs/classes.md: a ``ctx`` effect from a task the handler started (in a task group
+    outside the step) that still runs after the step returned is refused at the call, and
+    nothing is logged."""
+    OUTER.clear()
+    OUTER.update(late={}, returned=anyio.Event(), finished=anyio.Event())
+    store = SqliteStore(tmp_path / "a.db")
+    async with (
+        anyio.create_task_group() as tg,
+        ActorSystem(store, actors=[Outliver, Sink]) as system,
+    ):
+        OUTER["tg"] = tg
+        OUTER["sink"] = await system.spawn(Sink, "sink")
+        ref = await system.spawn(Outliver, "o")
+        assert await ref.ask(Ping(1), message_id="p1") == "started"
+        before = await store.read("o")
+        OUTER["returned"].set()
+        with anyio.fail_after(10):
+            await OUTER["finished"].wait()
+        assert await store.read("o") == before
+        late = dict(OUTER["late"])
+        OUTER.update(late={}, returned=anyio.Event(), finished=anyio.Event())
+        assert await ref.ask(Ping(2), message_id="p2") == "started"  # the actor goes on
+        OUTER["returned"].set()
+        with anyio.fail_after(10):
+            await OUTER["finished"].wait()
+        assert not await store.read("spawned")
+    assert set(late) == set(EFFECTS)
+    refused = {e: g for e, g in late.items() if not g.startswith("ConfigurationError: ")}
+    assert not refused, refused
