@@ -207,6 +207,12 @@ def sqlite_damage(path: Path, damages: list[Damage]) -> set[int]:
     return damaged
 
 
+def _format5(db: sqlite3.Connection) -> bool:
+    """Whether the file's log is format 5's rowid table ([F24])."""
+    log = db.execute("SELECT sql FROM sqlite_master WHERE name = 'log'").fetchall()
+    return bool(log) and "WITHOUT ROWID" not in log[0][0]
+
+
 def _sqlite_entry(db: sqlite3.Connection, seq: int, d: Damage) -> None:
     where = " WHERE actor_id='victim' AND seq=?"
     kind, tag, ref, mid, payload, checksum = db.execute(
@@ -216,6 +222,15 @@ def _sqlite_entry(db: sqlite3.Connection, seq: int, d: Damage) -> None:
         db.execute("UPDATE entries SET payload=?" + where, (damage_bytes(bytes(payload), d), seq))
     elif d.op == "checksum":
         db.execute("UPDATE entries SET checksum=?" + where, (checksum ^ (1 << (d.bit % 32)), seq))
+    elif d.op == "seq" and _format5(db):
+        # the view refuses a seq outside 1 .. 2**32 - 1 ([F24]): the row's rowid moved by
+        # hand instead, to seq 0 of its actor, which no read takes (a gap where it was, as
+        # the negated seq of the other layouts; a second move onto it cannot be)
+        db.execute(
+            "UPDATE log SET id = id - ? WHERE id = "
+            "((SELECT id FROM actors WHERE actor_id = 'victim') << 32) + ?",
+            (seq, seq),
+        )
     elif d.op == "seq":
         db.execute("UPDATE entries SET seq=?" + where, (-seq, seq))
     elif d.op == "delete":
@@ -233,7 +248,7 @@ def _sqlite_entry(db: sqlite3.Connection, seq: int, d: Damage) -> None:
         db.execute("UPDATE entries SET message_id=?" + where, ((mid or "") + "x", seq))
     elif d.op == "actor_id":
         log = db.execute("SELECT sql FROM sqlite_master WHERE name = 'log'").fetchall()
-        if log and "WITHOUT ROWID" not in log[0][0]:
+        if _format5(db):
             # format 5: the actor's half of the row's rowid turned into one no actor has
             db.execute(
                 "UPDATE log SET id = id + (1000000 << 32) WHERE id = "
