@@ -22,6 +22,7 @@ BENCHMARKS = {
     "retention": "store size over a long run with and without retention",
     "bytes": "stored bytes per ask with one tool call: format 1's layout vs format 2",
     "bytes_layouts": "candidate SQLite layouts of the log: bytes per ask, before building one",
+    "step_lookup": "a repeated ask's step lookup: format 4's step index vs format 5's scan",
     "postgres": "PostgreSQL throughput and failover (needs a server and actorlog[postgres])",
     "peers": "crash-and-resume against DBOS and LangGraph (needs actorlog[peers])",
     "startup": "import actorlog, and process start to the first resumed step after a crash",

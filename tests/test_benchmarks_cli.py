@@ -68,3 +68,16 @@ def test_the_parallel_benchmark_in_a_tiny_mode(tmp_path: Path) -> None:
     report = (tmp_path / "out" / "parallel.md").read_text()
     assert "2 calls of 5.00 ms, sequential" in report and "calls run again" in report
     assert "DurableAgent (parallel)" in report
+
+
+def test_the_step_lookup_benchmark_in_quick_mode(tmp_path: Path) -> None:
+    """The command FORMAT.md [F24] cites for format 5's step scan runs, both formats."""
+    run = _bench("step_lookup", "--quick", "--no-write", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    rows = [line.split() for line in run.stdout.splitlines() if " format " in line]
+    assert sorted((r[4], r[5]) for r in rows) == [
+        ("4", "2,000"),
+        ("4", "4"),
+        ("5", "2,000"),
+        ("5", "4"),
+    ], run.stdout
